@@ -1,0 +1,161 @@
+"""Common entry point :func:`solve` for all contact-aware inverse dynamics methods (seed 004).
+
+Method modules are imported lazily so that each method works as soon as its module exists:
+
+=============== ===================================== =========================================
+method          module                                function
+=============== ===================================== =========================================
+"lcp_noslip"    ``wbc_dynamics.contact.lcp_noslip``   ``solve_lcp_noslip(problem, mstate, **o)``
+"lcp_coulomb"   ``wbc_dynamics.contact.lcp_coulomb``  ``solve_lcp_coulomb(problem, mstate, **o)``
+"qp_coulomb"    ``wbc_dynamics.contact.qp``           ``solve_qp_coulomb(problem, mstate, **o)``
+"qp_noslip"     ``wbc_dynamics.contact.qp``           ``solve_qp_noslip(problem, mstate, **o)``
+=============== ===================================== =========================================
+
+Each method function receives a *validated* problem with ``nc >= 1`` and its own
+:class:`~wbc_dynamics.contact.problem.MethodState` (never None; empty on a cold start), returns a
+:class:`~wbc_dynamics.contact.problem.ContactResult` and updates the method state for the next tick.
+
+The dispatcher adds: input validation (ValueError naming the field), the zero-contact path (plain
+inverse dynamics), timing (``stats.solve_time_s``), and a last-resort safety net: if the method
+raises an unexpected exception or returns non-finite numbers, the result is the documented fallback
+of :func:`fallback_result`, flagged ``"fallback"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any
+
+import numpy as np
+
+from .problem import ContactProblem, ContactResult, SolverState, SolverStats
+
+__all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id"]
+
+METHODS: dict[str, tuple[str, str]] = {
+    "lcp_noslip": ("wbc_dynamics.contact.lcp_noslip", "solve_lcp_noslip"),
+    "lcp_coulomb": ("wbc_dynamics.contact.lcp_coulomb", "solve_lcp_coulomb"),
+    "qp_coulomb": ("wbc_dynamics.contact.qp", "solve_qp_coulomb"),
+    "qp_noslip": ("wbc_dynamics.contact.qp", "solve_qp_noslip"),
+}
+
+
+def _method_function(method: str):
+    try:
+        modname, fname = METHODS[method]
+    except KeyError:
+        raise ValueError(
+            f"solve: unknown method {method!r}; expected one of {sorted(METHODS)}"
+        ) from None
+    mod = importlib.import_module(modname)
+    return getattr(mod, fname)
+
+
+def free_dof_id(problem: ContactProblem) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse dynamics without contact forces (contact-free path of the common entry).
+
+    Solves eq. (37) with zero contact impulses together with eq. (38):
+    ``P v+ = qdot_des`` and ``v+ = f* + dt Minv P^T tau`` with ``f* = v - dt Minv h``, so
+    ``tau = (P Minv P^T)^{-1} (qdot_des - P f*) / dt``. ``P Minv P^T`` is the (positive definite)
+    actuated block of M^{-1} (cf. eq. 63). For a fixed-base robot this equals
+    ``M qdd_des + h`` (RNEA); with a floating base the free dofs accelerate freely.
+
+    Returns:
+        (tau (nu,), v_next (nv,)).
+    """
+    a = problem.actuated
+    fstar = problem.free_velocity()
+    if problem.nu == 0:
+        return np.zeros(0), fstar
+    Y = problem.Minv[np.ix_(a, a)]
+    rhs = (problem.desired_velocity() - fstar[a]) / problem.dt
+    L = np.linalg.cholesky(Y)
+    tau = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+    v_next = fstar + problem.dt * (problem.Minv[:, a] @ tau)
+    return tau, v_next
+
+
+def solve_no_contacts(problem: ContactProblem, method: str = "none") -> ContactResult:
+    """Zero-contact path: plain inverse dynamics (:func:`free_dof_id`), flagged "no_contacts"."""
+    tau, v_next = free_dof_id(problem)
+    stats = SolverStats(method=method, flags=("no_contacts",))
+    stats.residual = problem.dynamics_residual(tau, np.zeros((problem.nc, 3)), v_next)
+    return ContactResult.from_impulses(problem, tau, np.zeros((problem.nc, 3)), v_next, stats)
+
+
+def fallback_result(problem: ContactProblem, method: str, prev_tau: np.ndarray | None = None,
+                    reason: str = "") -> ContactResult:
+    """Documented safe fallback used when a method fails.
+
+    The torques of the previous successful tick (``prev_tau``, "hold last command") if available
+    and finite, else the contact-free inverse dynamics torques of :func:`free_dof_id`. Contact
+    impulses are zero and ``v_next`` is the velocity that these torques produce without contact
+    forces, so eq. (37) holds exactly; ``consistent`` is False and the flag "fallback" is set.
+    """
+    if prev_tau is not None and prev_tau.shape == (problem.nu,) and np.all(np.isfinite(prev_tau)):
+        tau = np.array(prev_tau, dtype=np.float64)
+        v_next = problem.free_velocity() + problem.dt * (problem.Minv[:, problem.actuated] @ tau)
+        source = "previous_tau"
+    else:
+        try:
+            tau, v_next = free_dof_id(problem)
+            source = "contact_free_id"
+        except np.linalg.LinAlgError:
+            tau = np.zeros(problem.nu)
+            v_next = problem.free_velocity()
+            source = "zero_tau"
+    if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(v_next))):
+        tau = np.zeros(problem.nu)
+        v_next = np.array(problem.v, dtype=np.float64)
+        source = "zero_tau"
+    stats = SolverStats(method=method, flags=("fallback",),
+                        info={"fallback_source": source, "reason": reason})
+    imp = np.zeros((problem.nc, 3))
+    stats.residual = problem.dynamics_residual(tau, imp, v_next)
+    return ContactResult.from_impulses(problem, tau, imp, v_next, stats, consistent=False)
+
+
+def solve(method: str, problem: ContactProblem, state: SolverState | None = None,
+          **options: Any) -> ContactResult:
+    """Contact-aware inverse dynamics for one control tick.
+
+    Args:
+        method: "lcp_noslip" | "lcp_coulomb" | "qp_coulomb" | "qp_noslip".
+        problem: the assembled tick (validated here; ValueError names a bad field).
+        state: warm start carried across ticks (optional; None = cold start, nothing stored).
+        **options: method-specific options (see each method's docstring).
+
+    Returns:
+        ContactResult with torques [N m], contact forces [N] (contact and world frame), v+ and
+        solver statistics. Never contains NaN: failures yield :func:`fallback_result`.
+    """
+    t0 = time.perf_counter()
+    if method not in METHODS:
+        raise ValueError(f"solve: unknown method {method!r}; expected one of {sorted(METHODS)}")
+    problem.validate()
+    mstate = state.get(method) if state is not None else None
+    if problem.nc == 0:
+        res = solve_no_contacts(problem, method)
+    else:
+        fn = _method_function(method)
+        from .problem import MethodState
+
+        ms = mstate if mstate is not None else MethodState()
+        try:
+            res = fn(problem, ms, **options)
+            if not res.all_finite:
+                res = fallback_result(problem, method, ms.data.get("tau"), "non-finite result")
+        except (np.linalg.LinAlgError, FloatingPointError, ArithmeticError, RuntimeError) as exc:
+            res = fallback_result(problem, method, ms.data.get("tau"), repr(exc))
+    if mstate is not None:
+        if "fallback" not in res.stats.flags:
+            mstate.data["tau"] = res.tau.copy()
+        if problem.nc == 0:
+            mstate.contact_ids = ()
+            mstate.impulses = np.zeros((0, 3))
+            mstate.active_ids = ()
+    if state is not None:
+        state.ticks += 1
+    res.stats.solve_time_s = time.perf_counter() - t0
+    return res
