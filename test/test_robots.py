@@ -99,6 +99,11 @@ def test_loads_and_is_physical(name):
         assert link.inertial.mass > 0, link.name
         assert ev[0] > 0, link.name
         assert ev[0] + ev[1] >= ev[2] * (1 - 1e-12), link.name
+    # links with collision geometry carry an explicit <inertial> (otherwise simulators such as
+    # MuJoCo derive a mass from the geometry and disagree with the dynamics model)
+    for link in u.links:
+        if link.collisions:
+            assert link.inertial is not None, link.name
     # joint limits: finite positions, positive velocity and effort
     for j in u.joints:
         if j.type == "fixed":
@@ -142,6 +147,17 @@ def test_standing_feet_on_ground(name):
             T = data.oMf[model.getFrameId(sole)]
             assert abs(T.translation[2]) < 1e-9
             assert np.allclose(T.rotation, np.eye(3), atol=1e-12)
+
+
+def test_humanoid_com_over_support_polygon():
+    model, data, info = load("humanoid")
+    q = np.asarray(info["standing_q"])
+    com = pin.centerOfMass(model, data, q)
+    cs = sphere_centres(model, data, q, "humanoid", info["foot_contact_links"])
+    pts = np.array([c for c, _ in cs.values()])
+    assert abs(com[1]) < 1e-12  # left/right symmetric pose
+    assert pts[:, 0].min() + 0.02 < com[0] < pts[:, 0].max() - 0.02
+    assert 0.7 < com[2] < 1.1 and 0.8 < q[2] < 1.1
 
 
 def test_quadruped_symmetry_and_load():
