@@ -1,0 +1,28 @@
+# Sourced by scripts/test.sh and scripts/demo.sh: creates ./.venv with everything the package,
+# its simulation and its tests need (from the package index only), and confines DDS traffic to
+# this machine. Re-running is cheap: installation is skipped while the requirement files are
+# unchanged.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${WBC_VENV:-$ROOT/.venv}"
+PYTHON_BIN="${PYTHON:-python3}"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[setup] creating virtual environment in $VENV"
+  "$PYTHON_BIN" -m venv "$VENV"
+fi
+STAMP="$VENV/.wbc_requirements.sha"
+WANT="$(cat "$ROOT"/requirements*.txt | sha1sum | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "[setup] installing requirements (numpy, numba, osqp, ROS 2 wheels, mujoco, pinocchio, ...)"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements-dev.txt"
+  echo "$WANT" > "$STAMP"
+fi
+export PATH="$VENV/bin:$PATH"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# DDS stays on this machine: localhost discovery, shared memory + UDPv4 on 127.0.0.1 only, and a
+# domain of our own so leftover processes cannot answer for this run.
+export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+export FASTDDS_DEFAULT_PROFILES_FILE="$ROOT/config/fastdds_localhost.xml"
+export ROS_DOMAIN_ID="${ROS_DOMAIN_ID:-$(( ($$ % 100) + 101 ))}"
+cd "$ROOT"

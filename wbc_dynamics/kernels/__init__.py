@@ -1,0 +1,1 @@
+"""numba-compiled kernels over the flat model arrays (no Python objects per body)."""

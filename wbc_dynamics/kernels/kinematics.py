@@ -1,0 +1,257 @@
+"""Compiled point kinematics: frame placements, point Jacobians and the bias acceleration J̇v.
+
+A *point* is given by the body it is rigidly attached to (``body``, -1 for the world) and its
+position ``r`` in that body's frame; a *frame* additionally by the rotation ``Rf`` of the frame in
+the body. Output Jacobians have rows ``[linear (3); angular (3)]`` and map the generalized
+velocity v to the velocity of the point, in world-aligned axes (``local=False``, Pinocchio's
+LOCAL_WORLD_ALIGNED) or in the frame's own axes (``local=True``, Pinocchio's LOCAL).
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from .dynamics import IV, NVI, OK, PARENT, check_configuration, check_vector, forward_kinematics
+from .spatial import apply_motion, cross_motion_add
+
+
+@njit(cache=True)
+def point_world(Rw, pw, body, r, out):
+    """World position of the point r (body frame) into out (3)."""
+    if body < 0:
+        for k in range(3):
+            out[k] = r[k]
+        return
+    for k in range(3):
+        out[k] = pw[body, k] + Rw[body, k, 0] * r[0] + Rw[body, k, 1] * r[1] + Rw[body, k, 2] * r[2]
+
+
+@njit(cache=True)
+def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
+    """Jacobian of a point after forward kinematics (``P``: 3-vector scratch; J zeroed first)."""
+    J[:, :] = 0.0
+    if body < 0:
+        return
+    point_world(Rw, pw, body, r, P)
+    j = body
+    while j >= 0:
+        iv = topo[j, IV]
+        nvi = topo[j, NVI]
+        Rj = Rw[j]
+        for k in range(nvi):
+            s0 = Sm[j, 0, k]
+            s1 = Sm[j, 1, k]
+            s2 = Sm[j, 2, k]
+            w0 = Sm[j, 3, k]
+            w1 = Sm[j, 4, k]
+            w2 = Sm[j, 5, k]
+            # world-aligned twist of the joint's motion at the joint origin
+            vx = Rj[0, 0] * s0 + Rj[0, 1] * s1 + Rj[0, 2] * s2
+            vy = Rj[1, 0] * s0 + Rj[1, 1] * s1 + Rj[1, 2] * s2
+            vz = Rj[2, 0] * s0 + Rj[2, 1] * s1 + Rj[2, 2] * s2
+            wx = Rj[0, 0] * w0 + Rj[0, 1] * w1 + Rj[0, 2] * w2
+            wy = Rj[1, 0] * w0 + Rj[1, 1] * w1 + Rj[1, 2] * w2
+            wz = Rj[2, 0] * w0 + Rj[2, 1] * w1 + Rj[2, 2] * w2
+            dx = P[0] - pw[j, 0]
+            dy = P[1] - pw[j, 1]
+            dz = P[2] - pw[j, 2]
+            c = iv + k
+            J[0, c] = vx + wy * dz - wz * dy
+            J[1, c] = vy + wz * dx - wx * dz
+            J[2, c] = vz + wx * dy - wy * dx
+            J[3, c] = wx
+            J[4, c] = wy
+            J[5, c] = wz
+        j = topo[j, PARENT]
+    if local:
+        # express in the frame's axes: multiply by (Rw[body] Rf)^T
+        for c in range(J.shape[1]):
+            for blk in range(0, 6, 3):
+                a0 = J[blk, c]
+                a1 = J[blk + 1, c]
+                a2 = J[blk + 2, c]
+                for k in range(3):
+                    # column k of Rw Rf
+                    f0 = (
+                        Rw[body, 0, 0] * Rf[0, k]
+                        + Rw[body, 0, 1] * Rf[1, k]
+                        + Rw[body, 0, 2] * Rf[2, k]
+                    )
+                    f1 = (
+                        Rw[body, 1, 0] * Rf[0, k]
+                        + Rw[body, 1, 1] * Rf[1, k]
+                        + Rw[body, 1, 2] * Rf[2, k]
+                    )
+                    f2 = (
+                        Rw[body, 2, 0] * Rf[0, k]
+                        + Rw[body, 2, 1] * Rf[1, k]
+                        + Rw[body, 2, 2] * Rf[2, k]
+                    )
+                    J[blk + k, c] = f0 * a0 + f1 * a1 + f2 * a2
+
+
+@njit(cache=True)
+def point_jacobian(topo, tree, Sm, q, body, r, Rf, local, Xup, Rw, pw, Rtmp, P, J):
+    """Forward kinematics then the point Jacobian. Returns a status code."""
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J)
+    return OK
+
+
+@njit(cache=True)
+def placement(topo, tree, q, body, r, Rf, Xup, Rw, pw, Rtmp, T):
+    """4x4 homogeneous world placement of the frame (body, r, Rf). Returns a status code."""
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    T[:, :] = 0.0
+    T[3, 3] = 1.0
+    if body < 0:
+        for a in range(3):
+            for b in range(3):
+                T[a, b] = Rf[a, b]
+            T[a, 3] = r[a]
+        return OK
+    for a in range(3):
+        for b in range(3):
+            T[a, b] = (
+                Rw[body, a, 0] * Rf[0, b] + Rw[body, a, 1] * Rf[1, b] + Rw[body, a, 2] * Rf[2, b]
+            )
+        T[a, 3] = (
+            pw[body, a] + Rw[body, a, 0] * r[0] + Rw[body, a, 1] * r[1] + Rw[body, a, 2] * r[2]
+        )
+    return OK
+
+
+@njit(cache=True)
+def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
+    """Body spatial velocities and velocity-product accelerations (ddq = 0, no gravity)."""
+    nb = topo.shape[0]
+    for i in range(nb):
+        par = topo[i, PARENT]
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        for r_ in range(6):
+            s = 0.0
+            for k in range(nvi):
+                s += Sm[i, r_, k] * v[iv + k]
+            vJ[r_] = s
+        if par < 0:
+            for r_ in range(6):
+                vel[i, r_] = vJ[r_]
+                acc[i, r_] = 0.0
+        else:
+            apply_motion(Xup[i], vel[par], vel[i])
+            for r_ in range(6):
+                vel[i, r_] += vJ[r_]
+            apply_motion(Xup[i], acc[par], acc[i])
+        cross_motion_add(vel[i], vJ, acc[i])
+
+
+@njit(cache=True)
+def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
+    """Classical acceleration of the point for ddq = 0 (J̇v), from body velocities/accelerations.
+
+    With body-frame spatial velocity (v, w) and spatial acceleration (a, alpha) at the body origin,
+    the point at r has classical acceleration a + alpha x r + w x (v + w x r).
+    """
+    if body < 0:
+        for k in range(6):
+            out[k] = 0.0
+        return
+    v0, v1, v2 = vel[body, 0], vel[body, 1], vel[body, 2]
+    w0, w1, w2 = vel[body, 3], vel[body, 4], vel[body, 5]
+    a0, a1, a2 = acc[body, 0], acc[body, 1], acc[body, 2]
+    b0, b1, b2 = acc[body, 3], acc[body, 4], acc[body, 5]
+    # velocity of the point (body axes)
+    p0 = v0 + w1 * r[2] - w2 * r[1]
+    p1 = v1 + w2 * r[0] - w0 * r[2]
+    p2 = v2 + w0 * r[1] - w1 * r[0]
+    l0 = a0 + b1 * r[2] - b2 * r[1] + w1 * p2 - w2 * p1
+    l1 = a1 + b2 * r[0] - b0 * r[2] + w2 * p0 - w0 * p2
+    l2 = a2 + b0 * r[1] - b1 * r[0] + w0 * p1 - w1 * p0
+    R = Rw[body]
+    for k in range(3):
+        out[k] = R[k, 0] * l0 + R[k, 1] * l1 + R[k, 2] * l2
+        out[k + 3] = R[k, 0] * b0 + R[k, 1] * b1 + R[k, 2] * b2
+    if local:
+        for blk in range(0, 6, 3):
+            c0 = out[blk]
+            c1 = out[blk + 1]
+            c2 = out[blk + 2]
+            for k in range(3):
+                f0 = R[0, 0] * Rf[0, k] + R[0, 1] * Rf[1, k] + R[0, 2] * Rf[2, k]
+                f1 = R[1, 0] * Rf[0, k] + R[1, 1] * Rf[1, k] + R[1, 2] * Rf[2, k]
+                f2 = R[2, 0] * Rf[0, k] + R[2, 1] * Rf[1, k] + R[2, 2] * Rf[2, k]
+                out[blk + k] = f0 * c0 + f1 * c1 + f2 * c2
+
+
+@njit(cache=True)
+def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ, out):
+    """J̇v of a point: forward kinematics, velocity pass, then the classical point acceleration."""
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    if not check_vector(v):
+        return 2
+    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ)
+    point_bias_filled(Rw, vel, acc, body, r, Rf, local, out)
+    return OK
+
+
+@njit(cache=True)
+def points_kinematics(
+    topo,
+    tree,
+    Sm,
+    q,
+    v,
+    bodies,
+    rs,
+    Xup,
+    Rw,
+    pw,
+    Rtmp,
+    vel,
+    acc,
+    vJ,
+    P,
+    Jfull,
+    positions,
+    J_lin,
+    bias_lin,
+):
+    """Batched contact-point kinematics after ONE kinematics pass (the contact hot path).
+
+    For k points (``bodies[k]``, ``rs[k]`` in body frame) fills world ``positions`` (k, 3),
+    world-aligned linear Jacobians ``J_lin`` (k, 3, nv) and linear J̇v ``bias_lin`` (k, 3).
+    ``Jfull`` is (6, nv) scratch. Returns a status code.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    if not check_vector(v):
+        return 2
+    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ)
+    Rf = Rtmp[1]
+    for a in range(3):
+        for b in range(3):
+            Rf[a, b] = 1.0 if a == b else 0.0
+    out6 = Rtmp[0, 0:2].reshape(6)
+    for k in range(bodies.shape[0]):
+        b = bodies[k]
+        point_world(Rw, pw, b, rs[k], positions[k])
+        point_jacobian_filled(topo, Sm, Rw, pw, b, rs[k], Rf, False, P, Jfull)
+        for a in range(3):
+            for c in range(Jfull.shape[1]):
+                J_lin[k, a, c] = Jfull[a, c]
+        point_bias_filled(Rw, vel, acc, b, rs[k], Rf, False, out6)
+        for a in range(3):
+            bias_lin[k, a] = out6[a]
+    return OK

@@ -1,0 +1,178 @@
+"""Spatial-algebra building blocks for the compiled kernels.
+
+Conventions (identical to Pinocchio, so results compare entry by entry):
+
+* a spatial motion vector is ``[v (linear), w (angular)]`` and a spatial force ``[f, n]``;
+* ``Xup[i]`` is the 6x6 motion transform from the parent body's frame to body ``i``'s frame,
+  built from the pose ``(R, p)`` of body ``i`` in its parent:
+  ``Xup = [[R^T, -R^T [p]x], [0, R^T]]``;
+* forces go the other way with ``Xup^T``;
+* body inertias are 6x6 spatial inertias about the body origin, in body axes.
+
+Everything works on preallocated arrays; nothing here allocates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def motion_transform(R, p, X):
+    """Fill ``X`` (6x6) with the parent-to-child motion transform of a child at pose (R, p)."""
+    for r in range(3):
+        for c in range(3):
+            rt = R[c, r]
+            X[r, c] = rt
+            X[r + 3, c + 3] = rt
+            X[r + 3, c] = 0.0
+    # top-right block: -R^T [p]x
+    for r in range(3):
+        a0 = R[0, r]
+        a1 = R[1, r]
+        a2 = R[2, r]
+        # row r of R^T is (a0, a1, a2); (R^T [p]x)[r, :] = a x-times columns of [p]x
+        X[r, 3] = -(a1 * p[2] - a2 * p[1])
+        X[r, 4] = -(a2 * p[0] - a0 * p[2])
+        X[r, 5] = -(a0 * p[1] - a1 * p[0])
+
+
+@njit(cache=True, inline="always")
+def apply_motion(X, m, out):
+    """``out = X @ m`` for a 6x6 motion transform exploiting its zero block."""
+    for r in range(3):
+        out[r] = (
+            X[r, 0] * m[0]
+            + X[r, 1] * m[1]
+            + X[r, 2] * m[2]
+            + X[r, 3] * m[3]
+            + X[r, 4] * m[4]
+            + X[r, 5] * m[5]
+        )
+        out[r + 3] = X[r + 3, 3] * m[3] + X[r + 3, 4] * m[4] + X[r + 3, 5] * m[5]
+
+
+@njit(cache=True, inline="always")
+def apply_motion_add(X, m, out):
+    """``out += X @ m``."""
+    for r in range(3):
+        out[r] += (
+            X[r, 0] * m[0]
+            + X[r, 1] * m[1]
+            + X[r, 2] * m[2]
+            + X[r, 3] * m[3]
+            + X[r, 4] * m[4]
+            + X[r, 5] * m[5]
+        )
+        out[r + 3] += X[r + 3, 3] * m[3] + X[r + 3, 4] * m[4] + X[r + 3, 5] * m[5]
+
+
+@njit(cache=True, inline="always")
+def apply_force_transpose_add(X, f, out):
+    """``out += X^T @ f``: a child-frame force expressed in the parent frame."""
+    for c in range(3):
+        out[c] += X[0, c] * f[0] + X[1, c] * f[1] + X[2, c] * f[2]
+    for c in range(3, 6):
+        out[c] += (
+            X[0, c] * f[0]
+            + X[1, c] * f[1]
+            + X[2, c] * f[2]
+            + X[3, c] * f[3]
+            + X[4, c] * f[4]
+            + X[5, c] * f[5]
+        )
+
+
+@njit(cache=True, inline="always")
+def cross_motion_add(v, m, out):
+    """``out += v x m`` (spatial motion cross product)."""
+    out[0] += v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4]
+    out[1] += v[5] * m[0] - v[3] * m[2] + v[2] * m[3] - v[0] * m[5]
+    out[2] += v[3] * m[1] - v[4] * m[0] + v[0] * m[4] - v[1] * m[3]
+    out[3] += v[4] * m[5] - v[5] * m[4]
+    out[4] += v[5] * m[3] - v[3] * m[5]
+    out[5] += v[3] * m[4] - v[4] * m[3]
+
+
+@njit(cache=True, inline="always")
+def cross_force_add(v, f, out):
+    """``out += v x* f`` (spatial force cross product)."""
+    out[0] += v[4] * f[2] - v[5] * f[1]
+    out[1] += v[5] * f[0] - v[3] * f[2]
+    out[2] += v[3] * f[1] - v[4] * f[0]
+    out[3] += v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
+    out[4] += v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
+    out[5] += v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
+
+
+@njit(cache=True, inline="always")
+def mat6_vec(A, x, out):
+    """``out = A @ x`` for 6x6 A."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += A[r, c] * x[c]
+        out[r] = s
+
+
+@njit(cache=True)
+def congruence_add(X, A, tmp, out):
+    """``out += X^T A X`` for a motion transform X and symmetric 6x6 A (``tmp`` is 6x6 scratch)."""
+    # tmp = A X, using X's zero lower-left block
+    for r in range(6):
+        for c in range(3):
+            tmp[r, c] = A[r, 0] * X[0, c] + A[r, 1] * X[1, c] + A[r, 2] * X[2, c]
+        for c in range(3, 6):
+            s = 0.0
+            for k in range(6):
+                s += A[r, k] * X[k, c]
+            tmp[r, c] = s
+    # out += X^T tmp, symmetric result: compute upper triangle and mirror
+    for r in range(6):
+        for c in range(r, 6):
+            s = X[0, r] * tmp[0, c] + X[1, r] * tmp[1, c] + X[2, r] * tmp[2, c]
+            if r >= 3:
+                s += X[3, r] * tmp[3, c] + X[4, r] * tmp[4, c] + X[5, r] * tmp[5, c]
+            out[r, c] += s
+            if c != r:
+                out[c, r] += s
+
+
+@njit(cache=True, inline="always")
+def rotation_about_axis(axis, angle, R):
+    """Rodrigues' formula: rotation by ``angle`` (rad) about the unit ``axis``, into R."""
+    c = np.cos(angle)
+    s = np.sin(angle)
+    t = 1.0 - c
+    x = axis[0]
+    y = axis[1]
+    z = axis[2]
+    R[0, 0] = c + t * x * x
+    R[0, 1] = t * x * y - s * z
+    R[0, 2] = t * x * z + s * y
+    R[1, 0] = t * x * y + s * z
+    R[1, 1] = c + t * y * y
+    R[1, 2] = t * y * z - s * x
+    R[2, 0] = t * x * z - s * y
+    R[2, 1] = t * y * z + s * x
+    R[2, 2] = c + t * z * z
+
+
+@njit(cache=True, inline="always")
+def rotation_from_quaternion(qx, qy, qz, qw, R):
+    """Rotation matrix of the unit quaternion (x, y, z, w), normalized on the fly."""
+    n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+    x = qx / n
+    y = qy / n
+    z = qz / n
+    w = qw / n
+    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    R[0, 1] = 2.0 * (x * y - z * w)
+    R[0, 2] = 2.0 * (x * z + y * w)
+    R[1, 0] = 2.0 * (x * y + z * w)
+    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    R[1, 2] = 2.0 * (y * z - x * w)
+    R[2, 0] = 2.0 * (x * z - y * w)
+    R[2, 1] = 2.0 * (y * z + x * w)
+    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)

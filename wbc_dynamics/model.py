@@ -1,0 +1,567 @@
+"""``RobotModel``: the public, input-checking face of the compiled dynamics core.
+
+Conventions (the same as Pinocchio's, so results compare directly):
+
+* Fixed base: ``q`` and ``v`` are the movable joints in :attr:`RobotModel.joint_names` order
+  (rad or m; rad/s or m/s).
+* Floating base (``floating_base=True``): ``q = [p (3, m, world), quaternion x y z w (4),
+  joints]`` with the quaternion the base orientation in the world; ``v = [linear (3, m/s),
+  angular (3, rad/s) velocity of the base, both in the BASE frame, joint velocities]``.
+  The base acceleration entries of ``a`` are the base's spatial acceleration in the base frame,
+  and the first six entries of ``tau`` are the wrench [force (N), torque (N m)] on the base in
+  the base frame (seed 003, Table 4).
+* Gravity is ``gravity`` (m/s^2, world frame), default ``[0, 0, -9.81]``.
+* Quaternions: a non-unit quaternion (| |quat| - 1 | > 1e-6) is rejected with ``ValueError``;
+  within the tolerance it is normalized. Callers holding a noisy estimate should normalize first.
+* External wrenches ``f_ext``: ``{link_name: [fx, fy, fz, nx, ny, nz]}`` acting on the link,
+  expressed in the link frame about the link origin (N, N m).
+
+Every call checks its inputs (size, finiteness, unit quaternion) and raises ``ValueError`` naming
+the argument; the checks run inside the compiled kernels so they cost almost nothing.
+
+A model owns preallocated workspaces: one ``RobotModel`` must not be used from two threads at
+once (use :meth:`RobotModel.copy` for a second thread).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from .kernels import dynamics as dyn
+from .kernels import kinematics as kin
+from .urdf_loader import CollisionBox, CollisionSphere, ModelData, URDFError, load_model
+
+STATUS_MESSAGES = {
+    dyn.BAD_Q: "q contains NaN or inf",
+    dyn.BAD_V: "{v} contains NaN or inf",
+    dyn.BAD_A: "{a} contains NaN or inf",
+    dyn.BAD_QUATERNION: "q: the base quaternion q[3:7] is not of unit norm (|1 - |quat|| > 1e-6); "
+    "normalize it",
+    dyn.BAD_FEXT: "f_ext contains NaN or inf",
+    dyn.SINGULAR: "the joint-space inertia is singular: some joint moves no mass",
+}
+
+_FRAMES = ("world", "local")
+
+
+def _vector(x, n: int, name: str) -> np.ndarray:
+    """``x`` as a contiguous float64 vector of length n, or ValueError naming it."""
+    if (
+        type(x) is not np.ndarray
+        or x.dtype != np.float64
+        or x.ndim != 1
+        or not x.flags.c_contiguous
+    ):
+        try:
+            x = np.ascontiguousarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a vector of {n} numbers") from None
+        if x.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D vector of length {n}, got shape {x.shape}")
+    if x.shape[0] != n:
+        raise ValueError(f"{name} must have length {n}, got {x.shape[0]}")
+    return x
+
+
+class RobotModel:
+    """Rigid-body model of a robot loaded from URDF, with compiled dynamics algorithms.
+
+    Build it with :meth:`from_urdf`. Attributes (read-only by convention):
+
+    ``nq``, ``nv``; ``floating_base``; ``joint_names`` (movable joints in v order after the base);
+    ``link_names``; ``position_lower``/``position_upper`` (rad or m), ``velocity_limit``,
+    ``effort_limit`` (N m or N), arrays over ``joint_names`` (inf where the URDF gives none);
+    ``total_mass`` (kg); ``gravity`` (m/s^2, world); ``collision_spheres``, ``collision_boxes``.
+    """
+
+    def __init__(self, data: ModelData, warmup: bool = True) -> None:
+        self._data = data
+        self.name = data.name
+        self.nq = data.nq
+        self.nv = data.nv
+        self.floating_base = data.floating_base
+        self.joint_names = list(data.joint_names)
+        self.link_names = list(data.link_names)
+        self.root_link = data.root_link
+        self.position_lower = data.position_lower.copy()
+        self.position_upper = data.position_upper.copy()
+        self.velocity_limit = data.velocity_limit.copy()
+        self.effort_limit = data.effort_limit.copy()
+        self.total_mass = float(data.total_mass)
+        self.collision_spheres: list[CollisionSphere] = list(data.collision_spheres)
+        self.collision_boxes: list[CollisionBox] = list(data.collision_boxes)
+        self.gravity = np.array([0.0, 0.0, -9.81])
+        self._topo = data.topo
+        self._tree = data.tree
+        self._Sm = data.Sm
+        self._I6 = data.I6
+        nb = data.topo.shape[0]
+        nv = data.nv
+        self._nb = nb
+        # preallocated workspaces (no allocation inside the kernels)
+        self._Xup = np.zeros((nb, 6, 6))
+        self._Rw = np.zeros((nb, 3, 3))
+        self._pw = np.zeros((nb, 3))
+        self._Rtmp = np.zeros((2, 3, 3))
+        self._vel = np.zeros((nb, 6))
+        self._acc = np.zeros((nb, 6))
+        self._frc = np.zeros((nb, 6))
+        self._cbias = np.zeros((nb, 6))
+        self._pA = np.zeros((nb, 6))
+        self._uu = np.zeros((nb, 6))
+        self._tmp = np.zeros((3, 6))
+        self._IA = np.zeros((nb, 6, 6))
+        self._U = np.zeros((nb, 6, 6))
+        self._D = np.zeros((nb, 6, 6))
+        self._Dinv = np.zeros((nb, 6, 6))
+        self._work = np.zeros((4, 6, 6))
+        self._F2 = np.zeros((2, 6, 6))
+        self._Fm = np.zeros((nb, 6, nv))
+        self._Pm = np.zeros((nb, 6, nv))
+        self._P3 = np.zeros(3)
+        self._J6 = np.zeros((6, nv))
+        self._fext = np.zeros((nb, 6))
+        self._zeros_nv = np.zeros(nv)
+        self._eye3 = np.eye(3)
+        self._origin = np.zeros(3)
+        self._joint_index = {name: k for k, name in enumerate(self.joint_names)}
+        self._check_every_joint_moves_mass()
+        if warmup:
+            self.warmup()
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_urdf(
+        cls, source: str | os.PathLike, floating_base: bool = False, warmup: bool = True
+    ) -> RobotModel:
+        """Load a model from a URDF file path or a URDF XML string (ROS ``robot_description``).
+
+        ``floating_base=True`` makes the URDF's root link a free-flyer (6-DoF) base.
+        Kernels are compiled (or loaded from numba's cache) and run once here unless
+        ``warmup=False``, so the first real call is as fast as the thousandth.
+        """
+        return cls(load_model(source, floating_base=floating_base), warmup=warmup)
+
+    def copy(self) -> RobotModel:
+        """An independent model (own workspaces) sharing the immutable model arrays."""
+        other = RobotModel(self._data, warmup=False)
+        other.gravity = self.gravity.copy()
+        return other
+
+    def warmup(self) -> float:
+        """Compile/load and run every kernel once; returns the seconds it took."""
+        t0 = time.perf_counter()
+        q = self.neutral()
+        z = np.zeros(self.nv)
+        self.rnea(q, z, z)
+        self.rnea(q, z, z, f_ext={self.link_names[-1]: np.zeros(6)})
+        self.mass_matrix(q)
+        self.minverse(q)
+        self.aba(q, z, z)
+        self.aba(q, z, z, f_ext={self.link_names[-1]: np.zeros(6)})
+        link = self.link_names[-1]
+        self.frame_placement(q, link)
+        self.jacobian(q, link)
+        self.jacobian(q, link, frame="local")
+        self.jacobian_dot_times_v(q, z, link)
+        self.points_kinematics(q, z, [link], np.zeros((1, 3)))
+        return time.perf_counter() - t0
+
+    def _check_every_joint_moves_mass(self) -> None:
+        """A joint whose subtree has no inertia about its axis makes M singular: reject the URDF."""
+        M = self.mass_matrix(self.neutral())
+        diag = np.diag(M)
+        scale = max(1.0, float(np.max(np.abs(diag)))) if diag.size else 1.0
+        off = 6 if self.floating_base else 0
+        for k, d in enumerate(diag):
+            if not d > 1e-12 * scale:
+                name = "the floating base" if k < off else f"joint '{self.joint_names[k - off]}'"
+                raise URDFError(
+                    f"{name} moves no mass (no inertia about its axis in its subtree): the "
+                    "joint-space inertia matrix would be singular"
+                )
+
+    # ------------------------------------------------------------------ helpers
+    def neutral(self) -> np.ndarray:
+        """The neutral configuration: base at the origin with identity orientation, joints at 0
+        (or at the nearest limit when 0 is outside the limits)."""
+        q = np.zeros(self.nq)
+        off = 0
+        if self.floating_base:
+            q[6] = 1.0
+            off = 7
+        q[off:] = np.clip(0.0, self.position_lower, self.position_upper)
+        return q
+
+    def joint_index(self, joint: str) -> int:
+        """Index of a movable joint in ``joint_names`` (its v index is this plus 6 if floating)."""
+        try:
+            return self._joint_index[joint]
+        except KeyError:
+            raise ValueError(f"unknown joint '{joint}'; known: {self.joint_names}") from None
+
+    def link_frame(self, link: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """(body index, R, p) of a link's frame in the frame of the body that carries it."""
+        try:
+            body = self._data.link_body[link]
+        except KeyError:
+            raise ValueError(f"unknown link '{link}'; known links: {self.link_names}") from None
+        R, p = self._data.link_pose[link]
+        return body, R, p
+
+    def _raise(self, status: int, v: str = "v", a: str = "a") -> None:
+        raise ValueError(STATUS_MESSAGES[status].format(v=v, a=a))
+
+    def _external_forces(self, f_ext: Mapping[str, object] | None) -> bool:
+        if f_ext is None:
+            return False
+        fext = self._fext
+        fext[:] = 0.0
+        for link, wrench in f_ext.items():
+            w = _vector(wrench, 6, f"f_ext['{link}']")
+            body, R, p = self.link_frame(link)
+            if body < 0:
+                continue  # a wrench on the fixed world does nothing
+            f = R @ w[:3]
+            n = R @ w[3:] + np.cross(p, f)
+            fext[body, :3] += f
+            fext[body, 3:] += n
+        return True
+
+    # ------------------------------------------------------------------ dynamics
+    def rnea(self, q, v, a, f_ext: Mapping[str, object] | None = None) -> np.ndarray:
+        """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - J^T f_ext (RNEA).
+
+        Floating base: the first six entries are the base wrench in the base frame (seed 003,
+        Table 4, extended inverse dynamics). Units: N m / N (joints), N and N m (base).
+        """
+        nv = self.nv
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, nv, "v")
+        a = _vector(a, nv, "a")
+        use_fext = self._external_forces(f_ext)
+        tau = np.empty(nv)
+        st = dyn.rnea(
+            self._topo,
+            self._tree,
+            self._Sm,
+            self._I6,
+            self.gravity,
+            q,
+            v,
+            a,
+            self._fext,
+            use_fext,
+            True,
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._vel,
+            self._acc,
+            self._frc,
+            self._tmp,
+            tau,
+        )
+        if st:
+            self._raise(st)
+        return tau
+
+    def nonlinear_effects(self, q, v) -> np.ndarray:
+        """h(q, v) = C(q, v) v + g(q): Coriolis, centrifugal and gravity terms (N m / N)."""
+        return self.rnea(q, v, self._zeros_nv)
+
+    def gravity_torques(self, q) -> np.ndarray:
+        """g(q): generalized gravity forces (N m / N)."""
+        return self.rnea(q, self._zeros_nv, self._zeros_nv)
+
+    def mass_matrix(self, q) -> np.ndarray:
+        """Joint-space inertia matrix M(q) (nv x nv) by the composite-rigid-body algorithm."""
+        q = _vector(q, self.nq, "q")
+        M = np.empty((self.nv, self.nv))
+        st = dyn.crba(
+            self._topo,
+            self._tree,
+            self._Sm,
+            self._I6,
+            q,
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._IA,
+            self._F2,
+            M,
+        )
+        if st:
+            self._raise(st)
+        return M
+
+    def mass_matrix_unit_vector(self, q) -> np.ndarray:
+        """M(q) by the unit-vector method (seed 002): column j = ID(q, 0, e_j) - ID(q, 0, 0)
+        with gravity off. n inverse-dynamics calls: a reference, not the fast path."""
+        q = _vector(q, self.nq, "q")
+        nv = self.nv
+        M = np.empty((nv, nv))
+        e = np.zeros(nv)
+        col = np.empty(nv)
+        for j in range(nv):
+            e[:] = 0.0
+            e[j] = 1.0
+            st = dyn.rnea(
+                self._topo,
+                self._tree,
+                self._Sm,
+                self._I6,
+                self.gravity,
+                q,
+                self._zeros_nv,
+                e,
+                self._fext,
+                False,
+                False,
+                self._Xup,
+                self._Rw,
+                self._pw,
+                self._Rtmp,
+                self._vel,
+                self._acc,
+                self._frc,
+                self._tmp,
+                col,
+            )
+            if st:
+                self._raise(st)
+            M[:, j] = col
+        return M
+
+    def minverse(self, q) -> np.ndarray:
+        """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (seed 000, Alg. 1; moving
+        base: IMMAmb, seed 003 Table 9). M is never formed or factored."""
+        q = _vector(q, self.nq, "q")
+        Minv = np.empty((self.nv, self.nv))
+        st = dyn.minverse(
+            self._topo,
+            self._tree,
+            self._Sm,
+            self._I6,
+            q,
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._IA,
+            self._U,
+            self._D,
+            self._Dinv,
+            self._Fm,
+            self._Pm,
+            self._work,
+            Minv,
+        )
+        if st:
+            self._raise(st)
+        return Minv
+
+    def aba(self, q, v, tau, f_ext: Mapping[str, object] | None = None) -> np.ndarray:
+        """Forward dynamics a = M^-1 (tau - h(q, v) + J^T f_ext) by the articulated-body algorithm.
+
+        Floating base: ``tau[:6]`` is the wrench applied to the base (zero for an unactuated
+        base) and ``a[:6]`` the base spatial acceleration in the base frame.
+        """
+        nv = self.nv
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, nv, "v")
+        tau = _vector(tau, nv, "tau")
+        use_fext = self._external_forces(f_ext)
+        ddq = np.empty(nv)
+        st = dyn.aba(
+            self._topo,
+            self._tree,
+            self._Sm,
+            self._I6,
+            self.gravity,
+            q,
+            v,
+            tau,
+            self._fext,
+            use_fext,
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._vel,
+            self._cbias,
+            self._pA,
+            self._IA,
+            self._U,
+            self._D,
+            self._Dinv,
+            self._uu,
+            self._acc,
+            self._work,
+            ddq,
+        )
+        if st:
+            self._raise(st, a="tau")
+        return ddq
+
+    # ------------------------------------------------------------------ kinematics
+    def _point(self, link: str, point) -> tuple[int, np.ndarray, np.ndarray]:
+        body, R, p = self.link_frame(link)
+        if point is None:
+            return body, p, R
+        r = _vector(point, 3, "point")
+        if not np.all(np.isfinite(r)):
+            raise ValueError("point contains NaN or inf")
+        return body, p + R @ r, R
+
+    def frame_placement(self, q, link: str) -> np.ndarray:
+        """4x4 homogeneous transform of ``link``'s frame in the world (m)."""
+        q = _vector(q, self.nq, "q")
+        body, p, R = self._point(link, None)
+        T = np.empty((4, 4))
+        st = kin.placement(
+            self._topo, self._tree, q, body, p, R, self._Xup, self._Rw, self._pw, self._Rtmp, T
+        )
+        if st:
+            self._raise(st)
+        return T
+
+    def jacobian(self, q, link: str, point=None, frame: str = "world") -> np.ndarray:
+        """Jacobian (6 x nv) of a point of ``link``: rows [linear (m/s); angular (rad/s)] per v.
+
+        ``point``: offset (m) in the link frame, default the link origin. ``frame="world"``:
+        velocities in world-aligned axes (Pinocchio LOCAL_WORLD_ALIGNED); ``"local"``: in the
+        link frame's axes (Pinocchio LOCAL).
+        """
+        if frame not in _FRAMES:
+            raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
+        q = _vector(q, self.nq, "q")
+        body, r, R = self._point(link, point)
+        J = np.empty((6, self.nv))
+        st = kin.point_jacobian(
+            self._topo,
+            self._tree,
+            self._Sm,
+            q,
+            body,
+            r,
+            R,
+            frame == "local",
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._P3,
+            J,
+        )
+        if st:
+            self._raise(st)
+        return J
+
+    def jacobian_dot_times_v(self, q, v, link: str, point=None, frame: str = "world") -> np.ndarray:
+        """Bias acceleration J̇(q, v) v (6,) of a point of ``link``: its classical acceleration
+        when the joint accelerations are zero (no gravity), rows [linear (m/s^2); angular
+        (rad/s^2)], axes as in :meth:`jacobian`."""
+        if frame not in _FRAMES:
+            raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        body, r, R = self._point(link, point)
+        out = np.empty(6)
+        st = kin.point_bias(
+            self._topo,
+            self._tree,
+            self._Sm,
+            q,
+            v,
+            body,
+            r,
+            R,
+            frame == "local",
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._vel,
+            self._acc,
+            self._tmp[0],
+            out,
+        )
+        if st:
+            self._raise(st)
+        return out
+
+    def points_kinematics(self, q, v, links, points) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Many contact points after a single kinematics pass.
+
+        ``links``: k link names; ``points``: (k, 3) offsets (m) in the link frames. Returns world
+        positions (k, 3), world-aligned linear Jacobians (k, 3, nv) and linear J̇v (k, 3).
+        For a hot loop, resolve the points once with :meth:`link_frame` and call
+        :func:`wbc_dynamics.kernels.kinematics.points_kinematics` directly.
+        """
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        pts = np.asarray(points, dtype=float).reshape(-1, 3)
+        if len(links) != pts.shape[0]:
+            raise ValueError("links and points must have the same length")
+        bodies = np.empty(len(links), dtype=np.int64)
+        rs = np.empty((len(links), 3))
+        for k, link in enumerate(links):
+            bodies[k], rs[k], _ = self._point(link, pts[k])
+        k = len(links)
+        pos = np.empty((k, 3))
+        J = np.empty((k, 3, self.nv))
+        bias = np.empty((k, 3))
+        st = kin.points_kinematics(
+            self._topo,
+            self._tree,
+            self._Sm,
+            q,
+            v,
+            bodies,
+            rs,
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._vel,
+            self._acc,
+            self._tmp[0],
+            self._P3,
+            self._J6,
+            pos,
+            J,
+            bias,
+        )
+        if st:
+            self._raise(st)
+        return pos, J, bias
+
+    # ------------------------------------------------------------------ misc
+    def integrate(self, q, v, dt: float = 1.0) -> np.ndarray:
+        """Configuration reached from q by moving with constant velocity v for dt seconds
+        (the base on SE(3), so the quaternion stays unit)."""
+        q = _vector(q, self.nq, "q")
+        v = _vector(v, self.nv, "v")
+        out = q.copy()
+        if not self.floating_base:
+            out += v * dt
+            return out
+        from .lie import se3_integrate
+
+        out[:7] = se3_integrate(q[:7], v[:6] * dt)
+        out[7:] += v[6:] * dt
+        return out
+
+    def __repr__(self) -> str:
+        kind = "floating" if self.floating_base else "fixed"
+        return (
+            f"RobotModel('{self.name}', {kind} base, nq={self.nq}, nv={self.nv}, "
+            f"mass={self.total_mass:.3f} kg)"
+        )
