@@ -1,0 +1,818 @@
+"""ROS-free whole-body controller: state + desired accelerations in, joint torques out.
+
+:class:`WholeBodyController` is the product's control loop without any middleware. The ROS 2 node
+(:mod:`wbc_dynamics.node`) is a thin adapter over it, and tests drive it directly.
+
+One control tick (:meth:`WholeBodyController.update`):
+
+1. staleness checks of the latest joint state, base state (floating base) and reference against
+   the configured timeouts (ages measured on the caller's clock at *arrival*, not header stamps);
+2. commanded joint accelerations (PD feedback on an optional position/velocity reference)::
+
+       qdd_cmd = qdd_des + Kp (q_des - q) + Kd (qd_des - qd)      [rad/s^2 or m/s^2]
+
+3. inverse dynamics of ``qdd_cmd``:
+
+   * ``method="none"``, fixed base: ``tau = RNEA(q, qd, qdd_cmd)`` (Featherstone 2008, Table 5.1),
+   * ``method="none"``, floating base: contact-free inverse dynamics of the actuated joints with
+     the base accelerating freely, ``tau = (P M^-1 P^T)^-1 (qdd_cmd + P M^-1 h)`` (seed 004,
+     eqs. (37)-(39) with zero contact impulses; ``M^-1`` from the analytical algorithm),
+   * ``method`` in ``lcp_noslip | lcp_coulomb | qp_coulomb | qp_noslip``: contact-aware inverse
+     dynamics of seed 004 (:func:`wbc_dynamics.contact.solve`), the solver's warm start kept in
+     this object across ticks (:meth:`reset_solver` forgets it);
+
+4. clamping to the effort limits (URDF ``<limit effort>`` unless overridden) and a final finiteness
+   check. Any failure produces the documented safe command instead, flagged in the output.
+
+Safe command (:attr:`ControlOutput.mode`):
+
+* ``"safe_stale_state"`` -- no joint state (or, floating base, no base state) younger than
+  ``state_timeout``: **zero torque** on every joint (no valid state to compensate gravity with).
+* ``"safe_stale_reference"`` -- state fresh but no reference younger than ``reference_timeout``
+  (including "never received"): with ``safe_mode="damping"`` (default) the inverse dynamics of
+  ``qdd_cmd = -safe_damping * qd`` through the configured method, i.e. joint damping with gravity
+  (and contact) compensation; for a fixed base this is ``RNEA(q, qd, -D qd)``. With
+  ``safe_mode="zero"``: zero torque.
+* ``"safe_nonfinite"`` -- the computation produced a non-finite number: zero torque.
+
+Frames and units: joint positions rad (revolute) or m (prismatic); base position m in the world
+frame, orientation quaternion ``(x, y, z, w)`` world-from-base, base linear and angular velocity in
+the **base (child) frame** (the nav_msgs/Odometry twist convention, equal to the core's free-flyer
+``v``); torques N m / N in the configured joint order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "CONTACT_METHODS",
+    "METHODS",
+    "RUNTIME_PARAMETERS",
+    "SAFE_MODES",
+    "ControlOutput",
+    "ControllerConfig",
+    "WholeBodyController",
+]
+
+#: Contact-aware inverse dynamics methods (seed 004) accepted by ``method``.
+CONTACT_METHODS: tuple[str, ...] = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
+#: Every accepted ``method`` value (``"none"``: inverse dynamics without contact forces).
+METHODS: tuple[str, ...] = ("none", *CONTACT_METHODS)
+#: Accepted ``safe_mode`` values.
+SAFE_MODES: tuple[str, ...] = ("damping", "zero")
+#: Parameters that may change while running (applied between ticks by :meth:`set_parameters`).
+RUNTIME_PARAMETERS: tuple[str, ...] = (
+    "kp", "kd", "friction", "method", "safe_mode", "safe_damping", "effort_limits",
+    "state_timeout", "reference_timeout",
+)
+
+# codes of ControlOutput.mode (also used by the node's diagnostics)
+MODE_CONTROL = "control"
+MODE_STALE_STATE = "safe_stale_state"
+MODE_STALE_REFERENCE = "safe_stale_reference"
+MODE_NONFINITE = "safe_nonfinite"
+
+
+@dataclass
+class ControllerConfig:
+    """Configuration of a :class:`WholeBodyController` (plain data; the ROS parameters map 1:1).
+
+    Model source, first non-empty wins: ``robot_description`` (URDF XML, the ROS convention),
+    ``urdf_path`` (file), ``robot`` (name of a bundled robot,
+    :func:`wbc_dynamics.robots.robot_path`).
+
+    Attributes:
+        robot: bundled robot name ("quadruped", "arm", "branched", "humanoid") or "".
+        robot_description: URDF XML string or "".
+        urdf_path: path of a URDF file or "".
+        floating_base: load the model with a free-flyer root (base state then required).
+        joints: configured joint order of every input/output array; empty = URDF movable-joint
+            order. Must name every movable joint of the model exactly once.
+        method: "none" | "lcp_noslip" | "lcp_coulomb" | "qp_coulomb" | "qp_noslip".
+        contact_links: links whose collision spheres may touch the ground (contact methods).
+            Empty = the bundled robot's ``contact_links`` (if ``robot`` is set).
+        friction: Coulomb friction coefficient mu of the ground (>= 0).
+        ground_height: height of the horizontal ground plane in the world frame [m].
+        control_rate: nominal control rate [Hz]; sets the time step ``dt = 1 / control_rate`` of
+            the velocity-level contact problem and the timer rate in timer mode.
+        kp: position gains [1/s^2], one per configured joint or a single value for all.
+        kd: velocity gains [1/s], one per joint or a single value.
+        effort_limits: torque limits [N m / N], one per joint or a single value; 0 (or empty) =
+            the URDF ``<limit effort>`` of that joint (joints without a URDF limit are not
+            clamped); ``.inf`` = never clamp; negative values are rejected.
+        safe_mode: "damping" (joint damping with gravity compensation) or "zero".
+        safe_damping: damping gain D [1/s] of the damping safe command (``qdd = -D qd``); one per
+            joint or a single value.
+        state_timeout: maximum age of joint (and base) state [s] before the safe command.
+        reference_timeout: maximum age of the reference [s] before the safe command.
+        friction_edges: pyramid edges k of the Coulomb methods (even, >= 4).
+        warm_start: keep the contact solver's warm start across ticks.
+    """
+
+    robot: str = ""
+    robot_description: str = ""
+    urdf_path: str = ""
+    floating_base: bool = False
+    joints: list[str] = field(default_factory=list)
+    method: str = "none"
+    contact_links: list[str] = field(default_factory=list)
+    friction: float = 0.8
+    ground_height: float = 0.0
+    control_rate: float = 1000.0
+    kp: list[float] = field(default_factory=lambda: [0.0])
+    kd: list[float] = field(default_factory=lambda: [0.0])
+    effort_limits: list[float] = field(default_factory=lambda: [0.0])
+    safe_mode: str = "damping"
+    safe_damping: list[float] = field(default_factory=lambda: [10.0])
+    state_timeout: float = 0.05
+    reference_timeout: float = 0.5
+    friction_edges: int = 4
+    warm_start: bool = True
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
+        """Build from a dict (e.g. ROS parameters); unknown keys raise ValueError naming them."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(
+                f"ControllerConfig: unknown field(s) {unknown}; valid: {sorted(names)}")
+        return cls(**{k: v for k, v in values.items()})
+
+
+@dataclass
+class ControlOutput:
+    """Result of one control tick. Arrays are views of the controller's buffers (copy to keep).
+
+    Attributes:
+        tau: (n,) joint torques [N m / N] in the configured joint order (clamped, finite).
+        mode: "control" or one of the safe modes (see module docstring).
+        qdd_cmd: (n,) commanded joint accelerations used [rad/s^2] (zeros in a zero safe mode).
+        clamped: number of joints whose torque hit its effort limit this tick.
+        contact_ids: identities of the contacts in ``contact_forces`` (empty without contacts).
+        contact_points: (nc, 3) world contact points [m].
+        contact_forces: (nc, 3) contact forces on the robot, world axes [N].
+        solver_flags: solver flags of this tick (see ``wbc_dynamics.contact.FLAGS``).
+        warm_start_used: the contact solver used the previous tick's solution.
+        compute_time: wall-clock time of the tick [s].
+    """
+
+    tau: np.ndarray
+    mode: str = MODE_CONTROL
+    qdd_cmd: np.ndarray | None = None
+    clamped: int = 0
+    contact_ids: tuple = ()
+    contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    contact_forces: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    solver_flags: tuple[str, ...] = ()
+    warm_start_used: bool = False
+    compute_time: float = 0.0
+
+    @property
+    def safe(self) -> bool:
+        """True if this tick's torques are a safe command rather than the controller's."""
+        return self.mode != MODE_CONTROL
+
+
+# --------------------------------------------------------------------------- compiled kernels
+@njit(cache=True)
+def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, use_pos, use_vel, out):
+    """out = qdd_ref + kp (q_ref - q) + kd (qd_ref - qd) (terms only where references exist)."""
+    for i in range(out.shape[0]):
+        a = qdd_ref[i]
+        if use_pos:
+            a += kp[i] * (q_ref[i] - q[i])
+        if use_vel:
+            a += kd[i] * (qd_ref[i] - qd[i])
+        out[i] = a
+
+
+@njit(cache=True)
+def _scatter(src, idx, offset, dst):
+    """dst[offset + idx[i]] = src[i]."""
+    for i in range(src.shape[0]):
+        dst[offset + idx[i]] = src[i]
+
+
+@njit(cache=True)
+def _gather(src, idx, offset, dst):
+    """dst[i] = src[offset + idx[i]]."""
+    for i in range(dst.shape[0]):
+        dst[i] = src[offset + idx[i]]
+
+
+@njit(cache=True)
+def _clamp_count(tau, limit):
+    """Clamp tau to [-limit, limit] in place; return (#clamped, all finite)."""
+    n = 0
+    finite = True
+    for i in range(tau.shape[0]):
+        t = tau[i]
+        if not math.isfinite(t):
+            finite = False
+            continue
+        if t > limit[i]:
+            tau[i] = limit[i]
+            n += 1
+        elif t < -limit[i]:
+            tau[i] = -limit[i]
+            n += 1
+    return n, finite
+
+
+@njit(cache=True)
+def _all_finite(x):
+    for i in range(x.shape[0]):
+        if not math.isfinite(x[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _negdamp(D, qd, out):
+    for i in range(out.shape[0]):
+        out[i] = -D[i] * qd[i]
+
+
+def _warm_kernels() -> None:
+    """Compile (or load from cache) every kernel of this module."""
+    a = np.zeros(2)
+    i = np.arange(2, dtype=np.int64)
+    _pd_command(a, a, a, a, a, a, a, True, True, a.copy())
+    _scatter(a, i, 0, a.copy())
+    _gather(a, i, 0, a.copy())
+    _clamp_count(a.copy(), np.ones(2))
+    _all_finite(a)
+    _negdamp(a, a, a.copy())
+
+
+# --------------------------------------------------------------------------- validation helpers
+def _per_joint(name: str, value: Any, n: int, joints: Sequence[str], *,
+               allow_inf: bool = False) -> np.ndarray:
+    """Broadcast a scalar or one-per-joint list to an (n,) float array of values >= 0."""
+    try:
+        arr = np.atleast_1d(np.asarray(value, dtype=np.float64)).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number or a list of numbers, got {value!r}") from None
+    if arr.shape[0] == 1:
+        arr = np.full(n, arr[0])
+    elif arr.shape[0] != n:
+        raise ValueError(
+            f"{name}: expected 1 or {n} values (one per configured joint), got {arr.shape[0]}")
+    for i in range(n):
+        v = float(arr[i])
+        if math.isnan(v) or (not allow_inf and not math.isfinite(v)):
+            raise ValueError(f"{name}: value {v!r} for joint '{joints[i]}' is not finite")
+        if v < 0.0:
+            raise ValueError(f"{name}: value {v!r} for joint '{joints[i]}' must be >= 0")
+    return arr
+
+
+def _finite_positive(name: str, value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0.0):
+        raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
+    return v
+
+
+def _load_urdf_text(cfg: ControllerConfig) -> tuple[str, str]:
+    """(URDF XML or path, human-readable source) from the first non-empty model source."""
+    if cfg.robot_description.strip():
+        if not cfg.robot_description.lstrip().startswith("<"):
+            raise ValueError("robot_description: expected URDF XML text (starting with '<')")
+        return cfg.robot_description, "robot_description"
+    if cfg.urdf_path.strip():
+        path = os.path.expanduser(cfg.urdf_path.strip())
+        if not os.path.isfile(path):
+            raise ValueError(f"urdf_path: file not found: {path!r}")
+        return path, f"urdf_path {path}"
+    if cfg.robot.strip():
+        from .robots import robot_path
+
+        return robot_path(cfg.robot.strip()), f"robot {cfg.robot.strip()}"
+    raise ValueError(
+        "robot_description/urdf_path/robot: no robot model given (set robot_description to the "
+        "URDF XML, urdf_path to a URDF file, or robot to a bundled robot name)")
+
+
+# --------------------------------------------------------------------------- the controller
+class WholeBodyController:
+    """Whole-body inverse-dynamics controller (ROS-free).
+
+    Typical use::
+
+        ctl = WholeBodyController({"robot": "arm", "kp": [100.0], "kd": [20.0]})
+        ctl.set_joint_state(q, qd, now)                 # configured joint order
+        ctl.set_reference(qdd_des, now, position=q_des, velocity=qd_des)
+        out = ctl.update(now)                           # out.tau, out.mode, ...
+
+    Everything (model loading, validation, buffers, numba compilation and a full warm-up tick of
+    every code path) happens in the constructor; :meth:`update` only fills preallocated buffers.
+
+    Args:
+        config: :class:`ControllerConfig` or a dict of its fields.
+        model: an already loaded :class:`wbc_dynamics.RobotModel` to use instead of the config's
+            model source (its ``floating_base`` must match the config).
+
+    Raises:
+        ValueError: naming the offending field, joint or link.
+    """
+
+    def __init__(self, config: ControllerConfig | Mapping[str, Any], model: Any = None) -> None:
+        cfg = config if isinstance(config, ControllerConfig) else ControllerConfig.from_mapping(
+            config)
+        self._cfg = dataclasses.replace(cfg, joints=list(cfg.joints),
+                                        contact_links=list(cfg.contact_links))
+        cfg = self._cfg
+        if model is None:
+            from .model import RobotModel
+
+            source, self.model_source = _load_urdf_text(cfg)
+            model = RobotModel.from_urdf(source, floating_base=bool(cfg.floating_base))
+        else:
+            self.model_source = "model argument"
+            if bool(model.floating_base) != bool(cfg.floating_base):
+                raise ValueError(
+                    f"floating_base: config says {cfg.floating_base} but the given model has "
+                    f"floating_base={model.floating_base}")
+        self.model = model
+        self.floating_base: bool = bool(model.floating_base)
+        self._off_q = 7 if self.floating_base else 0
+        self._off_v = 6 if self.floating_base else 0
+        model_joints = list(model.joint_names)
+
+        # joint order
+        joints = [str(j) for j in cfg.joints] if cfg.joints else list(model_joints)
+        seen: set[str] = set()
+        for j in joints:
+            if j in seen:
+                raise ValueError(f"joints: joint '{j}' listed twice")
+            seen.add(j)
+            if j not in model_joints:
+                raise ValueError(
+                    f"joints: joint '{j}' is not a movable joint of the model "
+                    f"(movable joints: {model_joints})")
+        missing = [j for j in model_joints if j not in seen]
+        if missing:
+            raise ValueError(
+                f"joints: movable joint(s) {missing} of the model are not configured; the joint "
+                "list must name every movable joint exactly once")
+        self.joint_names: list[str] = joints
+        self.n = n = len(joints)
+        self._joint_index = {j: i for i, j in enumerate(joints)}
+        self._cfg_to_model = np.array([model_joints.index(j) for j in joints], dtype=np.int64)
+
+        # runtime parameters (validated)
+        self._params: dict[str, Any] = {}
+        self._apply(self.validate_parameters({k: getattr(cfg, k) for k in RUNTIME_PARAMETERS}))
+        self.control_rate = _finite_positive("control_rate", cfg.control_rate)
+        self.dt = 1.0 / self.control_rate
+        k = int(cfg.friction_edges)
+        if k < 4 or k % 2:
+            raise ValueError(f"friction_edges: must be even and >= 4, got {cfg.friction_edges!r}")
+
+        # buffers
+        nq, nv = int(model.nq), int(model.nv)
+        self._q = np.asarray(model.neutral(), dtype=np.float64).copy()
+        self._v = np.zeros(nv)
+        self._a = np.zeros(nv)
+        self._qj = np.zeros(n)
+        self._qdj = np.zeros(n)
+        self._qdd_ref = np.zeros(n)
+        self._q_ref = np.zeros(n)
+        self._qd_ref = np.zeros(n)
+        self._ref_pos = False
+        self._ref_vel = False
+        self._qdd_cmd = np.zeros(n)
+        self._tau = np.zeros(n)
+        self._tau_out = np.zeros(n)
+        self._zeros = np.zeros(n)
+        self._t_state = -math.inf
+        self._t_base = -math.inf if self.floating_base else math.inf
+        self._t_ref = -math.inf
+        self._have_state = False
+        assert self._q.shape == (nq,)
+
+        # contact model (seed 004), only for contact methods
+        self._contact_model = None
+        self._contact_links = list(cfg.contact_links)
+        if not self._contact_links and cfg.robot.strip():
+            from .robots import robot_info
+
+            self._contact_links = list(robot_info(cfg.robot.strip())["contact_links"])
+        from .contact import SolverState
+
+        self.solver_state = SolverState()
+        if self._params["method"] != "none":
+            self._ensure_contact_model()
+
+        # statistics
+        self.ticks = 0
+        self.safe_ticks = 0
+        self.deadline_misses = 0
+        self.warm_start_hits = 0
+        self.last_output: ControlOutput | None = None
+        self._times = np.zeros(1024)
+        self._times_n = 0
+
+        _warm_kernels()
+        self._warm_up()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def config(self) -> ControllerConfig:
+        """The configuration in force (runtime parameters reflect the latest accepted values)."""
+        p = self._params
+        return dataclasses.replace(
+            self._cfg, method=p["method"], friction=p["friction"], safe_mode=p["safe_mode"],
+            kp=p["kp"].tolist(), kd=p["kd"].tolist(), safe_damping=p["safe_damping"].tolist(),
+            effort_limits=[0.0] if p["effort_limits_from_urdf"] else p["effort_limit"].tolist(),
+            state_timeout=p["state_timeout"], reference_timeout=p["reference_timeout"])
+
+    @property
+    def method(self) -> str:
+        """Current inverse dynamics method."""
+        return self._params["method"]
+
+    @property
+    def effort_limit(self) -> np.ndarray:
+        """(n,) effort limits in force [N m / N] (inf = not clamped)."""
+        return self._params["effort_limit"]
+
+    @property
+    def contact_links(self) -> list[str]:
+        """Links considered for contact by the contact methods."""
+        return list(self._contact_links)
+
+    # ------------------------------------------------------------------ parameters
+    def validate_parameters(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate runtime parameters without applying them.
+
+        Args:
+            values: subset of :data:`RUNTIME_PARAMETERS` with new values.
+        Returns:
+            normalized values (arrays broadcast to one per joint) for :meth:`set_parameters`.
+        Raises:
+            ValueError: naming the parameter (and joint) at fault; nothing is applied.
+        """
+        out: dict[str, Any] = {}
+        n, joints = self.n, self.joint_names
+        for key, val in values.items():
+            if key not in RUNTIME_PARAMETERS:
+                raise ValueError(f"{key}: not a runtime parameter (runtime: {RUNTIME_PARAMETERS})")
+            if key in ("kp", "kd", "safe_damping"):
+                out[key] = _per_joint(key, val, n, joints)
+            elif key == "friction":
+                try:
+                    mu = float(val)
+                except (TypeError, ValueError):
+                    raise ValueError(f"friction: expected a number, got {val!r}") from None
+                if not (math.isfinite(mu) and mu >= 0.0):
+                    raise ValueError(f"friction: must be finite and >= 0, got {val!r}")
+                out[key] = mu
+            elif key == "method":
+                if val not in METHODS:
+                    raise ValueError(f"method: {val!r} is not one of {list(METHODS)}")
+                out[key] = str(val)
+            elif key == "safe_mode":
+                if val not in SAFE_MODES:
+                    raise ValueError(f"safe_mode: {val!r} is not one of {list(SAFE_MODES)}")
+                out[key] = str(val)
+            elif key == "effort_limits":
+                urdf = np.asarray(self.model.effort_limit, dtype=np.float64)[self._cfg_to_model]
+                urdf = np.where(np.isfinite(urdf) & (urdf > 0.0), urdf, np.inf)
+                vals = [] if val is None else list(
+                    np.atleast_1d(np.asarray(val, dtype=np.float64)).reshape(-1))
+                if len(vals) == 0:
+                    vals = [0.0]
+                lim = _per_joint("effort_limits", vals, n, joints, allow_inf=True)
+                out["effort_limits_from_urdf"] = bool(np.all(lim == 0.0))
+                out["effort_limit"] = np.where(lim > 0.0, lim, urdf)
+            elif key in ("state_timeout", "reference_timeout"):
+                out[key] = _finite_positive(key, val)
+        return out
+
+    def set_parameters(self, values: Mapping[str, Any]) -> None:
+        """Validate then apply runtime parameters (all or nothing); call between ticks.
+
+        Changing ``method`` keeps each method's warm start; a contact method needs contact links.
+        """
+        norm = self.validate_parameters(values)
+        if norm.get("method", "none") != "none":
+            self._ensure_contact_model()
+        self._apply(norm)
+
+    def _apply(self, norm: Mapping[str, Any]) -> None:
+        for k, v in norm.items():
+            self._params[k] = np.array(v, dtype=np.float64) if isinstance(v, np.ndarray) else v
+
+    # ------------------------------------------------------------------ inputs
+    def set_joint_state(self, position: np.ndarray, velocity: np.ndarray, now: float) -> None:
+        """Latest joint state in the configured joint order.
+
+        Args:
+            position: (n,) joint positions [rad / m]; velocity: (n,) [rad/s / m/s].
+            now: arrival time on the controller's clock [s].
+        Raises:
+            ValueError: wrong length or a non-finite value (naming the joint); state unchanged.
+        """
+        self._check_vec("joint_state.position", position)
+        self._check_vec("joint_state.velocity", velocity)
+        self._qj[:] = position
+        self._qdj[:] = velocity
+        self._t_state = float(now)
+        self._have_state = True
+
+    def set_base_state(self, position: np.ndarray, orientation_xyzw: np.ndarray,
+                       linear_velocity: np.ndarray, angular_velocity: np.ndarray,
+                       now: float) -> None:
+        """Latest floating-base state (ignored error for a fixed base: raises ValueError).
+
+        Args:
+            position: (3,) base origin in world [m]. orientation_xyzw: (4,) unit quaternion
+                world-from-base (normalized here if within 1e-3 of unit norm).
+            linear_velocity, angular_velocity: (3,) base twist in the **base frame** [m/s, rad/s].
+            now: arrival time [s].
+        """
+        if not self.floating_base:
+            raise ValueError("base_state: the model has a fixed base (floating_base is false)")
+        p = np.asarray(position, dtype=np.float64).reshape(-1)
+        quat = np.asarray(orientation_xyzw, dtype=np.float64).reshape(-1)
+        lv = np.asarray(linear_velocity, dtype=np.float64).reshape(-1)
+        av = np.asarray(angular_velocity, dtype=np.float64).reshape(-1)
+        for nm, arr, size in (("position", p, 3), ("orientation", quat, 4),
+                              ("linear_velocity", lv, 3), ("angular_velocity", av, 3)):
+            if arr.shape[0] != size:
+                raise ValueError(f"base_state.{nm}: expected {size} values, got {arr.shape[0]}")
+            if not _all_finite(arr):
+                raise ValueError(f"base_state.{nm}: contains a non-finite value")
+        norm = math.sqrt(float(quat @ quat))
+        if abs(norm - 1.0) > 1e-3:
+            raise ValueError(f"base_state.orientation: quaternion norm {norm:.6g} is not 1")
+        self._q[0:3] = p
+        self._q[3:7] = quat / norm
+        self._v[0:3] = lv
+        self._v[3:6] = av
+        self._t_base = float(now)
+
+    def set_reference(self, acceleration: np.ndarray, now: float,
+                      position: np.ndarray | None = None,
+                      velocity: np.ndarray | None = None) -> None:
+        """Latest reference in the configured joint order.
+
+        Args:
+            acceleration: (n,) desired joint accelerations qdd_des [rad/s^2 / m/s^2].
+            now: arrival time [s].
+            position: optional (n,) q_des for the Kp term; velocity: optional (n,) qd_des (Kd).
+        Raises:
+            ValueError: wrong length or non-finite value (naming the field and joint).
+        """
+        self._check_vec("reference.accelerations", acceleration)
+        if position is not None and len(position) > 0:
+            self._check_vec("reference.positions", position)
+        if velocity is not None and len(velocity) > 0:
+            self._check_vec("reference.velocities", velocity)
+        self._qdd_ref[:] = acceleration
+        self._ref_pos = position is not None and len(position) > 0
+        self._ref_vel = velocity is not None and len(velocity) > 0
+        if self._ref_pos:
+            self._q_ref[:] = position
+        if self._ref_vel:
+            self._qd_ref[:] = velocity
+        self._t_ref = float(now)
+
+    def clear_reference(self) -> None:
+        """Forget the reference (the next tick is a ``safe_stale_reference`` tick)."""
+        self._t_ref = -math.inf
+
+    def _check_vec(self, name: str, x: np.ndarray) -> None:
+        a = np.asarray(x, dtype=np.float64)
+        if a.ndim != 1 or a.shape[0] != self.n:
+            raise ValueError(f"{name}: expected {self.n} values (configured joints), got "
+                             f"{a.shape[0] if a.ndim == 1 else a.shape}")
+        if not _all_finite(a):
+            bad = int(np.flatnonzero(~np.isfinite(a))[0])
+            raise ValueError(f"{name}: non-finite value {a[bad]!r} for joint "
+                             f"'{self.joint_names[bad]}'")
+
+    # ------------------------------------------------------------------ ages
+    def input_ages(self, now: float) -> dict[str, float]:
+        """Age [s] of the latest joint state, base state and reference at ``now`` (inf = never)."""
+        ages = {"joint_states": now - self._t_state, "reference": now - self._t_ref}
+        if self.floating_base:
+            ages["base"] = now - self._t_base
+        return ages
+
+    def state_fresh(self, now: float) -> bool:
+        """True if joint (and base) state are younger than ``state_timeout``."""
+        to = self._params["state_timeout"]
+        return (now - self._t_state) <= to and (now - self._t_base) <= to
+
+    def reference_fresh(self, now: float) -> bool:
+        """True if the reference is younger than ``reference_timeout``."""
+        return (now - self._t_ref) <= self._params["reference_timeout"]
+
+    # ------------------------------------------------------------------ the tick
+    def update(self, now: float) -> ControlOutput:
+        """Run one control tick with the latest inputs at time ``now`` [s] (caller's clock).
+
+        Never raises for bad numbers: failures give a flagged safe command.
+        """
+        t0 = time.perf_counter()
+        p = self._params
+        if not self.state_fresh(now):
+            out = self._zero_output(MODE_STALE_STATE)
+        else:
+            if self.reference_fresh(now):
+                mode = MODE_CONTROL
+                _pd_command(self._qdd_ref, self._q_ref, self._qd_ref, self._qj, self._qdj,
+                            p["kp"], p["kd"], self._ref_pos, self._ref_vel, self._qdd_cmd)
+            elif p["safe_mode"] == "damping":
+                mode = MODE_STALE_REFERENCE
+                _negdamp(p["safe_damping"], self._qdj, self._qdd_cmd)
+            else:
+                mode = None
+            if mode is None:
+                out = self._zero_output(MODE_STALE_REFERENCE)
+            else:
+                out = self._inverse_dynamics(mode)
+        dtc = time.perf_counter() - t0
+        out.compute_time = dtc
+        self._record(out, dtc)
+        return out
+
+    def compute(self, q: np.ndarray, qd: np.ndarray, qdd_cmd: np.ndarray,
+                base: Sequence[np.ndarray] | None = None) -> np.ndarray:
+        """Inverse dynamics torques for an explicit state (no staleness logic, no PD).
+
+        Args:
+            q, qd, qdd_cmd: (n,) in the configured joint order.
+            base: floating base only: (position (3,), quaternion xyzw (4,), linear velocity (3,),
+                angular velocity (3,)), twist in the base frame.
+        Returns:
+            (n,) clamped torques (a copy). Raises ValueError for invalid inputs.
+        """
+        self._check_vec("q", q)
+        self._check_vec("qd", qd)
+        self._check_vec("qdd_cmd", qdd_cmd)
+        if self.floating_base:
+            if base is None:
+                raise ValueError("base: required for a floating-base model")
+            self.set_base_state(*base, now=self._t_base)
+        self._qj[:] = q
+        self._qdj[:] = qd
+        self._qdd_cmd[:] = qdd_cmd
+        out = self._inverse_dynamics(MODE_CONTROL)
+        return out.tau.copy()
+
+    def _zero_output(self, mode: str) -> ControlOutput:
+        self._tau_out[:] = 0.0
+        self._qdd_cmd[:] = 0.0
+        return ControlOutput(tau=self._tau_out, mode=mode, qdd_cmd=self._qdd_cmd)
+
+    def _inverse_dynamics(self, mode: str) -> ControlOutput:
+        """tau for self._qdd_cmd at the current state (see module docstring, step 3)."""
+        m = self.model
+        p = self._params
+        oq, ov = self._off_q, self._off_v
+        idx = self._cfg_to_model
+        _scatter(self._qj, idx, oq, self._q)
+        _scatter(self._qdj, idx, ov, self._v)
+        out = ControlOutput(tau=self._tau_out, mode=mode, qdd_cmd=self._qdd_cmd)
+        method = p["method"]
+        try:
+            if method == "none" and not self.floating_base:
+                _scatter(self._qdd_cmd, idx, 0, self._a)
+                tau_full = m.rnea(self._q, self._v, self._a)
+                _gather(tau_full, idx, 0, self._tau)
+            elif method == "none":
+                self._free_base_id()
+            else:
+                self._contact_id(method, out)
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError, ArithmeticError):
+            return self._zero_output(MODE_NONFINITE)
+        self._tau_out[:] = self._tau
+        clamped, finite = _clamp_count(self._tau_out, p["effort_limit"])
+        if not finite:
+            return self._zero_output(MODE_NONFINITE)
+        out.clamped = int(clamped)
+        return out
+
+    def _free_base_id(self) -> None:
+        """Floating base, no contacts: tau = Y^-1 (qdd_cmd + P Minv h), Y = P Minv P^T."""
+        m = self.model
+        Minv = m.minverse(self._q)
+        h = m.nonlinear_effects(self._q, self._v)
+        ov = self._off_v
+        Y = Minv[ov:, ov:]
+        rhs = Minv[ov:, :] @ h
+        # rhs in model joint order; qdd_cmd scattered into model order
+        _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._a[ov:])
+        rhs += self._a[ov:]
+        L = np.linalg.cholesky(Y)
+        tau_model = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+        _gather(tau_model, self._cfg_to_model, 0, self._tau)
+
+    # ------------------------------------------------------------------ contacts
+    def _ensure_contact_model(self) -> None:
+        if self._contact_model is not None:
+            return
+        if not self._contact_links:
+            raise ValueError(
+                "contact_links: a contact method needs at least one contact link (or set robot "
+                "to a bundled robot name to use its contact links)")
+        link_names = list(getattr(self.model, "link_names", []))
+        for ln in self._contact_links:
+            if link_names and ln not in link_names:
+                raise ValueError(f"contact_links: link '{ln}' is not a link of the model")
+        self._contact_model = self._build_contact_model()
+
+    def _build_contact_model(self) -> Any:
+        raise ValueError(
+            "method: contact-aware methods need wbc_dynamics.contact's ContactModel, which is "
+            "not available in this build; use method 'none'")
+
+    def _contact_id(self, method: str, out: ControlOutput) -> None:
+        raise ValueError(f"method: {method!r} unavailable")
+
+    def reset_solver(self) -> None:
+        """Forget the contact solver's warm start (every method); next tick is a cold start."""
+        self.solver_state.reset()
+
+    # ------------------------------------------------------------------ safe command, stats
+    def safe_command(self, now: float) -> ControlOutput:
+        """The safe command for the current inputs as if the reference were stale.
+
+        Zero torque if the state is stale; otherwise per ``safe_mode``. Used by the node when it
+        stops (deactivate) and by its watchdog.
+        """
+        t_ref = self._t_ref
+        self._t_ref = -math.inf
+        try:
+            return self.update(now)
+        finally:
+            self._t_ref = t_ref
+
+    def reset(self) -> None:
+        """Forget inputs, warm start and statistics (as after construction)."""
+        self._t_state = -math.inf
+        self._t_base = -math.inf if self.floating_base else math.inf
+        self._t_ref = -math.inf
+        self._have_state = False
+        self._ref_pos = self._ref_vel = False
+        self.reset_solver()
+        self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
+        self._times_n = 0
+        self.last_output = None
+
+    def _record(self, out: ControlOutput, dtc: float) -> None:
+        self.ticks += 1
+        if out.safe:
+            self.safe_ticks += 1
+        if dtc > self.dt:
+            self.deadline_misses += 1
+        if out.warm_start_used:
+            self.warm_start_hits += 1
+        self._times[self._times_n % self._times.shape[0]] = dtc
+        self._times_n += 1
+        self.last_output = out
+
+    def timing_stats(self) -> dict[str, float]:
+        """Compute-time statistics [s] over the last <= 1024 ticks: mean, p99, max, count."""
+        k = min(self._times_n, self._times.shape[0])
+        if k == 0:
+            return {"mean": 0.0, "p99": 0.0, "max": 0.0, "count": 0}
+        t = self._times[:k]
+        return {"mean": float(t.mean()), "p99": float(np.percentile(t, 99)),
+                "max": float(t.max()), "count": k}
+
+    def _warm_up(self) -> None:
+        """Run every code path once so nothing compiles inside the first real tick."""
+        q0 = self._q[self._off_q:].copy()
+        qj = np.empty(self.n)
+        _gather(q0, self._cfg_to_model, 0, qj)
+        base_saved = (self._q[:7].copy(), self._v[:6].copy()) if self.floating_base else None
+        if self.floating_base:
+            self._q[3:7] = (0.0, 0.0, 0.0, 1.0)
+        self._qj[:] = qj
+        self._qdj[:] = 0.0
+        self._qdd_cmd[:] = 0.0
+        self._inverse_dynamics(MODE_CONTROL)
+        _pd_command(self._qdd_ref, self._q_ref, self._qd_ref, self._qj, self._qdj,
+                    self._params["kp"], self._params["kd"], True, True, self._qdd_cmd)
+        if base_saved is not None:
+            self._q[:7], self._v[:6] = base_saved
+        self._qdd_cmd[:] = 0.0

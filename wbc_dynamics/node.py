@@ -1,0 +1,532 @@
+"""ROS 2 lifecycle node ``wbc_controller``: a thin adapter over :class:`WholeBodyController`.
+
+Interface (names relative, so namespaces and remapping apply; see ``docs/node.md``):
+
+Subscriptions
+    ``joint_states`` (sensor_msgs/JointState) -- by name, any order, extra joints ignored.
+    ``~/reference`` (trajectory_msgs/JointTrajectory) -- one point: accelerations (required),
+    positions / velocities (optional, PD feedback).
+    ``odom`` (nav_msgs/Odometry) -- floating base only: base pose, twist in the child frame.
+Publications
+    ``effort_controller/commands`` (std_msgs/Float64MultiArray) -- ``data[i]`` = torque of the
+    i-th configured joint, for ros2_control's ForwardCommandController (effort interface).
+    ``~/joint_commands`` (sensor_msgs/JointState) -- the same torques as ``effort`` (with the
+    position / velocity they were computed for).
+    ``~/contact_wrench/<link>`` (geometry_msgs/WrenchStamped) -- predicted contact force per
+    contact link (contact methods), world axes, applied at the contact point.
+    ``~/contact_markers`` (visualization_msgs/MarkerArray) -- force arrows for RViz.
+    ``/diagnostics`` (diagnostic_msgs/DiagnosticArray).
+Services
+    ``~/reset_solver`` (std_srvs/Trigger) -- forget the contact solver's warm start.
+    Lifecycle services ``~/change_state``, ``~/get_state``, ... (rclpy.lifecycle).
+
+Run ``ros2 run wbc_dynamics wbc_controller --ros-args --params-file config/arm.yaml``: the console
+entry point configures and activates the node itself (parameter ``autostart``, default true).
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+from typing import Any
+
+import numpy as np
+import rclpy
+import rclpy.publisher
+import rclpy.service
+import rclpy.signals
+import rclpy.subscription
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import Marker, MarkerArray
+
+from .controller import (
+    METHODS,
+    MODE_CONTROL,
+    RUNTIME_PARAMETERS,
+    SAFE_MODES,
+    ControllerConfig,
+    WholeBodyController,
+)
+from .ros_conversions import (
+    JointStateParser,
+    ReferenceParser,
+    odometry_to_base,
+    preallocated_float64,
+)
+
+__all__ = ["PARAMETERS", "WbcControllerNode", "main"]
+
+_T = Parameter.Type
+
+#: Every parameter: name -> (type, default or None for "unset", description). Defaults match
+#: :class:`ControllerConfig`; ``config/<robot>.yaml`` lists them all with comments.
+PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
+    "robot_description": (_T.STRING, "", "URDF XML (ROS convention); first model source"),
+    "urdf_path": (_T.STRING, "", "URDF file path; used if robot_description is empty"),
+    "robot": (_T.STRING, "", "bundled robot name; used if both of the above are empty"),
+    "floating_base": (_T.BOOL, False, "load the model with a free-flyer base (needs odom)"),
+    "joints": (_T.STRING_ARRAY, None, "configured joint order of commands (unset = URDF order)"),
+    "method": (_T.STRING, "none", "inverse dynamics method: " + " | ".join(METHODS)),
+    "contact_links": (_T.STRING_ARRAY, None, "contact links (unset = bundled robot's)"),
+    "friction": (_T.DOUBLE, 0.8, "ground friction coefficient mu (>= 0)"),
+    "ground_height": (_T.DOUBLE, 0.0, "ground plane height in the world frame [m]"),
+    "friction_edges": (_T.INTEGER, 4, "friction pyramid edges (even, >= 4)"),
+    "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
+    "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
+    "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
+    "kp": (_T.DOUBLE_ARRAY, [0.0], "position gains [1/s^2], one per joint or one for all"),
+    "kd": (_T.DOUBLE_ARRAY, [0.0], "velocity gains [1/s], one per joint or one for all"),
+    "effort_limits": (_T.DOUBLE_ARRAY, [0.0], "torque limits [N m]; 0 = URDF limit; .inf = none"),
+    "safe_mode": (_T.STRING, "damping", "stale reference command: " + " | ".join(SAFE_MODES)),
+    "safe_damping": (_T.DOUBLE_ARRAY, [10.0], "damping D [1/s] of the safe command qdd=-D*qd"),
+    "state_timeout": (_T.DOUBLE, 0.05, "max joint/base state age [s] before zero torque"),
+    "reference_timeout": (_T.DOUBLE, 0.5, "max reference age [s] before the safe command"),
+    "watchdog_rate": (_T.DOUBLE, 50.0, "rate [Hz] of the staleness watchdog"),
+    "diagnostics_rate": (_T.DOUBLE, 1.0, "rate [Hz] of /diagnostics"),
+    "publish_contacts": (_T.BOOL, True, "publish contact wrenches and markers"),
+    "world_frame": (_T.STRING, "world", "frame id of contact wrenches and markers"),
+    "marker_scale": (_T.DOUBLE, 0.002, "arrow length per newton in the markers [m/N]"),
+    "autostart": (_T.BOOL, True, "main(): configure and activate at start-up"),
+}
+
+#: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
+STRUCTURAL = ("robot_description", "urdf_path", "robot", "floating_base", "joints",
+              "contact_links", "ground_height", "friction_edges", "warm_start", "control_rate",
+              "control_mode", "watchdog_rate", "diagnostics_rate", "publish_contacts",
+              "world_frame", "marker_scale")
+
+_CONFIG_FIELDS = ("robot_description", "urdf_path", "robot", "floating_base", "joints", "method",
+                  "contact_links", "friction", "ground_height", "control_rate", "kp", "kd",
+                  "effort_limits", "safe_mode", "safe_damping", "state_timeout",
+                  "reference_timeout", "friction_edges", "warm_start")
+
+
+def _sanitize(name: str) -> str:
+    return "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
+
+
+class WbcControllerNode(LifecycleNode):
+    """Lifecycle node running a :class:`WholeBodyController` (see module docstring)."""
+
+    def __init__(self, node_name: str = "wbc_controller", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        for name, (ptype, default, desc) in PARAMETERS.items():
+            d = ParameterDescriptor(description=desc, read_only=False)
+            if default is None:
+                self.declare_parameter(name, ptype, d)
+            else:
+                self.declare_parameter(name, default, d)
+        self.controller: WholeBodyController | None = None
+        self._active = False
+        self._entities: list[Any] = []
+        self._timers: list[Any] = []
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._rejected = {"joint_states": 0, "reference": 0, "odom": 0}
+        self._last_reject = ""
+
+    # ------------------------------------------------------------------ helpers
+    def _param(self, name: str) -> Any:
+        p = self.get_parameter_or(name, Parameter(name, value=None))
+        v = p.value
+        if v is None:
+            return [] if PARAMETERS[name][0] in (_T.STRING_ARRAY, _T.DOUBLE_ARRAY) else None
+        if isinstance(v, tuple | list):
+            return list(v)
+        return v
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _config(self) -> ControllerConfig:
+        return ControllerConfig(**{k: self._param(k) for k in _CONFIG_FIELDS})
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Load the model, validate every parameter, build and warm the controller."""
+        try:
+            cm = self._param("control_mode")
+            if cm not in ("event", "timer"):
+                raise ValueError(f"control_mode: {cm!r} is not 'event' or 'timer'")
+            for nm in ("watchdog_rate", "diagnostics_rate", "marker_scale"):
+                v = self._param(nm)
+                if not (math.isfinite(v) and v > 0.0):
+                    raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
+            ctl = WholeBodyController(self._config())
+        except (ValueError, ImportError, OSError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.controller = ctl
+        self._control_mode = cm
+        self._min_period = 0.9 / ctl.control_rate
+        self._last_tick = -math.inf
+        n = ctl.n
+        self._js_parser = JointStateParser(ctl.joint_names)
+        self._ref_parser = ReferenceParser(ctl.joint_names)
+
+        # preallocated outgoing messages (published many times, filled through numpy views)
+        self._cmd_msg = Float64MultiArray()
+        self._cmd_msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
+        self._cmd_msg.data, self._cmd_view = preallocated_float64(n)
+        self._js_msg = JointState()
+        self._js_msg.name = list(ctl.joint_names)
+        self._js_msg.position, self._js_pos = preallocated_float64(n)
+        self._js_msg.velocity, self._js_vel = preallocated_float64(n)
+        self._js_msg.effort, self._js_eff = preallocated_float64(n)
+
+        state_qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                               reliability=ReliabilityPolicy.BEST_EFFORT)
+        cmd_qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                             reliability=ReliabilityPolicy.RELIABLE)
+        self._pub_cmd = self.create_publisher(Float64MultiArray, "effort_controller/commands",
+                                              cmd_qos)
+        self._pub_js = self.create_publisher(JointState, "~/joint_commands", cmd_qos)
+        self._pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._entities += [self._pub_cmd, self._pub_js, self._pub_diag]
+        self._publish_contacts = bool(self._param("publish_contacts"))
+        self._world_frame = str(self._param("world_frame"))
+        self._marker_scale = float(self._param("marker_scale"))
+        self._pub_wrench: dict[str, Any] = {}
+        self._pub_markers = None
+        if self._publish_contacts and ctl.contact_links:
+            for ln in ctl.contact_links:
+                pub = self.create_publisher(WrenchStamped, f"~/contact_wrench/{_sanitize(ln)}",
+                                            10)
+                self._pub_wrench[ln] = pub
+                self._entities.append(pub)
+            self._pub_markers = self.create_publisher(MarkerArray, "~/contact_markers", 10)
+            self._entities.append(self._pub_markers)
+        self._entities.append(self.create_subscription(JointState, "joint_states",
+                                                       self._on_joint_state, state_qos))
+        self._entities.append(self.create_subscription(JointTrajectory, "~/reference",
+                                                       self._on_reference, cmd_qos))
+        if ctl.floating_base:
+            self._entities.append(self.create_subscription(Odometry, "odom", self._on_odom,
+                                                           state_qos))
+        self._entities.append(self.create_service(Trigger, "~/reset_solver",
+                                                  self._on_reset_solver))
+        self._timers.append(self.create_timer(1.0 / self._param("watchdog_rate"),
+                                              self._on_watchdog))
+        self._timers.append(self.create_timer(1.0 / self._param("diagnostics_rate"),
+                                              self._publish_diagnostics))
+        if cm == "timer":
+            self._timers.append(self.create_timer(1.0 / ctl.control_rate, self._on_timer))
+        self.get_logger().info(
+            f"configured: {ctl.model_source}, {n} joints, method {ctl.method}, "
+            f"{'floating' if ctl.floating_base else 'fixed'} base, {cm} mode at "
+            f"{ctl.control_rate:g} Hz")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Start control: commands are published from the next tick on."""
+        self._active = True
+        self.get_logger().info("active: publishing effort commands")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Publish the final zero command (held by ros2_control), then stop publishing."""
+        self._publish_stop_command()
+        self._active = False
+        self.get_logger().info("inactive: sent zero effort command, stopped publishing")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release controller, publishers, subscriptions, services and timers."""
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Send the zero command if active, then release everything."""
+        if self._active:
+            self._publish_stop_command()
+        self._active = False
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if self._active:
+            self._publish_stop_command()
+        self._active = False
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _release(self) -> None:
+        for t in self._timers:
+            self.destroy_timer(t)
+        for e in self._entities:
+            if isinstance(e, rclpy.publisher.Publisher):
+                self.destroy_publisher(e)
+            elif isinstance(e, rclpy.subscription.Subscription):
+                self.destroy_subscription(e)
+            elif isinstance(e, rclpy.service.Service):
+                self.destroy_service(e)
+        self._timers = []
+        self._entities = []
+        self._pub_wrench = {}
+        self._pub_markers = None
+        self.controller = None
+
+    def _publish_stop_command(self) -> None:
+        """Zero effort on every joint: the state-independent command ros2_control may hold."""
+        if self.controller is None:
+            return
+        self._cmd_view[:] = 0.0
+        self._pub_cmd.publish(self._cmd_msg)
+        self._js_eff[:] = 0.0
+        self._js_msg.header.stamp = self.get_clock().now().to_msg()
+        self._pub_js.publish(self._js_msg)
+
+    # ------------------------------------------------------------------ parameters
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        """Validate runtime changes; apply them between ticks (the executor is single-threaded)."""
+        ctl = self.controller
+        updates: dict[str, Any] = {}
+        for p in params:
+            if p.name not in PARAMETERS:
+                continue
+            if ctl is None:
+                continue  # validated in full at configure
+            if p.name in STRUCTURAL:
+                return SetParametersResult(
+                    successful=False,
+                    reason=f"{p.name}: fixed while configured (deactivate, cleanup, set it, "
+                           "configure)")
+            if p.name in RUNTIME_PARAMETERS:
+                v = p.value
+                updates[p.name] = list(v) if isinstance(v, tuple | list) else v
+        if ctl is not None and updates:
+            try:
+                ctl.set_parameters(updates)
+            except ValueError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            self.get_logger().info(f"parameters updated: {sorted(updates)}")
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ inputs
+    def _reject(self, what: str, exc: Exception) -> None:
+        self._rejected[what] += 1
+        self._last_reject = f"{what}: {exc}"
+        self.get_logger().error(f"rejected {what} message: {exc}", throttle_duration_sec=1.0)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        ctl = self.controller
+        if ctl is None:
+            return
+        now = self._now()
+        try:
+            pos, vel = self._js_parser.parse(msg)
+            ctl.set_joint_state(pos, vel, now)
+        except ValueError as exc:
+            self._reject("joint_states", exc)
+            return
+        if self._active and self._control_mode == "event" \
+                and now - self._last_tick >= self._min_period:
+            self._tick(now)
+
+    def _on_reference(self, msg: JointTrajectory) -> None:
+        ctl = self.controller
+        if ctl is None:
+            return
+        try:
+            acc, pos, vel = self._ref_parser.parse(msg)
+            ctl.set_reference(acc, self._now(), position=pos, velocity=vel)
+        except ValueError as exc:
+            self._reject("reference", exc)
+
+    def _on_odom(self, msg: Odometry) -> None:
+        ctl = self.controller
+        if ctl is None:
+            return
+        try:
+            pos, quat, lin, ang = odometry_to_base(msg)
+            ctl.set_base_state(pos, quat, lin, ang, self._now())
+        except ValueError as exc:
+            self._reject("odom", exc)
+
+    def _on_reset_solver(self, request: Trigger.Request,
+                         response: Trigger.Response) -> Trigger.Response:
+        if self.controller is None:
+            response.success = False
+            response.message = "not configured"
+            return response
+        self.controller.reset_solver()
+        response.success = True
+        response.message = "contact solver warm start cleared"
+        return response
+
+    # ------------------------------------------------------------------ control
+    def _on_timer(self) -> None:
+        if self._active and self.controller is not None:
+            self._tick(self._now())
+
+    def _on_watchdog(self) -> None:
+        """Publish the safe command when ticks stopped (e.g. joint_states stopped arriving)."""
+        ctl = self.controller
+        if not self._active or ctl is None:
+            return
+        now = self._now()
+        if now - self._last_tick > ctl.config.state_timeout:
+            self._tick(now)
+
+    def _tick(self, now: float) -> None:
+        ctl = self.controller
+        out = ctl.update(now)
+        self._last_tick = now
+        self._cmd_view[:] = out.tau
+        self._pub_cmd.publish(self._cmd_msg)
+        self._js_pos[:] = ctl._qj
+        self._js_vel[:] = ctl._qdj
+        self._js_eff[:] = out.tau
+        self._js_msg.header.stamp = self.get_clock().now().to_msg()
+        self._pub_js.publish(self._js_msg)
+        if out.mode != MODE_CONTROL:
+            self.get_logger().warning(f"safe command: {out.mode}", throttle_duration_sec=1.0)
+        if self._pub_markers is not None and len(out.contact_ids):
+            self._publish_contact_outputs(out)
+
+    def _publish_contact_outputs(self, out: Any) -> None:
+        stamp = self.get_clock().now().to_msg()
+        per_link: dict[str, np.ndarray] = {}
+        points: dict[str, np.ndarray] = {}
+        for k, cid in enumerate(out.contact_ids):
+            link = cid[0] if isinstance(cid, tuple) else str(cid)
+            f = out.contact_forces[k]
+            per_link[link] = per_link.get(link, 0.0) + f
+            points[link] = out.contact_points[k]
+        ma = MarkerArray()
+        for i, ln in enumerate(self._pub_wrench):
+            f = per_link.get(ln, np.zeros(3))
+            w = WrenchStamped()
+            w.header.stamp = stamp
+            w.header.frame_id = self._world_frame
+            w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in f)
+            self._pub_wrench[ln].publish(w)
+            mk = Marker()
+            mk.header = w.header
+            mk.ns = "contact_forces"
+            mk.id = i
+            mk.type = Marker.ARROW
+            if ln in points:
+                mk.action = Marker.ADD
+                p0 = points[ln]
+                p1 = p0 + self._marker_scale * f
+                from geometry_msgs.msg import Point
+
+                mk.points = [Point(x=float(p0[0]), y=float(p0[1]), z=float(p0[2])),
+                             Point(x=float(p1[0]), y=float(p1[1]), z=float(p1[2]))]
+                mk.scale.x, mk.scale.y, mk.scale.z = 0.005, 0.01, 0.01
+                mk.color.r, mk.color.g, mk.color.a = 1.0, 0.3, 1.0
+            else:
+                mk.action = Marker.DELETE
+            ma.markers.append(mk)
+        self._pub_markers.publish(ma)
+
+    # ------------------------------------------------------------------ diagnostics
+    def _publish_diagnostics(self) -> None:
+        ctl = self.controller
+        if ctl is None:
+            return
+        now = self._now()
+        st = DiagnosticStatus()
+        st.name = f"{self.get_name()}: whole-body controller"
+        st.hardware_id = ctl.model_source
+        out = ctl.last_output
+        t = ctl.timing_stats()
+        ages = ctl.input_ages(now)
+        if not self._active:
+            st.level, st.message = DiagnosticStatus.OK, "inactive (not publishing commands)"
+        elif out is None:
+            st.level, st.message = DiagnosticStatus.WARN, "active, no tick yet"
+        elif out.mode == MODE_CONTROL:
+            st.level, st.message = DiagnosticStatus.OK, "control"
+        else:
+            st.level, st.message = DiagnosticStatus.WARN, f"safe command: {out.mode}"
+        kv = {
+            "active": str(self._active),
+            "mode": out.mode if out is not None else "none",
+            "method": ctl.method,
+            "control_mode": self._control_mode,
+            "ticks": str(ctl.ticks),
+            "safe_ticks": str(ctl.safe_ticks),
+            "deadline_misses": str(ctl.deadline_misses),
+            "warm_start_hits": str(ctl.warm_start_hits),
+            "solve_time_mean_us": f"{t['mean'] * 1e6:.1f}",
+            "solve_time_p99_us": f"{t['p99'] * 1e6:.1f}",
+            "solve_time_max_us": f"{t['max'] * 1e6:.1f}",
+            "solver_flags": ",".join(out.solver_flags) if out is not None else "",
+            "contact_set": ",".join(
+                str(c[0] if isinstance(c, tuple) else c) for k, c in enumerate(out.contact_ids)
+                if out.contact_forces.shape[0] > k and out.contact_forces[k] @ out.contact_forces[k]
+                > 0.0) if out is not None else "",
+            "clamped_joints": str(out.clamped) if out is not None else "0",
+            "rejected_joint_states": str(self._rejected["joint_states"]),
+            "rejected_reference": str(self._rejected["reference"]),
+            "rejected_odom": str(self._rejected["odom"]),
+            "last_rejection": self._last_reject,
+        }
+        for k, a in ages.items():
+            kv[f"age_{k}_s"] = f"{a:.4f}" if math.isfinite(a) else "never"
+        st.values = [KeyValue(key=k, value=v) for k, v in kv.items()]
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        arr.status = [st]
+        self._pub_diag.publish(arr)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console entry ``wbc_controller``: start the node configured and active.
+
+    Set ``-p autostart:=false`` to leave it unconfigured for a lifecycle manager. Returns the
+    process exit code (1 if configuration failed).
+    """
+    rclpy.init(args=args if args is not None else sys.argv,
+               signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    node = WbcControllerNode()
+    stop = {"flag": False}
+
+    def _on_signal(signum: int, frame: Any) -> None:
+        stop["flag"] = True
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+    code = 0
+    if node.get_parameter("autostart").value:
+        if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            node.get_logger().fatal("configuration failed; exiting")
+            code = 1
+        else:
+            node.trigger_activate()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        while code == 0 and not stop["flag"] and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        try:
+            if node._active:
+                node._publish_stop_command()
+                node._active = False
+        except Exception:  # noqa: BLE001 - best effort on exit
+            pass
+        executor.remove_node(node)
+        node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
