@@ -1,0 +1,442 @@
+"""Reference trajectories (desired joint accelerations with positions and velocities).
+
+Every reference has ``joint_names`` and ``sample(t) -> (q_des, qd_des, qdd_des)`` (joint order of
+``joint_names``; rad, rad/s, rad/s^2) with analytically consistent derivatives, so the controller's
+``qdd_cmd = qdd_des + Kp (q_des - q) + Kd (qd_des - qd)`` (seed 004, Sec. 7.3 error feedback)
+is exact along the plan.
+
+Quadruped (seed 004, Sec. 7.2.1 / 7.6) -- the feet are planned in the base frame (the base is
+planned level at its standing height) and mapped to joints by per-leg inverse kinematics with the
+core's Jacobians (``q = IK(p)``, ``qd = J^-1 pd``, ``qdd = J^-1 (pdd - Jdot qd)``):
+
+* :class:`Standing` -- hold a pose;
+* :class:`WeightShift` -- the base sways sideways/forwards over fixed feet (feet move opposite in
+  the base frame), shifting the load between the feet;
+* :class:`Trot` -- Sec. 7.6's gait: cycle 0.3 s, duty factor 0.75, step height 1.5 cm, touchdown
+  phases {LF 0.25, RF 0.75, LH 0.75, RH 0.25}, 20 cm/s forward speed (ramped from rest). Stance
+  feet move backwards at the base speed; swing feet follow a quintic Hermite spline in x (position,
+  velocity and acceleration continuous with stance) and a ``64 s^3 (1-s)^3`` bump in z.
+
+Arm (Sec. 7.2.2) -- :class:`ArmSinusoid`: the seven arm joints oscillate about the grasp pose at
+3 Hz ("about three times per second"); the four fingers keep zero velocity and acceleration at a
+position slightly closed beyond the grasp pose (so position feedback squeezes the box and closes
+the fingers further when not in contact).
+
+:func:`main` is the ``wbc_reference`` console script: a ROS 2 node publishing any of these as a
+one-point ``trajectory_msgs/JointTrajectory`` (positions, velocities, accelerations) at a rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+__all__ = [
+    "ArmSinusoid",
+    "QuadrupedFootReference",
+    "Reference",
+    "Standing",
+    "Trot",
+    "WeightShift",
+    "make_reference",
+    "main",
+]
+
+LEGS = ("LF", "LH", "RF", "RH")
+
+
+class Reference(Protocol):
+    """A joint-space reference: ``sample(t)`` returns ``(q_des, qd_des, qdd_des)``."""
+
+    joint_names: list[str]
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Desired joint positions [rad], velocities [rad/s], accelerations [rad/s^2] at t [s]."""
+        ...
+
+
+class Standing:
+    """Hold ``q0`` (joint order ``joint_names``) with zero velocity and acceleration."""
+
+    def __init__(self, joint_names: Sequence[str], q0: Sequence[float]) -> None:
+        self.joint_names = list(joint_names)
+        self.q0 = np.asarray(q0, dtype=float).copy()
+        if self.q0.shape != (len(self.joint_names),) or not np.all(np.isfinite(self.q0)):
+            raise ValueError(f"q0: expected {len(self.joint_names)} finite joint positions")
+        self._z = np.zeros_like(self.q0)
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.q0.copy(), self._z.copy(), self._z.copy()
+
+
+def _smoothstep(x: float) -> tuple[float, float, float]:
+    """Quintic 0->1 ramp s(x) = 10x^3 - 15x^4 + 6x^5 and its first two derivatives."""
+    if x <= 0.0:
+        return 0.0, 0.0, 0.0
+    if x >= 1.0:
+        return 1.0, 0.0, 0.0
+    return (x ** 3 * (10 - 15 * x + 6 * x * x), 30 * x * x * (1 - x) ** 2,
+            60 * x * (1 - x) * (1 - 2 * x))
+
+
+class QuadrupedFootReference:
+    """Base class: feet planned in the base frame, joints by per-leg inverse kinematics.
+
+    Args:
+        model: the quadruped as a *fixed-base* :class:`wbc_dynamics.RobotModel` (root = base
+            link), so ``frame_placement`` gives feet in the base frame.
+        q_stand: (12,) standing joint positions (``model.joint_names`` order) that define the
+            nominal foot positions.
+        foot_links: foot link names, one per leg, in ``LEGS`` order by default.
+        joint_names: output joint order (default ``model.joint_names``).
+    """
+
+    def __init__(self, model, q_stand: Sequence[float], foot_links: Sequence[str] | None = None,
+                 joint_names: Sequence[str] | None = None) -> None:
+        if getattr(model, "floating_base", False):
+            raise ValueError("model: the IK needs the fixed-base model (floating_base=False)")
+        self.model = model
+        mj = list(model.joint_names)
+        self.foot_links = list(foot_links) if foot_links else [f"{leg}_foot" for leg in LEGS]
+        self.joint_names = list(joint_names) if joint_names else mj
+        self._out = np.array([mj.index(j) for j in self.joint_names], dtype=np.int64)
+        self._q = np.asarray(q_stand, dtype=float).copy()
+        if self._q.shape != (model.nv,):
+            raise ValueError(f"q_stand: expected {model.nv} joint positions")
+        # joints of each leg: the columns of the foot Jacobian that are non-zero in general
+        self._leg_cols = []
+        for i, foot in enumerate(self.foot_links):
+            prefix = foot.split("_")[0]
+            cols = [k for k, j in enumerate(mj) if j.startswith(prefix + "_")]
+            if len(cols) != 3:
+                raise ValueError(f"foot_links[{i}]: leg {prefix!r} needs exactly 3 joints, "
+                                 f"found {[mj[k] for k in cols]}")
+            self._leg_cols.append(np.array(cols, dtype=np.int64))
+        self.p_nominal = np.array([model.frame_placement(self._q, f)[:3, 3]
+                                   for f in self.foot_links])
+        self.ik_tolerance = 1e-10
+        self.ik_max_iterations = 20
+        self.ik_failures = 0
+
+    def foot_targets(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(4, 3) foot positions [m], velocities, accelerations in the base frame at t [s]."""
+        z = np.zeros_like(self.p_nominal)
+        return self.p_nominal.copy(), z, z.copy()
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        p, pd, pdd = self.foot_targets(t)
+        m = self.model
+        q = self._q
+        for leg, foot in enumerate(self.foot_links):
+            cols = self._leg_cols[leg]
+            for _ in range(self.ik_max_iterations):  # Newton on the 3x3 leg Jacobian
+                err = p[leg] - m.frame_placement(q, foot)[:3, 3]
+                if float(err @ err) < self.ik_tolerance ** 2:
+                    break
+                J = m.jacobian(q, foot)[:3, cols]
+                q[cols] += np.linalg.lstsq(J, err, rcond=None)[0]
+            else:
+                self.ik_failures += 1
+        if not np.all(np.isfinite(q)):
+            raise ValueError("inverse kinematics diverged (target out of reach?)")
+        qd = np.zeros_like(q)
+        for leg, foot in enumerate(self.foot_links):
+            cols = self._leg_cols[leg]
+            J = m.jacobian(q, foot)[:3, cols]
+            qd[cols] = np.linalg.solve(J, pd[leg])
+        qdd = np.zeros_like(q)
+        for leg, foot in enumerate(self.foot_links):
+            cols = self._leg_cols[leg]
+            J = m.jacobian(q, foot)[:3, cols]
+            bias = m.jacobian_dot_times_v(q, qd, foot)[:3]
+            qdd[cols] = np.linalg.solve(J, pdd[leg] - bias)
+        o = self._out
+        return q[o].copy(), qd[o], qdd[o]
+
+
+class WeightShift(QuadrupedFootReference):
+    """Sway the base over fixed feet: ``d(t) = amplitude * sin(2 pi f t) * direction``.
+
+    Args:
+        amplitude: sway amplitude [m] (default 2 cm).
+        frequency: [Hz] (default 0.5 Hz).
+        direction: unit 3-vector in the base frame (default sideways, +y).
+        (other args: :class:`QuadrupedFootReference`.)
+    """
+
+    def __init__(self, model, q_stand, amplitude: float = 0.02, frequency: float = 0.5,
+                 direction: Sequence[float] = (0.0, 1.0, 0.0), **kw) -> None:
+        super().__init__(model, q_stand, **kw)
+        d = np.asarray(direction, dtype=float)
+        self.direction = d / np.linalg.norm(d)
+        self.amplitude, self.frequency = float(amplitude), float(frequency)
+
+    def foot_targets(self, t):
+        w = 2.0 * math.pi * self.frequency
+        ramp, dramp, ddramp = _smoothstep(t / 0.5)  # fade in over 0.5 s (continuous qdd)
+        s, ds, dds = math.sin(w * t), w * math.cos(w * t), -w * w * math.sin(w * t)
+        a = self.amplitude
+        d = a * ramp * s
+        dd = a * (dramp / 0.5 * s + ramp * ds)
+        ddd = a * (ddramp / 0.25 * s + 2 * dramp / 0.5 * ds + ramp * dds)
+        p = self.p_nominal - d * self.direction
+        return p, np.tile(-dd * self.direction, (4, 1)), np.tile(-ddd * self.direction, (4, 1))
+
+
+class Trot(QuadrupedFootReference):
+    """Trot of seed 004, Sec. 7.6 (defaults are the paper's values).
+
+    Args:
+        period: gait cycle [s] (0.3).
+        duty_factor: stance fraction of the cycle (0.75).
+        step_height: swing apex above the stance height [m] (0.015).
+        touchdown: touchdown phase (fraction of the cycle) per foot link, default
+            ``{LF: 0.25, RF: 0.75, LH: 0.75, RH: 0.25}``.
+        speed: desired forward base speed [m/s] (0.2).
+        start: time [s] the gait starts (stand still before; default 0.5).
+        ramp: time [s] over which speed rises from 0 to ``speed`` (smooth; default 1.0).
+    """
+
+    def __init__(self, model, q_stand, period: float = 0.3, duty_factor: float = 0.75,
+                 step_height: float = 0.015, touchdown: dict | None = None, speed: float = 0.2,
+                 start: float = 0.5, ramp: float = 1.0, **kw) -> None:
+        super().__init__(model, q_stand, **kw)
+        if not (period > 0 and 0 < duty_factor < 1 and step_height >= 0 and ramp > 0):
+            raise ValueError("Trot: need period > 0, 0 < duty_factor < 1, step_height >= 0, "
+                             "ramp > 0")
+        td = touchdown or {"LF_foot": 0.25, "RF_foot": 0.75, "LH_foot": 0.75, "RH_foot": 0.25}
+        missing = [f for f in self.foot_links if f not in td]
+        if missing:
+            raise ValueError(f"touchdown: no touchdown phase for {missing}")
+        self.touchdown = np.array([td[f] for f in self.foot_links], dtype=float)
+        self.period, self.duty = float(period), float(duty_factor)
+        self.step_height, self.speed = float(step_height), float(speed)
+        self.start, self.ramp = float(start), float(ramp)
+        self.t_swing = (1.0 - self.duty) * self.period
+        self.t_stance = self.duty * self.period
+
+    def base_speed(self, t: float) -> tuple[float, float]:
+        """Planned forward speed [m/s] and its derivative at t."""
+        s, ds, _ = _smoothstep((t - self.start) / self.ramp)
+        return self.speed * s, self.speed * ds / self.ramp
+
+    def distance(self, t: float) -> float:
+        """Planned forward distance [m] travelled by the base since t = 0 (integral of speed)."""
+        x = (t - self.start) / self.ramp
+        if x <= 0.0:
+            return 0.0
+        if x >= 1.0:
+            return self.speed * (self.ramp * 0.5 + (t - self.start - self.ramp))
+        return self.speed * self.ramp * (2.5 * x ** 4 - 3 * x ** 5 + x ** 6)
+
+    def _stance_x(self, t: float, t_mid: float) -> tuple[float, float, float]:
+        v, dv = self.base_speed(t)
+        return self.distance(t_mid) - self.distance(t), -v, -dv
+
+    def swing_active(self, t: float) -> np.ndarray:
+        """(4,) bool: which feet are planned in swing at t."""
+        out = np.zeros(len(self.foot_links), dtype=bool)
+        if t < self.start:
+            return out
+        for i, td in enumerate(self.touchdown):
+            ph = ((t - self.start) / self.period - td) % 1.0  # 0 at touchdown
+            out[i] = ph >= self.duty
+        return out
+
+    def foot_targets(self, t):
+        p = self.p_nominal.copy()
+        pd = np.zeros_like(p)
+        pdd = np.zeros_like(p)
+        if t < self.start:
+            return p, pd, pdd
+        T, Ts, Tw = self.period, self.t_stance, self.t_swing
+        for i, td in enumerate(self.touchdown):
+            tau = t - self.start
+            ph = (tau / T - td) % 1.0
+            t_td = self.start + tau - ph * T  # the latest touchdown time
+            if ph < self.duty:  # stance: the foot moves back with the planned base
+                x, xd, xdd = self._stance_x(t, t_td + 0.5 * Ts)
+            else:  # swing from lift-off (t_td + Ts) to the next touchdown (t_td + T)
+                t0, t1 = t_td + Ts, t_td + T
+                x0, v0, a0 = self._stance_x(t0, t_td + 0.5 * Ts)
+                x1, v1, a1 = self._stance_x(t1, t1 + 0.5 * Ts)
+                s = (t - t0) / Tw
+                x, xd, xdd = _quintic_hermite(s, Tw, x0, v0, a0, x1, v1, a1)
+                b = self.step_height * 64.0
+                p[i, 2] += b * s ** 3 * (1 - s) ** 3
+                pd[i, 2] = b * (3 * s ** 2 * (1 - s) ** 3 - 3 * s ** 3 * (1 - s) ** 2) / Tw
+                pdd[i, 2] = b * (6 * s * (1 - s) ** 3 - 18 * s ** 2 * (1 - s) ** 2
+                                 + 6 * s ** 3 * (1 - s)) / (Tw * Tw)
+            p[i, 0] += x
+            pd[i, 0] = xd
+            pdd[i, 0] = xdd
+        return p, pd, pdd
+
+
+def _quintic_hermite(s, T, x0, v0, a0, x1, v1, a1):
+    """Quintic with given position/velocity/acceleration at s = 0 and 1 (time = s T)."""
+    v0, v1, a0, a1 = v0 * T, v1 * T, a0 * T * T, a1 * T * T
+    c0, c1, c2 = x0, v0, 0.5 * a0
+    d = x1 - (c0 + c1 + c2)
+    e = v1 - (c1 + 2 * c2)
+    f = a1 - 2 * c2
+    c3 = 10 * d - 4 * e + 0.5 * f
+    c4 = -15 * d + 7 * e - f
+    c5 = 6 * d - 3 * e + 0.5 * f
+    x = c0 + s * (c1 + s * (c2 + s * (c3 + s * (c4 + s * c5))))
+    xd = c1 + s * (2 * c2 + s * (3 * c3 + s * (4 * c4 + s * 5 * c5)))
+    xdd = 2 * c2 + s * (6 * c3 + s * (12 * c4 + s * 20 * c5))
+    return x, xd / T, xdd / (T * T)
+
+
+class ArmSinusoid:
+    """Sec. 7.2.2: arm joints ``q0 + A sin(2 pi f t)``, fingers fixed at grasp + ``squeeze``.
+
+    Args:
+        joint_names: all joints (arm and fingers) in output order.
+        q_grasp: (n,) grasp pose in that order.
+        finger_joints: the finger joint names (held still).
+        amplitude: [rad], scalar or per arm joint (default 0.1 rad on every arm joint).
+        frequency: [Hz] (default 3: "about three times per second").
+        squeeze: finger position offset beyond the grasp pose [rad] (default 0.05, closing).
+        ramp: fade-in time of the oscillation [s] (default 0.3; keeps qdd continuous at t = 0).
+    """
+
+    def __init__(self, joint_names: Sequence[str], q_grasp: Sequence[float],
+                 finger_joints: Sequence[str], amplitude: float | Sequence[float] = 0.1,
+                 frequency: float = 3.0, squeeze: float = 0.05, ramp: float = 0.3) -> None:
+        self.joint_names = list(joint_names)
+        self.q0 = np.asarray(q_grasp, dtype=float).copy()
+        n = len(self.joint_names)
+        if self.q0.shape != (n,):
+            raise ValueError(f"q_grasp: expected {n} values")
+        fingers = [self.joint_names.index(f) for f in finger_joints]
+        self.arm = np.array([i for i in range(n) if i not in fingers], dtype=np.int64)
+        self.q0[fingers] += squeeze
+        amp = np.broadcast_to(np.asarray(amplitude, dtype=float), (len(self.arm),))
+        self.amplitude = np.zeros(n)
+        self.amplitude[self.arm] = amp
+        self.frequency, self.ramp = float(frequency), float(ramp)
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        w = 2.0 * math.pi * self.frequency
+        r, dr, ddr = _smoothstep(t / self.ramp)
+        dr, ddr = dr / self.ramp, ddr / (self.ramp * self.ramp)
+        s, ds, dds = math.sin(w * t), w * math.cos(w * t), -w * w * math.sin(w * t)
+        A = self.amplitude
+        return (self.q0 + A * r * s, A * (dr * s + r * ds),
+                A * (ddr * s + 2 * dr * ds + r * dds))
+
+
+def make_reference(robot: str, kind: str, joint_names: Sequence[str] | None = None,
+                   **options) -> Reference:
+    """Build a reference for a bundled robot.
+
+    Args:
+        robot: "quadruped" (kinds "stand", "shift", "trot") or "arm" (kinds "stand", "sinusoid").
+        kind: see above.
+        joint_names: output joint order (default: the robot's ``joint_names``).
+        options: forwarded to the reference class (e.g. ``speed=0.1`` for the trot).
+    """
+    from ..robots import robot_info, robot_path
+
+    info = robot_info(robot)
+    names = list(joint_names) if joint_names else list(info["joint_names"])
+    order = [info["joint_names"].index(j) for j in names]
+    if robot == "quadruped":
+        q_stand = np.array(info["standing_q"][7:])
+        if kind == "stand":
+            return Standing(names, q_stand[order])
+        from ..model import RobotModel
+
+        model = RobotModel.from_urdf(robot_path(robot), floating_base=False)
+        feet = list(info["foot_links"])
+        if kind == "shift":
+            return WeightShift(model, q_stand, foot_links=feet, joint_names=names, **options)
+        if kind == "trot":
+            return Trot(model, q_stand, foot_links=feet, joint_names=names, **options)
+    elif robot == "arm":
+        q = np.array(info["grasp_q"])
+        if kind == "stand":
+            return Standing(names, q[order])
+        if kind == "sinusoid":
+            return ArmSinusoid(names, q[order], info["finger_joints"], **options)
+    raise ValueError(f"kind: unknown reference {kind!r} for robot {robot!r} (quadruped: stand, "
+                     "shift, trot; arm: stand, sinusoid)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``wbc_reference``: publish a reference as trajectory_msgs/JointTrajectory at a rate.
+
+    ROS parameters (or the same names as ``--options``): ``robot`` (quadruped), ``kind`` (trot),
+    ``rate`` (200 Hz), ``topic`` (``reference``), ``use_sim_time``. Time of the reference is
+    the node clock (simulated time with ``use_sim_time``) since the first publish.
+    """
+    ap = argparse.ArgumentParser(prog="wbc_reference", description=main.__doc__)
+    ap.add_argument("--robot", default="quadruped")
+    ap.add_argument("--kind", default="trot")
+    ap.add_argument("--rate", type=float, default=200.0)
+    ap.add_argument("--topic", default="reference")
+    args, ros_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+    import rclpy
+    from rclpy.node import Node
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    rclpy.init(args=[sys.argv[0], *ros_args])
+
+    class ReferenceNode(Node):
+        def __init__(self) -> None:
+            super().__init__("wbc_reference")
+            self.declare_parameter("robot", args.robot)
+            self.declare_parameter("kind", args.kind)
+            self.declare_parameter("rate", args.rate)
+            self.declare_parameter("topic", args.topic)
+            robot = self.get_parameter("robot").value
+            kind = self.get_parameter("kind").value
+            rate = float(self.get_parameter("rate").value)
+            if not (math.isfinite(rate) and rate > 0):
+                raise ValueError(f"rate: must be > 0, got {rate}")
+            self.ref = make_reference(robot, kind)
+            self.pub = self.create_publisher(JointTrajectory,
+                                             self.get_parameter("topic").value, 10)
+            self.t0 = None
+            self.timer = self.create_timer(1.0 / rate, self.tick)
+
+        def tick(self) -> None:
+            now = self.get_clock().now()
+            t = now.nanoseconds * 1e-9
+            if self.t0 is None:
+                self.t0 = t
+            q, qd, qdd = self.ref.sample(t - self.t0)
+            msg = JointTrajectory()
+            msg.header.stamp = now.to_msg()
+            msg.joint_names = list(self.ref.joint_names)
+            pt = JointTrajectoryPoint()
+            pt.positions, pt.velocities, pt.accelerations = q.tolist(), qd.tolist(), qdd.tolist()
+            msg.points = [pt]
+            self.pub.publish(msg)
+
+    node = None
+    try:
+        node = ReferenceNode()
+        rclpy.spin(node)
+    except KeyboardInterrupt:
+        pass
+    except ValueError as exc:
+        print(f"wbc_reference: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
