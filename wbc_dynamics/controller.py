@@ -605,7 +605,7 @@ class WholeBodyController:
                              f"{a.shape[0] if a.ndim == 1 else a.shape}")
         if not _all_finite(a):
             bad = int(np.flatnonzero(~np.isfinite(a))[0])
-            raise ValueError(f"{name}: non-finite value {a[bad]!r} for joint "
+            raise ValueError(f"{name}: non-finite value {float(a[bad])!r} for joint "
                              f"'{self.joint_names[bad]}'")
 
     # ------------------------------------------------------------------ ages

@@ -101,7 +101,7 @@ class JointStateParser:
             s = float(arr.sum())
             if not math.isfinite(s):
                 bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(f"joint_states.{field_name}: non-finite value {arr[bad]!r} for "
+                raise ValueError(f"joint_states.{field_name}: non-finite value {float(arr[bad])!r} for "
                                  f"joint '{self.joints[bad]}'")
         return self.position, self.velocity
 
@@ -149,7 +149,7 @@ class ReferenceParser:
                            ("velocities", vel)):
             if arr is not None and not math.isfinite(float(arr.sum())):
                 bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(f"reference.points[0].{fname}: non-finite value {arr[bad]!r} "
+                raise ValueError(f"reference.points[0].{fname}: non-finite value {float(arr[bad])!r} "
                                  f"for joint '{self.joints[bad]}'")
         return self.acceleration, pos, vel
 

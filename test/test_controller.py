@@ -1,0 +1,270 @@
+"""WholeBodyController (ROS-free) against Pinocchio as the independent reference."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from wbc_dynamics.controller import ControllerConfig, WholeBodyController
+from wbc_dynamics.robots import robot_info, robot_path
+from wbc_dynamics.ros_conversions import JointStateParser, ReferenceParser
+
+
+@pytest.fixture(scope="module")
+def arm():
+    info = robot_info("arm")
+    pm = pin.buildModelFromUrdf(robot_path("arm"))
+    assert list(pm.names)[1:] == info["joint_names"]
+    return info, pm, pm.createData()
+
+
+@pytest.fixture(scope="module")
+def quadruped():
+    pm = pin.buildModelFromUrdf(robot_path("quadruped"), pin.JointModelFreeFlyer())
+    return robot_info("quadruped"), pm, pm.createData()
+
+
+def _arm_state(info, rng):
+    q = np.array(info["standing_q"]) + 0.1 * rng.standard_normal(info["n_joints"])
+    return q, rng.standard_normal(info["n_joints"]), rng.standard_normal(info["n_joints"])
+
+
+def test_fixed_base_torque_equals_rnea_with_pd_in_any_joint_order(arm):
+    info, pm, pd = arm
+    rng = np.random.default_rng(0)
+    joints = list(reversed(info["joint_names"]))          # configured order != URDF order
+    kp = np.linspace(50.0, 150.0, len(joints))
+    kd = 0.2 * kp
+    ctl = WholeBodyController(ControllerConfig(robot="arm", joints=joints, kp=kp.tolist(),
+                                               kd=kd.tolist(), effort_limits=[1e6]))
+    perm = [info["joint_names"].index(j) for j in joints]  # configured i -> URDF index
+    for k in range(5):
+        q, qd, a = _arm_state(info, rng)
+        q_des, qd_des = q + 0.05 * rng.standard_normal(q.size), rng.standard_normal(q.size)
+        now = 10.0 + k
+        ctl.set_joint_state(q[perm], qd[perm], now)
+        ctl.set_reference(a[perm], now, position=q_des[perm], velocity=qd_des[perm])
+        out = ctl.update(now + 0.001)
+        assert out.mode == "control" and out.clamped == 0
+        qdd = a + kp[np.argsort(perm)] * (q_des - q) + kd[np.argsort(perm)] * (qd_des - qd)
+        expected = pin.rnea(pm, pd, q, qd, qdd)[perm]
+        np.testing.assert_allclose(out.tau, expected, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(out.qdd_cmd, qdd[perm], rtol=0, atol=1e-12)
+
+
+def test_reference_without_feedback_terms_is_pure_inverse_dynamics(arm):
+    info, pm, pd = arm
+    rng = np.random.default_rng(1)
+    ctl = WholeBodyController({"robot": "arm", "kp": [100.0], "kd": [10.0],
+                               "effort_limits": [np.inf]})
+    q, qd, a = _arm_state(info, rng)
+    ctl.set_joint_state(q, qd, 0.0)
+    ctl.set_reference(a, 0.0)                               # no positions / velocities
+    out = ctl.update(0.0)
+    np.testing.assert_allclose(out.tau, pin.rnea(pm, pd, q, qd, a), rtol=0, atol=1e-9)
+
+
+def test_floating_base_none_realizes_joint_accelerations(quadruped):
+    info, pm, pd = quadruped
+    rng = np.random.default_rng(2)
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True,
+                               "effort_limits": [np.inf]})
+    q = np.array(info["standing_q"])
+    ang = rng.standard_normal(3) * 0.3
+    q[3:7] = pin.Quaternion(pin.exp3(ang)).coeffs()          # x y z w
+    v = rng.standard_normal(pm.nv)
+    qdd = rng.standard_normal(12)
+    ctl.set_base_state(q[:3], q[3:7], v[:3], v[3:6], 1.0)
+    ctl.set_joint_state(q[7:], v[6:], 1.0)
+    ctl.set_reference(qdd, 1.0)
+    out = ctl.update(1.0)
+    assert out.mode == "control"
+    acc = pin.aba(pm, pd, q, v, np.r_[np.zeros(6), out.tau])  # free base, no contact
+    np.testing.assert_allclose(acc[6:], qdd, rtol=0, atol=1e-8)
+
+
+def test_stale_inputs_give_documented_safe_commands(arm):
+    info, pm, pd = arm
+    rng = np.random.default_rng(3)
+    D = 7.0
+    ctl = WholeBodyController({"robot": "arm", "state_timeout": 0.05, "reference_timeout": 0.2,
+                               "safe_damping": [D], "effort_limits": [np.inf]})
+    q, qd, a = _arm_state(info, rng)
+    out = ctl.update(0.0)                                    # nothing received yet
+    assert out.mode == "safe_stale_state" and np.all(out.tau == 0.0)
+    ctl.set_joint_state(q, qd, 1.0)
+    out = ctl.update(1.01)                                   # state fresh, never a reference
+    assert out.mode == "safe_stale_reference"
+    np.testing.assert_allclose(out.tau, pin.rnea(pm, pd, q, qd, -D * qd), rtol=0, atol=1e-9)
+    ctl.set_reference(a, 1.0)
+    assert ctl.update(1.02).mode == "control"
+    ctl.set_joint_state(q, qd, 1.23)
+    out = ctl.update(1.25)                                  # reference 0.25 s old > 0.2 s
+    assert out.mode == "safe_stale_reference"
+    np.testing.assert_allclose(out.tau, pin.rnea(pm, pd, q, qd, -D * qd), rtol=0, atol=1e-9)
+    ctl.set_reference(a, 1.25)
+    assert ctl.update(1.27).mode == "control"               # state 0.04 s old: still fresh
+    out = ctl.update(1.29)                                  # state 0.06 s old > 0.05 s
+    assert out.mode == "safe_stale_state" and np.all(out.tau == 0.0)
+    ctl.set_parameters({"safe_mode": "zero"})
+    ctl.set_joint_state(q, qd, 2.0)
+    out = ctl.update(2.0)
+    assert out.mode == "safe_stale_reference" and np.all(out.tau == 0.0)
+    assert ctl.safe_ticks >= 5
+
+
+def test_effort_clamping_urdf_and_override(arm):
+    info, pm, pd = arm
+    ctl = WholeBodyController({"robot": "arm"})
+    np.testing.assert_array_equal(ctl.effort_limit, pin.buildModelFromUrdf(
+        robot_path("arm")).effortLimit)
+    q = np.array(info["standing_q"])
+    a = np.full(q.size, 500.0)                               # huge accelerations
+    ctl.set_joint_state(q, np.zeros(q.size), 0.0)
+    ctl.set_reference(a, 0.0)
+    out = ctl.update(0.0)
+    raw = pin.rnea(pm, pd, q, np.zeros(q.size), a)
+    np.testing.assert_allclose(out.tau, np.clip(raw, -ctl.effort_limit, ctl.effort_limit),
+                               atol=1e-9)
+    assert out.clamped == int(np.sum(np.abs(raw) > ctl.effort_limit)) > 0
+    lim = np.full(q.size, 2.0)
+    lim[0] = 0.0                                             # 0 = keep the URDF limit
+    ctl.set_parameters({"effort_limits": lim.tolist()})
+    out = ctl.update(0.0)
+    exp_lim = lim.copy()
+    exp_lim[0] = pm.effortLimit[0]
+    np.testing.assert_allclose(out.tau, np.clip(raw, -exp_lim, exp_lim), atol=1e-9)
+
+
+def test_runtime_parameters_validated_all_or_nothing(arm):
+    info, pm, pd = arm
+    ctl = WholeBodyController({"robot": "arm", "kp": [10.0]})
+    with pytest.raises(ValueError, match="kd.*'joint_3'.*>= 0"):
+        ctl.set_parameters({"kp": [20.0], "kd": [1, 1, -1] + [1] * 8})
+    assert np.all(ctl.config.kp == np.full(11, 10.0))        # kp not applied either
+    with pytest.raises(ValueError, match="kp: expected 1 or 11"):
+        ctl.set_parameters({"kp": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="method"):
+        ctl.set_parameters({"method": "magic"})
+    with pytest.raises(ValueError, match="friction"):
+        ctl.set_parameters({"friction": -0.1})
+    with pytest.raises(ValueError, match="state_timeout"):
+        ctl.set_parameters({"state_timeout": float("nan")})
+    with pytest.raises(ValueError, match="not a runtime parameter"):
+        ctl.set_parameters({"joints": []})
+    q = np.array(info["standing_q"])
+    ctl.set_parameters({"kp": [30.0]})
+    ctl.set_joint_state(q, np.zeros(q.size), 0.0)
+    ctl.set_reference(np.zeros(q.size), 0.0, position=q + 0.1)
+    out = ctl.update(0.0)
+    np.testing.assert_allclose(out.qdd_cmd, np.full(q.size, 3.0), atol=1e-12)
+
+
+@pytest.mark.parametrize("cfg, match", [
+    ({"robot": "arm", "joints": ["joint_1", "nope"]}, "joint 'nope' is not a movable joint"),
+    ({"robot": "arm", "joints": ["joint_1"]}, r"movable joint\(s\) \['joint_2'"),
+    ({"robot": "arm", "joints": ["joint_1", "joint_1"]}, "listed twice"),
+    ({"robot": "arm", "kp": [1.0, 2.0]}, "kp: expected 1 or 11"),
+    ({"robot": "arm", "control_rate": 0.0}, "control_rate"),
+    ({"robot": "arm", "method": "bogus"}, "method"),
+    ({"robot": "arm", "safe_mode": "off"}, "safe_mode"),
+    ({"urdf_path": "/nonexistent.urdf"}, "urdf_path: file not found"),
+    ({}, "no robot model given"),
+    ({"robot": "arm", "colour": 1}, r"unknown field\(s\) \['colour'\]"),
+    ({"robot": "unknown_bot"}, "unknown robot name"),
+])
+def test_configuration_errors_name_the_field(cfg, match):
+    with pytest.raises(ValueError, match=match):
+        WholeBodyController(cfg)
+
+
+def test_bad_inputs_rejected_with_joint_name_and_state_kept(arm):
+    info, pm, pd = arm
+    ctl = WholeBodyController({"robot": "arm", "effort_limits": [np.inf]})
+    q = np.array(info["standing_q"])
+    ctl.set_joint_state(q, np.zeros(q.size), 0.0)
+    ctl.set_reference(np.zeros(q.size), 0.0)
+    bad = q.copy()
+    bad[4] = np.nan
+    with pytest.raises(ValueError, match="joint_state.position.*'joint_5'"):
+        ctl.set_joint_state(bad, np.zeros(q.size), 0.01)
+    with pytest.raises(ValueError, match="expected 11 values"):
+        ctl.set_joint_state(q[:5], np.zeros(5), 0.01)
+    with pytest.raises(ValueError, match="reference.velocities.*'F2_joint'"):
+        v = np.zeros(q.size)
+        v[8] = np.inf
+        ctl.set_reference(np.zeros(q.size), 0.01, velocity=v)
+    with pytest.raises(ValueError, match="fixed base"):
+        ctl.set_base_state(np.zeros(3), [0, 0, 0, 1], np.zeros(3), np.zeros(3), 0.0)
+    out = ctl.update(0.02)                                   # previous valid inputs still used
+    assert out.mode == "control"
+    np.testing.assert_allclose(out.tau, pin.rnea(pm, pd, q, np.zeros(q.size), np.zeros(q.size)),
+                               atol=1e-9)
+
+
+def test_first_tick_is_warm_and_ticks_are_fast(quadruped):
+    info, pm, pd = quadruped
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True})
+    q = np.array(info["standing_q"])
+    ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
+    ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
+    ctl.set_reference(np.zeros(12), 0.0)
+    t0 = time.perf_counter()
+    ctl.update(0.0)
+    first = time.perf_counter() - t0
+    assert first < 0.01, f"first tick took {first * 1e3:.1f} ms (compiled inside the tick?)"
+    for _ in range(200):
+        ctl.update(0.0)
+    st = ctl.timing_stats()
+    assert st["count"] == 201 and st["p99"] < 0.002
+
+
+def test_base_state_validation(quadruped):
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True})
+    with pytest.raises(ValueError, match="orientation: quaternion norm"):
+        ctl.set_base_state(np.zeros(3), [0, 0, 0, 2.0], np.zeros(3), np.zeros(3), 0.0)
+    with pytest.raises(ValueError, match="linear_velocity: contains a non-finite"):
+        ctl.set_base_state(np.zeros(3), [0, 0, 0, 1.0], [0, np.nan, 0], np.zeros(3), 0.0)
+    ctl.set_joint_state(np.zeros(12), np.zeros(12), 0.0)
+    ctl.set_reference(np.zeros(12), 0.0)
+    assert ctl.update(0.0).mode == "safe_stale_state"       # no base state yet -> zero torque
+
+
+# ---------------------------------------------------------------- message parsers (duck-typed)
+def _js(names, pos, vel):
+    return SimpleNamespace(name=list(names), position=list(pos), velocity=list(vel), effort=[])
+
+
+def test_joint_state_parser_matches_by_name_ignores_extras():
+    p = JointStateParser(["a", "b", "c"])
+    pos, vel = p.parse(_js(["x", "c", "a", "b"], [9, 3, 1, 2], [90, 30, 10, 20]))
+    np.testing.assert_array_equal(pos, [1, 2, 3])
+    np.testing.assert_array_equal(vel, [10, 20, 30])
+    pos, _ = p.parse(_js(["x", "c", "a", "b"], [np.nan, 6, 4, 5], [0, 0, 0, 0]))  # cached
+    np.testing.assert_array_equal(pos, [4, 5, 6])            # NaN in an extra joint ignored
+    with pytest.raises(ValueError, match="configured joint 'b' is missing"):
+        p.parse(_js(["a", "c"], [1, 2], [1, 2]))
+    with pytest.raises(ValueError, match="velocity: length 2 != length of name 3"):
+        p.parse(_js(["a", "b", "c"], [1, 2, 3], [1, 2]))
+    with pytest.raises(ValueError, match="position: non-finite value inf for joint 'c'"):
+        p.parse(_js(["a", "b", "c"], [1, 2, np.inf], [1, 2, 3]))
+    with pytest.raises(ValueError, match="appears twice"):
+        p.parse(_js(["a", "b", "c", "a"], [1, 2, 3, 4], [1, 2, 3, 4]))
+
+
+def test_reference_parser():
+    p = ReferenceParser(["a", "b"])
+    pt = SimpleNamespace(positions=[], velocities=[2.0, 1.0], accelerations=[0.2, 0.1])
+    acc, pos, vel = p.parse(SimpleNamespace(joint_names=["b", "a"], points=[pt]))
+    np.testing.assert_array_equal(acc, [0.1, 0.2])
+    assert pos is None
+    np.testing.assert_array_equal(vel, [1.0, 2.0])
+    with pytest.raises(ValueError, match="points: empty"):
+        p.parse(SimpleNamespace(joint_names=["a", "b"], points=[]))
+    bad = SimpleNamespace(positions=[1.0], velocities=[], accelerations=[0.0, 0.0])
+    with pytest.raises(ValueError, match="positions: length 1 must be 0 or 2"):
+        p.parse(SimpleNamespace(joint_names=["a", "b"], points=[bad]))
