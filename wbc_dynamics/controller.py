@@ -116,6 +116,8 @@ class ControllerConfig:
         state_timeout: maximum age of joint (and base) state [s] before the safe command.
         reference_timeout: maximum age of the reference [s] before the safe command.
         friction_edges: pyramid edges k of the Coulomb methods (even, >= 4).
+        contact_margin: sphere-ground pairs with signed distance <= margin [m] are contact
+            candidates (the phi/dt term of seed 004 eqs. (35)/(36) handles phi > 0).
         warm_start: keep the contact solver's warm start across ticks.
     """
 
@@ -138,6 +140,7 @@ class ControllerConfig:
     reference_timeout: float = 0.5
     friction_edges: int = 4
     warm_start: bool = True
+    contact_margin: float = 0.005
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -278,6 +281,19 @@ def _per_joint(name: str, value: Any, n: int, joints: Sequence[str], *,
     return arr
 
 
+def _check_method_available(method: str) -> None:
+    """ValueError if the solver module of a contact method is not part of this build."""
+    import importlib.util
+
+    from .contact.dispatch import METHODS as SOLVERS
+
+    if method not in SOLVERS:
+        raise ValueError(f"method: {method!r} is not one of {list(METHODS)}")
+    if importlib.util.find_spec(SOLVERS[method][0]) is None:
+        raise ValueError(f"method: {method!r} is not available in this build (module "
+                         f"{SOLVERS[method][0]} missing)")
+
+
 def _finite_positive(name: str, value: Any) -> float:
     try:
         v = float(value)
@@ -416,8 +432,10 @@ class WholeBodyController:
         from .contact import SolverState
 
         self.solver_state = SolverState()
+        self._qdd_model = np.zeros(n)
+        self._warmed: set[str] = set()
         if self._params["method"] != "none":
-            self._ensure_contact_model()
+            self._ensure_contact_model(self._params["method"])
 
         # statistics
         self.ticks = 0
@@ -512,8 +530,11 @@ class WholeBodyController:
         """
         norm = self.validate_parameters(values)
         if norm.get("method", "none") != "none":
-            self._ensure_contact_model()
+            self._ensure_contact_model(norm["method"])
+        friction_changed = "friction" in norm and norm["friction"] != self._params["friction"]
         self._apply(norm)
+        if friction_changed and self._contact_model is not None:
+            self._contact_model = self._build_contact_model()
 
     def _apply(self, norm: Mapping[str, Any]) -> None:
         for k, v in norm.items():
@@ -727,8 +748,13 @@ class WholeBodyController:
         _gather(tau_model, self._cfg_to_model, 0, self._tau)
 
     # ------------------------------------------------------------------ contacts
-    def _ensure_contact_model(self) -> None:
+    def _ensure_contact_model(self, method: str | None = None) -> None:
+        if method is not None and method != "none":
+            _check_method_available(method)
         if self._contact_model is not None:
+            if method is not None and method not in self._warmed:
+                self._warm_contact_method(method)
+                self._warmed.add(method)
             return
         if not self._contact_links:
             raise ValueError(
@@ -739,14 +765,57 @@ class WholeBodyController:
             if link_names and ln not in link_names:
                 raise ValueError(f"contact_links: link '{ln}' is not a link of the model")
         self._contact_model = self._build_contact_model()
+        if method is not None and method != "none" and method not in self._warmed:
+            self._warm_contact_method(method)
+            self._warmed.add(method)
 
-    def _build_contact_model(self) -> Any:
-        raise ValueError(
-            "method: contact-aware methods need wbc_dynamics.contact's ContactModel, which is "
-            "not available in this build; use method 'none'")
+    def _build_contact_model(self, margin: float | None = None) -> Any:
+        """ContactModel (seed 004, Sec. 3.3) of the contact links against the ground plane."""
+        from .contact.geometry import ContactModel, HalfSpace
 
-    def _contact_id(self, method: str, out: ControlOutput) -> None:
-        raise ValueError(f"method: {method!r} unavailable")
+        cfg = self._cfg
+        ground = HalfSpace.ground(height=float(cfg.ground_height), mu=self._params["friction"])
+        return ContactModel(self.model, contact_links=self._contact_links, features=[ground],
+                            margin=float(cfg.contact_margin if margin is None else margin),
+                            dt=self.dt, friction_edges=int(cfg.friction_edges))
+
+    def _contact_id(self, method: str, out: ControlOutput, model: Any = None) -> None:
+        """Contact-aware inverse dynamics (seed 004) of self._qdd_cmd; fills out's contact data."""
+        from .contact import solve
+
+        cm = self._contact_model if model is None else model
+        _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
+        prob = cm.build(self._q, self._v, self._qdd_model)
+        state = self.solver_state if self._cfg.warm_start else None
+        res = solve(method, prob, state)
+        _gather(res.tau, self._cfg_to_model, 0, self._tau)
+        out.contact_ids = res.contact_ids
+        out.contact_points = prob.points if prob.points is not None else np.zeros((0, 3))
+        out.contact_forces = res.contact_forces_world
+        out.solver_flags = tuple(res.stats.flags)
+        out.warm_start_used = bool(res.stats.warm_start_used)
+
+    def _warm_contact_method(self, method: str) -> None:
+        """Run the method once on every contact sphere (huge margin) so its kernels compile."""
+        probe = self._build_contact_model(margin=1e3)
+        saved = (self._q.copy(), self._v.copy(), self._qj.copy(), self._qdj.copy())
+        try:
+            q0 = np.asarray(self.model.neutral(), dtype=np.float64)
+            self._q[:] = q0
+            self._v[:] = 0.0
+            _gather(q0, self._cfg_to_model, self._off_q, self._qj)
+            self._qdj[:] = 0.0
+            self._qdd_cmd[:] = 0.0
+            from .contact import SolverState
+
+            st, self.solver_state = self.solver_state, SolverState()
+            try:
+                for _ in range(2):  # cold, then warm-started
+                    self._contact_id(method, ControlOutput(tau=self._tau_out), model=probe)
+            finally:
+                self.solver_state = st
+        finally:
+            self._q[:], self._v[:], self._qj[:], self._qdj[:] = saved
 
     def reset_solver(self) -> None:
         """Forget the contact solver's warm start (every method); next tick is a cold start."""

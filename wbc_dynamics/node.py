@@ -83,6 +83,7 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "friction": (_T.DOUBLE, 0.8, "ground friction coefficient mu (>= 0)"),
     "ground_height": (_T.DOUBLE, 0.0, "ground plane height in the world frame [m]"),
     "friction_edges": (_T.INTEGER, 4, "friction pyramid edges (even, >= 4)"),
+    "contact_margin": (_T.DOUBLE, 0.005, "contact candidates: signed distance <= margin [m]"),
     "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
@@ -103,14 +104,14 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
 
 #: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
 STRUCTURAL = ("robot_description", "urdf_path", "robot", "floating_base", "joints",
-              "contact_links", "ground_height", "friction_edges", "warm_start", "control_rate",
+              "contact_links", "ground_height", "friction_edges", "contact_margin", "warm_start", "control_rate",
               "control_mode", "watchdog_rate", "diagnostics_rate", "publish_contacts",
               "world_frame", "marker_scale")
 
 _CONFIG_FIELDS = ("robot_description", "urdf_path", "robot", "floating_base", "joints", "method",
                   "contact_links", "friction", "ground_height", "control_rate", "kp", "kd",
                   "effort_limits", "safe_mode", "safe_damping", "state_timeout",
-                  "reference_timeout", "friction_edges", "warm_start")
+                  "reference_timeout", "friction_edges", "warm_start", "contact_margin")
 
 
 def _sanitize(name: str) -> str:
