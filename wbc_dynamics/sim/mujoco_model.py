@@ -691,13 +691,22 @@ class MujocoPlant:
         return out
 
     def total_normal_force(self, against: str = "ground") -> float:
-        """Sum of ground normal forces on the robot [N] (world z of contact forces with the
-        ground plane; l1-norm of normal forces as in Sec. 8.2)."""
+        """Sum of contact normal forces [N] between the robot and ``against`` ("ground" or a
+        free body's name): the l1-norm of normal forces compared in Sec. 8.2."""
         total = 0.0
         m, d = self.model, self.data
+        if against == "ground":
+            target = {self._ground_geom}
+        else:
+            bid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, against)
+            if bid < 0:
+                raise ValueError(f"against: no ground or body named {against!r}")
+            target = {g for g in range(m.ngeom) if m.geom_bodyid[g] == bid}
         for i in range(d.ncon):
             c = d.contact[i]
-            if against == "ground" and self._ground_geom not in (c.geom1, c.geom2):
+            if c.geom1 not in target and c.geom2 not in target:
+                continue
+            if against != "ground" and self._ground_geom in (c.geom1, c.geom2):
                 continue
             mujoco.mj_contactForce(m, d, i, self._f6)
             total += abs(self._f6[0])

@@ -1,0 +1,455 @@
+"""In-process closed loop: MuJoCo plant + controller, no middleware (seed 004, Secs. 7-8).
+
+Used by the demo, the experiments and the CI tests. Each control tick (period ``1 / control_rate``):
+
+1. read the plant state (joint positions/velocities; base pose and base-frame twist, exactly what
+   ``/joint_states`` + ``nav_msgs/Odometry`` carry in the ROS set-up);
+2. sample the reference ``(q_des, qd_des, qdd_des)`` at the simulated time;
+3. the controller computes torques (and, for the contact-aware methods, predicted contact forces);
+4. the plant integrates ``sim_substeps`` steps with those torques held (zero-order hold, as a
+   ros2_control effort interface does), then the simulated contact forces are measured.
+
+Controllers (:data:`CONTROLLERS`):
+
+* ``lcp_noslip``, ``lcp_coulomb``, ``qp_coulomb``, ``qp_noslip`` -- ID(t_i) of seed 004 Sec. 7.3:
+  the product's :class:`~wbc_dynamics.controller.WholeBodyController` for the quadruped; for the
+  arm grasping the box, the same method through :class:`~wbc_dynamics.contact.ContactModel` with
+  the box appended as a free body (Sec. 1.5, eqs. (1)-(3)), which the controller config does not
+  cover.
+* ``none`` -- inverse dynamics without contact forces (the product's ``method: none``).
+* ``id_prev`` -- ID(t_{i-1}): inverse dynamics with the contact wrenches the simulator applied on
+  the previous step ("exact sensed forces", Sec. 7.3): fixed base ``tau = RNEA(q, v, a, f_ext)``;
+  floating base ``M_bb a_b = -(M_bj a_j + b_b)``, ``tau = M_jb a_b + M_jj a_j + b_j`` with
+  ``b = RNEA(q, v, 0, f_ext)`` (``b = h - J^T f``).
+* ``pid`` -- the PID joint error-feedback baseline (no model): ``tau = Kp e + Ki int(e) + Kd de``.
+
+All ID controllers use the same PD error feedback ``qdd_cmd = qdd_des + kp e + kd de`` (Sec. 7.3).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..robots import robot_info, robot_path
+from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
+from .references import make_reference
+
+__all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
+
+CONTACT_METHODS = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
+CONTROLLERS = (*CONTACT_METHODS, "id_prev", "pid", "none")
+
+#: PD feedback gains of the ID controllers [1/s^2, 1/s] and PID baseline gains (torque units:
+#: N m/rad, N m/(rad s), N m s/rad), per robot.
+GAINS = {
+    "quadruped": {"kp": 300.0, "kd": 35.0, "pid": (12.0, 10.0, 0.25)},
+    "arm": {"kp": 300.0, "kd": 35.0, "pid": (600.0, 300.0, 40.0)},
+}
+
+
+@dataclass
+class LoopConfig:
+    """One closed-loop run.
+
+    Attributes:
+        robot: "quadruped" or "arm".
+        controller: one of :data:`CONTROLLERS`.
+        reference: "stand" / "shift" / "trot" (quadruped), "stand" / "sinusoid" (arm).
+        duration: simulated time [s].
+        control_rate: controller rate [Hz] (contact problems use dt = 1 / control_rate).
+        sim_substeps: plant steps per control tick (plant step = 1 / (rate * substeps)).
+        friction: Coulomb coefficient of ground (quadruped) / box (arm), or "high" / "low".
+        compliant: compliant (spring-damper) instead of rigid contact (Sec. 7.5).
+        kp, kd: PD gains of the ID controllers (None = :data:`GAINS`).
+        controller_friction: mu given to the Coulomb methods (None = the simulator's).
+        reference_options: forwarded to :func:`~wbc_dynamics.sim.references.make_reference`.
+        box_mass: arm task: mass of the grasped box [kg] (None = the bundled box's).
+        settle: seconds of settling on the contacts before t = 0 (see ``ClosedLoop._settle``).
+    """
+
+    robot: str = "quadruped"
+    controller: str = "qp_coulomb"
+    reference: str = "trot"
+    duration: float = 3.0
+    control_rate: float = 1000.0
+    sim_substeps: int = 1
+    friction: float | str = "high"
+    compliant: bool = False
+    kp: float | None = None
+    kd: float | None = None
+    controller_friction: float | None = None
+    reference_options: dict = field(default_factory=dict)
+    box_mass: float | None = None
+    settle: float = 0.5
+
+
+@dataclass
+class LoopResult:
+    """Logged signals of a run (one row per control tick) and summary metrics.
+
+    Arrays: ``t`` (K,) [s]; ``q, q_des, qd, qd_des, tau`` (K, n) [rad, rad/s, N m];
+    ``base_pos`` (K, 3) [m] (quadruped) or box position (arm); ``normal_pred`` / ``normal_sim``
+    (K,) summed contact normal force predicted by the controller / applied by the simulator [N]
+    (NaN where the controller predicts none); ``tick_time`` (K,) controller compute time [s].
+    """
+
+    config: LoopConfig
+    joint_names: list[str]
+    t: np.ndarray
+    q: np.ndarray
+    q_des: np.ndarray
+    qd: np.ndarray
+    qd_des: np.ndarray
+    tau: np.ndarray
+    base_pos: np.ndarray
+    normal_pred: np.ndarray
+    normal_sim: np.ndarray
+    tick_time: np.ndarray
+    failed: bool
+    failure: str
+    effort_limit: np.ndarray
+    safe_ticks: int = 0
+    flags: dict = field(default_factory=dict)
+
+    # ---- Sec. 8 metrics --------------------------------------------------------------------
+    def metrics(self) -> dict[str, float]:
+        """Table 3-6 metrics over the logged ticks.
+
+        ``pos_err`` E[E|q - q_des|] [rad], ``vel_err`` E[E|qd - qd_des|] [rad/s] (Table 3);
+        ``dtau`` E[|dtau/dt|] [N m/s] and ``tau`` E[|tau|] [N m] (Table 4); ``force_abs`` /
+        ``force_rel`` mean |sum predicted normal - sum simulated normal| [N] and that divided by
+        the mean simulated sum (Table 5); ``failed`` (Table 6); tick time mean / p99 / max [s].
+        """
+        k = self.t.shape[0]
+        out = {"ticks": float(k), "failed": float(self.failed)}
+        if k == 0:
+            return out
+        dt = 1.0 / self.config.control_rate
+        out["pos_err"] = float(np.mean(np.abs(self.q - self.q_des)))
+        out["vel_err"] = float(np.mean(np.abs(self.qd - self.qd_des)))
+        out["pos_err_max"] = float(np.max(np.abs(self.q - self.q_des)))
+        out["tau"] = float(np.mean(np.abs(self.tau)))
+        out["dtau"] = float(np.mean(np.abs(np.diff(self.tau, axis=0))) / dt) if k > 1 else 0.0
+        out["dtau_max"] = float(np.max(np.abs(np.diff(self.tau, axis=0))) / dt) if k > 1 else 0.0
+        ok = np.isfinite(self.normal_pred)
+        if np.any(ok):
+            err = np.abs(self.normal_pred[ok] - self.normal_sim[ok])
+            out["force_abs"] = float(np.mean(err))
+            out["force_rel"] = float(np.mean(err) / max(np.mean(self.normal_sim[ok]), 1e-9))
+            out["normal_pred_mean"] = float(np.mean(self.normal_pred[ok]))
+        out["normal_sim_mean"] = float(np.mean(self.normal_sim))
+        out["tick_mean"] = float(np.mean(self.tick_time))
+        out["tick_p99"] = float(np.percentile(self.tick_time, 99))
+        out["tick_max"] = float(np.max(self.tick_time))
+        out["clamp_frac"] = float(np.mean(np.abs(self.tau) >= 0.999 * self.effort_limit))
+        return out
+
+
+# ------------------------------------------------------------------------------------------
+# controllers
+# ------------------------------------------------------------------------------------------
+
+
+class _WBC:
+    """The product's WholeBodyController (quadruped: ground contact; arm without box: none)."""
+
+    def __init__(self, cfg: LoopConfig, method: str, mu: float, joint_names: list[str]) -> None:
+        from ..controller import WholeBodyController
+
+        info = robot_info(cfg.robot)
+        g = GAINS[cfg.robot]
+        self.ctl = WholeBodyController({
+            "robot": cfg.robot, "floating_base": info["floating_base"], "joints": joint_names,
+            "method": method, "friction": mu, "control_rate": cfg.control_rate,
+            "kp": [cfg.kp if cfg.kp is not None else g["kp"]],
+            "kd": [cfg.kd if cfg.kd is not None else g["kd"]],
+            "state_timeout": 1.0, "reference_timeout": 1.0,
+        })
+        self.floating = info["floating_base"]
+        self.predicts = method != "none"
+
+    def __call__(self, t, q, v, ref, plant):
+        c = self.ctl
+        if self.floating:
+            c.set_base_state(q[0:3], q[3:7], v[0:3], v[3:6], t)
+            c.set_joint_state(q[7:], v[6:], t)
+        else:
+            c.set_joint_state(q, v, t)
+        q_des, qd_des, qdd_des = ref
+        c.set_reference(qdd_des, t, position=q_des, velocity=qd_des)
+        out = c.update(t)
+        normal = float(np.sum(out.contact_forces[:, 2])) if self.predicts else math.nan
+        return out.tau.copy(), normal, out.safe, out.solver_flags
+
+
+class _PID:
+    """PID joint error feedback in torque units (baseline of Sec. 7.3), clamped to limits."""
+
+    def __init__(self, cfg: LoopConfig, n: int, limit: np.ndarray) -> None:
+        self.kp, self.ki, self.kd = GAINS[cfg.robot]["pid"]
+        self.integral = np.zeros(n)
+        self.dt = 1.0 / cfg.control_rate
+        self.limit = limit
+        self.off = 7 if robot_info(cfg.robot)["floating_base"] else 0
+
+    def __call__(self, t, q, v, ref, plant):
+        q_des, qd_des, _ = ref
+        o, ov = (7, 6) if self.off else (0, 0)
+        e = q_des - q[o:]
+        self.integral += e * self.dt
+        ilim = self.limit / max(self.ki, 1e-9)  # anti wind-up: integral term within limits
+        np.clip(self.integral, -ilim, ilim, out=self.integral)
+        tau = self.kp * e + self.ki * self.integral + self.kd * (qd_des - v[ov:])
+        return np.clip(tau, -self.limit, self.limit), math.nan, False, ()
+
+
+class _SensedID:
+    """ID(t_{i-1}): inverse dynamics with the simulator's contact wrenches of the last step."""
+
+    def __init__(self, cfg: LoopConfig, joint_names: list[str], limit: np.ndarray) -> None:
+        from ..model import RobotModel
+
+        info = robot_info(cfg.robot)
+        self.m = RobotModel.from_urdf(robot_path(cfg.robot), floating_base=info["floating_base"])
+        if list(self.m.joint_names) != list(joint_names):
+            raise ValueError("joint order of the model and the loop differ")
+        g = GAINS[cfg.robot]
+        self.kp = cfg.kp if cfg.kp is not None else g["kp"]
+        self.kd = cfg.kd if cfg.kd is not None else g["kd"]
+        self.floating = info["floating_base"]
+        self.limit = limit
+        self.links = set(self.m.link_names)
+
+    def __call__(self, t, q, v, ref, plant):
+        q_des, qd_des, qdd_des = ref
+        o = 7 if self.floating else 0
+        ov = 6 if self.floating else 0
+        a_j = qdd_des + self.kp * (q_des - q[o:]) + self.kd * (qd_des - v[ov:])
+        f_ext = {k: w for k, w in plant.link_contact_wrenches_local().items() if k in self.links}
+        m = self.m
+        if not self.floating:
+            tau = m.rnea(q, v, a_j, f_ext=f_ext or None)
+        else:
+            b = m.rnea(q, v, np.zeros(m.nv), f_ext=f_ext or None)
+            M = m.mass_matrix(q)
+            a_b = np.linalg.solve(M[:6, :6], -(M[:6, 6:] @ a_j + b[:6]))
+            tau = M[6:, :6] @ a_b + M[6:, 6:] @ a_j + b[6:]
+        normal = math.nan
+        return np.clip(tau, -self.limit, self.limit), normal, False, ()
+
+
+class _BoxGraspID:
+    """Arm + box: contact-aware ID (seed 004) with the box appended as a free body (Sec. 1.5)."""
+
+    def __init__(self, cfg: LoopConfig, method: str, mu: float, box_mass: float,
+                 limit: np.ndarray) -> None:
+        from ..contact import SolverState, solve
+        from ..contact.geometry import ContactModel
+        from ..contact.geometry import FreeBody as CFreeBody
+        from ..model import RobotModel
+
+        info = robot_info("arm")
+        self.m = RobotModel.from_urdf(robot_path("arm"), floating_base=False)
+        box_urdf = open(robot_path("box")).read()
+        if box_mass != info["box_mass"]:  # the paper's heavy box: same geometry, scaled mass
+            box_urdf = _scale_box_mass(box_urdf, box_mass / info["box_mass"])
+        box = RobotModel.from_urdf(box_urdf, floating_base=True)
+        self.cm = ContactModel(self.m, contact_links=info["fingertip_links"],
+                               bodies=[CFreeBody.from_model("box", box, mu=mu)],
+                               dt=1.0 / cfg.control_rate)
+        self.method = method
+        self.state = SolverState()
+        self.solve = solve
+        g = GAINS["arm"]
+        self.kp = cfg.kp if cfg.kp is not None else g["kp"]
+        self.kd = cfg.kd if cfg.kd is not None else g["kd"]
+        self.limit = limit
+
+    def __call__(self, t, q, v, ref, plant):
+        q_des, qd_des, qdd_des = ref
+        a = qdd_des + self.kp * (q_des - q) + self.kd * (qd_des - v)
+        bq, bv = plant.free_body_state("box")
+        prob = self.cm.build(q, v, a, body_q=[bq], body_v=[bv])
+        res = self.solve(self.method, prob, self.state)
+        normal = float(np.sum(np.abs(res.contact_forces_local[:, 0]))) if prob.nc else 0.0
+        return np.clip(res.tau, -self.limit, self.limit), normal, False, res.stats.flags
+
+
+def _scale_box_mass(urdf: str, factor: float) -> str:
+    """Same box, mass and inertia scaled by ``factor`` (a denser material)."""
+    import re
+
+    urdf = re.sub(r'<mass value="([^"]+)"',
+                  lambda mo: f'<mass value="{float(mo.group(1)) * factor!r}"', urdf)
+    return re.sub(r'(i[xyz]{2})="([^"]+)"',
+                  lambda mo: f'{mo.group(1)}="{float(mo.group(2)) * factor!r}"', urdf)
+
+
+# ------------------------------------------------------------------------------------------
+# the loop
+# ------------------------------------------------------------------------------------------
+
+
+class ClosedLoop:
+    """Plant + reference + controller for one :class:`LoopConfig` (see module docstring)."""
+
+    def __init__(self, cfg: LoopConfig) -> None:
+        if cfg.robot not in GAINS:
+            raise ValueError(f"robot: closed loop supports {sorted(GAINS)}, got {cfg.robot!r}")
+        if cfg.controller not in CONTROLLERS:
+            raise ValueError(f"controller: {cfg.controller!r} is not one of {list(CONTROLLERS)}")
+        if not (cfg.control_rate > 0 and cfg.sim_substeps >= 1 and cfg.duration > 0):
+            raise ValueError("control_rate, sim_substeps and duration must be positive")
+        self.cfg = cfg
+        info = robot_info(cfg.robot)
+        self.info = info
+        self.joint_names = list(info["joint_names"])
+        dt_sim = 1.0 / (cfg.control_rate * cfg.sim_substeps)
+        ground = GroundOptions(friction=cfg.friction if cfg.robot == "quadruped" else "high",
+                               compliant=cfg.compliant, timestep=dt_sim,
+                               height=0.0 if cfg.robot == "quadruped" else -1.0)
+        self.sim_mu = GroundOptions(friction=cfg.friction).mu
+        mu_ctl = self.sim_mu if cfg.controller_friction is None else cfg.controller_friction
+        free_bodies: tuple = ()
+        self.box_mass = cfg.box_mass if cfg.box_mass is not None else info.get("box_mass", 0.0)
+        if cfg.robot == "arm":
+            pose = info["box_pose"]
+            free_bodies = (FreeBody("box", tuple(info["box_size"]), self.box_mass,
+                                    pos=tuple(pose[:3]), quat_xyzw=tuple(pose[3:]),
+                                    friction=self.sim_mu),)
+        collision = None if cfg.robot == "quadruped" else list(info["contact_links"])
+        self.plant = MujocoPlant(robot_path(cfg.robot), info["floating_base"],
+                                 joint_order=self.joint_names, ground=ground,
+                                 free_bodies=free_bodies, collision_links=collision)
+        self.limit = self.plant.effort_limit.copy()
+        self.ref = make_reference(cfg.robot, cfg.reference, self.joint_names,
+                                  **cfg.reference_options)
+        c = cfg.controller
+        if c == "pid":
+            self.ctl = _PID(cfg, len(self.joint_names), self.limit)
+        elif c == "id_prev":
+            self.ctl = _SensedID(cfg, self.joint_names, self.limit)
+        elif cfg.robot == "arm" and c in CONTACT_METHODS:
+            self.ctl = _BoxGraspID(cfg, c, mu_ctl, self.box_mass, self.limit)
+        else:
+            self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names)
+        # initial state: the reference's pose at t = 0, at rest
+        q0 = np.array(info["standing_q"] if cfg.robot == "quadruped" else info["grasp_q"])
+        qj, _, _ = self.ref.sample(0.0)
+        if info["floating_base"]:
+            q0[7:] = qj
+        else:
+            q0 = qj
+        self.plant.set_state(q0, np.zeros(self.plant.nv))
+        self._settle(cfg.settle)
+        self.q_start, _ = self.plant.get_state()
+        self.hand_box_offset = None
+        if cfg.robot == "arm":
+            self.hand_box_offset = self._box_in_hand()
+
+    def _settle(self, duration: float) -> None:
+        """Let the robot come to rest on its contacts under the PID baseline holding the
+        reference's t = 0 pose (soft contacts need a small penetration to carry the load), then
+        restart the clock at t = 0. The controller under test starts from this rest state."""
+        if duration <= 0.0:
+            return
+        pid = _PID(self.cfg, len(self.joint_names), self.limit)
+        ref0 = self.ref.sample(0.0)
+        dt = 1.0 / self.cfg.control_rate
+        for _ in range(int(round(duration / dt))):
+            q, v = self.plant.get_state()
+            tau, _, _, _ = pid(0.0, q, v, ref0, self.plant)
+            self.plant.step(tau, self.cfg.sim_substeps)
+        self.plant.data.time = 0.0
+
+    def _box_in_hand(self) -> np.ndarray:
+        ph, Rh = self.plant.body_pose(self.info["hand_link"])
+        pb, _ = self.plant.body_pose("box")
+        return Rh.T @ (pb - ph)
+
+    def failure(self) -> str:
+        """Non-empty description if the robot fell (quadruped) or dropped the box (arm)."""
+        q, _ = self.plant.get_state()
+        if not np.all(np.isfinite(q)):
+            return "state not finite"
+        if self.cfg.robot == "quadruped":
+            h0 = self.info["standing_height"]
+            x, y, z, w = q[3:7]
+            up_z = 1.0 - 2.0 * (x * x + y * y)  # z of the base's z axis in world
+            if q[2] < 0.5 * h0:
+                return f"fell: base height {q[2]:.3f} m < {0.5 * h0:.3f} m"
+            if up_z < math.cos(math.radians(60.0)):
+                return "fell: base tilted more than 60 deg"
+            for body, other, _, _ in self.plant.contacts():
+                if other == "ground" and body == self.info["base_link"]:
+                    return "fell: trunk touches the ground"
+            return ""
+        off = self._box_in_hand()
+        if np.linalg.norm(off - self.hand_box_offset) > 0.05:
+            return "dropped the box: it moved > 5 cm relative to the hand"
+        return ""
+
+    def run(self, progress: Callable[[float, dict], None] | None = None,
+            stop_on_failure: bool = True) -> LoopResult:
+        """Run for ``cfg.duration``; ``progress(fraction, info)`` is called ~20 times."""
+        cfg = self.cfg
+        dt = 1.0 / cfg.control_rate
+        K = int(round(cfg.duration * cfg.control_rate))
+        n = len(self.joint_names)
+        log = {k: np.zeros((K, n)) for k in ("q", "q_des", "qd", "qd_des", "tau")}
+        t_log = np.zeros(K)
+        base = np.zeros((K, 3))
+        npred = np.full(K, math.nan)
+        nsim = np.zeros(K)
+        tick = np.zeros(K)
+        floating = self.info["floating_base"]
+        o, ov = (7, 6) if floating else (0, 0)
+        failed, why, safe, flags = False, "", 0, {}
+        k_done = 0
+        every = max(1, K // 20)
+        for k in range(K):
+            t = k * dt
+            q, v = self.plant.get_state()
+            ref = self.ref.sample(t)
+            t0 = time.perf_counter()
+            tau, normal, was_safe, fl = self.ctl(t, q, v, ref, self.plant)
+            tick[k] = time.perf_counter() - t0
+            self.plant.step(tau, cfg.sim_substeps)
+            safe += int(was_safe)
+            for f in fl:
+                flags[f] = flags.get(f, 0) + 1
+            t_log[k] = t
+            log["q"][k], log["qd"][k] = q[o:], v[ov:]
+            log["q_des"][k], log["qd_des"][k] = ref[0], ref[1]
+            log["tau"][k] = self.plant.applied_torques()
+            base[k] = q[0:3] if floating else self.plant.body_pose("box")[0]
+            npred[k] = normal
+            nsim[k] = self._sim_normal()
+            k_done = k + 1
+            if progress is not None and (k % every == 0 or k == K - 1):
+                progress((k + 1) / K, {"t": t + dt, "base": base[k]})
+            if k % 10 == 0 or k == K - 1:
+                why = self.failure()
+                if why:
+                    failed = True
+                    if stop_on_failure:
+                        break
+        sl = slice(0, k_done)
+        return LoopResult(cfg, self.joint_names, t_log[sl], log["q"][sl], log["q_des"][sl],
+                          log["qd"][sl], log["qd_des"][sl], log["tau"][sl], base[sl], npred[sl],
+                          nsim[sl], tick[sl], failed, why, self.limit, safe, flags)
+
+    def _sim_normal(self) -> float:
+        if self.cfg.robot == "quadruped":
+            return self.plant.total_normal_force("ground")
+        return self.plant.total_normal_force("box")
+
+
+def run(cfg: LoopConfig, progress=None, stop_on_failure: bool = True) -> LoopResult:
+    """Build and run a :class:`ClosedLoop`."""
+    return ClosedLoop(cfg).run(progress, stop_on_failure)
