@@ -11,7 +11,7 @@ import pytest
 
 from wbc_dynamics.controller import ControllerConfig, WholeBodyController
 from wbc_dynamics.robots import robot_info, robot_path
-from wbc_dynamics.ros_conversions import JointStateParser, ReferenceParser
+from wbc_dynamics.ros_conversions import JointStateParser, ReferenceParser, preallocated_float64
 
 
 @pytest.fixture(scope="module")
@@ -268,3 +268,12 @@ def test_reference_parser():
     bad = SimpleNamespace(positions=[1.0], velocities=[], accelerations=[0.0, 0.0])
     with pytest.raises(ValueError, match="positions: length 1 must be 0 or 2"):
         p.parse(SimpleNamespace(joint_names=["a", "b"], points=[bad]))
+
+
+def test_preallocated_message_view_writes_into_the_message():
+    from std_msgs.msg import Float64MultiArray
+
+    m = Float64MultiArray()
+    view = preallocated_float64(m, "data", 3)
+    view[:] = (1.0, 2.0, 3.0)
+    assert list(m.data) == [1.0, 2.0, 3.0]

@@ -104,7 +104,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
 
 #: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
 STRUCTURAL = ("robot_description", "urdf_path", "robot", "floating_base", "joints",
-              "contact_links", "ground_height", "friction_edges", "contact_margin", "warm_start", "control_rate",
+              "contact_links", "ground_height", "friction_edges", "contact_margin", "warm_start",
+              "control_rate",
               "control_mode", "watchdog_rate", "diagnostics_rate", "publish_contacts",
               "world_frame", "marker_scale")
 
@@ -179,12 +180,12 @@ class WbcControllerNode(LifecycleNode):
         # preallocated outgoing messages (published many times, filled through numpy views)
         self._cmd_msg = Float64MultiArray()
         self._cmd_msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
-        self._cmd_msg.data, self._cmd_view = preallocated_float64(n)
+        self._cmd_view = preallocated_float64(self._cmd_msg, "data", n)
         self._js_msg = JointState()
         self._js_msg.name = list(ctl.joint_names)
-        self._js_msg.position, self._js_pos = preallocated_float64(n)
-        self._js_msg.velocity, self._js_vel = preallocated_float64(n)
-        self._js_msg.effort, self._js_eff = preallocated_float64(n)
+        self._js_pos = preallocated_float64(self._js_msg, "position", n)
+        self._js_vel = preallocated_float64(self._js_msg, "velocity", n)
+        self._js_eff = preallocated_float64(self._js_msg, "effort", n)
 
         state_qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                                reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -440,7 +441,7 @@ class WbcControllerNode(LifecycleNode):
             return
         now = self._now()
         st = DiagnosticStatus()
-        st.name = f"{self.get_name()}: whole-body controller"
+        st.name = f"{self.get_fully_qualified_name()}: whole-body controller"
         st.hardware_id = ctl.model_source
         out = ctl.last_output
         t = ctl.timing_stats()

@@ -23,12 +23,16 @@ __all__ = [
 ]
 
 
-def preallocated_float64(n: int) -> tuple[array.array, np.ndarray]:
-    """An ``array.array('d')`` of length n (what rclpy stores in float64[] fields) and a writable
-    numpy view of the same memory: fill the view, assign the array to a message once, publish
-    many times without allocating."""
-    buf = array.array("d", bytes(8 * n))
-    return buf, np.frombuffer(buf, dtype=np.float64)
+def preallocated_float64(msg: Any, field: str, n: int) -> np.ndarray:
+    """Give ``msg.<field>`` (a float64[] field) n zeros and return a writable numpy view of the
+    array the message now holds: fill the view, publish many times without allocating.
+
+    (rclpy's setter copies the assigned ``array.array``, so the view is taken after assignment.)
+    """
+    setattr(msg, field, array.array("d", bytes(8 * n)))
+    view = np.frombuffer(getattr(msg, field), dtype=np.float64)
+    view[:] = 0.0
+    return view
 
 
 def float64_view(seq: Any) -> np.ndarray:

@@ -1,0 +1,409 @@
+"""The controller node in a separate process, driven over DDS with real rclpy (localhost only).
+
+Asserts numbers: published torques equal the core's computation for the published state (1e-9),
+stale inputs produce the documented safe command, malformed messages are rejected while the node
+keeps controlling, runtime parameters are validated, and the lifecycle publishes what it should in
+each state (configure -> activate -> deactivate -> cleanup).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-rclpy wheels) not installed")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from lifecycle_msgs.msg import State, Transition  # noqa: E402
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from node_harness import spin_until, start_controller, stop_process  # noqa: E402
+from rcl_interfaces.msg import Parameter as ParamMsg  # noqa: E402
+from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from wbc_dynamics.model import RobotModel  # noqa: E402
+from wbc_dynamics.robots import robot_info, robot_path  # noqa: E402
+
+KP, KD, DAMP = 40.0, 6.0, 5.0
+STATE_TIMEOUT, REF_TIMEOUT = 0.2, 0.6
+
+
+class Client:
+    """Test-side rclpy node talking to one controller namespace."""
+
+    def __init__(self, ns: str, name: str) -> None:
+        self.ns = ns
+        self.node = rclpy.create_node(name)
+        self.ex = SingleThreadedExecutor()
+        self.ex.add_node(self.node)
+        q = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_js = self.node.create_publisher(JointState, f"{ns}/joint_states", q)
+        self.pub_ref = self.node.create_publisher(JointTrajectory,
+                                                  f"{ns}/wbc_controller/reference", q)
+        self.pub_odom = self.node.create_publisher(Odometry, f"{ns}/odom", q)
+        self.cmds: list[tuple[float, np.ndarray]] = []
+        self.echo: list[JointState] = []
+        self.diag: list = []
+        self.wrench: dict[str, list] = {}
+        self.node.create_subscription(
+            Float64MultiArray, f"{ns}/effort_controller/commands",
+            lambda m: self.cmds.append((time.monotonic(), np.array(m.data))), q)
+        self.sub_echo = self.node.create_subscription(
+            JointState, f"{ns}/wbc_controller/joint_commands", self.echo.append, q)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+
+    def _on_diag(self, msg) -> None:
+        for st in msg.status:
+            if st.name.startswith(f"{self.ns}/wbc_controller:"):
+                self.diag.append({kv.key: kv.value for kv in st.values})
+
+    def spin(self, pred, timeout: float) -> bool:
+        return spin_until(self.ex, pred, timeout)
+
+    def wait_connected(self, timeout: float = 60.0) -> None:
+        ok = self.spin(lambda: self.pub_js.get_subscription_count() > 0
+                       and self.pub_ref.get_subscription_count() > 0
+                       and self.sub_echo.get_publisher_count() > 0,
+                       timeout)
+        assert ok, f"controller in {self.ns} did not come up"
+
+    def send_state(self, names, q, v) -> None:
+        m = JointState()
+        m.header.stamp = self.node.get_clock().now().to_msg()
+        m.name = list(names)
+        m.position = [float(x) for x in q]
+        m.velocity = [float(x) for x in v]
+        self.pub_js.publish(m)
+
+    def send_reference(self, names, acc, pos=(), vel=()) -> None:
+        m = JointTrajectory()
+        m.joint_names = list(names)
+        p = JointTrajectoryPoint()
+        p.accelerations = [float(x) for x in acc]
+        p.positions = [float(x) for x in pos]
+        p.velocities = [float(x) for x in vel]
+        m.points = [p]
+        self.pub_ref.publish(m)
+
+    def echo_for(self, q) -> JointState | None:
+        for m in reversed(self.echo):
+            if len(m.position) == len(q) and np.array_equal(np.array(m.position), q):
+                return m
+        return None
+
+    def call(self, srv_type, name: str, request, timeout: float = 10.0):
+        cli = self.node.create_client(srv_type, f"{self.ns}/{name}")
+        assert self.spin(cli.service_is_ready, timeout), f"service {name} not ready"
+        fut = cli.call_async(request)
+        assert self.spin(fut.done, timeout), f"service {name} timed out"
+        self.node.destroy_client(cli)
+        return fut.result()
+
+    def close(self) -> None:
+        self.ex.remove_node(self.node)
+        self.node.destroy_node()
+
+
+@pytest.fixture(scope="module")
+def ros(ros_env):
+    rclpy.init()
+    yield
+    rclpy.shutdown()
+
+
+@pytest.fixture(scope="module")
+def arm_model():
+    info = robot_info("arm")
+    return info, RobotModel.from_urdf(robot_path("arm"))
+
+
+@pytest.fixture(scope="module")
+def arm_node(ros):
+    ns = "/arm_test"
+    proc = start_controller(ns, {"robot": "arm", "kp": [KP], "kd": [KD],
+                                 "safe_damping": [DAMP], "state_timeout": STATE_TIMEOUT,
+                                 "reference_timeout": REF_TIMEOUT, "watchdog_rate": 50.0,
+                                 "diagnostics_rate": 5.0})
+    client = Client(ns, "arm_test_client")
+    try:
+        client.wait_connected()
+        yield client, proc
+    finally:
+        client.close()
+        out = stop_process(proc)
+        print(out)
+
+
+def _expected_arm(model, q, v, acc, q_des=None, v_des=None, damping=None):
+    if damping is not None:
+        qdd = -damping * v
+    else:
+        qdd = acc + (KP * (q_des - q) if q_des is not None else 0.0) + \
+            (KD * (v_des - v) if v_des is not None else 0.0)
+    tau = model.rnea(q, v, qdd)
+    lim = np.where(np.isfinite(model.effort_limit) & (model.effort_limit > 0),
+                   model.effort_limit, np.inf)
+    return np.clip(tau, -lim, lim)
+
+
+def test_published_torque_equals_core_computation(arm_node, arm_model):
+    client, proc = arm_node
+    info, model = arm_model
+    names = info["joint_names"]
+    rng = np.random.default_rng(5)
+    order = rng.permutation(len(names))                  # any order + an extra joint
+    for _trial in range(3):
+        q = np.array(info["standing_q"]) + 0.2 * rng.standard_normal(len(names))
+        v = 0.5 * rng.standard_normal(len(names))
+        acc = rng.standard_normal(len(names))
+        q_des = q + 0.1 * rng.standard_normal(len(names))
+        v_des = 0.2 * rng.standard_normal(len(names))
+        client.send_reference([names[i] for i in order], acc[order], q_des[order], v_des[order])
+        client.spin(lambda: False, 0.05)
+        client.send_state(["extra_joint"] + [names[i] for i in order],
+                          np.r_[123.0, q[order]], np.r_[-7.0, v[order]])
+        ok = client.spin(lambda q=q: client.echo_for(q) is not None, 5.0)
+        assert ok, f"no command echo: {len(client.echo)} echoes for q={q}"
+        echo = client.echo_for(q)
+        expected = _expected_arm(model, q, v, acc, q_des, v_des)
+        np.testing.assert_allclose(np.array(echo.effort), expected, rtol=0, atol=1e-9)
+        assert list(echo.name) == names
+        np.testing.assert_array_equal(np.array(echo.velocity), v)
+        # the Float64MultiArray command of the same tick (data[i] = i-th configured joint)
+        assert client.spin(lambda e=expected: any(np.allclose(c, e, rtol=0, atol=1e-9)
+                                                  for _, c in client.cmds), 2.0)
+
+
+def test_stale_state_gives_zero_and_stale_reference_gives_damping(arm_node, arm_model):
+    client, proc = arm_node
+    info, model = arm_model
+    names = info["joint_names"]
+    q = np.array(info["standing_q"]) + 0.05
+    v = np.linspace(-1.0, 1.0, len(names))
+    client.send_reference(names, np.zeros(len(names)))
+    client.spin(lambda: False, 0.05)
+    client.send_state(names, q, v)
+    assert client.spin(lambda: client.echo_for(q) is not None, 5.0)
+    t_sent = time.monotonic()
+    n0 = len(client.cmds)
+    # joint_states stop: the watchdog must publish exactly zero within timeout + a period
+    assert client.spin(lambda: any(np.all(c == 0.0) for _, c in client.cmds[n0:]), 2.0), \
+        "no zero command after joint_states stopped"
+    t_zero = next(t for t, c in client.cmds[n0:] if np.all(c == 0.0))
+    assert STATE_TIMEOUT - 0.05 <= t_zero - t_sent <= STATE_TIMEOUT + 0.3
+    # reference goes stale while joint states keep coming: damping + gravity compensation
+    client.spin(lambda: False, REF_TIMEOUT + 0.1)
+    q2 = q + 0.01
+    client.send_state(names, q2, v)
+    assert client.spin(lambda: client.echo_for(q2) is not None, 5.0)
+    expected = _expected_arm(model, q2, v, None, damping=DAMP)
+    np.testing.assert_allclose(np.array(client.echo_for(q2).effort), expected, rtol=0, atol=1e-9)
+    assert np.max(np.abs(expected)) > 1.0                 # not trivially zero
+    assert client.spin(lambda: any(d.get("mode") in ("safe_stale_reference", "safe_stale_state")
+                                   for d in client.diag), 3.0)
+
+
+def test_malformed_messages_rejected_node_keeps_running(arm_node, arm_model):
+    client, proc = arm_node
+    info, model = arm_model
+    names = info["joint_names"]
+    n = len(names)
+    q = np.array(info["standing_q"]) - 0.03
+    client.send_reference(names, np.ones(n))
+    client.spin(lambda: False, 0.05)
+    bad_nan = q.copy()
+    bad_nan[3] = np.nan
+    client.send_state(names, bad_nan, np.zeros(n))                 # NaN
+    client.spin(lambda: False, 0.1)
+    client.send_state(names[1:], q[1:], np.zeros(n - 1))           # missing joint
+    client.spin(lambda: False, 0.1)
+    m = JointState()
+    m.name, m.position, m.velocity = list(names), [float(x) for x in q], [0.0] * (n - 2)
+    client.pub_js.publish(m)                                       # length mismatch
+    client.spin(lambda: False, 0.1)
+    bad_ref = JointTrajectory()
+    bad_ref.joint_names = list(names)
+    client.pub_ref.publish(bad_ref)                                # no points
+    client.spin(lambda: False, 0.2)
+    assert proc.poll() is None, "controller died on a malformed message"
+    for e in client.echo:
+        assert np.all(np.isfinite(np.array(e.effort)))
+    assert client.echo_for(q) is None                              # rejected: no tick for it
+    client.send_reference(names, np.ones(n))
+    client.spin(lambda: False, 0.05)
+    client.send_state(names, q, np.zeros(n))
+    assert client.spin(lambda: client.echo_for(q) is not None, 5.0)
+    np.testing.assert_allclose(np.array(client.echo_for(q).effort),
+                               _expected_arm(model, q, np.zeros(n), np.ones(n)), atol=1e-9)
+    assert client.spin(lambda: any(int(d.get("rejected_joint_states", 0)) >= 3
+                                   and int(d.get("rejected_reference", 0)) >= 1
+                                   for d in client.diag), 3.0)
+
+
+def _set_param(client, name, ptype, **value):
+    req = SetParameters.Request()
+    req.parameters = [ParamMsg(name=name, value=ParameterValue(type=ptype, **value))]
+    return client.call(SetParameters, "wbc_controller/set_parameters", req).results[0]
+
+
+def test_runtime_parameters_validated_and_applied(arm_node, arm_model):
+    client, proc = arm_node
+    info, model = arm_model
+    names = info["joint_names"]
+    n = len(names)
+    r = _set_param(client, "kd", ParameterType.PARAMETER_DOUBLE_ARRAY,
+                   double_array_value=[1.0] * 5 + [-1.0] + [1.0] * 5)
+    assert not r.successful and "joint_6" in r.reason
+    r = _set_param(client, "method", ParameterType.PARAMETER_STRING, string_value="magic")
+    assert not r.successful and "method" in r.reason
+    r = _set_param(client, "robot", ParameterType.PARAMETER_STRING, string_value="humanoid")
+    assert not r.successful and "fixed while configured" in r.reason
+    r = _set_param(client, "kp", ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=[80.0])
+    assert r.successful
+    q = np.array(info["standing_q"]) + 0.02
+    q_des = q + 0.1
+    client.send_reference(names, np.zeros(n), q_des)
+    client.spin(lambda: False, 0.05)
+    client.send_state(names, q, np.zeros(n))
+    assert client.spin(lambda: client.echo_for(q) is not None, 5.0)
+    tau = model.rnea(q, np.zeros(n), np.full(n, 80.0 * 0.1))
+    lim = model.effort_limit
+    np.testing.assert_allclose(np.array(client.echo_for(q).effort), np.clip(tau, -lim, lim),
+                               atol=1e-9)
+    assert _set_param(client, "kp", ParameterType.PARAMETER_DOUBLE_ARRAY,
+                      double_array_value=[KP]).successful
+    res = client.call(Trigger, "wbc_controller/reset_solver", Trigger.Request())
+    assert res.success
+
+
+# ------------------------------------------------------------------ floating base with contacts
+def test_quadruped_contacts_over_dds(ros):
+    from wbc_dynamics.contact import solve
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+
+    info = robot_info("quadruped")
+    ns = "/quad_test"
+    proc = start_controller(ns, {"robot": "quadruped", "floating_base": True,
+                                 "method": "lcp_noslip", "friction": 0.8,
+                                 "state_timeout": 0.5, "reference_timeout": 1.0,
+                                 "effort_limits": [1000.0]})
+    client = Client(ns, "quad_test_client")
+    try:
+        client.wait_connected()
+        feet = info["contact_links"]
+        got = {f: [] for f in feet}
+        for f in feet:
+            client.node.create_subscription(WrenchStamped,
+                                            f"{ns}/wbc_controller/contact_wrench/{f}",
+                                            got[f].append, 10)
+        q = np.array(info["standing_q"])
+        names = info["joint_names"]
+        od = Odometry()
+        od.pose.pose.position.x, od.pose.pose.position.y, od.pose.pose.position.z = q[:3]
+        o = od.pose.pose.orientation
+        o.x, o.y, o.z, o.w = q[3:7]
+        client.pub_odom.publish(od)
+        client.send_reference(names, np.zeros(12))
+        client.spin(lambda: client.pub_odom.get_subscription_count() > 0, 5.0)
+        client.pub_odom.publish(od)
+        client.spin(lambda: False, 0.1)
+        client.send_state(names, q[7:], np.zeros(12))
+        assert client.spin(lambda: client.echo_for(q[7:]) is not None, 10.0)
+        tau = np.array(client.echo_for(q[7:]).effort)
+        # independent in-process computation with the core + contact solver (cold start)
+        robot = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
+        cm = ContactModel(robot, contact_links=feet, features=[HalfSpace.ground(0.0, mu=0.8)],
+                          margin=0.005, dt=1e-3)
+        res = solve("lcp_noslip", cm.build(q, np.zeros(18), np.zeros(12)), None)
+        np.testing.assert_allclose(tau, res.tau, rtol=0, atol=1e-9)
+        assert client.spin(lambda: all(len(got[f]) for f in feet), 3.0)
+        fz = sum(got[f][-1].wrench.force.z for f in feet)
+        assert abs(fz - robot.total_mass * 9.81) < 1e-6 * robot.total_mass * 9.81
+    finally:
+        client.close()
+        stop_process(proc)
+
+
+# ------------------------------------------------------------------ lifecycle
+def _transition(client, tid):
+    req = ChangeState.Request()
+    req.transition = Transition(id=tid)
+    return client.call(ChangeState, "wbc_controller/change_state", req).success
+
+
+def _state(client):
+    return client.call(GetState, "wbc_controller/get_state", GetState.Request()).current_state.id
+
+
+def test_lifecycle_configure_activate_deactivate_cleanup(ros, arm_model):
+    info, model = arm_model
+    names = info["joint_names"]
+    n = len(names)
+    ns = "/lc_test"
+    proc = start_controller(ns, {"robot": "arm", "autostart": False, "state_timeout": 0.3,
+                                 "reference_timeout": 5.0})
+    client = Client(ns, "lc_test_client")
+    q = np.array(info["standing_q"])
+    try:
+        assert client.spin(lambda: client.node.count_subscribers(
+            f"{ns}/wbc_controller/transition_event") >= 0 and _state(client) ==
+            State.PRIMARY_STATE_UNCONFIGURED, 60.0)
+        # unconfigured: no command publisher at all
+        assert client.node.count_publishers(f"{ns}/effort_controller/commands") == 0
+        assert _transition(client, Transition.TRANSITION_CONFIGURE)
+        assert _state(client) == State.PRIMARY_STATE_INACTIVE
+        client.wait_connected()
+        # inactive: inputs accepted but nothing published
+        client.send_reference(names, np.zeros(n))
+        client.spin(lambda: False, 0.05)
+        client.send_state(names, q, np.zeros(n))
+        client.spin(lambda: False, 0.5)
+        assert client.cmds == [] and client.echo == []
+        # active: commands flow
+        assert _transition(client, Transition.TRANSITION_ACTIVATE)
+        assert _state(client) == State.PRIMARY_STATE_ACTIVE
+        q1 = q + 0.01
+        client.send_reference(names, np.zeros(n))
+        client.spin(lambda: False, 0.05)
+        client.send_state(names, q1, np.zeros(n))
+        assert client.spin(lambda: client.echo_for(q1) is not None, 5.0)
+        np.testing.assert_allclose(np.array(client.echo_for(q1).effort),
+                                   _expected_arm(model, q1, np.zeros(n), np.zeros(n)), atol=1e-9)
+        # deactivate: one final zero command, then silence
+        k = len(client.cmds)
+        assert _transition(client, Transition.TRANSITION_DEACTIVATE)
+        assert _state(client) == State.PRIMARY_STATE_INACTIVE
+        assert client.spin(lambda: len(client.cmds) > k, 2.0)
+        assert np.all(client.cmds[-1][1] == 0.0)
+        k = len(client.cmds)
+        client.send_state(names, q + 0.02, np.zeros(n))
+        client.spin(lambda: False, 0.6)                          # > state timeout + watchdog
+        assert len(client.cmds) == k
+        # cleanup: publishers released
+        assert _transition(client, Transition.TRANSITION_CLEANUP)
+        assert _state(client) == State.PRIMARY_STATE_UNCONFIGURED
+        assert client.spin(lambda: client.node.count_publishers(
+            f"{ns}/effort_controller/commands") == 0, 5.0)
+        # a failing configure (bad parameter) is reported, node stays unconfigured
+        req = SetParameters.Request()
+        req.parameters = [ParamMsg(name="method", value=ParameterValue(
+            type=ParameterType.PARAMETER_STRING, string_value="bogus"))]
+        assert client.call(SetParameters, "wbc_controller/set_parameters", req).results[0] \
+            .successful                                          # validated at configure
+        assert not _transition(client, Transition.TRANSITION_CONFIGURE)
+        assert _state(client) == State.PRIMARY_STATE_UNCONFIGURED
+        assert proc.poll() is None
+    finally:
+        client.close()
+        out = stop_process(proc)
+    assert "configure failed: method" in out
