@@ -105,8 +105,8 @@ class JointStateParser:
             s = float(arr.sum())
             if not math.isfinite(s):
                 bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(f"joint_states.{field_name}: non-finite value {float(arr[bad])!r} for "
-                                 f"joint '{self.joints[bad]}'")
+                raise ValueError(f"joint_states.{field_name}: non-finite value "
+                                 f"{float(arr[bad])!r} for joint '{self.joints[bad]}'")
         return self.position, self.velocity
 
 
@@ -153,8 +153,8 @@ class ReferenceParser:
                            ("velocities", vel)):
             if arr is not None and not math.isfinite(float(arr.sum())):
                 bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(f"reference.points[0].{fname}: non-finite value {float(arr[bad])!r} "
-                                 f"for joint '{self.joints[bad]}'")
+                raise ValueError(f"reference.points[0].{fname}: non-finite value "
+                                 f"{float(arr[bad])!r} for joint '{self.joints[bad]}'")
         return self.acceleration, pos, vel
 
 
