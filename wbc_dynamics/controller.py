@@ -72,8 +72,15 @@ METHODS: tuple[str, ...] = ("none", *CONTACT_METHODS)
 SAFE_MODES: tuple[str, ...] = ("damping", "zero")
 #: Parameters that may change while running (applied between ticks by :meth:`set_parameters`).
 RUNTIME_PARAMETERS: tuple[str, ...] = (
-    "kp", "kd", "friction", "method", "safe_mode", "safe_damping", "effort_limits",
-    "state_timeout", "reference_timeout",
+    "kp",
+    "kd",
+    "friction",
+    "method",
+    "safe_mode",
+    "safe_damping",
+    "effort_limits",
+    "state_timeout",
+    "reference_timeout",
 )
 
 # codes of ControlOutput.mode (also used by the node's diagnostics)
@@ -149,7 +156,8 @@ class ControllerConfig:
         unknown = sorted(set(values) - names)
         if unknown:
             raise ValueError(
-                f"ControllerConfig: unknown field(s) {unknown}; valid: {sorted(names)}")
+                f"ControllerConfig: unknown field(s) {unknown}; valid: {sorted(names)}"
+            )
         return cls(**{k: v for k, v in values.items()})
 
 
@@ -260,8 +268,9 @@ def _warm_kernels() -> None:
 
 
 # --------------------------------------------------------------------------- validation helpers
-def _per_joint(name: str, value: Any, n: int, joints: Sequence[str], *,
-               allow_inf: bool = False) -> np.ndarray:
+def _per_joint(
+    name: str, value: Any, n: int, joints: Sequence[str], *, allow_inf: bool = False
+) -> np.ndarray:
     """Broadcast a scalar or one-per-joint list to an (n,) float array of values >= 0."""
     try:
         arr = np.atleast_1d(np.asarray(value, dtype=np.float64)).reshape(-1)
@@ -271,7 +280,8 @@ def _per_joint(name: str, value: Any, n: int, joints: Sequence[str], *,
         arr = np.full(n, arr[0])
     elif arr.shape[0] != n:
         raise ValueError(
-            f"{name}: expected 1 or {n} values (one per configured joint), got {arr.shape[0]}")
+            f"{name}: expected 1 or {n} values (one per configured joint), got {arr.shape[0]}"
+        )
     for i in range(n):
         v = float(arr[i])
         if math.isnan(v) or (not allow_inf and not math.isfinite(v)):
@@ -290,8 +300,10 @@ def _check_method_available(method: str) -> None:
     if method not in SOLVERS:
         raise ValueError(f"method: {method!r} is not one of {list(METHODS)}")
     if importlib.util.find_spec(SOLVERS[method][0]) is None:
-        raise ValueError(f"method: {method!r} is not available in this build (module "
-                         f"{SOLVERS[method][0]} missing)")
+        raise ValueError(
+            f"method: {method!r} is not available in this build (module "
+            f"{SOLVERS[method][0]} missing)"
+        )
 
 
 def _finite_positive(name: str, value: Any) -> float:
@@ -321,7 +333,8 @@ def _load_urdf_text(cfg: ControllerConfig) -> tuple[str, str]:
         return robot_path(cfg.robot.strip()), f"robot {cfg.robot.strip()}"
     raise ValueError(
         "robot_description/urdf_path/robot: no robot model given (set robot_description to the "
-        "URDF XML, urdf_path to a URDF file, or robot to a bundled robot name)")
+        "URDF XML, urdf_path to a URDF file, or robot to a bundled robot name)"
+    )
 
 
 # --------------------------------------------------------------------------- the controller
@@ -348,10 +361,14 @@ class WholeBodyController:
     """
 
     def __init__(self, config: ControllerConfig | Mapping[str, Any], model: Any = None) -> None:
-        cfg = config if isinstance(config, ControllerConfig) else ControllerConfig.from_mapping(
-            config)
-        self._cfg = dataclasses.replace(cfg, joints=list(cfg.joints),
-                                        contact_links=list(cfg.contact_links))
+        cfg = (
+            config
+            if isinstance(config, ControllerConfig)
+            else ControllerConfig.from_mapping(config)
+        )
+        self._cfg = dataclasses.replace(
+            cfg, joints=list(cfg.joints), contact_links=list(cfg.contact_links)
+        )
         cfg = self._cfg
         if model is None:
             from .model import RobotModel
@@ -363,7 +380,8 @@ class WholeBodyController:
             if bool(model.floating_base) != bool(cfg.floating_base):
                 raise ValueError(
                     f"floating_base: config says {cfg.floating_base} but the given model has "
-                    f"floating_base={model.floating_base}")
+                    f"floating_base={model.floating_base}"
+                )
         self.model = model
         self.floating_base: bool = bool(model.floating_base)
         self._off_q = 7 if self.floating_base else 0
@@ -380,12 +398,14 @@ class WholeBodyController:
             if j not in model_joints:
                 raise ValueError(
                     f"joints: joint '{j}' is not a movable joint of the model "
-                    f"(movable joints: {model_joints})")
+                    f"(movable joints: {model_joints})"
+                )
         missing = [j for j in model_joints if j not in seen]
         if missing:
             raise ValueError(
                 f"joints: movable joint(s) {missing} of the model are not configured; the joint "
-                "list must name every movable joint exactly once")
+                "list must name every movable joint exactly once"
+            )
         self.joint_names: list[str] = joints
         self.n = n = len(joints)
         self._joint_index = {j: i for i, j in enumerate(joints)}
@@ -455,10 +475,17 @@ class WholeBodyController:
         """The configuration in force (runtime parameters reflect the latest accepted values)."""
         p = self._params
         return dataclasses.replace(
-            self._cfg, method=p["method"], friction=p["friction"], safe_mode=p["safe_mode"],
-            kp=p["kp"].tolist(), kd=p["kd"].tolist(), safe_damping=p["safe_damping"].tolist(),
+            self._cfg,
+            method=p["method"],
+            friction=p["friction"],
+            safe_mode=p["safe_mode"],
+            kp=p["kp"].tolist(),
+            kd=p["kd"].tolist(),
+            safe_damping=p["safe_damping"].tolist(),
             effort_limits=[0.0] if p["effort_limits_from_urdf"] else p["effort_limit"].tolist(),
-            state_timeout=p["state_timeout"], reference_timeout=p["reference_timeout"])
+            state_timeout=p["state_timeout"],
+            reference_timeout=p["reference_timeout"],
+        )
 
     @property
     def method(self) -> str:
@@ -512,8 +539,11 @@ class WholeBodyController:
             elif key == "effort_limits":
                 urdf = np.asarray(self.model.effort_limit, dtype=np.float64)[self._cfg_to_model]
                 urdf = np.where(np.isfinite(urdf) & (urdf > 0.0), urdf, np.inf)
-                vals = [] if val is None else list(
-                    np.atleast_1d(np.asarray(val, dtype=np.float64)).reshape(-1))
+                vals = (
+                    []
+                    if val is None
+                    else list(np.atleast_1d(np.asarray(val, dtype=np.float64)).reshape(-1))
+                )
                 if len(vals) == 0:
                     vals = [0.0]
                 lim = _per_joint("effort_limits", vals, n, joints, allow_inf=True)
@@ -557,9 +587,14 @@ class WholeBodyController:
         self._t_state = float(now)
         self._have_state = True
 
-    def set_base_state(self, position: np.ndarray, orientation_xyzw: np.ndarray,
-                       linear_velocity: np.ndarray, angular_velocity: np.ndarray,
-                       now: float) -> None:
+    def set_base_state(
+        self,
+        position: np.ndarray,
+        orientation_xyzw: np.ndarray,
+        linear_velocity: np.ndarray,
+        angular_velocity: np.ndarray,
+        now: float,
+    ) -> None:
         """Latest floating-base state (ignored error for a fixed base: raises ValueError).
 
         Args:
@@ -574,8 +609,12 @@ class WholeBodyController:
         quat = np.asarray(orientation_xyzw, dtype=np.float64).reshape(-1)
         lv = np.asarray(linear_velocity, dtype=np.float64).reshape(-1)
         av = np.asarray(angular_velocity, dtype=np.float64).reshape(-1)
-        for nm, arr, size in (("position", p, 3), ("orientation", quat, 4),
-                              ("linear_velocity", lv, 3), ("angular_velocity", av, 3)):
+        for nm, arr, size in (
+            ("position", p, 3),
+            ("orientation", quat, 4),
+            ("linear_velocity", lv, 3),
+            ("angular_velocity", av, 3),
+        ):
             if arr.shape[0] != size:
                 raise ValueError(f"base_state.{nm}: expected {size} values, got {arr.shape[0]}")
             if not _all_finite(arr):
@@ -589,9 +628,13 @@ class WholeBodyController:
         self._v[3:6] = av
         self._t_base = float(now)
 
-    def set_reference(self, acceleration: np.ndarray, now: float,
-                      position: np.ndarray | None = None,
-                      velocity: np.ndarray | None = None) -> None:
+    def set_reference(
+        self,
+        acceleration: np.ndarray,
+        now: float,
+        position: np.ndarray | None = None,
+        velocity: np.ndarray | None = None,
+    ) -> None:
         """Latest reference in the configured joint order.
 
         Args:
@@ -622,12 +665,15 @@ class WholeBodyController:
     def _check_vec(self, name: str, x: np.ndarray) -> None:
         a = np.asarray(x, dtype=np.float64)
         if a.ndim != 1 or a.shape[0] != self.n:
-            raise ValueError(f"{name}: expected {self.n} values (configured joints), got "
-                             f"{a.shape[0] if a.ndim == 1 else a.shape}")
+            raise ValueError(
+                f"{name}: expected {self.n} values (configured joints), got "
+                f"{a.shape[0] if a.ndim == 1 else a.shape}"
+            )
         if not _all_finite(a):
             bad = int(np.flatnonzero(~np.isfinite(a))[0])
-            raise ValueError(f"{name}: non-finite value {float(a[bad])!r} for joint "
-                             f"'{self.joint_names[bad]}'")
+            raise ValueError(
+                f"{name}: non-finite value {float(a[bad])!r} for joint '{self.joint_names[bad]}'"
+            )
 
     # ------------------------------------------------------------------ ages
     def input_ages(self, now: float) -> dict[str, float]:
@@ -659,8 +705,18 @@ class WholeBodyController:
         else:
             if self.reference_fresh(now):
                 mode = MODE_CONTROL
-                _pd_command(self._qdd_ref, self._q_ref, self._qd_ref, self._qj, self._qdj,
-                            p["kp"], p["kd"], self._ref_pos, self._ref_vel, self._qdd_cmd)
+                _pd_command(
+                    self._qdd_ref,
+                    self._q_ref,
+                    self._qd_ref,
+                    self._qj,
+                    self._qdj,
+                    p["kp"],
+                    p["kd"],
+                    self._ref_pos,
+                    self._ref_vel,
+                    self._qdd_cmd,
+                )
             elif p["safe_mode"] == "damping":
                 mode = MODE_STALE_REFERENCE
                 _negdamp(p["safe_damping"], self._qdj, self._qdd_cmd)
@@ -675,8 +731,13 @@ class WholeBodyController:
         self._record(out, dtc)
         return out
 
-    def compute(self, q: np.ndarray, qd: np.ndarray, qdd_cmd: np.ndarray,
-                base: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    def compute(
+        self,
+        q: np.ndarray,
+        qd: np.ndarray,
+        qdd_cmd: np.ndarray,
+        base: Sequence[np.ndarray] | None = None,
+    ) -> np.ndarray:
         """Inverse dynamics torques for an explicit state (no staleness logic, no PD).
 
         Args:
@@ -759,7 +820,8 @@ class WholeBodyController:
         if not self._contact_links:
             raise ValueError(
                 "contact_links: a contact method needs at least one contact link (or set robot "
-                "to a bundled robot name to use its contact links)")
+                "to a bundled robot name to use its contact links)"
+            )
         link_names = list(getattr(self.model, "link_names", []))
         for ln in self._contact_links:
             if link_names and ln not in link_names:
@@ -775,9 +837,14 @@ class WholeBodyController:
 
         cfg = self._cfg
         ground = HalfSpace.ground(height=float(cfg.ground_height), mu=self._params["friction"])
-        return ContactModel(self.model, contact_links=self._contact_links, features=[ground],
-                            margin=float(cfg.contact_margin if margin is None else margin),
-                            dt=self.dt, friction_edges=int(cfg.friction_edges))
+        return ContactModel(
+            self.model,
+            contact_links=self._contact_links,
+            features=[ground],
+            margin=float(cfg.contact_margin if margin is None else margin),
+            dt=self.dt,
+            friction_edges=int(cfg.friction_edges),
+        )
 
     def _contact_id(self, method: str, out: ControlOutput, model: Any = None) -> None:
         """Contact-aware inverse dynamics (seed 004) of self._qdd_cmd; fills out's contact data."""
@@ -865,12 +932,16 @@ class WholeBodyController:
         if k == 0:
             return {"mean": 0.0, "p99": 0.0, "max": 0.0, "count": 0}
         t = self._times[:k]
-        return {"mean": float(t.mean()), "p99": float(np.percentile(t, 99)),
-                "max": float(t.max()), "count": k}
+        return {
+            "mean": float(t.mean()),
+            "p99": float(np.percentile(t, 99)),
+            "max": float(t.max()),
+            "count": k,
+        }
 
     def _warm_up(self) -> None:
         """Run every code path once so nothing compiles inside the first real tick."""
-        q0 = self._q[self._off_q:].copy()
+        q0 = self._q[self._off_q :].copy()
         qj = np.empty(self.n)
         _gather(q0, self._cfg_to_model, 0, qj)
         base_saved = (self._q[:7].copy(), self._v[:6].copy()) if self.floating_base else None
@@ -880,8 +951,18 @@ class WholeBodyController:
         self._qdj[:] = 0.0
         self._qdd_cmd[:] = 0.0
         self._inverse_dynamics(MODE_CONTROL)
-        _pd_command(self._qdd_ref, self._q_ref, self._qd_ref, self._qj, self._qdj,
-                    self._params["kp"], self._params["kd"], True, True, self._qdd_cmd)
+        _pd_command(
+            self._qdd_ref,
+            self._q_ref,
+            self._qd_ref,
+            self._qj,
+            self._qdj,
+            self._params["kp"],
+            self._params["kd"],
+            True,
+            True,
+            self._qdd_cmd,
+        )
         if base_saved is not None:
             self._q[:7], self._v[:6] = base_saved
         self._qdd_cmd[:] = 0.0

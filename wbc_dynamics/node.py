@@ -103,16 +103,48 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
 }
 
 #: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
-STRUCTURAL = ("robot_description", "urdf_path", "robot", "floating_base", "joints",
-              "contact_links", "ground_height", "friction_edges", "contact_margin", "warm_start",
-              "control_rate",
-              "control_mode", "watchdog_rate", "diagnostics_rate", "publish_contacts",
-              "world_frame", "marker_scale")
+STRUCTURAL = (
+    "robot_description",
+    "urdf_path",
+    "robot",
+    "floating_base",
+    "joints",
+    "contact_links",
+    "ground_height",
+    "friction_edges",
+    "contact_margin",
+    "warm_start",
+    "control_rate",
+    "control_mode",
+    "watchdog_rate",
+    "diagnostics_rate",
+    "publish_contacts",
+    "world_frame",
+    "marker_scale",
+)
 
-_CONFIG_FIELDS = ("robot_description", "urdf_path", "robot", "floating_base", "joints", "method",
-                  "contact_links", "friction", "ground_height", "control_rate", "kp", "kd",
-                  "effort_limits", "safe_mode", "safe_damping", "state_timeout",
-                  "reference_timeout", "friction_edges", "warm_start", "contact_margin")
+_CONFIG_FIELDS = (
+    "robot_description",
+    "urdf_path",
+    "robot",
+    "floating_base",
+    "joints",
+    "method",
+    "contact_links",
+    "friction",
+    "ground_height",
+    "control_rate",
+    "kp",
+    "kd",
+    "effort_limits",
+    "safe_mode",
+    "safe_damping",
+    "state_timeout",
+    "reference_timeout",
+    "friction_edges",
+    "warm_start",
+    "contact_margin",
+)
 
 
 def _sanitize(name: str) -> str:
@@ -187,12 +219,15 @@ class WbcControllerNode(LifecycleNode):
         self._js_vel = preallocated_float64(self._js_msg, "velocity", n)
         self._js_eff = preallocated_float64(self._js_msg, "effort", n)
 
-        state_qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                               reliability=ReliabilityPolicy.BEST_EFFORT)
-        cmd_qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                             reliability=ReliabilityPolicy.RELIABLE)
-        self._pub_cmd = self.create_publisher(Float64MultiArray, "effort_controller/commands",
-                                              cmd_qos)
+        state_qos = QoSProfile(
+            depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT
+        )
+        cmd_qos = QoSProfile(
+            depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE
+        )
+        self._pub_cmd = self.create_publisher(
+            Float64MultiArray, "effort_controller/commands", cmd_qos
+        )
         self._pub_js = self.create_publisher(JointState, "~/joint_commands", cmd_qos)
         self._pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._entities += [self._pub_cmd, self._pub_js, self._pub_diag]
@@ -203,31 +238,35 @@ class WbcControllerNode(LifecycleNode):
         self._pub_markers = None
         if self._publish_contacts and ctl.contact_links:
             for ln in ctl.contact_links:
-                pub = self.create_publisher(WrenchStamped, f"~/contact_wrench/{_sanitize(ln)}",
-                                            10)
+                pub = self.create_publisher(WrenchStamped, f"~/contact_wrench/{_sanitize(ln)}", 10)
                 self._pub_wrench[ln] = pub
                 self._entities.append(pub)
             self._pub_markers = self.create_publisher(MarkerArray, "~/contact_markers", 10)
             self._entities.append(self._pub_markers)
-        self._entities.append(self.create_subscription(JointState, "joint_states",
-                                                       self._on_joint_state, state_qos))
-        self._entities.append(self.create_subscription(JointTrajectory, "~/reference",
-                                                       self._on_reference, cmd_qos))
+        self._entities.append(
+            self.create_subscription(JointState, "joint_states", self._on_joint_state, state_qos)
+        )
+        self._entities.append(
+            self.create_subscription(JointTrajectory, "~/reference", self._on_reference, cmd_qos)
+        )
         if ctl.floating_base:
-            self._entities.append(self.create_subscription(Odometry, "odom", self._on_odom,
-                                                           state_qos))
-        self._entities.append(self.create_service(Trigger, "~/reset_solver",
-                                                  self._on_reset_solver))
-        self._timers.append(self.create_timer(1.0 / self._param("watchdog_rate"),
-                                              self._on_watchdog))
-        self._timers.append(self.create_timer(1.0 / self._param("diagnostics_rate"),
-                                              self._publish_diagnostics))
+            self._entities.append(
+                self.create_subscription(Odometry, "odom", self._on_odom, state_qos)
+            )
+        self._entities.append(self.create_service(Trigger, "~/reset_solver", self._on_reset_solver))
+        self._timers.append(
+            self.create_timer(1.0 / self._param("watchdog_rate"), self._on_watchdog)
+        )
+        self._timers.append(
+            self.create_timer(1.0 / self._param("diagnostics_rate"), self._publish_diagnostics)
+        )
         if cm == "timer":
             self._timers.append(self.create_timer(1.0 / ctl.control_rate, self._on_timer))
         self.get_logger().info(
             f"configured: {ctl.model_source}, {n} joints, method {ctl.method}, "
             f"{'floating' if ctl.floating_base else 'fixed'} base, {cm} mode at "
-            f"{ctl.control_rate:g} Hz")
+            f"{ctl.control_rate:g} Hz"
+        )
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -303,7 +342,8 @@ class WbcControllerNode(LifecycleNode):
                 return SetParametersResult(
                     successful=False,
                     reason=f"{p.name}: fixed while configured (deactivate, cleanup, set it, "
-                           "configure)")
+                    "configure)",
+                )
             if p.name in RUNTIME_PARAMETERS:
                 v = p.value
                 updates[p.name] = list(v) if isinstance(v, tuple | list) else v
@@ -332,8 +372,11 @@ class WbcControllerNode(LifecycleNode):
         except ValueError as exc:
             self._reject("joint_states", exc)
             return
-        if self._active and self._control_mode == "event" \
-                and now - self._last_tick >= self._min_period:
+        if (
+            self._active
+            and self._control_mode == "event"
+            and now - self._last_tick >= self._min_period
+        ):
             self._tick(now)
 
     def _on_reference(self, msg: JointTrajectory) -> None:
@@ -356,8 +399,9 @@ class WbcControllerNode(LifecycleNode):
         except ValueError as exc:
             self._reject("odom", exc)
 
-    def _on_reset_solver(self, request: Trigger.Request,
-                         response: Trigger.Response) -> Trigger.Response:
+    def _on_reset_solver(
+        self, request: Trigger.Request, response: Trigger.Response
+    ) -> Trigger.Response:
         if self.controller is None:
             response.success = False
             response.message = "not configured"
@@ -425,8 +469,10 @@ class WbcControllerNode(LifecycleNode):
                 p1 = p0 + self._marker_scale * f
                 from geometry_msgs.msg import Point
 
-                mk.points = [Point(x=float(p0[0]), y=float(p0[1]), z=float(p0[2])),
-                             Point(x=float(p1[0]), y=float(p1[1]), z=float(p1[2]))]
+                mk.points = [
+                    Point(x=float(p0[0]), y=float(p0[1]), z=float(p0[2])),
+                    Point(x=float(p1[0]), y=float(p1[1]), z=float(p1[2])),
+                ]
                 mk.scale.x, mk.scale.y, mk.scale.z = 0.005, 0.01, 0.01
                 mk.color.r, mk.color.g, mk.color.a = 1.0, 0.3, 1.0
             else:
@@ -468,9 +514,13 @@ class WbcControllerNode(LifecycleNode):
             "solve_time_max_us": f"{t['max'] * 1e6:.1f}",
             "solver_flags": ",".join(out.solver_flags) if out is not None else "",
             "contact_set": ",".join(
-                str(c[0] if isinstance(c, tuple) else c) for k, c in enumerate(out.contact_ids)
-                if out.contact_forces.shape[0] > k and out.contact_forces[k] @ out.contact_forces[k]
-                > 0.0) if out is not None else "",
+                str(c[0] if isinstance(c, tuple) else c)
+                for k, c in enumerate(out.contact_ids)
+                if out.contact_forces.shape[0] > k
+                and out.contact_forces[k] @ out.contact_forces[k] > 0.0
+            )
+            if out is not None
+            else "",
             "clamped_joints": str(out.clamped) if out is not None else "0",
             "rejected_joint_states": str(self._rejected["joint_states"]),
             "rejected_reference": str(self._rejected["reference"]),
@@ -492,8 +542,10 @@ def main(args: list[str] | None = None) -> int:
     Set ``-p autostart:=false`` to leave it unconfigured for a lifecycle manager. Returns the
     process exit code (1 if configuration failed).
     """
-    rclpy.init(args=args if args is not None else sys.argv,
-               signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    rclpy.init(
+        args=args if args is not None else sys.argv,
+        signal_handler_options=rclpy.signals.SignalHandlerOptions.NO,
+    )
     node = WbcControllerNode()
     stop = {"flag": False}
 

@@ -93,11 +93,13 @@ class JointStateParser:
         names = msg.name
         nn = len(names)
         if len(msg.position) != nn:
-            raise ValueError(f"joint_states.position: length {len(msg.position)} != "
-                             f"length of name {nn}")
+            raise ValueError(
+                f"joint_states.position: length {len(msg.position)} != length of name {nn}"
+            )
         if len(msg.velocity) != nn:
-            raise ValueError(f"joint_states.velocity: length {len(msg.velocity)} != "
-                             f"length of name {nn}")
+            raise ValueError(
+                f"joint_states.velocity: length {len(msg.velocity)} != length of name {nn}"
+            )
         perm = self._match.permutation(names)
         np.take(float64_view(msg.position), perm, out=self.position)
         np.take(float64_view(msg.velocity), perm, out=self.velocity)
@@ -105,8 +107,10 @@ class JointStateParser:
             s = float(arr.sum())
             if not math.isfinite(s):
                 bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(f"joint_states.{field_name}: non-finite value "
-                                 f"{float(arr[bad])!r} for joint '{self.joints[bad]}'")
+                raise ValueError(
+                    f"joint_states.{field_name}: non-finite value "
+                    f"{float(arr[bad])!r} for joint '{self.joints[bad]}'"
+                )
         return self.position, self.velocity
 
 
@@ -133,13 +137,17 @@ class ReferenceParser:
         names = msg.joint_names
         nn = len(names)
         if len(pt.accelerations) != nn:
-            raise ValueError(f"reference.points[0].accelerations: length {len(pt.accelerations)}"
-                             f" != length of joint_names {nn}")
+            raise ValueError(
+                f"reference.points[0].accelerations: length {len(pt.accelerations)}"
+                f" != length of joint_names {nn}"
+            )
         for fname in ("positions", "velocities"):
             ln = len(getattr(pt, fname))
             if ln not in (0, nn):
-                raise ValueError(f"reference.points[0].{fname}: length {ln} must be 0 or "
-                                 f"{nn} (length of joint_names)")
+                raise ValueError(
+                    f"reference.points[0].{fname}: length {ln} must be 0 or "
+                    f"{nn} (length of joint_names)"
+                )
         perm = self._match.permutation(names)
         np.take(float64_view(pt.accelerations), perm, out=self.acceleration)
         pos = vel = None
@@ -149,12 +157,17 @@ class ReferenceParser:
         if len(pt.velocities):
             np.take(float64_view(pt.velocities), perm, out=self.velocity)
             vel = self.velocity
-        for fname, arr in (("accelerations", self.acceleration), ("positions", pos),
-                           ("velocities", vel)):
+        for fname, arr in (
+            ("accelerations", self.acceleration),
+            ("positions", pos),
+            ("velocities", vel),
+        ):
             if arr is not None and not math.isfinite(float(arr.sum())):
                 bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(f"reference.points[0].{fname}: non-finite value "
-                                 f"{float(arr[bad])!r} for joint '{self.joints[bad]}'")
+                raise ValueError(
+                    f"reference.points[0].{fname}: non-finite value "
+                    f"{float(arr[bad])!r} for joint '{self.joints[bad]}'"
+                )
         return self.acceleration, pos, vel
 
 
@@ -173,8 +186,12 @@ def odometry_to_base(msg: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     quat = np.array((o.x, o.y, o.z, o.w))
     lin = np.array((lv.x, lv.y, lv.z))
     ang = np.array((av.x, av.y, av.z))
-    for nm, arr in (("pose.pose.position", pos), ("pose.pose.orientation", quat),
-                    ("twist.twist.linear", lin), ("twist.twist.angular", ang)):
+    for nm, arr in (
+        ("pose.pose.position", pos),
+        ("pose.pose.orientation", quat),
+        ("twist.twist.linear", lin),
+        ("twist.twist.angular", ang),
+    ):
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"odom.{nm}: contains a non-finite value")
     nq = float(np.sqrt(quat @ quat))
