@@ -21,8 +21,12 @@ def _time_call(fn, repeat: int = 2000) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("robot", nargs="?", default="quadruped",
-                        help=f"bundled robot ({', '.join(ROBOT_NAMES)}) or a URDF path")
+    parser.add_argument(
+        "robot",
+        nargs="?",
+        default="quadruped",
+        help=f"bundled robot ({', '.join(ROBOT_NAMES)}) or a URDF path",
+    )
     parser.add_argument("--fixed-base", action="store_true", help="force a fixed base")
     args = parser.parse_args(argv)
     if args.robot in ROBOT_NAMES:
@@ -41,17 +45,21 @@ def main(argv: list[str] | None = None) -> int:
     print("joints:", ", ".join(model.joint_names))
     print("gravity torques g(q) [N m]:", model.gravity_torques(q))
     M = model.mass_matrix(q)
-    print(f"M(q): {M.shape}, cond {np.linalg.cond(M):.3g}; |M M^-1 - I| = "
-          f"{np.abs(M @ model.minverse(q) - np.eye(model.nv)).max():.2e}")
+    print(
+        f"M(q): {M.shape}, cond {np.linalg.cond(M):.3g}; |M M^-1 - I| = "
+        f"{np.abs(M @ model.minverse(q) - np.eye(model.nv)).max():.2e}"
+    )
     link = model.collision_spheres[0].link if model.collision_spheres else model.link_names[-1]
     print(f"placement of {link}:\n{model.frame_placement(q, link)}")
     a = np.zeros(model.nv)
     print("per-call times [us]:")
-    for name, fn in [("rnea", lambda: model.rnea(q, v, a)),
-                     ("mass_matrix (CRBA)", lambda: model.mass_matrix(q)),
-                     ("minverse", lambda: model.minverse(q)),
-                     ("aba", lambda: model.aba(q, v, a)),
-                     (f"jacobian({link})", lambda: model.jacobian(q, link))]:
+    for name, fn in [
+        ("rnea", lambda: model.rnea(q, v, a)),
+        ("mass_matrix (CRBA)", lambda: model.mass_matrix(q)),
+        ("minverse", lambda: model.minverse(q)),
+        ("aba", lambda: model.aba(q, v, a)),
+        (f"jacobian({link})", lambda: model.jacobian(q, link)),
+    ]:
         print(f"  {name:24s} {_time_call(fn):8.2f}")
     return 0
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .kernels import dynamics as dyn
-from .kernels import kinematics as kin
+from .kernels import world
 from .urdf_loader import CollisionBox, CollisionSphere, ModelData, URDFError, load_model
 
 STATUS_MESSAGES = {
@@ -48,14 +48,17 @@ STATUS_MESSAGES = {
 _FRAMES = ("world", "local")
 
 
+_ND = np.ndarray
+_F64 = np.dtype(np.float64)
+
+
 def _vector(x, n: int, name: str) -> np.ndarray:
-    """``x`` as a contiguous float64 vector of length n, or ValueError naming it."""
-    if (
-        type(x) is not np.ndarray
-        or x.dtype != np.float64
-        or x.ndim != 1
-        or not x.flags.c_contiguous
-    ):
+    """``x`` as a contiguous float64 vector of length n, or ValueError naming it.
+
+    Other dtypes and layouts are converted (a copy) here: handing them to the kernels would make
+    numba compile a new specialization in the middle of a control tick.
+    """
+    if type(x) is not _ND or x.dtype is not _F64 or x.ndim != 1 or not x.flags.c_contiguous:
         try:
             x = np.ascontiguousarray(x, dtype=np.float64)
         except (TypeError, ValueError):
@@ -94,7 +97,7 @@ class RobotModel:
         self.total_mass = float(data.total_mass)
         self.collision_spheres: list[CollisionSphere] = list(data.collision_spheres)
         self.collision_boxes: list[CollisionBox] = list(data.collision_boxes)
-        self.gravity = np.array([0.0, 0.0, -9.81])
+        self._gravity = np.array([0.0, 0.0, -9.81])
         self._topo = data.topo
         self._tree = data.tree
         self._Sm = data.Sm
@@ -102,27 +105,22 @@ class RobotModel:
         nb = data.topo.shape[0]
         nv = data.nv
         self._nb = nb
-        # preallocated workspaces (no allocation inside the kernels)
-        self._Xup = np.zeros((nb, 6, 6))
-        self._Rw = np.zeros((nb, 3, 3))
-        self._pw = np.zeros((nb, 3))
-        self._Rtmp = np.zeros((2, 3, 3))
-        self._vel = np.zeros((nb, 6))
-        self._acc = np.zeros((nb, 6))
-        self._frc = np.zeros((nb, 6))
-        self._cbias = np.zeros((nb, 6))
-        self._pA = np.zeros((nb, 6))
-        self._uu = np.zeros((nb, 6))
-        self._tmp = np.zeros((3, 6))
-        self._IA = np.zeros((nb, 6, 6))
-        self._U = np.zeros((nb, 6, 6))
-        self._D = np.zeros((nb, 6, 6))
-        self._Dinv = np.zeros((nb, 6, 6))
-        self._work = np.zeros((4, 6, 6))
-        self._F2 = np.zeros((2, 6, 6))
-        self._Fm = np.zeros((nb, 6, nv))
-        self._Pm = np.zeros((nb, 6, nv))
-        self._P3 = np.zeros(3)
+        # preallocated workspaces (no allocation inside the kernels), packed so that a kernel
+        # call passes few arguments
+        self._W, self._SC = world.workspace(nb)
+        # constant trailing arguments of the kernels, bundled once
+        self._k_rnea = (
+            self._topo,
+            self._tree,
+            self._Sm,
+            self._I6,
+            self._gravity,
+            self._W,
+            self._SC,
+        )
+        self._k_kin = (self._topo, self._tree, self._Sm, self._W, self._SC)
+        self._k_place = (self._topo, self._tree, self._W, self._SC)
+        self._FP = np.zeros((nb + 1, 6, nv))
         self._J6 = np.zeros((6, nv))
         self._fext = np.zeros((nb, 6))
         self._zeros_nv = np.zeros(nv)
@@ -185,6 +183,18 @@ class RobotModel:
                     "joint-space inertia matrix would be singular"
                 )
 
+    @property
+    def gravity(self) -> np.ndarray:
+        """Gravity acceleration (m/s^2) in the world frame, default [0, 0, -9.81]."""
+        return self._gravity
+
+    @gravity.setter
+    def gravity(self, value) -> None:
+        g = _vector(value, 3, "gravity")
+        if not np.all(np.isfinite(g)):
+            raise ValueError("gravity contains NaN or inf")
+        self._gravity[:] = g  # in place: the kernels hold this array
+
     # ------------------------------------------------------------------ helpers
     def neutral(self) -> np.ndarray:
         """The neutral configuration: base at the origin with identity orientation, joints at 0
@@ -240,33 +250,17 @@ class RobotModel:
         Table 4, extended inverse dynamics). Units: N m / N (joints), N and N m (base).
         """
         nv = self.nv
-        q = _vector(q, self.nq, "q")
-        v = _vector(v, nv, "v")
-        a = _vector(a, nv, "a")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == (nv,) and v.flags.c_contiguous):
+            v = _vector(v, nv, "v")
+        if not (type(a) is _ND and a.dtype is _F64 and a.shape == (nv,) and a.flags.c_contiguous):
+            a = _vector(a, nv, "a")
         use_fext = self._external_forces(f_ext)
         tau = np.empty(nv)
-        st = dyn.rnea(
-            self._topo,
-            self._tree,
-            self._Sm,
-            self._I6,
-            self.gravity,
-            q,
-            v,
-            a,
-            self._fext,
-            use_fext,
-            True,
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._vel,
-            self._acc,
-            self._frc,
-            self._tmp,
-            tau,
-        )
+        st = world.rnea(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
         if st:
             self._raise(st)
         return tau
@@ -281,22 +275,12 @@ class RobotModel:
 
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space inertia matrix M(q) (nv x nv) by the composite-rigid-body algorithm."""
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         M = np.empty((self.nv, self.nv))
-        st = dyn.crba(
-            self._topo,
-            self._tree,
-            self._Sm,
-            self._I6,
-            q,
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._IA,
-            self._F2,
-            M,
-        )
+        st = world.crba(self._topo, self._tree, self._Sm, q, self._W, self._SC, M)
         if st:
             self._raise(st)
         return M
@@ -304,7 +288,10 @@ class RobotModel:
     def mass_matrix_unit_vector(self, q) -> np.ndarray:
         """M(q) by the unit-vector method (seed 002): column j = ID(q, 0, e_j) - ID(q, 0, 0)
         with gravity off. n inverse-dynamics calls: a reference, not the fast path."""
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         nv = self.nv
         M = np.empty((nv, nv))
         e = np.zeros(nv)
@@ -312,28 +299,7 @@ class RobotModel:
         for j in range(nv):
             e[:] = 0.0
             e[j] = 1.0
-            st = dyn.rnea(
-                self._topo,
-                self._tree,
-                self._Sm,
-                self._I6,
-                self.gravity,
-                q,
-                self._zeros_nv,
-                e,
-                self._fext,
-                False,
-                False,
-                self._Xup,
-                self._Rw,
-                self._pw,
-                self._Rtmp,
-                self._vel,
-                self._acc,
-                self._frc,
-                self._tmp,
-                col,
-            )
+            st = world.rnea(q, self._zeros_nv, e, self._fext, False, False, col, *self._k_rnea)
             if st:
                 self._raise(st)
             M[:, j] = col
@@ -342,27 +308,12 @@ class RobotModel:
     def minverse(self, q) -> np.ndarray:
         """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (seed 000, Alg. 1; moving
         base: IMMAmb, seed 003 Table 9). M is never formed or factored."""
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         Minv = np.empty((self.nv, self.nv))
-        st = dyn.minverse(
-            self._topo,
-            self._tree,
-            self._Sm,
-            self._I6,
-            q,
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._IA,
-            self._U,
-            self._D,
-            self._Dinv,
-            self._Fm,
-            self._Pm,
-            self._work,
-            Minv,
-        )
+        st = world.minverse(self._topo, self._tree, self._Sm, q, self._W, self._SC, self._FP, Minv)
         if st:
             self._raise(st)
         return Minv
@@ -374,36 +325,30 @@ class RobotModel:
         base) and ``a[:6]`` the base spatial acceleration in the base frame.
         """
         nv = self.nv
-        q = _vector(q, self.nq, "q")
-        v = _vector(v, nv, "v")
-        tau = _vector(tau, nv, "tau")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == (nv,) and v.flags.c_contiguous):
+            v = _vector(v, nv, "v")
+        if not (
+            type(tau) is _ND and tau.dtype is _F64 and tau.shape == (nv,) and tau.flags.c_contiguous
+        ):
+            tau = _vector(tau, nv, "tau")
         use_fext = self._external_forces(f_ext)
         ddq = np.empty(nv)
-        st = dyn.aba(
+        st = world.aba(
             self._topo,
             self._tree,
             self._Sm,
-            self._I6,
             self.gravity,
             q,
             v,
             tau,
             self._fext,
             use_fext,
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._vel,
-            self._cbias,
-            self._pA,
-            self._IA,
-            self._U,
-            self._D,
-            self._Dinv,
-            self._uu,
-            self._acc,
-            self._work,
+            self._W,
+            self._SC,
             ddq,
         )
         if st:
@@ -422,12 +367,13 @@ class RobotModel:
 
     def frame_placement(self, q, link: str) -> np.ndarray:
         """4x4 homogeneous transform of ``link``'s frame in the world (m)."""
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         body, p, R = self._point(link, None)
         T = np.empty((4, 4))
-        st = kin.placement(
-            self._topo, self._tree, q, body, p, R, self._Xup, self._Rw, self._pw, self._Rtmp, T
-        )
+        st = world.placement(q, body, p, R, T, *self._k_place)
         if st:
             self._raise(st)
         return T
@@ -441,25 +387,13 @@ class RobotModel:
         """
         if frame not in _FRAMES:
             raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         body, r, R = self._point(link, point)
         J = np.empty((6, self.nv))
-        st = kin.point_jacobian(
-            self._topo,
-            self._tree,
-            self._Sm,
-            q,
-            body,
-            r,
-            R,
-            frame == "local",
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._P3,
-            J,
-        )
+        st = world.point_jacobian(q, body, r, R, frame == "local", J, *self._k_kin)
         if st:
             self._raise(st)
         return J
@@ -470,11 +404,14 @@ class RobotModel:
         (rad/s^2)], axes as in :meth:`jacobian`."""
         if frame not in _FRAMES:
             raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
         body, r, R = self._point(link, point)
         out = np.empty(6)
-        st = kin.point_bias(
+        st = world.point_bias(
             self._topo,
             self._tree,
             self._Sm,
@@ -484,13 +421,8 @@ class RobotModel:
             r,
             R,
             frame == "local",
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._vel,
-            self._acc,
-            self._tmp[0],
+            self._W,
+            self._SC,
             out,
         )
         if st:
@@ -505,7 +437,10 @@ class RobotModel:
         For a hot loop, resolve the points once with :meth:`link_frame` and call
         :func:`wbc_dynamics.kernels.kinematics.points_kinematics` directly.
         """
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
         pts = np.asarray(points, dtype=float).reshape(-1, 3)
         if len(links) != pts.shape[0]:
@@ -518,7 +453,7 @@ class RobotModel:
         pos = np.empty((k, 3))
         J = np.empty((k, 3, self.nv))
         bias = np.empty((k, 3))
-        st = kin.points_kinematics(
+        st = world.points_kinematics(
             self._topo,
             self._tree,
             self._Sm,
@@ -526,14 +461,8 @@ class RobotModel:
             v,
             bodies,
             rs,
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._vel,
-            self._acc,
-            self._tmp[0],
-            self._P3,
+            self._W,
+            self._SC,
             self._J6,
             pos,
             J,
@@ -547,7 +476,10 @@ class RobotModel:
     def integrate(self, q, v, dt: float = 1.0) -> np.ndarray:
         """Configuration reached from q by moving with constant velocity v for dt seconds
         (the base on SE(3), so the quaternion stays unit)."""
-        q = _vector(q, self.nq, "q")
+        if not (
+            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+        ):
+            q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
         out = q.copy()
         if not self.floating_base:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .kernels.dynamics import FREE_FLYER, PRISMATIC, REVOLUTE
+from .kernels.world import FIRST_MOMENT, MASS, ROT_INERTIA, TREE_COLS
 
 _log = logging.getLogger(__name__)
 
@@ -413,10 +414,16 @@ def load_model(source: str | os.PathLike, floating_base: bool = False) -> ModelD
             if k == i:
                 end = max(end, topo[j, 3] + topo[j, 4])
         topo[i, 5] = end
-    tree = np.zeros((nb, 15))
+    tree = np.zeros((nb, TREE_COLS))
     for i in range(nb):
         tree[i, :12] = body_tree[i]
-        tree[i, 12:] = body_axis[i]
+        tree[i, 12:15] = body_axis[i]
+        I6 = body_I6[i]
+        # mass, first moment h = m c and rotational inertia about the body origin, read off the
+        # spatial inertia [[m, -[h]x], [[h]x, Ibar]] (used by the world-frame recursions)
+        tree[i, MASS] = I6[0, 0]
+        tree[i, FIRST_MOMENT : FIRST_MOMENT + 3] = (I6[5, 1], I6[3, 2], I6[4, 0])
+        tree[i, ROT_INERTIA : ROT_INERTIA + 9] = I6[3:, 3:].ravel()
     lim_arr = np.array(limits, dtype=float).reshape(-1, 4)
     return ModelData(
         name=robot.name or "robot",

@@ -54,7 +54,7 @@ SINGULAR = 6
 QUATERNION_TOLERANCE = 1e-6
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def check_vector(x):
     for k in range(x.shape[0]):
         if not np.isfinite(x[k]):
@@ -62,7 +62,7 @@ def check_vector(x):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def check_configuration(topo, q):
     """BAD_Q for a non-finite entry, BAD_QUATERNION for a non-unit free-flyer quaternion."""
     if not check_vector(q):
@@ -75,69 +75,84 @@ def check_configuration(topo, q):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline="always")
+def _pose_in_parent(topo, tree, q, i, Rj, Rl):
+    """Rotation (into Rl) and translation (returned) of body i in its parent's frame."""
+    jt = topo[i, JTYPE]
+    iq = topo[i, IQ]
+    t = tree[i]
+    if jt == FREE_FLYER:
+        rotation_from_quaternion(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], Rl)
+        return q[iq], q[iq + 1], q[iq + 2]
+    if jt == REVOLUTE:
+        rotation_about_axis(t[12:15], q[iq], Rj)
+        for r in range(3):
+            for c in range(3):
+                Rl[r, c] = t[3 * r] * Rj[0, c] + t[3 * r + 1] * Rj[1, c] + t[3 * r + 2] * Rj[2, c]
+        return t[9], t[10], t[11]
+    # prismatic: translate along the axis expressed in the joint frame
+    d = q[iq]
+    for r in range(3):
+        for c in range(3):
+            Rl[r, c] = t[3 * r + c]
+    ax0 = t[12] * d
+    ax1 = t[13] * d
+    ax2 = t[14] * d
+    return (
+        t[9] + t[0] * ax0 + t[1] * ax1 + t[2] * ax2,
+        t[10] + t[3] * ax0 + t[4] * ax1 + t[5] * ax2,
+        t[11] + t[6] * ax0 + t[7] * ax1 + t[8] * ax2,
+    )
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw):
+    par = topo[i, PARENT]
+    if par < 0:
+        for r in range(3):
+            for c in range(3):
+                Rw[i, r, c] = Rl[r, c]
+        pw[i, 0] = pl0
+        pw[i, 1] = pl1
+        pw[i, 2] = pl2
+    else:
+        Rp = Rw[par]
+        for r in range(3):
+            for c in range(3):
+                Rw[i, r, c] = Rp[r, 0] * Rl[0, c] + Rp[r, 1] * Rl[1, c] + Rp[r, 2] * Rl[2, c]
+            pw[i, r] = pw[par, r] + Rp[r, 0] * pl0 + Rp[r, 1] * pl1 + Rp[r, 2] * pl2
+
+
+@njit(cache=True, error_model="numpy")
 def forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp):
     """Poses of every body: ``Xup`` (parent-to-body motion transforms) and world poses (Rw, pw).
 
     ``Rtmp`` is (2, 3, 3) scratch. World pose of body i: x_world = Rw[i] x_body + pw[i].
     """
-    nb = topo.shape[0]
     Rj = Rtmp[0]
     Rl = Rtmp[1]
-    for i in range(nb):
-        jt = topo[i, JTYPE]
-        iq = topo[i, IQ]
-        t = tree[i]
-        if jt == FREE_FLYER:
-            rotation_from_quaternion(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], Rl)
-            pl0 = q[iq]
-            pl1 = q[iq + 1]
-            pl2 = q[iq + 2]
-        else:
-            if jt == REVOLUTE:
-                rotation_about_axis(t[12:15], q[iq], Rj)
-                for r in range(3):
-                    for c in range(3):
-                        Rl[r, c] = (
-                            t[3 * r] * Rj[0, c] + t[3 * r + 1] * Rj[1, c] + t[3 * r + 2] * Rj[2, c]
-                        )
-                pl0 = t[9]
-                pl1 = t[10]
-                pl2 = t[11]
-            else:  # prismatic: translate along the axis expressed in the joint frame
-                d = q[iq]
-                for r in range(3):
-                    for c in range(3):
-                        Rl[r, c] = t[3 * r + c]
-                ax0 = t[12] * d
-                ax1 = t[13] * d
-                ax2 = t[14] * d
-                pl0 = t[9] + t[0] * ax0 + t[1] * ax1 + t[2] * ax2
-                pl1 = t[10] + t[3] * ax0 + t[4] * ax1 + t[5] * ax2
-                pl2 = t[11] + t[6] * ax0 + t[7] * ax1 + t[8] * ax2
-        Xi = Xup[i]
-        pvec = Rtmp[0, 0]  # reuse scratch row for p (Rj is no longer needed)
+    for i in range(topo.shape[0]):
+        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
+        pvec = Rj[0]  # scratch row for p (Rj is no longer needed)
         pvec[0] = pl0
         pvec[1] = pl1
         pvec[2] = pl2
-        motion_transform(Rl, pvec, Xi)
-        par = topo[i, PARENT]
-        if par < 0:
-            for r in range(3):
-                for c in range(3):
-                    Rw[i, r, c] = Rl[r, c]
-            pw[i, 0] = pl0
-            pw[i, 1] = pl1
-            pw[i, 2] = pl2
-        else:
-            Rp = Rw[par]
-            for r in range(3):
-                for c in range(3):
-                    Rw[i, r, c] = Rp[r, 0] * Rl[0, c] + Rp[r, 1] * Rl[1, c] + Rp[r, 2] * Rl[2, c]
-                pw[i, r] = pw[par, r] + Rp[r, 0] * pl0 + Rp[r, 1] * pl1 + Rp[r, 2] * pl2
+        motion_transform(Rl, pvec, Xup[i])
+        _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
+def world_poses(topo, tree, q, last, Rw, pw, Rtmp):
+    """World poses (Rw, pw) of bodies 0..last; in depth-first order these include every
+    ancestor of ``last``. No motion transforms (the world-frame recursions do not need them)."""
+    Rj = Rtmp[0]
+    Rl = Rtmp[1]
+    for i in range(last + 1):
+        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
+        _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw)
+
+
+@njit(cache=True, error_model="numpy")
 def _rnea_passes(
     topo, Sm, I6, gravity, v, a, fext, use_fext, use_gravity, Xup, vel, acc, frc, tmp, tau
 ):
@@ -198,7 +213,7 @@ def _rnea_passes(
             apply_force_transpose_add(Xup[i], frc[i], frc[par])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def rnea(
     topo,
     tree,
@@ -238,7 +253,7 @@ def rnea(
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def crba(topo, tree, Sm, I6, q, Xup, Rw, pw, Rtmp, Ic, F, M):
     """Joint-space inertia matrix by the composite-rigid-body algorithm (Featherstone, Table 6.2).
 
@@ -304,7 +319,7 @@ def crba(topo, tree, Sm, I6, q, Xup, Rw, pw, Rtmp, Ic, F, M):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _invert_spd(D, n, Dinv, work):
     """Inverse of the leading n x n block of a symmetric positive-definite D (n <= 6) via Cholesky.
 
@@ -343,7 +358,7 @@ def _invert_spd(D, n, Dinv, work):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _articulated_backward(topo, Sm, i, IA, U, D, Dinv, work):
     """U = IA S, D = S^T U and its inverse for body i (shared by ABA and M^-1)."""
     nvi = topo[i, NVI]
@@ -366,7 +381,7 @@ def _articulated_backward(topo, Sm, i, IA, U, D, Dinv, work):
     return _invert_spd(Di, nvi, Dinv[i], work)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _articulated_to_parent(topo, i, IA, U, Dinv, Xup, tmp6, tmp6b):
     """IA[parent] += Xup^T (IA - U D^-1 U^T) Xup (the part of IA transmitted across the joint)."""
     nvi = topo[i, NVI]
@@ -383,7 +398,7 @@ def _articulated_to_parent(topo, i, IA, U, Dinv, Xup, tmp6, tmp6b):
     congruence_add(Xup[i], Ia, tmp6b, IA[topo[i, PARENT]])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def aba(
     topo,
     tree,
@@ -516,7 +531,7 @@ def aba(
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def minverse(topo, tree, Sm, I6, q, Xup, Rw, pw, Rtmp, IA, U, D, Dinv, Fm, Pm, work, Minv):
     """Analytical inverse of the joint-space inertia matrix, never forming M.
 

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 from numba import njit
 
-from .dynamics import IV, NVI, OK, PARENT, check_configuration, check_vector, forward_kinematics
+from .dynamics import (
+    IV,
+    NVI,
+    OK,
+    PARENT,
+    check_configuration,
+    check_vector,
+    forward_kinematics,
+    world_poses,
+)
 from .spatial import apply_motion, cross_motion_add
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def point_world(Rw, pw, body, r, out):
     """World position of the point r (body frame) into out (3)."""
     if body < 0:
@@ -26,7 +35,7 @@ def point_world(Rw, pw, body, r, out):
         out[k] = pw[body, k] + Rw[body, k, 0] * r[0] + Rw[body, k, 1] * r[1] + Rw[body, k, 2] * r[2]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
     """Jacobian of a point after forward kinematics (``P``: 3-vector scratch; J zeroed first)."""
     J[:, :] = 0.0
@@ -90,24 +99,24 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
                     J[blk + k, c] = f0 * a0 + f1 * a1 + f2 * a2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def point_jacobian(topo, tree, Sm, q, body, r, Rf, local, Xup, Rw, pw, Rtmp, P, J):
     """Forward kinematics then the point Jacobian. Returns a status code."""
     st = check_configuration(topo, q)
     if st != OK:
         return st
-    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    world_poses(topo, tree, q, body, Rw, pw, Rtmp)
     point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J)
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def placement(topo, tree, q, body, r, Rf, Xup, Rw, pw, Rtmp, T):
     """4x4 homogeneous world placement of the frame (body, r, Rf). Returns a status code."""
     st = check_configuration(topo, q)
     if st != OK:
         return st
-    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    world_poses(topo, tree, q, body, Rw, pw, Rtmp)
     T[:, :] = 0.0
     T[3, 3] = 1.0
     if body < 0:
@@ -127,7 +136,7 @@ def placement(topo, tree, q, body, r, Rf, Xup, Rw, pw, Rtmp, T):
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
     """Body spatial velocities and velocity-product accelerations (ddq = 0, no gravity)."""
     nb = topo.shape[0]
@@ -152,7 +161,7 @@ def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
         cross_motion_add(vel[i], vJ, acc[i])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
     """Classical acceleration of the point for ddq = 0 (J̇v), from body velocities/accelerations.
 
@@ -190,7 +199,7 @@ def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
                 out[blk + k] = f0 * c0 + f1 * c1 + f2 * c2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ, out):
     """J̇v of a point: forward kinematics, velocity pass, then the classical point acceleration."""
     st = check_configuration(topo, q)
@@ -204,7 +213,7 @@ def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel,
     return OK
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def points_kinematics(
     topo,
     tree,
@@ -243,7 +252,7 @@ def points_kinematics(
     for a in range(3):
         for b in range(3):
             Rf[a, b] = 1.0 if a == b else 0.0
-    out6 = Rtmp[0, 0:2].reshape(6)
+    out6 = vJ  # free once the velocity pass is done
     for k in range(bodies.shape[0]):
         b = bodies[k]
         point_world(Rw, pw, b, rs[k], positions[k])

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def motion_transform(R, p, X):
     """Fill ``X`` (6x6) with the parent-to-child motion transform of a child at pose (R, p)."""
     for r in range(3):
@@ -38,7 +38,7 @@ def motion_transform(R, p, X):
         X[r, 5] = -(a0 * p[1] - a1 * p[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def apply_motion(X, m, out):
     """``out = X @ m`` for a 6x6 motion transform exploiting its zero block."""
     for r in range(3):
@@ -53,7 +53,7 @@ def apply_motion(X, m, out):
         out[r + 3] = X[r + 3, 3] * m[3] + X[r + 3, 4] * m[4] + X[r + 3, 5] * m[5]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def apply_motion_add(X, m, out):
     """``out += X @ m``."""
     for r in range(3):
@@ -68,7 +68,7 @@ def apply_motion_add(X, m, out):
         out[r + 3] += X[r + 3, 3] * m[3] + X[r + 3, 4] * m[4] + X[r + 3, 5] * m[5]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def apply_force_transpose_add(X, f, out):
     """``out += X^T @ f``: a child-frame force expressed in the parent frame."""
     for c in range(3):
@@ -84,7 +84,7 @@ def apply_force_transpose_add(X, f, out):
         )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def cross_motion_add(v, m, out):
     """``out += v x m`` (spatial motion cross product)."""
     out[0] += v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4]
@@ -95,7 +95,7 @@ def cross_motion_add(v, m, out):
     out[5] += v[3] * m[4] - v[4] * m[3]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def cross_force_add(v, f, out):
     """``out += v x* f`` (spatial force cross product)."""
     out[0] += v[4] * f[2] - v[5] * f[1]
@@ -106,7 +106,7 @@ def cross_force_add(v, f, out):
     out[5] += v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def mat6_vec(A, x, out):
     """``out = A @ x`` for 6x6 A."""
     for r in range(6):
@@ -116,7 +116,7 @@ def mat6_vec(A, x, out):
         out[r] = s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def congruence_add(X, A, tmp, out):
     """``out += X^T A X`` for a motion transform X and symmetric 6x6 A (``tmp`` is 6x6 scratch)."""
     # tmp = A X, using X's zero lower-left block
@@ -139,7 +139,7 @@ def congruence_add(X, A, tmp, out):
                 out[c, r] += s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def rotation_about_axis(axis, angle, R):
     """Rodrigues' formula: rotation by ``angle`` (rad) about the unit ``axis``, into R."""
     c = np.cos(angle)
@@ -159,7 +159,7 @@ def rotation_about_axis(axis, angle, R):
     R[2, 2] = c + t * z * z
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def rotation_from_quaternion(qx, qy, qz, qw, R):
     """Rotation matrix of the unit quaternion (x, y, z, w), normalized on the fly."""
     n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)

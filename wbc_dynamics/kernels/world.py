@@ -1,0 +1,819 @@
+"""World-frame recursions: CRBA, ABA and analytical M^-1, all quantities at the world origin.
+
+Expressing motion subspaces, inertias and articulated inertias in the world frame (as Pinocchio
+does) removes the 6x6 congruence transform per body from the backward passes: inertias and
+force sets of children are simply added to their parent's. Each body costs one world-inertia
+evaluation (from its mass, first moment and rotational inertia) instead.
+
+Workspace layout (one float array ``W`` of shape (nb, 10, 6, 6) per model, so a kernel call
+passes a handful of arguments):
+
+==== ==========================================================================================
+slot content
+==== ==========================================================================================
+0    ``Xup``: parent-to-body motion transforms
+1    ``IA``: articulated (or composite) inertias, world frame
+2    ``U = IA S``
+3    ``D = S^T U``
+4    ``D^-1``
+5    rows: 0 velocity, 1 acceleration, 2 force, 3 velocity-product bias c, 4 bias force pA,
+     5 joint-space u (all world frame)
+6    world pose: rows 0-2, cols 0-2 rotation; row 3, cols 0-2 position
+7    ``S`` in world frame (first nvi columns)
+8    body inertia in world frame
+9    spare
+==== ==========================================================================================
+
+Scratch ``SC`` (8, 6, 6): slots 0-3 6x6 work matrices, slots 6-7 rows 0-2 the (2, 3, 3)
+rotation scratch of :func:`forward_kinematics`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .dynamics import (
+    BAD_A,
+    BAD_FEXT,
+    BAD_V,
+    IV,
+    NVI,
+    OK,
+    PARENT,
+    SINGULAR,
+    SUBTREE_END,
+    _invert_spd,
+    _pose_in_parent,
+    check_configuration,
+    check_vector,
+)
+from .kinematics import point_bias as _point_bias
+from .kinematics import points_kinematics as _points_kinematics
+from .spatial import (
+    apply_force_transpose_add,
+    apply_motion,
+    apply_motion_add,
+    cross_force_add,
+    cross_motion_add,
+    mat6_vec,
+    motion_transform,
+)
+
+N_SLOTS = 10
+N_SCRATCH = 8
+# columns of ``tree`` holding the body's inertia parameters (filled by the loader)
+MASS, FIRST_MOMENT, ROT_INERTIA = 15, 16, 19
+TREE_COLS = 28
+
+
+def workspace(nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """Allocate (W, SC) for a model with nb bodies."""
+    return np.zeros((nb, N_SLOTS, 6, 6)), np.zeros((N_SCRATCH, 6, 6))
+
+
+@njit(cache=True, error_model="numpy")
+def world_quantities(topo, tree, Sm, W, with_inertia):
+    """World-frame motion subspaces (slot 7) and, if asked, body inertias (slot 8).
+
+    Needs world poses (slot 6) from :func:`kinematics_into`. A motion [v; w] of body i maps to
+    the world origin as [R v + p x R w; R w]; the inertia (m, h, Ibar about the body origin)
+    moves as h_w = R h + m p, Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
+    """
+    nb = topo.shape[0]
+    for i in range(nb):
+        P = W[i, 6]
+        R00, R01, R02 = P[0, 0], P[0, 1], P[0, 2]
+        R10, R11, R12 = P[1, 0], P[1, 1], P[1, 2]
+        R20, R21, R22 = P[2, 0], P[2, 1], P[2, 2]
+        p0, p1, p2 = P[3, 0], P[3, 1], P[3, 2]
+        Sw = W[i, 7]
+        S = Sm[i]
+        for k in range(topo[i, NVI]):
+            a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
+            a1 = R10 * S[3, k] + R11 * S[4, k] + R12 * S[5, k]
+            a2 = R20 * S[3, k] + R21 * S[4, k] + R22 * S[5, k]
+            l0 = R00 * S[0, k] + R01 * S[1, k] + R02 * S[2, k]
+            l1 = R10 * S[0, k] + R11 * S[1, k] + R12 * S[2, k]
+            l2 = R20 * S[0, k] + R21 * S[1, k] + R22 * S[2, k]
+            Sw[0, k] = l0 + p1 * a2 - p2 * a1
+            Sw[1, k] = l1 + p2 * a0 - p0 * a2
+            Sw[2, k] = l2 + p0 * a1 - p1 * a0
+            Sw[3, k] = a0
+            Sw[4, k] = a1
+            Sw[5, k] = a2
+        if not with_inertia:
+            continue
+        t = tree[i]
+        m = t[MASS]
+        hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
+        # Rh
+        g0 = R00 * hx + R01 * hy + R02 * hz
+        g1 = R10 * hx + R11 * hy + R12 * hz
+        g2 = R20 * hx + R21 * hy + R22 * hz
+        Iw = W[i, 8]
+        # R Ibar R^T via T = Ibar R^T
+        B = W[i, 9]
+        for r in range(3):
+            for c in range(3):
+                B[r, c] = (
+                    t[ROT_INERTIA + 3 * r] * P[c, 0]
+                    + t[ROT_INERTIA + 3 * r + 1] * P[c, 1]
+                    + t[ROT_INERTIA + 3 * r + 2] * P[c, 2]
+                )
+        for r in range(3):
+            for c in range(r, 3):
+                s = P[r, 0] * B[0, c] + P[r, 1] * B[1, c] + P[r, 2] * B[2, c]
+                Iw[3 + r, 3 + c] = s
+        # - [g][p] - [p][g] - m [p]^2 ; ([a][b])_rc = b_r a_c - (a.b) delta_rc
+        gp = g0 * p0 + g1 * p1 + g2 * p2
+        pp = p0 * p0 + p1 * p1 + p2 * p2
+        gv = (g0, g1, g2)
+        pv = (p0, p1, p2)
+        for r in range(3):
+            for c in range(r, 3):
+                s = -(pv[r] * gv[c] + gv[r] * pv[c]) - m * pv[r] * pv[c]
+                if r == c:
+                    s += 2.0 * gp + m * pp
+                Iw[3 + r, 3 + c] += s
+                Iw[3 + c, 3 + r] = Iw[3 + r, 3 + c]
+        # h_w = Rh + m p
+        h0 = g0 + m * p0
+        h1 = g1 + m * p1
+        h2 = g2 + m * p2
+        for r in range(3):
+            for c in range(3):
+                Iw[r, c] = m if r == c else 0.0
+        # top-right -[h]x, bottom-left [h]x
+        Iw[0, 3], Iw[0, 4], Iw[0, 5] = 0.0, h2, -h1
+        Iw[1, 3], Iw[1, 4], Iw[1, 5] = -h2, 0.0, h0
+        Iw[2, 3], Iw[2, 4], Iw[2, 5] = h1, -h0, 0.0
+        Iw[3, 0], Iw[3, 1], Iw[3, 2] = 0.0, -h2, h1
+        Iw[4, 0], Iw[4, 1], Iw[4, 2] = h2, 0.0, -h0
+        Iw[5, 0], Iw[5, 1], Iw[5, 2] = -h1, h0, 0.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _copy6(src, dst):
+    # an explicit loop: numba's array-to-array assignment checks for overlap and may copy
+    for r in range(6):
+        for c in range(6):
+            dst[r, c] = src[r, c]
+
+
+@njit(cache=True, error_model="numpy")
+def world_poses_into(topo, tree, q, last, W, SC):
+    """World poses of bodies 0..last into slot 6 (rows 0-2 rotation, row 3 position).
+
+    In depth-first order bodies 0..last include every ancestor of ``last``.
+    """
+    Rj = SC[6, 0:3, 0:3]
+    Rl = SC[7, 0:3, 0:3]
+    for i in range(last + 1):
+        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
+        P = W[i, 6]
+        par = topo[i, PARENT]
+        if par < 0:
+            for r in range(3):
+                for c in range(3):
+                    P[r, c] = Rl[r, c]
+            P[3, 0] = pl0
+            P[3, 1] = pl1
+            P[3, 2] = pl2
+        else:
+            Pp = W[par, 6]
+            for r in range(3):
+                for c in range(3):
+                    P[r, c] = Pp[r, 0] * Rl[0, c] + Pp[r, 1] * Rl[1, c] + Pp[r, 2] * Rl[2, c]
+                P[3, r] = Pp[3, r] + Pp[r, 0] * pl0 + Pp[r, 1] * pl1 + Pp[r, 2] * pl2
+
+
+@njit(cache=True, error_model="numpy")
+def kinematics_into(topo, tree, q, W, SC):
+    """World poses of every body (slot 6)."""
+    world_poses_into(topo, tree, q, topo.shape[0] - 1, W, SC)
+
+
+@njit(cache=True, error_model="numpy")
+def crba(topo, tree, Sm, q, W, SC, M):
+    """Joint-space inertia matrix by the composite-rigid-body algorithm, world frame.
+
+    Featherstone (2008) Table 6.2 with composite inertias at the world origin: Ic_parent += Ic_i
+    and M[j, i] = S_j^T Ic_i S_i for every ancestor j, with no frame changes.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    kinematics_into(topo, tree, q, W, SC)
+    world_quantities(topo, tree, Sm, W, True)
+    nb = topo.shape[0]
+    M[:, :] = 0.0  # bodies on different branches do not couple
+    for i in range(nb):
+        _copy6(W[i, 8], W[i, 1])
+    for i in range(nb - 1, -1, -1):
+        par = topo[i, PARENT]
+        if par >= 0:
+            for r in range(6):
+                for c in range(6):
+                    W[par, 1, r, c] += W[i, 1, r, c]
+    F = SC[0]
+    for i in range(nb):
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        Ic = W[i, 1]
+        Sw = W[i, 7]
+        for k in range(nvi):
+            for r in range(6):
+                s = 0.0
+                for c in range(6):
+                    s += Ic[r, c] * Sw[c, k]
+                F[r, k] = s
+        j = i
+        while j >= 0:
+            jv = topo[j, IV]
+            Sj = W[j, 7]
+            for k1 in range(topo[j, NVI]):
+                for k2 in range(nvi):
+                    s = 0.0
+                    for r in range(6):
+                        s += Sj[r, k1] * F[r, k2]
+                    M[jv + k1, iv + k2] = s
+                    M[iv + k2, jv + k1] = s
+            j = topo[j, PARENT]
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
+def _backward_joint(topo, i, W, SC):
+    """U = IA S, D = S^T U, D^-1 for body i (world frame). False if D is not positive definite."""
+    nvi = topo[i, NVI]
+    IA = W[i, 1]
+    Sw = W[i, 7]
+    U = W[i, 2]
+    D = W[i, 3]
+    for k in range(nvi):
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += IA[r, c] * Sw[c, k]
+            U[r, k] = s
+    for k1 in range(nvi):
+        for k2 in range(k1, nvi):
+            s = 0.0
+            for r in range(6):
+                s += Sw[r, k1] * U[r, k2]
+            D[k1, k2] = s
+            D[k2, k1] = s
+    return _invert_spd(D, nvi, W[i, 4], SC[1])
+
+
+@njit(cache=True, error_model="numpy")
+def _add_articulated_to_parent(topo, i, W):
+    """IA[parent] += IA - U D^-1 U^T (the part of IA transmitted across joint i)."""
+    nvi = topo[i, NVI]
+    U = W[i, 2]
+    Di = W[i, 4]
+    IA = W[i, 1]
+    IAp = W[topo[i, PARENT], 1]
+    if nvi == 1:
+        d = Di[0, 0]
+        for r in range(6):
+            ur = U[r, 0] * d
+            for c in range(6):
+                IAp[r, c] += IA[r, c] - ur * U[c, 0]
+        return
+    for r in range(6):
+        for c in range(6):
+            s = IA[r, c]
+            for k1 in range(nvi):
+                t = 0.0
+                for k2 in range(nvi):
+                    t += Di[k1, k2] * U[c, k2]
+                s -= U[r, k1] * t
+            IAp[r, c] += s
+
+
+@njit(cache=True, error_model="numpy")
+def aba(topo, tree, Sm, gravity, q, v, tau, fext, use_fext, W, SC, ddq):
+    """Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1), world
+    frame.
+
+    ``fext`` (nb, 6) holds external wrenches per body in body frame. Returns a status code;
+    SINGULAR if some joint's articulated inertia is not positive definite.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    if not check_vector(v):
+        return BAD_V
+    if not check_vector(tau):
+        return BAD_A
+    if use_fext and not check_vector(fext.ravel()):
+        return BAD_FEXT
+    kinematics_into(topo, tree, q, W, SC)
+    world_quantities(topo, tree, Sm, W, True)
+    nb = topo.shape[0]
+    vJ = SC[0, 0]
+    Iv = SC[0, 1]
+    for i in range(nb):
+        par = topo[i, PARENT]
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        Sw = W[i, 7]
+        vec = W[i, 5]
+        for r in range(6):
+            s = 0.0
+            for k in range(nvi):
+                s += Sw[r, k] * v[iv + k]
+            vJ[r] = s
+            vec[3, r] = 0.0
+            vec[4, r] = 0.0
+        if par < 0:
+            for r in range(6):
+                vec[0, r] = vJ[r]
+        else:
+            for r in range(6):
+                vec[0, r] = W[par, 5, 0, r] + vJ[r]
+            cross_motion_add(vec[0], vJ, vec[3])
+        _copy6(W[i, 8], W[i, 1])
+        mat6_vec(W[i, 8], vec[0], Iv)
+        cross_force_add(vec[0], Iv, vec[4])
+        if use_fext:
+            # body-frame wrench to the world origin: [R f; R n + p x R f]
+            P = W[i, 6]
+            fx = P[0, 0] * fext[i, 0] + P[0, 1] * fext[i, 1] + P[0, 2] * fext[i, 2]
+            fy = P[1, 0] * fext[i, 0] + P[1, 1] * fext[i, 1] + P[1, 2] * fext[i, 2]
+            fz = P[2, 0] * fext[i, 0] + P[2, 1] * fext[i, 1] + P[2, 2] * fext[i, 2]
+            nx = P[0, 0] * fext[i, 3] + P[0, 1] * fext[i, 4] + P[0, 2] * fext[i, 5]
+            ny = P[1, 0] * fext[i, 3] + P[1, 1] * fext[i, 4] + P[1, 2] * fext[i, 5]
+            nz = P[2, 0] * fext[i, 3] + P[2, 1] * fext[i, 4] + P[2, 2] * fext[i, 5]
+            px, py, pz = P[3, 0], P[3, 1], P[3, 2]
+            vec[4, 0] -= fx
+            vec[4, 1] -= fy
+            vec[4, 2] -= fz
+            vec[4, 3] -= nx + py * fz - pz * fy
+            vec[4, 4] -= ny + pz * fx - px * fz
+            vec[4, 5] -= nz + px * fy - py * fx
+    pa = SC[0, 2]
+    for i in range(nb - 1, -1, -1):
+        if not _backward_joint(topo, i, W, SC):
+            return SINGULAR
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        Sw = W[i, 7]
+        vec = W[i, 5]
+        for k in range(nvi):
+            s = tau[iv + k]
+            for r in range(6):
+                s -= Sw[r, k] * vec[4, r]
+            vec[5, k] = s
+        par = topo[i, PARENT]
+        if par >= 0:
+            # pa = pA + Ia c + U D^-1 u with Ia = IA - U D^-1 U^T,
+            # i.e. pA + IA c + U D^-1 (u - U^T c)
+            U = W[i, 2]
+            Di = W[i, 4]
+            c = vec[3]
+            mat6_vec(W[i, 1], c, pa)
+            for k1 in range(nvi):
+                t = 0.0
+                for k2 in range(nvi):
+                    w = vec[5, k2]
+                    for r in range(6):
+                        w -= U[r, k2] * c[r]
+                    t += Di[k1, k2] * w
+                for r in range(6):
+                    pa[r] += U[r, k1] * t
+            _add_articulated_to_parent(topo, i, W)
+            for r in range(6):
+                W[par, 5, 4, r] += vec[4, r] + pa[r]
+    ap = SC[0, 3]
+    for i in range(nb):
+        par = topo[i, PARENT]
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        vec = W[i, 5]
+        if par < 0:
+            for r in range(3):
+                ap[r] = -gravity[r]
+                ap[r + 3] = 0.0
+        else:
+            for r in range(6):
+                ap[r] = W[par, 5, 1, r] + vec[3, r]
+        U = W[i, 2]
+        Di = W[i, 4]
+        for k1 in range(nvi):
+            s = 0.0
+            for k2 in range(nvi):
+                t = vec[5, k2]
+                for r in range(6):
+                    t -= U[r, k2] * ap[r]
+                s += Di[k1, k2] * t
+            ddq[iv + k1] = s
+        Sw = W[i, 7]
+        for r in range(6):
+            s = ap[r]
+            for k in range(nvi):
+                s += Sw[r, k] * ddq[iv + k]
+            vec[1, r] = s
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
+def _minv_backward_1dof(topo, i, W, F, Minv):
+    """Alg. 1 lines 9-13 for a 1-DoF joint, world frame (see :func:`minverse`)."""
+    iv = topo[i, IV]
+    end = topo[i, SUBTREE_END]
+    S = W[i, 7]
+    U = W[i, 2]
+    d = W[i, 4, 0, 0]
+    s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
+    Minv[iv, iv] = d
+    for j in range(iv + 1, end):
+        Minv[iv, j] = -d * (
+            s0 * F[0, j] + s1 * F[1, j] + s2 * F[2, j] + s3 * F[3, j] + s4 * F[4, j] + s5 * F[5, j]
+        )
+    if topo[i, PARENT] >= 0:
+        u0, u1, u2, u3, u4, u5 = U[0, 0], U[1, 0], U[2, 0], U[3, 0], U[4, 0], U[5, 0]
+        F[0, iv] = u0 * d
+        F[1, iv] = u1 * d
+        F[2, iv] = u2 * d
+        F[3, iv] = u3 * d
+        F[4, iv] = u4 * d
+        F[5, iv] = u5 * d
+        for j in range(iv + 1, end):
+            m = Minv[iv, j]
+            F[0, j] += u0 * m
+            F[1, j] += u1 * m
+            F[2, j] += u2 * m
+            F[3, j] += u3 * m
+            F[4, j] += u4 * m
+            F[5, j] += u5 * m
+
+
+@njit(cache=True, error_model="numpy")
+def _minv_backward_ndof(topo, i, W, F, Minv, col):
+    """Alg. 1 lines 9-13 for a multi-DoF joint (the free-flyer), world frame."""
+    iv = topo[i, IV]
+    nvi = topo[i, NVI]
+    end = topo[i, SUBTREE_END]
+    Sw = W[i, 7]
+    Di = W[i, 4]
+    U = W[i, 2]
+    # Minv[i, subtree] = D^-1 (I - S^T F[:, subtree]); the joint's own columns of F are still zero
+    for j in range(iv, end):
+        for k in range(nvi):
+            if j < iv + nvi:
+                s = 1.0 if j == iv + k else 0.0
+            else:
+                s = 0.0
+                for r in range(6):
+                    s -= Sw[r, k] * F[r, j]
+            col[k] = s
+        for k1 in range(nvi):
+            s = 0.0
+            for k2 in range(nvi):
+                s += Di[k1, k2] * col[k2]
+            Minv[iv + k1, j] = s
+    if topo[i, PARENT] >= 0:
+        # line 13 (world frame): F[:, subtree] += U Minv[i, subtree]
+        for j in range(iv, end):
+            for r in range(6):
+                s = 0.0 if j < iv + nvi else F[r, j]
+                for k in range(nvi):
+                    s += U[r, k] * Minv[iv + k, j]
+                F[r, j] = s
+
+
+@njit(cache=True, error_model="numpy")
+def _minv_forward_1dof(topo, i, W, FP, Minv, nv):
+    """Alg. 1 lines 21-26 for a 1-DoF joint with a parent, world frame."""
+    iv = topo[i, IV]
+    end = topo[i, SUBTREE_END]
+    S = W[i, 7]
+    U = W[i, 2]
+    d = W[i, 4, 0, 0]
+    u0, u1, u2, u3, u4, u5 = U[0, 0], U[1, 0], U[2, 0], U[3, 0], U[4, 0], U[5, 0]
+    s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
+    Pp = FP[topo[i, PARENT]]
+    Pi = FP[i]
+    leaf = end == iv + 1  # nobody reads a leaf's motion set
+    for j in range(iv, nv):
+        p0, p1, p2, p3, p4, p5 = Pp[0, j], Pp[1, j], Pp[2, j], Pp[3, j], Pp[4, j], Pp[5, j]
+        m = Minv[iv, j] if j < end else 0.0
+        m -= d * (u0 * p0 + u1 * p1 + u2 * p2 + u3 * p3 + u4 * p4 + u5 * p5)
+        Minv[iv, j] = m
+        if not leaf:
+            Pi[0, j] = p0 + s0 * m
+            Pi[1, j] = p1 + s1 * m
+            Pi[2, j] = p2 + s2 * m
+            Pi[3, j] = p3 + s3 * m
+            Pi[4, j] = p4 + s4 * m
+            Pi[5, j] = p5 + s5 * m
+
+
+@njit(cache=True, error_model="numpy")
+def _minv_forward_ndof(topo, i, W, FP, Minv, nv, col):
+    """Alg. 1 lines 21-26 for a multi-DoF joint or a root joint, world frame."""
+    iv = topo[i, IV]
+    nvi = topo[i, NVI]
+    end = topo[i, SUBTREE_END]
+    par = topo[i, PARENT]
+    Sw = W[i, 7]
+    Pi = FP[i]
+    if par >= 0:
+        U = W[i, 2]
+        Di = W[i, 4]
+        Pp = FP[par]
+        for j in range(iv, nv):
+            for k2 in range(nvi):
+                t = 0.0
+                for r in range(6):
+                    t += U[r, k2] * Pp[r, j]
+                col[k2] = t
+            for k1 in range(nvi):
+                s = Minv[iv + k1, j] if j < end else 0.0
+                for k2 in range(nvi):
+                    s -= Di[k1, k2] * col[k2]
+                Minv[iv + k1, j] = s
+            for r in range(6):
+                s = Pp[r, j]
+                for k in range(nvi):
+                    s += Sw[r, k] * Minv[iv + k, j]
+                Pi[r, j] = s
+    else:
+        for j in range(end, nv):
+            for k in range(nvi):
+                Minv[iv + k, j] = 0.0
+        for j in range(iv, nv):
+            for r in range(6):
+                s = 0.0
+                for k in range(nvi):
+                    s += Sw[r, k] * Minv[iv + k, j]
+                Pi[r, j] = s
+
+
+@njit(cache=True, error_model="numpy")
+def minverse(topo, tree, Sm, q, W, SC, FP, Minv):
+    """Analytical inverse of the joint-space inertia matrix, never forming M (world frame).
+
+    Carpentier (seed 000), Algorithm 1: ABA without its affine terms, in three passes. In the
+    world frame the force set F of Alg. 1 needs no transform (line 13 becomes F += U Minv[i, :])
+    and can be one (6, nv) buffer ``FP[nb]``, since sibling subtrees own disjoint columns; the
+    motion sets P_i (lines 22-26) live in ``FP[i]``. With a free-flyer root (a 6-DoF first joint,
+    D^-1 a 6x6 block) this is the moving-base inverse mass matrix IMMAmb of seed 003, Table 9.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    kinematics_into(topo, tree, q, W, SC)
+    world_quantities(topo, tree, Sm, W, True)
+    nb = topo.shape[0]
+    nv = Minv.shape[0]
+    F = FP[nb]
+    for i in range(nb):
+        _copy6(W[i, 8], W[i, 1])
+    col = SC[0, 0]
+    for i in range(nb - 1, -1, -1):
+        if not _backward_joint(topo, i, W, SC):
+            return SINGULAR
+        if topo[i, NVI] == 1:
+            _minv_backward_1dof(topo, i, W, F, Minv)
+        else:
+            _minv_backward_ndof(topo, i, W, F, Minv, col)
+        if topo[i, PARENT] >= 0:
+            _add_articulated_to_parent(topo, i, W)
+    # Alg. 1 lines 19-28: contributions of the supports, P_i = S Minv[i, i:] + P_parent. Entries
+    # of row i beyond i's subtree were not touched by the backward pass: they start from zero.
+    for i in range(nb):
+        if topo[i, NVI] == 1 and topo[i, PARENT] >= 0:
+            _minv_forward_1dof(topo, i, W, FP, Minv, nv)
+        else:
+            _minv_forward_ndof(topo, i, W, FP, Minv, nv, col)
+    for r in range(nv):
+        for c in range(r):
+            Minv[r, c] = Minv[c, r]
+    return OK
+
+
+# ----------------------------------------------------------------------------- entry points
+# Thin wrappers over the per-array kernels taking the packed workspace, so that a call from
+# Python passes few arguments (numba's dispatcher costs ~50 ns per array argument).
+
+
+@njit(cache=True, error_model="numpy")
+def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity, W, SC):
+    """Recursive Newton-Euler inverse dynamics in body frames (Featherstone 2008, Table 5.1).
+
+    tau = M(q) a + C(q, v) v + g(q) - sum J^T f_ext, with ``fext`` (nb, 6) body-frame wrenches.
+    For a free-flyer root the first six entries of ``tau`` are the base wrench in the base frame:
+    the extended inverse dynamics of a moving-base robot (seed 003, Table 4). Per-call arguments
+    come first so that the Python side can append the model's constant tuple.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    if not check_vector(v):
+        return BAD_V
+    if not check_vector(a):
+        return BAD_A
+    if use_fext and not check_vector(fext.ravel()):
+        return BAD_FEXT
+    nb = topo.shape[0]
+    Rj = SC[6, 0:3, 0:3]
+    Rl = SC[7, 0:3, 0:3]
+    pvec = SC[5, 5, 0:3]
+    vJ = SC[5, 0]
+    Iv = SC[5, 1]
+    g6 = SC[5, 2]
+    for r in range(3):
+        g6[r] = -gravity[r] if use_gravity else 0.0
+        g6[r + 3] = 0.0
+    for i in range(nb):
+        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
+        pvec[0] = pl0
+        pvec[1] = pl1
+        pvec[2] = pl2
+        X = W[i, 0]
+        motion_transform(Rl, pvec, X)
+        par = topo[i, PARENT]
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        S = Sm[i]
+        vec = W[i, 5]
+        vel = vec[0]
+        acc = vec[1]
+        for r in range(6):
+            s_v = 0.0
+            s_a = 0.0
+            for k in range(nvi):
+                s_v += S[r, k] * v[iv + k]
+                s_a += S[r, k] * a[iv + k]
+            vJ[r] = s_v
+            acc[r] = s_a
+        if par < 0:
+            for r in range(6):
+                vel[r] = vJ[r]
+            # the world "accelerates" upwards: a_0 = -g, so gravity enters through the tree
+            apply_motion_add(X, g6, acc)
+        else:
+            apply_motion(X, W[par, 5, 0], vel)
+            for r in range(6):
+                vel[r] += vJ[r]
+            apply_motion_add(X, W[par, 5, 1], acc)
+            cross_motion_add(vel, vJ, acc)
+        frc = vec[2]
+        mat6_vec(I6[i], acc, frc)
+        mat6_vec(I6[i], vel, Iv)
+        cross_force_add(vel, Iv, frc)
+        if use_fext:
+            for r in range(6):
+                frc[r] -= fext[i, r]
+    for i in range(nb - 1, -1, -1):
+        iv = topo[i, IV]
+        S = Sm[i]
+        frc = W[i, 5, 2]
+        for k in range(topo[i, NVI]):
+            s = 0.0
+            for r in range(6):
+                s += S[r, k] * frc[r]
+            tau[iv + k] = s
+        par = topo[i, PARENT]
+        if par >= 0:
+            apply_force_transpose_add(W[i, 0], frc, W[par, 5, 2])
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
+def point_jacobian(q, body, r, Rf, local, J, topo, tree, Sm, W, SC):
+    """Jacobian (6 x nv, rows [linear; angular]) of the point ``r`` (body frame) of ``body``.
+
+    Velocities in world-aligned axes, or with ``local`` in the axes of the frame whose rotation
+    in the body is ``Rf``. Only the bodies up to ``body`` in depth-first order are posed.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    for a in range(6):
+        for c in range(J.shape[1]):
+            J[a, c] = 0.0
+    if body < 0:
+        return OK
+    world_poses_into(topo, tree, q, body, W, SC)
+    Pb = W[body, 6]
+    P0 = Pb[3, 0] + Pb[0, 0] * r[0] + Pb[0, 1] * r[1] + Pb[0, 2] * r[2]
+    P1 = Pb[3, 1] + Pb[1, 0] * r[0] + Pb[1, 1] * r[1] + Pb[1, 2] * r[2]
+    P2 = Pb[3, 2] + Pb[2, 0] * r[0] + Pb[2, 1] * r[1] + Pb[2, 2] * r[2]
+    j = body
+    while j >= 0:
+        iv = topo[j, IV]
+        Pj = W[j, 6]
+        for k in range(topo[j, NVI]):
+            s0, s1, s2 = Sm[j, 0, k], Sm[j, 1, k], Sm[j, 2, k]
+            w0, w1, w2 = Sm[j, 3, k], Sm[j, 4, k], Sm[j, 5, k]
+            vx = Pj[0, 0] * s0 + Pj[0, 1] * s1 + Pj[0, 2] * s2
+            vy = Pj[1, 0] * s0 + Pj[1, 1] * s1 + Pj[1, 2] * s2
+            vz = Pj[2, 0] * s0 + Pj[2, 1] * s1 + Pj[2, 2] * s2
+            wx = Pj[0, 0] * w0 + Pj[0, 1] * w1 + Pj[0, 2] * w2
+            wy = Pj[1, 0] * w0 + Pj[1, 1] * w1 + Pj[1, 2] * w2
+            wz = Pj[2, 0] * w0 + Pj[2, 1] * w1 + Pj[2, 2] * w2
+            dx = P0 - Pj[3, 0]
+            dy = P1 - Pj[3, 1]
+            dz = P2 - Pj[3, 2]
+            c = iv + k
+            J[0, c] = vx + wy * dz - wz * dy
+            J[1, c] = vy + wz * dx - wx * dz
+            J[2, c] = vz + wx * dy - wy * dx
+            J[3, c] = wx
+            J[4, c] = wy
+            J[5, c] = wz
+        j = topo[j, PARENT]
+    if local:
+        # rotate into the frame's axes: (Rw Rf)^T
+        F = SC[4]
+        for a in range(3):
+            for b in range(3):
+                F[a, b] = Pb[a, 0] * Rf[0, b] + Pb[a, 1] * Rf[1, b] + Pb[a, 2] * Rf[2, b]
+        for c in range(J.shape[1]):
+            for blk in range(0, 6, 3):
+                a0 = J[blk, c]
+                a1 = J[blk + 1, c]
+                a2 = J[blk + 2, c]
+                for k in range(3):
+                    J[blk + k, c] = F[0, k] * a0 + F[1, k] * a1 + F[2, k] * a2
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
+def placement(q, body, r, Rf, T, topo, tree, W, SC):
+    """4x4 homogeneous world placement of the frame (body, r, Rf) into T (m)."""
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    for a in range(4):
+        for b in range(4):
+            T[a, b] = 0.0
+    T[3, 3] = 1.0
+    if body < 0:
+        for a in range(3):
+            for b in range(3):
+                T[a, b] = Rf[a, b]
+            T[a, 3] = r[a]
+        return OK
+    world_poses_into(topo, tree, q, body, W, SC)
+    P = W[body, 6]
+    for a in range(3):
+        for b in range(3):
+            T[a, b] = P[a, 0] * Rf[0, b] + P[a, 1] * Rf[1, b] + P[a, 2] * Rf[2, b]
+        T[a, 3] = P[3, a] + P[a, 0] * r[0] + P[a, 1] * r[1] + P[a, 2] * r[2]
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
+def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, W, SC, out):
+    """J̇v of a point; see :func:`kinematics.point_bias`."""
+    return _point_bias(
+        topo,
+        tree,
+        Sm,
+        q,
+        v,
+        body,
+        r,
+        Rf,
+        local,
+        W[:, 0],
+        W[:, 6, 0:3, 0:3],
+        W[:, 6, 3, 0:3],
+        SC[6:8, 0:3, 0:3],
+        W[:, 5, 0],
+        W[:, 5, 1],
+        SC[5, 0],
+        out,
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def points_kinematics(topo, tree, Sm, q, v, bodies, rs, W, SC, J6, positions, J_lin, bias_lin):
+    """Batched contact-point kinematics; see :func:`kinematics.points_kinematics`."""
+    return _points_kinematics(
+        topo,
+        tree,
+        Sm,
+        q,
+        v,
+        bodies,
+        rs,
+        W[:, 0],
+        W[:, 6, 0:3, 0:3],
+        W[:, 6, 3, 0:3],
+        SC[6:8, 0:3, 0:3],
+        W[:, 5, 0],
+        W[:, 5, 1],
+        SC[5, 0],
+        SC[5, 3, 0:3],
+        J6,
+        positions,
+        J_lin,
+        bias_lin,
+    )
