@@ -1,0 +1,594 @@
+"""``lcp_coulomb``: inverse dynamics with Coulomb friction as an LCP (seed 004, Sec. 5).
+
+Model (eqs. (54)-(58)) with a k-edge friction pyramid (Sec. 5.1; edges from
+:meth:`ContactProblem.pyramid`, k = 4 gives ``F = [S; T; -S; -T]`` up to row order)::
+
+    0 <= c_N  _|_  N v+ + phi/dt >= 0                   (54)
+    0 <= beta _|_  F v+ + E lambda >= 0                  (55)
+    0 <= lambda _|_ mu c_N - E^T beta >= 0               (56)
+    P v+ = qdot_des                                      (57)
+    v+ = v + M^-1 (dt (B tau - h) + N^T c_N + F^T beta)  (58)
+
+The MLCP (59) is reduced to the LCP (64) by eliminating ``(v+, tau)`` through the matrix ``X`` of
+eq. (63). Without ever forming ``M`` (only the analytical ``M^-1`` of the problem is used):
+with ``G = P M^-1 P^T`` (actuated block of M^-1, positive definite, Cholesky-factored),
+
+    tau(c) = tau0 - G^-1 P M^-1 R c / dt,   tau0 = G^-1 (qdot_des - P f*) / dt      (cf. eq. 90)
+    v+(c)  = v0 + K R c,   v0 = f* + M^-1 P^T G^-1 (qdot_des - P f*)
+    K = M^-1 - M^-1 P^T G^-1 P M^-1      (nonzero only on the free block: K_ff = (M_ff)^-1)
+
+with ``f* = v - dt M^-1 h`` and ``R = [N^T F^T]``. Hence the LCP blocks of (64) are
+``[N; F] K [N; F]^T = J_f K_ff J_f^T`` (``J_f``: free-dof columns of the rows of N and F) and
+``q = [N v0 + phi/dt; F v0; 0]``; the LCP variables are ``z = [c_N; beta; lambda]`` (per contact
+1 + k + 1 of them, eq. (64)); the signs of the coupling blocks follow Anitescu & Potra (1997)::
+
+    Q = [[N K N^T, N K F^T, 0  ],
+         [F K N^T, F K F^T, E  ],
+         [mu,      -E^T,    0  ]]
+
+solved with Lemke's algorithm (:mod:`.lemke`; copositive LCP, Sec. 5.2.1) with lexicographic
+anti-cycling, a pivot limit, warm start from the previous tick's basis (matched by contact
+identity) and the Tikhonov regularization fallback. ``tau`` and ``v+`` are then recovered in
+closed form from eq. (37)/(90), so eq. (37) and the inverse-dynamics constraint (38) hold to
+rounding error whatever the contact impulses are.
+
+Alg. 3 (MINDIFF) is available as ``mindiff=True`` for small contact counts (see
+:func:`solve_lcp_coulomb`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .dispatch import fallback_result
+from .lemke import PIVOT_LIMIT, STATUS_NAMES, lcp_residual, solve_lcp
+from .problem import ContactProblem, ContactResult, MethodState, SolverStats
+
+__all__ = [
+    "ReducedDynamics",
+    "build_coulomb_lcp",
+    "solve_lcp_coulomb",
+    "pyramid_to_local",
+    "warmup",
+]
+
+
+# --------------------------------------------------------------------------- numba kernels
+@njit(cache=True)
+def _cholesky(A: np.ndarray, L: np.ndarray) -> bool:
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(n):
+            L[i, j] = 0.0
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    return True
+
+
+@njit(cache=True)
+def _chol_solve_inplace(L: np.ndarray, b: np.ndarray) -> None:
+    n = L.shape[0]
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * b[k]
+        b[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _reduce_kernel(
+    Minv: np.ndarray,
+    h: np.ndarray,
+    v: np.ndarray,
+    act: np.ndarray,
+    fr: np.ndarray,
+    qdd: np.ndarray,
+    dt: float,
+    J: np.ndarray,
+):
+    """Eliminate (v+, tau) (eqs. 63, 85-94). J: (m, nv) rows of the contact variables.
+
+    Returns (ok, L_G, tau0, fstar, v0, Kff, Jf, H, Jv0, uf_term) with
+    H = J_f K_ff J_f^T, Jv0 = J v0 and uf_term = J_f (f*_f - M^-1_fa G^-1 f*_a) (the linear
+    term of the Stage I objective, see qp.py).
+    """
+    nv = v.shape[0]
+    nu = act.shape[0]
+    nf = fr.shape[0]
+    m = J.shape[0]
+    fstar = np.empty(nv)
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += Minv[i, j] * h[j]
+        fstar[i] = v[i] - dt * s
+    G = np.empty((nu, nu))
+    for i in range(nu):
+        for j in range(nu):
+            G[i, j] = Minv[act[i], act[j]]
+    L = np.empty((nu, nu))
+    ok = _cholesky(G, L)
+    tau0 = np.zeros(nu)
+    v0 = fstar.copy()
+    Kff = np.empty((nf, nf))
+    Jf = np.empty((m, nf))
+    H = np.zeros((m, m))
+    Jv0 = np.zeros(m)
+    uf = np.zeros(m)
+    if not ok:
+        return False, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf
+    # tau0 = G^-1 (qdot_des - f*_a) / dt ; qdot_des = v_a + dt qdd
+    for i in range(nu):
+        tau0[i] = v[act[i]] + dt * qdd[i] - fstar[act[i]]
+    _chol_solve_inplace(L, tau0)
+    y = tau0.copy()  # G^-1 (qdot_des - f*_a)
+    for i in range(nu):
+        tau0[i] /= dt
+    for i in range(nv):
+        s = 0.0
+        for j in range(nu):
+            s += Minv[i, act[j]] * y[j]
+        v0[i] = fstar[i] + s
+    # Kff = Minv_ff - Minv_fa G^-1 Minv_af ; ga = G^-1 f*_a for uf
+    col = np.empty(nu)
+    for c in range(nf):
+        for i in range(nu):
+            col[i] = Minv[act[i], fr[c]]
+        _chol_solve_inplace(L, col)
+        for r in range(nf):
+            s = 0.0
+            for i in range(nu):
+                s += Minv[fr[r], act[i]] * col[i]
+            Kff[r, c] = Minv[fr[r], fr[c]] - s
+    for r in range(nf):
+        for c in range(r):
+            a = 0.5 * (Kff[r, c] + Kff[c, r])
+            Kff[r, c] = a
+            Kff[c, r] = a
+    ga = np.empty(nu)
+    for i in range(nu):
+        ga[i] = fstar[act[i]]
+    _chol_solve_inplace(L, ga)
+    ufree = np.empty(nf)
+    for r in range(nf):
+        s = 0.0
+        for i in range(nu):
+            s += Minv[fr[r], act[i]] * ga[i]
+        ufree[r] = fstar[fr[r]] - s
+    for i in range(m):
+        for c in range(nf):
+            Jf[i, c] = J[i, fr[c]]
+    JK = np.zeros((m, nf))
+    for i in range(m):
+        for c in range(nf):
+            s = 0.0
+            for r in range(nf):
+                s += Jf[i, r] * Kff[r, c]
+            JK[i, c] = s
+    for i in range(m):
+        for j in range(i, m):
+            s = 0.0
+            for c in range(nf):
+                s += JK[i, c] * Jf[j, c]
+            H[i, j] = s
+            H[j, i] = s
+    for i in range(m):
+        s = 0.0
+        for j in range(nv):
+            s += J[i, j] * v0[j]
+        Jv0[i] = s
+        s = 0.0
+        for c in range(nf):
+            s += Jf[i, c] * ufree[c]
+        uf[i] = s
+    return True, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf
+
+
+@njit(cache=True)
+def _recover_kernel(
+    Minv: np.ndarray,
+    act: np.ndarray,
+    L: np.ndarray,
+    tau0: np.ndarray,
+    fstar: np.ndarray,
+    dt: float,
+    J: np.ndarray,
+    c: np.ndarray,
+):
+    """tau (eq. 90) and v+ (eq. 37) for contact impulses c (rows of J). Returns (tau, v+, gen)."""
+    nv = fstar.shape[0]
+    nu = act.shape[0]
+    m = J.shape[0]
+    gen = np.zeros(nv)  # R c = J^T c  (generalized contact impulse)
+    for i in range(m):
+        ci = c[i]
+        if ci != 0.0:
+            for j in range(nv):
+                gen[j] += J[i, j] * ci
+    mg = np.empty(nv)
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += Minv[i, j] * gen[j]
+        mg[i] = s
+    tau = np.empty(nu)
+    y = np.empty(nu)
+    for i in range(nu):
+        y[i] = mg[act[i]]
+    _chol_solve_inplace(L, y)
+    for i in range(nu):
+        tau[i] = tau0[i] - y[i] / dt
+    vn = np.empty(nv)
+    for i in range(nv):
+        s = 0.0
+        for j in range(nu):
+            s += Minv[i, act[j]] * tau[j]
+        vn[i] = fstar[i] + dt * s + mg[i]
+    return tau, vn, gen
+
+
+# --------------------------------------------------------------------------- Python helpers
+@dataclass
+class ReducedDynamics:
+    """(v+, tau) eliminated from eq. (37)/(38) for the contact variable rows ``J`` (m x nv).
+
+    Attributes (units: impulses N s, velocities m/s or rad/s):
+        J: (m, nv) generalized wrench rows of the contact variables (e.g. [N; F]).
+        L: Cholesky factor of G = P M^-1 P^T. tau0: (nu,) contact-free torques [N m].
+        fstar: (nv,) v - dt M^-1 h. v0: (nv,) v+ without contact impulses (P v0 = qdot_des).
+        Kff: (nf, nf) = (M_ff)^-1, the Schur complement of G in M^-1.
+        Jf: (m, nf) free-dof columns of J. H: (m, m) = J_f K_ff J_f^T (= Z^T A Z of eq. 97).
+        Jv0: (m,) J v0 (contact velocities without contact impulses).
+        uf: (m,) linear term of the Stage I objective (eq. 98) [m/s].
+    """
+
+    problem: ContactProblem
+    J: np.ndarray
+    L: np.ndarray
+    tau0: np.ndarray
+    fstar: np.ndarray
+    v0: np.ndarray
+    Kff: np.ndarray
+    Jf: np.ndarray
+    H: np.ndarray
+    Jv0: np.ndarray
+    uf: np.ndarray
+
+    @classmethod
+    def build(cls, problem: ContactProblem, J: np.ndarray) -> ReducedDynamics:
+        """Raises numpy.linalg.LinAlgError if P M^-1 P^T is not positive definite."""
+        J = np.ascontiguousarray(J, dtype=np.float64)
+        ok, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf = _reduce_kernel(
+            problem.Minv,
+            problem.h,
+            problem.v,
+            problem.actuated,
+            problem.free,
+            problem.qdd_des,
+            float(problem.dt),
+            J,
+        )
+        if not ok:
+            raise np.linalg.LinAlgError(
+                "ContactProblem.Minv: actuated block P M^-1 P^T is not positive definite"
+            )
+        return cls(problem, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf)
+
+    def recover(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(tau [N m], v+ [m/s], generalized impulse J^T c [N s]) for impulses ``c`` (m,)."""
+        p = self.problem
+        return _recover_kernel(
+            p.Minv,
+            p.actuated,
+            self.L,
+            self.tau0,
+            self.fstar,
+            float(p.dt),
+            self.J,
+            np.ascontiguousarray(c, dtype=np.float64),
+        )
+
+
+def pyramid_to_local(cN: np.ndarray, beta: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """(nc, 3) impulses (c_N, c_S, c_T) from normal impulses and (nc, k) pyramid edge impulses."""
+    out = np.empty((cN.shape[0], 3))
+    out[:, 0] = cN
+    out[:, 1] = beta @ D[:, 0]
+    out[:, 2] = beta @ D[:, 1]
+    return out
+
+
+def build_coulomb_lcp(
+    problem: ContactProblem, k: int | None = None
+) -> tuple[np.ndarray, np.ndarray, ReducedDynamics, np.ndarray]:
+    """Assemble the LCP (64) for ``problem`` with a k-edge pyramid.
+
+    Returns:
+        (Q, q, reduced, D): LCP matrix ((k+2) nc square), vector, the :class:`ReducedDynamics`
+        for the rows ``J = [N; F]`` and the (k, 2) edge directions of the pyramid.
+        Variable order: ``[c_N (nc), beta (nc*k, contact-major), lambda (nc)]``.
+    """
+    nc = problem.nc
+    F, D = problem.pyramid(k)
+    kk = D.shape[0]
+    J = np.vstack([problem.N, F])
+    red = ReducedDynamics.build(problem, J)
+    m = nc * (1 + kk)
+    n = m + nc
+    Q = np.zeros((n, n))
+    Q[:m, :m] = red.H
+    for i in range(nc):
+        e0 = nc + i * kk
+        Q[e0 : e0 + kk, m + i] = 1.0  # E (55)
+        Q[m + i, i] = problem.mu[i]  # mu (56)
+        Q[m + i, e0 : e0 + kk] = -1.0  # -E^T (56)
+    q = np.zeros(n)
+    q[:m] = red.Jv0
+    q[:nc] += problem.phi / problem.dt
+    return Q, q, red, D
+
+
+def _warm_mask(mstate: MethodState, ids: tuple, kk: int) -> np.ndarray | None:
+    prev = mstate.data.get("lcp_coulomb_basic")
+    if not prev or mstate.data.get("lcp_coulomb_k") != kk:
+        return None
+    nc = len(ids)
+    m = nc * (1 + kk)
+    mask = np.zeros(m + nc, dtype=bool)
+    any_known = False
+    for i, cid in enumerate(ids):
+        b = prev.get(cid)
+        if b is None:
+            continue
+        any_known = True
+        mask[i] = b[0]
+        mask[nc + i * kk : nc + (i + 1) * kk] = b[1 : 1 + kk]
+        mask[m + i] = b[1 + kk]
+    return mask if any_known and mask.any() else None
+
+
+def _store_basic(mstate: MethodState, ids: tuple, kk: int, basic: np.ndarray) -> None:
+    nc = len(ids)
+    m = nc * (1 + kk)
+    mstate.data["lcp_coulomb_k"] = kk
+    mstate.data["lcp_coulomb_basic"] = {
+        cid: np.concatenate([[basic[i]], basic[nc + i * kk : nc + (i + 1) * kk], [basic[m + i]]])
+        for i, cid in enumerate(ids)
+    }
+
+
+def _full_residuals(
+    problem: ContactProblem, red: ReducedDynamics, z: np.ndarray, kk: int, v_next: np.ndarray
+) -> dict[str, float]:
+    """Independent checks of (54)-(56) at the returned (z, v+) (impulse / velocity units)."""
+    nc = problem.nc
+    m = nc * (1 + kk)
+    cN, beta, lam = z[:nc], z[nc:m].reshape(nc, kk), z[m:]
+    F, _ = problem.pyramid(kk)
+    wN = problem.N @ v_next + problem.phi / problem.dt
+    wF = (F @ v_next).reshape(nc, kk) + lam[:, None]
+    wl = problem.mu * cN - beta.sum(axis=1)
+    comp = max(
+        float(np.max(np.minimum(np.abs(cN), np.abs(wN)))),
+        float(np.max(np.minimum(np.abs(beta), np.abs(wF)))),
+        float(np.max(np.minimum(np.abs(lam), np.abs(wl)))),
+    )
+    neg = max(float(np.max(-z)), float(np.max(-wN)), float(np.max(-wF)), float(np.max(-wl)), 0.0)
+    return {"complementarity": comp, "negativity": neg}
+
+
+def _mindiff(
+    problem: ContactProblem,
+    Q: np.ndarray,
+    q: np.ndarray,
+    red: ReducedDynamics,
+    kk: int,
+    x0: np.ndarray,
+    tol: float,
+    max_pivots: int | None,
+) -> tuple[np.ndarray | None, int, int]:
+    """Alg. 3 (MINDIFF), enumerated per contact.
+
+    Every subset of contacts (the recursion of Alg. 3 puts each contact's variables either in
+    the non-basic (force-carrying) set or forces them to zero) defines a sub-LCP (Alg. 3, line 8)
+    that is solved with Lemke; a sub-solution is kept only if it also solves the full LCP (64)
+    (excluded contacts: ``N v+ + phi/dt >= 0``, with ``lambda_i = max(0, -min F_i v+)``).
+    Among all such solutions the one with torques closest (Euclidean) to ``x0`` (the previous
+    tick's torques) is returned. Cost: 2^nc Lemke solves.
+
+    Returns (z or None, number of valid solutions, total pivots).
+    """
+    nc = problem.nc
+    m = nc * (1 + kk)
+    best, best_err, nvalid, pivots = None, np.inf, 0, 0
+    scale = max(1.0, float(np.max(np.abs(q))))
+    for r in range(nc + 1):
+        for sub in itertools.combinations(range(nc), r):
+            idx = []
+            for i in sub:
+                idx.append(i)
+                idx.extend(range(nc + i * kk, nc + (i + 1) * kk))
+                idx.append(m + i)
+            z = np.zeros(Q.shape[0])
+            if idx:
+                ia = np.asarray(idx)
+                sol = solve_lcp(
+                    Q[np.ix_(ia, ia)], q[ia], max_pivots=max_pivots, tol=tol, regularize=False
+                )
+                pivots += sol.pivots
+                if not sol.ok:
+                    continue
+                z[ia] = sol.z
+            # complete lambda of the excluded contacts and check the full LCP
+            w = Q @ z + q
+            for i in range(nc):
+                if i in sub:
+                    continue
+                wf = w[nc + i * kk : nc + (i + 1) * kk]
+                z[m + i] = max(0.0, -float(np.min(wf)))
+            if lcp_residual(Q, q, z) > tol * scale:
+                continue
+            nvalid += 1
+            tau, _, _ = red.recover(z[:m])
+            err = float(np.linalg.norm(tau - x0))
+            if err < best_err:
+                best, best_err = z, err
+    return best, nvalid, pivots
+
+
+def solve_lcp_coulomb(
+    problem: ContactProblem,
+    mstate: MethodState,
+    *,
+    friction_edges: int | None = None,
+    warm_start: bool = True,
+    max_pivots: int | None = None,
+    tol: float = 1e-9,
+    regularize: bool = True,
+    mindiff: bool = False,
+    max_mindiff_contacts: int = 6,
+    mindiff_overflow: str = "lemke",
+    **_unused: Any,
+) -> ContactResult:
+    """Contact-aware inverse dynamics with Coulomb friction, LCP (64) by Lemke (Sec. 5).
+
+    Args:
+        problem: validated problem with ``nc >= 1``.
+        mstate: warm-start memory (previous Lemke basis per contact identity, previous torques).
+        friction_edges: pyramid edges k (even >= 4); default ``problem.friction_edges``.
+        warm_start: start Lemke from the previous tick's basis (contacts matched by identity;
+            unmatched contacts start with ``w`` basic). Sec. 5.3 warns that this often needs
+            *more* pivots than a cold start; ``stats.iterations`` reports the pivots.
+        max_pivots: Lemke pivot limit per attempt (default 50 * LCP size + 10).
+        tol: LCP acceptance tolerance relative to ``max |q|``.
+        regularize: Tikhonov fallback ``Q + eps I`` (flag ``regularized``).
+        mindiff: use Alg. 3 (MINDIFF): all contact subsets are enumerated (2^nc Lemke solves)
+            and the LCP solution whose torques are closest to the previous tick's torques is
+            returned (smallest torques on a cold start).
+        max_mindiff_contacts: MINDIFF is only run for ``nc <=`` this bound.
+        mindiff_overflow: beyond the bound: ``"lemke"`` (default) solve with plain Lemke and
+            record ``stats.info["mindiff"] = "skipped"``, or ``"error"`` -> ValueError.
+
+    Returns:
+        ContactResult; ``stats.iterations`` = Lemke pivots, ``stats.residual`` = LCP violation
+        ``max(-z, -w, min(|z|, |w|))`` [N s or m/s], ``stats.info`` holds ``lcp_status``,
+        ``regularization``, ``complementarity``, ``negativity`` and (MINDIFF) ``mindiff_solutions``.
+
+    Fallback: if Lemke fails even with regularization (ray termination / pivot limit), the
+    documented :func:`~wbc_dynamics.contact.dispatch.fallback_result` is returned (previous
+    torques or contact-free inverse dynamics, zero contact forces) flagged ``fallback`` (and
+    ``iteration_limit`` for the pivot limit).
+    """
+    kk = int(problem.friction_edges if friction_edges is None else friction_edges)
+    if kk < 4 or kk % 2:
+        raise ValueError(f"lcp_coulomb: friction_edges must be even and >= 4, got {kk}")
+    if mindiff_overflow not in ("lemke", "error"):
+        raise ValueError("lcp_coulomb: mindiff_overflow must be 'lemke' or 'error'")
+    nc = problem.nc
+    ids = tuple(problem.contact_ids)
+    Q, q, red, D = build_coulomb_lcp(problem, kk)
+    m = nc * (1 + kk)
+    stats = SolverStats(method="lcp_coulomb")
+    info: dict[str, Any] = {"friction_edges": kk, "lcp_size": int(Q.shape[0])}
+    z = None
+    use_mindiff = mindiff
+    if mindiff and nc > max_mindiff_contacts:
+        if mindiff_overflow == "error":
+            raise ValueError(
+                f"lcp_coulomb: MINDIFF is limited to max_mindiff_contacts="
+                f"{max_mindiff_contacts} contacts, got nc={nc}"
+            )
+        info["mindiff"] = "skipped"
+        use_mindiff = False
+    sol = None
+    if use_mindiff:
+        prev_tau = mstate.data.get("tau")
+        x0 = (
+            prev_tau
+            if (prev_tau is not None and prev_tau.shape == (problem.nu,))
+            else np.zeros(problem.nu)
+        )
+        stats.warm_start_used = prev_tau is not None
+        z, nvalid, piv = _mindiff(problem, Q, q, red, kk, x0, tol, max_pivots)
+        info["mindiff"] = "used"
+        info["mindiff_solutions"] = nvalid
+        stats.iterations = piv
+    if z is None:
+        warm = _warm_mask(mstate, ids, kk) if warm_start else None
+        sol = solve_lcp(
+            Q, q, warm_basic=warm, max_pivots=max_pivots, tol=tol, regularize=regularize
+        )
+        stats.iterations += sol.pivots
+        stats.warm_start_used = sol.warm_used
+        info["lcp_status"] = STATUS_NAMES[sol.status]
+        info["regularization"] = sol.regularization
+        if warm is not None and sol.warm_rejected:
+            stats.add_flag("warm_start_rejected")
+        if sol.regularization > 0.0:
+            stats.add_flag("regularized")
+        if not sol.ok:
+            res = fallback_result(
+                problem, "lcp_coulomb", mstate.data.get("tau"), f"Lemke: {STATUS_NAMES[sol.status]}"
+            )
+            if sol.status == PIVOT_LIMIT:
+                res.stats.add_flag("iteration_limit")
+            res.stats.iterations = stats.iterations
+            res.stats.info.update(info)
+            return res
+        z = sol.z
+    tau, v_next, _ = red.recover(z[:m])
+    imp = pyramid_to_local(z[:nc], z[nc:m].reshape(nc, kk), D)
+    stats.residual = lcp_residual(Q, q, z)
+    info.update(_full_residuals(problem, red, z, kk, v_next))
+    stats.info = info
+    if sol is not None:
+        _store_basic(mstate, ids, kk, sol.basic)
+    else:
+        _store_basic(mstate, ids, kk, z > 0.0)
+    mstate.contact_ids = ids
+    mstate.impulses = imp
+    mstate.active_ids = tuple(cid for i, cid in enumerate(ids) if z[i] > 0.0)
+    return ContactResult.from_impulses(problem, tau, imp, v_next, stats)
+
+
+def warmup() -> None:
+    """Compile the kernels of this module (and Lemke) on a tiny problem."""
+    from .lemke import warmup as lemke_warmup
+
+    lemke_warmup()
+    p = ContactProblem(
+        dt=1e-3,
+        Minv=np.eye(2),
+        h=np.array([0.0, 9.81]),
+        v=np.zeros(2),
+        actuated=np.array([0]),
+        free=np.array([1]),
+        qdd_des=np.zeros(1),
+        N=np.array([[0.0, 1.0]]),
+        S=np.array([[1.0, 0.0]]),
+        T=np.array([[0.0, 0.0]]),
+        phi=np.zeros(1),
+        mu=np.array([0.5]),
+    ).validate()
+    solve_lcp_coulomb(p, MethodState())

@@ -1,0 +1,663 @@
+"""``qp_coulomb`` and ``qp_noslip``: convex two-stage inverse dynamics (seed 004, Sec. 6).
+
+Stage I (eqs. (69)-(74)): maximal kinetic-energy dissipation without normal complementarity::
+
+    min 1/2 v+^T M v+   s.t.  N v+ >= -phi/dt (70),  c_N >= 0, beta >= 0 (71),
+                              mu_i c_Ni >= 1^T beta_i (72),  v+ from eq. (37) (73),
+                              P v+ = qdot_des (74)
+
+solved in the *reduced form* of Secs. 6.2.1-6.2.2: the equality constraints (73)-(74) are removed
+by substitution (``tau`` and the actuated part of ``v+`` eliminated, eqs. (88)-(94)), leaving a QP
+in the contact impulses only. With the notation of :mod:`.lcp_coulomb`
+(``J`` = rows of the contact variables, ``K_ff = (M_ff)^-1`` computed from ``M^-1`` only,
+``v+_f = v0_f + K_ff J_f^T c``) the objective (97)-(98) is::
+
+    1/2 c^T (Z^T A Z) c + c^T (Z^T A p + Z^T B v+_q),   Z^T A Z = J_f K_ff J_f^T,
+    Z^T A p + Z^T B v+_q = J_f (f*_f - M^-1_fa G^-1 f*_a)
+
+(``A = M_ff`` and ``B = M_fa`` of eq. (83) are never formed: ``A^-1 = K_ff`` and
+``A^-1 B = -M^-1_fa G^-1`` follow from block inversion of ``M^-1``). Constraint (99) is
+``J_N v0 + H_N c >= -phi/dt``. Torques follow from eq. (90) and ``v+`` from eq. (37).
+
+Stage II (eqs. (102)-(112)): among all Stage I optima, the minimum-norm torques. The Stage I
+objective depends on ``c`` only through ``Z c`` (``A`` is positive definite), so the optimal set is
+``{z0 + W w feasible}`` with ``W`` an orthonormal basis of ``ker(Z^T A Z) = ker(J_f^T)``
+(computed by an SVD of ``J_f``); on it ``Z W = 0``, so ``v+`` and constraints (108)-(109) are
+unchanged (the paper's remark after eq. (111)) and ``tau(z0 + W w) = tau(z0) - J_a^T W w``
+(eq. (105) simplified with ``J_f^T W = 0``). Stage II is therefore the QP (107), (110), (111)::
+
+    min_w 1/2 |tau(z0) - J_a^T W w|^2 + delta/2 |w|^2
+    s.t.  z0 + W w >= 0 (bounded variables),   mu_i (z0 + W w)_Ni >= 1^T (z0 + W w)_Fi
+
+``delta`` (option ``stage2_reg``, default 1e-9 relative to the largest diagonal entry) only makes
+the *impulses* unique (minimum distance to the Stage I impulses); the torques of the Stage II
+optimum are unique anyway (minimum-norm point of a convex set).
+
+Both QPs are solved with OSQP in *force* units (``c = dt f``), warm-started from the previous
+tick: the OSQP solver objects are kept in the method state and their matrices updated in place
+(``update(Px=..., Ax=...)``) while the contact set (identities, order, k) is unchanged; when it
+changes, the solver is set up again and warm-started with the previous primal/dual solution
+mapped by contact identity. After each solve the impulses are projected onto the bounds and the
+pyramid (clip / scale, at most the solver tolerance), and ``tau``, ``v+`` are recomputed from the
+projected impulses, so eq. (37) and (38) hold to rounding error.
+
+``qp_noslip`` is the same with unbounded friction: variables ``[c_N >= 0, c_S, c_T]`` (free), no
+pyramid rows (the no-slip variant of the convex model, cf. Sec. 2.3.4 and ID(t_i)_QP,inf of
+Sec. 8).
+
+Statistics: ``iterations`` = OSQP iterations of Stage I + Stage II; ``residual`` = max violation
+of (70)-(72) at the returned impulses [m/s or N s]; ``info``: ``stage1_status``,
+``stage2_status``, ``nullity`` (dim W), ``setup`` (True if an OSQP setup happened),
+``noninterpenetration``, ``stage1_objective``.
+
+Fallback: OSQP failure in Stage I (infeasible, non-convex, or no finite iterate) returns
+:func:`~wbc_dynamics.contact.dispatch.fallback_result` flagged ``fallback`` (``infeasible`` if OSQP
+reported infeasibility, ``iteration_limit`` if it ran out of iterations without a usable iterate).
+An iteration limit with a finite iterate is accepted (projected) and flagged ``iteration_limit``.
+A Stage II failure keeps the Stage I solution (flag ``iteration_limit`` or ``fallback`` in
+``info["stage2_status"]``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import osqp
+import scipy.sparse as sp
+from numba import njit
+
+from .dispatch import fallback_result
+from .lcp_coulomb import ReducedDynamics, pyramid_to_local
+from .problem import ContactProblem, ContactResult, MethodState, SolverStats
+
+__all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "warmup"]
+
+_INF = np.inf
+_OSQP_INF = 1e30
+# OSQP status values (osqp >= 1.0)
+_SOLVED, _SOLVED_INACCURATE, _MAX_ITER = 1, 2, -2
+_PRIMAL_INF, _PRIMAL_INF_INACC = -3, 3
+
+
+@dataclass
+class QPLayout:
+    """Variable/constraint layout of one contact set.
+
+    Variables (force units [N]): coulomb: ``[f_N (nc), beta (nc*k contact-major)]``;
+    noslip: ``[f_N (nc), f_S (nc), f_T (nc)]``. ``bounded``: indices of variables >= 0.
+    ``fric``: (nc, m) friction rows ``mu_i f_Ni - sum beta_i`` (coulomb only, else (0, m)).
+    """
+
+    coulomb: bool
+    nc: int
+    k: int
+    m: int
+    bounded: np.ndarray
+    fric: np.ndarray
+
+    @classmethod
+    def make(cls, problem: ContactProblem, coulomb: bool, k: int) -> QPLayout:
+        nc = problem.nc
+        if coulomb:
+            m = nc * (1 + k)
+            bounded = np.arange(m)
+            fric = np.zeros((nc, m))
+            for i in range(nc):
+                fric[i, i] = problem.mu[i]
+                fric[i, nc + i * k : nc + (i + 1) * k] = -1.0
+        else:
+            m = 3 * nc
+            bounded = np.arange(nc)
+            fric = np.zeros((0, m))
+        return cls(coulomb, nc, k, m, bounded, fric)
+
+    def constraint_block(self) -> np.ndarray:
+        """C with ``C f >= 0``: identity rows of the bounded variables, then friction rows."""
+        Cb = np.zeros((self.bounded.shape[0], self.m))
+        Cb[np.arange(self.bounded.shape[0]), self.bounded] = 1.0
+        return np.vstack([Cb, self.fric])
+
+    def project(self, f: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        """Clip bounded variables to >= 0 and scale pyramid edges into mu f_N (coulomb)."""
+        f = f.copy()
+        f[self.bounded] = np.maximum(f[self.bounded], 0.0)
+        if self.coulomb:
+            nc, k = self.nc, self.k
+            beta = f[nc:].reshape(nc, k)
+            s = beta.sum(axis=1)
+            lim = mu * f[:nc]
+            over = s > lim
+            if np.any(over):
+                scale = np.where(over, lim / np.where(s > 0, s, 1.0), 1.0)
+                beta *= scale[:, None]
+                f[nc:] = beta.ravel()
+        return f
+
+    def to_local(self, f: np.ndarray, D: np.ndarray | None) -> np.ndarray:
+        """(nc, 3) (n, s, t) components of the variables ``f``."""
+        nc = self.nc
+        if self.coulomb:
+            return pyramid_to_local(f[:nc], f[nc:].reshape(nc, self.k), D)
+        return np.column_stack([f[:nc], f[nc : 2 * nc], f[2 * nc :]])
+
+    def rows_of_contact(self, i: int) -> np.ndarray:
+        nc = self.nc
+        if self.coulomb:
+            return np.concatenate([[i], nc + i * self.k + np.arange(self.k)])
+        return np.array([i, nc + i, 2 * nc + i])
+
+
+# --------------------------------------------------------------------------- OSQP wrapper
+def _dense_upper_pattern(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """CSC pattern of a full upper triangle: (indptr, indices, rows, cols)."""
+    cols = np.concatenate([np.full(j + 1, j) for j in range(n)]) if n else np.zeros(0, int)
+    rows = np.concatenate([np.arange(j + 1) for j in range(n)]) if n else np.zeros(0, int)
+    indptr = np.concatenate([[0], np.cumsum(np.arange(1, n + 1))]).astype(np.int64)
+    return indptr, rows.astype(np.int64), rows, cols
+
+
+def _pattern_from_mask(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSC pattern (indptr, rows, cols) of the True entries of ``mask`` (column-major)."""
+    cols, rows = np.nonzero(mask.T)
+    indptr = np.zeros(mask.shape[1] + 1, dtype=np.int64)
+    np.add.at(indptr, cols + 1, 1)
+    indptr = np.cumsum(indptr)
+    return indptr, rows.astype(np.int64), cols.astype(np.int64)
+
+
+class _QPSolver:
+    """An OSQP solver with a fixed sparsity pattern (dense blocks stored with explicit zeros).
+
+    Updates go straight to the compiled OSQP object (``update_data_mat`` / ``update_data_vec``)
+    so the matrices are changed in place (numeric refactorization only, no new setup).
+    """
+
+    def __init__(self, Pd: np.ndarray, qv: np.ndarray, Ad: np.ndarray, Amask: np.ndarray,
+                 lo: np.ndarray, up: np.ndarray, settings: dict[str, Any]) -> None:
+        n = Pd.shape[0]
+        self.n, self.ncon = n, Ad.shape[0]
+        p_ptr, p_idx, self.p_rows, self.p_cols = _dense_upper_pattern(n)
+        a_ptr, self.a_rows, self.a_cols = _pattern_from_mask(Amask)
+        P = sp.csc_matrix((Pd[self.p_rows, self.p_cols], p_idx, p_ptr), shape=(n, n))
+        A = sp.csc_matrix((Ad[self.a_rows, self.a_cols], self.a_rows, a_ptr),
+                          shape=(self.ncon, n))
+        self.solver = osqp.OSQP()
+        self.solver.setup(P, qv, A, lo, up, **settings)
+        self._s = self.solver._solver     # compiled solver object (in-place updates)
+
+    def gather_p(self, Pd: np.ndarray) -> np.ndarray:
+        return Pd[self.p_rows, self.p_cols]
+
+    def gather_a(self, Ad: np.ndarray) -> np.ndarray:
+        return Ad[self.a_rows, self.a_cols]
+
+    def update(self, Px: np.ndarray, qv: np.ndarray, Ax: np.ndarray, lo: np.ndarray) -> None:
+        """New values on the same pattern (upper bounds stay +inf)."""
+        self._s.update_data_vec(q=qv, l=np.maximum(lo, -_OSQP_INF), u=None)
+        self._s.update_data_mat(P_x=Px, P_i=None, A_x=Ax, A_i=None)
+
+    def warm_start(self, x: np.ndarray) -> None:
+        self._s.warm_start(np.ascontiguousarray(x, dtype=np.float64), None)
+
+    def solve(self) -> tuple[int, int, np.ndarray | None]:
+        """(status_val, iterations, x or None if not finite)."""
+        self._s.solve()
+        inf = self._s.info
+        x = np.array(self._s.solution.x, dtype=np.float64)
+        if x.shape[0] != self.n or not np.all(np.isfinite(x)):
+            x = None
+        return int(inf.status_val), int(inf.iter), x
+
+
+def _settings(eps: float, max_iter: int, warm: bool, polish: bool) -> dict[str, Any]:
+    return dict(
+        verbose=False,
+        eps_abs=eps,
+        eps_rel=eps,
+        max_iter=max_iter,
+        polishing=polish,
+        polish_refine_iter=5,
+        warm_starting=warm,
+        adaptive_rho=True,
+        eps_prim_inf=1e-9,
+        eps_dual_inf=1e-9,
+        check_termination=10,
+    )
+
+
+# --------------------------------------------------------------------------- numba kernels
+@njit(cache=True)
+def _contact_rows(N: np.ndarray, S: np.ndarray, T: np.ndarray, D: np.ndarray,
+                  coulomb: bool) -> np.ndarray:
+    """J = [N; F] (F rows contact-major: D[j,0] S_i + D[j,1] T_i) or [N; S; T]."""
+    nc, nv = N.shape
+    k = D.shape[0]
+    m = nc * (1 + k) if coulomb else 3 * nc
+    J = np.empty((m, nv))
+    for i in range(nc):
+        for c in range(nv):
+            J[i, c] = N[i, c]
+    if coulomb:
+        for i in range(nc):
+            for j in range(k):
+                r = nc + i * k + j
+                for c in range(nv):
+                    J[r, c] = D[j, 0] * S[i, c] + D[j, 1] * T[i, c]
+    else:
+        for i in range(nc):
+            for c in range(nv):
+                J[nc + i, c] = S[i, c]
+                J[2 * nc + i, c] = T[i, c]
+    return J
+
+
+@njit(cache=True)
+def _constraint_value(r: int, c: int, nc: int, nb: int, k: int, coulomb: bool,
+                      mu: np.ndarray) -> float:
+    """Entry (r, c) of C = [I_bounded; friction rows] (bounded vars are 0..nb-1)."""
+    if r < nb:
+        return 1.0 if c == r else 0.0
+    i = r - nb
+    if c == i:
+        return mu[i]
+    if coulomb and nc + i * k <= c < nc + (i + 1) * k:
+        return -1.0
+    return 0.0
+
+
+@njit(cache=True)
+def _stage1_data(H: np.ndarray, uf: np.ndarray, Jv0: np.ndarray, phi: np.ndarray, dt: float,
+                 mu: np.ndarray, nb: int, k: int, coulomb: bool, p_rows: np.ndarray,
+                 p_cols: np.ndarray, a_rows: np.ndarray, a_cols: np.ndarray):
+    """OSQP data of Stage I (force units): Px, q, Ax (pattern order), l."""
+    nc = phi.shape[0]
+    m = H.shape[0]
+    Px = np.empty(p_rows.shape[0])
+    for p in range(p_rows.shape[0]):
+        Px[p] = H[p_rows[p], p_cols[p]]
+    qv = np.empty(m)
+    for j in range(m):
+        qv[j] = uf[j] / dt
+    Ax = np.empty(a_rows.shape[0])
+    for p in range(a_rows.shape[0]):
+        r = a_rows[p]
+        c = a_cols[p]
+        if r < nc:
+            Ax[p] = H[r, c]
+        else:
+            Ax[p] = _constraint_value(r - nc, c, nc, nb, k, coulomb, mu)
+    ncon = nc + nb + (nc if coulomb else 0)
+    lo = np.zeros(ncon)
+    for i in range(nc):
+        lo[i] = (-phi[i] / dt - Jv0[i]) / dt
+    return Px, qv, Ax, lo
+
+
+@njit(cache=True)
+def _project(f: np.ndarray, mu: np.ndarray, nb: int, k: int, coulomb: bool) -> np.ndarray:
+    """Clip bounded variables to >= 0; scale pyramid edges into mu f_N (coulomb)."""
+    out = f.copy()
+    for j in range(nb):
+        if out[j] < 0.0:
+            out[j] = 0.0
+    if coulomb:
+        nc = mu.shape[0]
+        for i in range(nc):
+            s = 0.0
+            for j in range(k):
+                s += out[nc + i * k + j]
+            lim = mu[i] * out[i]
+            if s > lim:
+                sc = lim / s if s > 0.0 else 0.0
+                for j in range(k):
+                    out[nc + i * k + j] *= sc
+    return out
+
+
+@njit(cache=True)
+def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarray,
+                 mu: np.ndarray, nb: int, k: int, coulomb: bool, reg: float,
+                 rank_tol: float):
+    """Nullspace W of J_f^T (SVD) and the dense Stage II QP (eqs. 107, 110, 111).
+
+    Returns (W, P2 (r x r), q2, A2 (ncon x r), l2).
+    """
+    m, nf = Jf.shape
+    nu = Ja.shape[1]
+    nc = mu.shape[0]
+    if nf == 0:
+        W = np.eye(m)
+    else:
+        U, sv, _ = np.linalg.svd(Jf)
+        smax = sv[0] if sv.shape[0] > 0 else 1.0
+        rank = 0
+        for i in range(sv.shape[0]):
+            if sv[i] > rank_tol * max(1.0, smax):
+                rank += 1
+        W = np.ascontiguousarray(U[:, rank:])
+    r = W.shape[1]
+    JW = np.zeros((nu, r))
+    for a in range(nu):
+        for c in range(r):
+            s = 0.0
+            for i in range(m):
+                s += Ja[i, a] * W[i, c]
+            JW[a, c] = s
+    P2 = np.zeros((r, r))
+    dmax = 1.0
+    for i in range(r):
+        for j in range(i, r):
+            s = 0.0
+            for a in range(nu):
+                s += JW[a, i] * JW[a, j]
+            P2[i, j] = s
+            P2[j, i] = s
+        dmax = max(dmax, P2[i, i])
+    for i in range(r):
+        P2[i, i] += reg * dmax
+    q2 = np.zeros(r)
+    for c in range(r):
+        s = 0.0
+        for a in range(nu):
+            s -= JW[a, c] * tau1[a]
+        q2[c] = s
+    ncon = nb + (nc if coulomb else 0)
+    A2 = np.zeros((ncon, r))
+    l2 = np.zeros(ncon)
+    for row in range(ncon):
+        cf = 0.0
+        for j in range(m):
+            v = _constraint_value(row, j, nc, nb, k, coulomb, mu)
+            if v != 0.0:
+                cf += v * f0[j]
+                for c in range(r):
+                    A2[row, c] += v * W[j, c]
+        l2[row] = -cf
+    return W, P2, q2, A2, l2
+
+
+# --------------------------------------------------------------------------- the method
+def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, coulomb: bool,
+                     *, friction_edges: int | None = None, stage2: bool = True,
+                     warm_start: bool = True, eps: float = 1e-7, max_iter: int = 4000,
+                     polish: bool = False, stage2_reg: float = 1e-9,
+                     rank_tol: float = 1e-9) -> ContactResult:
+    nc = problem.nc
+    dt = float(problem.dt)
+    ids = tuple(problem.contact_ids)
+    k = int(problem.friction_edges if friction_edges is None else friction_edges)
+    if coulomb and (k < 4 or k % 2):
+        raise ValueError(f"{method}: friction_edges must be even and >= 4, got {k}")
+    key = (ids, k if coulomb else 0)
+    data = mstate.data
+    lay: QPLayout | None = data.get(f"{method}_layout")
+    if lay is None or data.get(f"{method}_key") != key:
+        lay = QPLayout.make(problem, coulomb, k)
+    D = _pyramid_directions(k) if coulomb else np.zeros((1, 2))
+    J = _contact_rows(problem.N, problem.S, problem.T, D, coulomb)
+    red = ReducedDynamics.build(problem, J)
+    m = lay.m
+    nb = lay.bounded.shape[0]
+    mu = problem.mu
+    stats = SolverStats(method=method)
+    info: dict[str, Any] = {"setup": False}
+
+    # ---------------- Stage I (force units, c = dt f)
+    st1: _QPSolver | None = data.get(f"{method}_s1")
+    if st1 is None or data.get(f"{method}_key") != key or not warm_start:
+        C = lay.constraint_block()
+        A1 = np.vstack([red.H[:nc], C])
+        mask1 = np.vstack([np.ones((nc, m), dtype=bool), C != 0.0])
+        if coulomb:  # keep mu entries in the pattern even when mu == 0
+            mask1[nc + nb + np.arange(nc), np.arange(nc)] = True
+        lo1 = np.concatenate([(-problem.phi / dt - red.Jv0[:nc]) / dt, np.zeros(C.shape[0])])
+        st1 = _QPSolver(red.H, red.uf / dt, A1, mask1, lo1, np.full(A1.shape[0], _INF),
+                        _settings(eps, max_iter, warm_start, polish))
+        info["setup"] = True
+        if warm_start:
+            x0 = _mapped_warm_start(mstate, method, lay, ids)
+            if x0 is not None:
+                st1.warm_start(x0)
+                stats.warm_start_used = True
+    else:
+        Px, qv1, Ax, lo1 = _stage1_data(red.H, red.uf, red.Jv0, problem.phi, dt, mu, nb, k,
+                                        coulomb, st1.p_rows, st1.p_cols, st1.a_rows,
+                                        st1.a_cols)
+        st1.update(Px, qv1, Ax, lo1)
+        stats.warm_start_used = True
+    s1, it1, x1 = st1.solve()
+    info["stage1_status"] = _status_name(s1)
+    stats.iterations = it1
+    if x1 is None or s1 in (_PRIMAL_INF, _PRIMAL_INF_INACC) or s1 < -2:
+        res = fallback_result(problem, method, data.get("tau"),
+                              f"OSQP Stage I: {_status_name(s1)}")
+        if s1 in (_PRIMAL_INF, _PRIMAL_INF_INACC):
+            res.stats.add_flag("infeasible")
+        if s1 == _MAX_ITER:
+            res.stats.add_flag("iteration_limit")
+        res.stats.iterations = it1
+        res.stats.info.update(info)
+        for name in ("s1", "s2", "key", "key2"):
+            data.pop(f"{method}_{name}", None)
+        return res
+    if s1 in (_MAX_ITER, _SOLVED_INACCURATE):
+        stats.add_flag("iteration_limit")
+    f0 = _project(x1, mu, nb, k, coulomb)
+    info["stage1_objective"] = float(0.5 * f0 @ red.H @ f0 + red.uf @ f0 / dt)
+    data[f"{method}_s1"] = st1
+    data[f"{method}_key"] = key
+    data[f"{method}_layout"] = lay
+
+    # ---------------- Stage II
+    f = f0
+    info["nullity"] = 0
+    info["stage2_status"] = "skipped"
+    if stage2:
+        f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start, eps, max_iter,
+                         polish, stage2_reg, rank_tol, info, coulomb, k)
+        stats.iterations += it2
+        if info["stage2_status"] not in ("solved", "skipped"):
+            stats.add_flag("iteration_limit")
+
+    # ---------------- recover tau, v+ (eqs. 90, 37) from the projected impulses
+    c = dt * f
+    tau, v_next, _ = red.recover(c)
+    imp = lay.to_local(c, D)
+    wN = problem.N @ v_next + problem.phi / dt
+    viol = max(0.0, float(np.max(-wN)))
+    info["noninterpenetration"] = viol
+    stats.residual = viol
+    if stage2 and info.get("nullity", 0) > 0:
+        stats.add_flag("min_norm")
+    stats.info = info
+    mstate.contact_ids = ids
+    mstate.impulses = imp
+    mstate.active_ids = tuple(cid for i, cid in enumerate(ids) if c[i] > 0.0)
+    data[f"{method}_f"] = (ids, lay, f)
+    return ContactResult.from_impulses(problem, tau, imp, v_next, stats)
+
+
+def _pyramid_directions(k: int) -> np.ndarray:
+    """(k, 2) edge directions (cos, sin)(2 pi j / k), identical to ContactProblem.pyramid."""
+    ang = 2.0 * np.pi * np.arange(k) / k
+    D = np.stack([np.cos(ang), np.sin(ang)], axis=1)
+    D[np.abs(D) < 1e-15] = 0.0
+    return D
+
+
+def _status_name(s: int) -> str:
+    return {1: "solved", 2: "solved_inaccurate", -2: "max_iter_reached",
+            -3: "primal_infeasible", 3: "primal_infeasible_inaccurate",
+            -4: "dual_infeasible", 4: "dual_infeasible_inaccurate", -7: "non_convex",
+            -10: "unsolved"}.get(s, f"status_{s}")
+
+
+def _mapped_warm_start(mstate: MethodState, method: str, lay: QPLayout, ids: tuple
+                       ) -> np.ndarray | None:
+    """Primal warm start for a new contact set: previous forces matched by identity."""
+    prev = mstate.data.get(f"{method}_f")
+    if not prev:
+        return None
+    pids, play, pf = prev
+    index = {cid: i for i, cid in enumerate(pids)}
+    x = np.zeros(lay.m)
+    found = False
+    for i, cid in enumerate(ids):
+        j = index.get(cid)
+        if j is None:
+            continue
+        rows, prows = lay.rows_of_contact(i), play.rows_of_contact(j)
+        if rows.shape == prows.shape:
+            x[rows] = pf[prows]
+            found = True
+    return x if found else None
+
+
+def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLayout,
+            red: ReducedDynamics, f0: np.ndarray, key, warm_start: bool, eps: float,
+            max_iter: int, polish: bool, reg: float, rank_tol: float, info: dict,
+            coulomb: bool, k: int) -> tuple[np.ndarray, int]:
+    """Minimum-norm torques in the nullspace W of Z^T A Z (eqs. 102-112)."""
+    data = mstate.data
+    nb = lay.bounded.shape[0]
+    mu = problem.mu
+    tau1, _, _ = red.recover(problem.dt * f0)     # torques of the Stage I solution
+    Ja = np.ascontiguousarray(red.J[:, problem.actuated])
+    W, P2, q2, A2, l2 = _stage2_data(red.Jf, Ja, f0, tau1, mu, nb, k, coulomb, reg, rank_tol)
+    r = W.shape[1]
+    info["nullity"] = r
+    if r == 0:
+        info["stage2_status"] = "skipped"
+        return f0, 0
+    skey = (key, r)
+    st2: _QPSolver | None = data.get(f"{method}_s2")
+    up2 = np.full(A2.shape[0], _INF)
+    if st2 is None or data.get(f"{method}_key2") != skey or not warm_start:
+        st2 = _QPSolver(P2, q2, A2, np.ones(A2.shape, dtype=bool), l2, up2,
+                        _settings(eps, max_iter, warm_start, polish))
+        info["setup2"] = True
+    else:
+        st2.update(st2.gather_p(P2), q2, st2.gather_a(A2), l2)
+        prev_f = data.get(f"{method}_ffull")
+        if prev_f is not None and prev_f.shape == f0.shape:
+            # previous forces projected on the current optimal set (basis independent)
+            st2.warm_start(W.T @ (prev_f - f0))
+    s2, it, x2 = st2.solve()
+    if x2 is not None and s2 in (_SOLVED, _SOLVED_INACCURATE, _MAX_ITER):
+        f = _project(f0 + W @ x2, mu, nb, k, coulomb)
+        info["stage2_status"] = "solved" if s2 == _SOLVED else _status_name(s2)
+        data[f"{method}_s2"] = st2
+        data[f"{method}_key2"] = skey
+        data[f"{method}_ffull"] = f
+    else:
+        f = f0
+        info["stage2_status"] = f"failed: {_status_name(s2)}"
+        data.pop(f"{method}_s2", None)
+    return f, it
+
+
+def solve_qp_coulomb(
+    problem: ContactProblem,
+    mstate: MethodState,
+    *,
+    friction_edges: int | None = None,
+    stage2: bool = True,
+    warm_start: bool = True,
+    eps: float = 1e-7,
+    max_iter: int = 4000,
+    polish: bool = False,
+    stage2_reg: float = 1e-9,
+    rank_tol: float = 1e-9,
+    **_unused: Any,
+) -> ContactResult:
+    """Two-stage convex inverse dynamics with a k-edge friction pyramid (Sec. 6.2).
+
+    Args:
+        problem: validated problem, ``nc >= 1``.
+        mstate: warm start (OSQP solver objects, previous forces by contact identity).
+        friction_edges: pyramid edges k (even >= 4), default ``problem.friction_edges``.
+        stage2: run Stage II (min-norm torques, eqs. 102-112); ``False`` returns Stage I only.
+        warm_start: keep/update the OSQP solvers and warm start them from the previous tick;
+            ``False`` sets up fresh solvers every tick (cold start).
+        eps: OSQP absolute and relative tolerance (force units, N).
+        max_iter: OSQP iteration limit per stage.
+        polish: OSQP solution polishing (active-set refinement; off by default because OSQP
+            1.1 prints to stdout when it finds no active set; the projection below suffices).
+        stage2_reg: Tikhonov weight on ``|w|^2`` in Stage II, relative to max diag(J_a^T W)^2.
+        rank_tol: relative singular value threshold for ``rank(J_f)`` (nullspace W).
+
+    Returns:
+        ContactResult (see the module docstring for stats, flags and fallback).
+    """
+    return _solve_two_stage(
+        problem,
+        mstate,
+        "qp_coulomb",
+        True,
+        friction_edges=friction_edges,
+        stage2=stage2,
+        warm_start=warm_start,
+        eps=eps,
+        max_iter=max_iter,
+        polish=polish,
+        stage2_reg=stage2_reg,
+        rank_tol=rank_tol,
+    )
+
+
+def solve_qp_noslip(
+    problem: ContactProblem,
+    mstate: MethodState,
+    *,
+    stage2: bool = True,
+    warm_start: bool = True,
+    eps: float = 1e-7,
+    max_iter: int = 4000,
+    polish: bool = False,
+    stage2_reg: float = 1e-9,
+    rank_tol: float = 1e-9,
+    **_unused: Any,
+) -> ContactResult:
+    """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
+
+    Same options as :func:`solve_qp_coulomb` (no pyramid): tangential impulses are free
+    variables, normal impulses ``>= 0``.
+    """
+    return _solve_two_stage(
+        problem,
+        mstate,
+        "qp_noslip",
+        False,
+        stage2=stage2,
+        warm_start=warm_start,
+        eps=eps,
+        max_iter=max_iter,
+        polish=polish,
+        stage2_reg=stage2_reg,
+        rank_tol=rank_tol,
+    )
+
+
+def warmup() -> None:
+    """Compile / import everything needed by the QP methods on a tiny problem."""
+    from .lcp_coulomb import warmup as lcp_warmup
+
+    lcp_warmup()
+    p = ContactProblem(
+        dt=1e-3,
+        Minv=np.eye(2),
+        h=np.array([0.0, 9.81]),
+        v=np.zeros(2),
+        actuated=np.array([0]),
+        free=np.array([1]),
+        qdd_des=np.zeros(1),
+        N=np.array([[0.0, 1.0]]),
+        S=np.array([[1.0, 0.0]]),
+        T=np.array([[0.0, 0.0]]),
+        phi=np.zeros(1),
+        mu=np.array([0.5]),
+    ).validate()
+    solve_qp_coulomb(p, MethodState())
+    solve_qp_noslip(p, MethodState())
