@@ -120,6 +120,7 @@ class RobotModel:
         )
         self._k_kin = (self._topo, self._tree, self._Sm, self._W, self._SC)
         self._k_place = (self._topo, self._tree, self._W, self._SC)
+        self._k_aba = (self._topo, self._tree, self._Sm, self._gravity, self._W, self._SC)
         self._FP = np.zeros((nb + 1, 6, nv))
         self._J6 = np.zeros((6, nv))
         self._fext = np.zeros((nb, 6))
@@ -280,7 +281,7 @@ class RobotModel:
         ):
             q = _vector(q, self.nq, "q")
         M = np.empty((self.nv, self.nv))
-        st = world.crba(self._topo, self._tree, self._Sm, q, self._W, self._SC, M)
+        st = world.crba(q, M, *self._k_kin)
         if st:
             self._raise(st)
         return M
@@ -313,7 +314,7 @@ class RobotModel:
         ):
             q = _vector(q, self.nq, "q")
         Minv = np.empty((self.nv, self.nv))
-        st = world.minverse(self._topo, self._tree, self._Sm, q, self._W, self._SC, self._FP, Minv)
+        st = world.minverse(q, Minv, self._FP, *self._k_kin)
         if st:
             self._raise(st)
         return Minv
@@ -337,20 +338,7 @@ class RobotModel:
             tau = _vector(tau, nv, "tau")
         use_fext = self._external_forces(f_ext)
         ddq = np.empty(nv)
-        st = world.aba(
-            self._topo,
-            self._tree,
-            self._Sm,
-            self.gravity,
-            q,
-            v,
-            tau,
-            self._fext,
-            use_fext,
-            self._W,
-            self._SC,
-            ddq,
-        )
+        st = world.aba(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
         if st:
             self._raise(st, a="tau")
         return ddq

@@ -195,7 +195,7 @@ def kinematics_into(topo, tree, q, W, SC):
 
 
 @njit(cache=True, error_model="numpy")
-def crba(topo, tree, Sm, q, W, SC, M):
+def crba(q, M, topo, tree, Sm, W, SC):
     """Joint-space inertia matrix by the composite-rigid-body algorithm, world frame.
 
     Featherstone (2008) Table 6.2 with composite inertias at the world origin: Ic_parent += Ic_i
@@ -294,7 +294,7 @@ def _add_articulated_to_parent(topo, i, W):
 
 
 @njit(cache=True, error_model="numpy")
-def aba(topo, tree, Sm, gravity, q, v, tau, fext, use_fext, W, SC, ddq):
+def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
     """Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1), world
     frame.
 
@@ -554,7 +554,7 @@ def _minv_forward_ndof(topo, i, W, FP, Minv, nv, col):
 
 
 @njit(cache=True, error_model="numpy")
-def minverse(topo, tree, Sm, q, W, SC, FP, Minv):
+def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
     """Analytical inverse of the joint-space inertia matrix, never forming M (world frame).
 
     Carpentier (seed 000), Algorithm 1: ABA without its affine terms, in three passes. In the
