@@ -1,5 +1,8 @@
 """Helpers for the process-level node tests: start ``wbc_controller`` in its own process and talk
-to it over DDS from an rclpy node in the test process (environment from ``ros_test_env``)."""
+to it over DDS from an rclpy node in the test process.
+
+Import this module only after ``ros_test_env.configure_ros_test_env()`` ran (conftest does it for
+pytest; launch_testing files call it first), since it imports rclpy."""
 
 from __future__ import annotations
 
@@ -8,6 +11,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -50,3 +63,81 @@ def spin_until(executor, pred: Callable[[], bool], timeout: float) -> bool:
             return True
         executor.spin_once(timeout_sec=0.01)
     return pred()
+
+
+class Client:
+    """Test-side rclpy node talking to one controller namespace (rclpy must be initialised)."""
+
+    def __init__(self, ns: str, name: str) -> None:
+        self.ns = ns
+        self.node = rclpy.create_node(name)
+        self.ex = SingleThreadedExecutor()
+        self.ex.add_node(self.node)
+        q = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_js = self.node.create_publisher(JointState, f"{ns}/joint_states", q)
+        self.pub_ref = self.node.create_publisher(JointTrajectory,
+                                                  f"{ns}/wbc_controller/reference", q)
+        self.pub_odom = self.node.create_publisher(Odometry, f"{ns}/odom", q)
+        self.cmds: list[tuple[float, np.ndarray]] = []
+        self.echo: list[JointState] = []
+        self.diag: list = []
+        self.wrench: dict[str, list] = {}
+        self.node.create_subscription(
+            Float64MultiArray, f"{ns}/effort_controller/commands",
+            lambda m: self.cmds.append((time.monotonic(), np.array(m.data))), q)
+        self.sub_echo = self.node.create_subscription(
+            JointState, f"{ns}/wbc_controller/joint_commands", self.echo.append, q)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+
+    def _on_diag(self, msg) -> None:
+        for st in msg.status:
+            if st.name.startswith(f"{self.ns}/wbc_controller:"):
+                self.diag.append({kv.key: kv.value for kv in st.values})
+
+    def spin(self, pred, timeout: float) -> bool:
+        return spin_until(self.ex, pred, timeout)
+
+    def wait_connected(self, timeout: float = 60.0) -> None:
+        ok = self.spin(lambda: self.pub_js.get_subscription_count() > 0
+                       and self.pub_ref.get_subscription_count() > 0
+                       and self.sub_echo.get_publisher_count() > 0,
+                       timeout)
+        assert ok, f"controller in {self.ns} did not come up"
+
+    def send_state(self, names, q, v) -> None:
+        m = JointState()
+        m.header.stamp = self.node.get_clock().now().to_msg()
+        m.name = list(names)
+        m.position = [float(x) for x in q]
+        m.velocity = [float(x) for x in v]
+        self.pub_js.publish(m)
+
+    def send_reference(self, names, acc, pos=(), vel=()) -> None:
+        m = JointTrajectory()
+        m.joint_names = list(names)
+        p = JointTrajectoryPoint()
+        p.accelerations = [float(x) for x in acc]
+        p.positions = [float(x) for x in pos]
+        p.velocities = [float(x) for x in vel]
+        m.points = [p]
+        self.pub_ref.publish(m)
+
+    def echo_for(self, q) -> JointState | None:
+        for m in reversed(self.echo):
+            if len(m.position) == len(q) and np.array_equal(np.array(m.position), q):
+                return m
+        return None
+
+    def call(self, srv_type, name: str, request, timeout: float = 10.0):
+        cli = self.node.create_client(srv_type, f"{self.ns}/{name}")
+        assert self.spin(cli.service_is_ready, timeout), f"service {name} not ready"
+        fut = cli.call_async(request)
+        assert self.spin(fut.done, timeout), f"service {name} timed out"
+        self.node.destroy_client(cli)
+        return fut.result()
+
+    def close(self) -> None:
+        self.ex.remove_node(self.node)
+        self.node.destroy_node()
+
+

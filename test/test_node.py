@@ -15,103 +15,23 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-rclpy wheels) not installed")
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from lifecycle_msgs.msg import State, Transition  # noqa: E402
 from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from node_harness import spin_until, start_controller, stop_process  # noqa: E402
+from node_harness import Client, start_controller, stop_process  # noqa: E402
 from rcl_interfaces.msg import Parameter as ParamMsg  # noqa: E402
 from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from wbc_dynamics.model import RobotModel  # noqa: E402
 from wbc_dynamics.robots import robot_info, robot_path  # noqa: E402
 
 KP, KD, DAMP = 40.0, 6.0, 5.0
 STATE_TIMEOUT, REF_TIMEOUT = 0.2, 0.6
-
-
-class Client:
-    """Test-side rclpy node talking to one controller namespace."""
-
-    def __init__(self, ns: str, name: str) -> None:
-        self.ns = ns
-        self.node = rclpy.create_node(name)
-        self.ex = SingleThreadedExecutor()
-        self.ex.add_node(self.node)
-        q = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_js = self.node.create_publisher(JointState, f"{ns}/joint_states", q)
-        self.pub_ref = self.node.create_publisher(JointTrajectory,
-                                                  f"{ns}/wbc_controller/reference", q)
-        self.pub_odom = self.node.create_publisher(Odometry, f"{ns}/odom", q)
-        self.cmds: list[tuple[float, np.ndarray]] = []
-        self.echo: list[JointState] = []
-        self.diag: list = []
-        self.wrench: dict[str, list] = {}
-        self.node.create_subscription(
-            Float64MultiArray, f"{ns}/effort_controller/commands",
-            lambda m: self.cmds.append((time.monotonic(), np.array(m.data))), q)
-        self.sub_echo = self.node.create_subscription(
-            JointState, f"{ns}/wbc_controller/joint_commands", self.echo.append, q)
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
-
-    def _on_diag(self, msg) -> None:
-        for st in msg.status:
-            if st.name.startswith(f"{self.ns}/wbc_controller:"):
-                self.diag.append({kv.key: kv.value for kv in st.values})
-
-    def spin(self, pred, timeout: float) -> bool:
-        return spin_until(self.ex, pred, timeout)
-
-    def wait_connected(self, timeout: float = 60.0) -> None:
-        ok = self.spin(lambda: self.pub_js.get_subscription_count() > 0
-                       and self.pub_ref.get_subscription_count() > 0
-                       and self.sub_echo.get_publisher_count() > 0,
-                       timeout)
-        assert ok, f"controller in {self.ns} did not come up"
-
-    def send_state(self, names, q, v) -> None:
-        m = JointState()
-        m.header.stamp = self.node.get_clock().now().to_msg()
-        m.name = list(names)
-        m.position = [float(x) for x in q]
-        m.velocity = [float(x) for x in v]
-        self.pub_js.publish(m)
-
-    def send_reference(self, names, acc, pos=(), vel=()) -> None:
-        m = JointTrajectory()
-        m.joint_names = list(names)
-        p = JointTrajectoryPoint()
-        p.accelerations = [float(x) for x in acc]
-        p.positions = [float(x) for x in pos]
-        p.velocities = [float(x) for x in vel]
-        m.points = [p]
-        self.pub_ref.publish(m)
-
-    def echo_for(self, q) -> JointState | None:
-        for m in reversed(self.echo):
-            if len(m.position) == len(q) and np.array_equal(np.array(m.position), q):
-                return m
-        return None
-
-    def call(self, srv_type, name: str, request, timeout: float = 10.0):
-        cli = self.node.create_client(srv_type, f"{self.ns}/{name}")
-        assert self.spin(cli.service_is_ready, timeout), f"service {name} not ready"
-        fut = cli.call_async(request)
-        assert self.spin(fut.done, timeout), f"service {name} timed out"
-        self.node.destroy_client(cli)
-        return fut.result()
-
-    def close(self) -> None:
-        self.ex.remove_node(self.node)
-        self.node.destroy_node()
 
 
 @pytest.fixture(scope="module")

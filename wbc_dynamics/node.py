@@ -198,7 +198,7 @@ class WbcControllerNode(LifecycleNode):
                 if not (math.isfinite(v) and v > 0.0):
                     raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
             ctl = WholeBodyController(self._config())
-        except (ValueError, ImportError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure = a failed transition, logged
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.controller = ctl
