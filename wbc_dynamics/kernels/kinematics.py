@@ -19,7 +19,6 @@ from .dynamics import (
     check_configuration,
     check_vector,
     forward_kinematics,
-    world_poses,
 )
 from .spatial import apply_motion, cross_motion_add
 
@@ -97,43 +96,6 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
                         + Rw[body, 2, 2] * Rf[2, k]
                     )
                     J[blk + k, c] = f0 * a0 + f1 * a1 + f2 * a2
-
-
-@njit(cache=True, error_model="numpy")
-def point_jacobian(topo, tree, Sm, q, body, r, Rf, local, Xup, Rw, pw, Rtmp, P, J):
-    """Forward kinematics then the point Jacobian. Returns a status code."""
-    st = check_configuration(topo, q)
-    if st != OK:
-        return st
-    world_poses(topo, tree, q, body, Rw, pw, Rtmp)
-    point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J)
-    return OK
-
-
-@njit(cache=True, error_model="numpy")
-def placement(topo, tree, q, body, r, Rf, Xup, Rw, pw, Rtmp, T):
-    """4x4 homogeneous world placement of the frame (body, r, Rf). Returns a status code."""
-    st = check_configuration(topo, q)
-    if st != OK:
-        return st
-    world_poses(topo, tree, q, body, Rw, pw, Rtmp)
-    T[:, :] = 0.0
-    T[3, 3] = 1.0
-    if body < 0:
-        for a in range(3):
-            for b in range(3):
-                T[a, b] = Rf[a, b]
-            T[a, 3] = r[a]
-        return OK
-    for a in range(3):
-        for b in range(3):
-            T[a, b] = (
-                Rw[body, a, 0] * Rf[0, b] + Rw[body, a, 1] * Rf[1, b] + Rw[body, a, 2] * Rf[2, b]
-            )
-        T[a, 3] = (
-            pw[body, a] + Rw[body, a, 0] * r[0] + Rw[body, a, 1] * r[1] + Rw[body, a, 2] * r[2]
-        )
-    return OK
 
 
 @njit(cache=True, error_model="numpy")

@@ -116,29 +116,6 @@ def mat6_vec(A, x, out):
         out[r] = s
 
 
-@njit(cache=True, error_model="numpy")
-def congruence_add(X, A, tmp, out):
-    """``out += X^T A X`` for a motion transform X and symmetric 6x6 A (``tmp`` is 6x6 scratch)."""
-    # tmp = A X, using X's zero lower-left block
-    for r in range(6):
-        for c in range(3):
-            tmp[r, c] = A[r, 0] * X[0, c] + A[r, 1] * X[1, c] + A[r, 2] * X[2, c]
-        for c in range(3, 6):
-            s = 0.0
-            for k in range(6):
-                s += A[r, k] * X[k, c]
-            tmp[r, c] = s
-    # out += X^T tmp, symmetric result: compute upper triangle and mirror
-    for r in range(6):
-        for c in range(r, 6):
-            s = X[0, r] * tmp[0, c] + X[1, r] * tmp[1, c] + X[2, r] * tmp[2, c]
-            if r >= 3:
-                s += X[3, r] * tmp[3, c] + X[4, r] * tmp[4, c] + X[5, r] * tmp[5, c]
-            out[r, c] += s
-            if c != r:
-                out[c, r] += s
-
-
 @njit(cache=True, error_model="numpy", inline="always")
 def rotation_about_axis(axis, angle, R):
     """Rodrigues' formula: rotation by ``angle`` (rad) about the unit ``axis``, into R."""
