@@ -1,0 +1,50 @@
+"""Construction compiles everything: the first real call never triggers numba compilation.
+
+Deterministic (no timing): every compiled kernel's set of signatures must not grow when a
+freshly built model is used with typical inputs — including lists, int arrays and
+non-contiguous views, which the API converts instead of handing to numba.
+"""
+
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+from wbc_dynamics import RobotModel
+from wbc_dynamics.kernels import dynamics, kinematics, spatial, world
+from wbc_dynamics.robots import robot_path
+
+
+def _signature_counts():
+    counts = {}
+    for mod in (dynamics, kinematics, spatial, world):
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher):
+                counts[f"{mod.__name__}.{name}"] = len(obj.signatures)
+    return counts
+
+
+def test_first_calls_after_construction_compile_nothing():
+    for name, floating in (("quadruped", True), ("arm", False)):
+        model = RobotModel.from_urdf(robot_path(name), floating_base=floating)
+        before = _signature_counts()
+        q = model.neutral()
+        v = np.linspace(-1, 1, model.nv)
+        a = np.ones(model.nv)
+        strided = np.zeros(2 * model.nv)[::2]
+        link = model.link_names[-1]
+        model.rnea(q, v, a)
+        model.rnea(list(q), strided, a.astype(np.float32), f_ext={link: [1, 2, 3, 4, 5, 6]})
+        model.nonlinear_effects(q, v)
+        model.gravity_torques(q)
+        model.mass_matrix(q)
+        model.minverse(q)
+        model.aba(q, v, a)
+        model.aba(q, v, np.arange(model.nv), f_ext={link: np.ones(6)})
+        model.frame_placement(q, link)
+        model.jacobian(q, link, point=[0.0, 0.0, 0.1])
+        model.jacobian(q, link, frame="local")
+        model.jacobian_dot_times_v(q, v, link)
+        model.jacobian_dot_times_v(q, v, link, point=(0.1, 0, 0), frame="local")
+        model.points_kinematics(q, v, [link, link], np.zeros((2, 3)))
+        after = _signature_counts()
+        grown = {k: (before.get(k, 0), n) for k, n in after.items() if n > before.get(k, 0)}
+        assert not grown, f"kernels compiled after construction: {grown}"
