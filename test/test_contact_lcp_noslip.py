@@ -1,0 +1,330 @@
+"""lcp_noslip (seed 004 Sec. 4: Alg. 1, LCP (44)-(45), Alg. 2, Sec. 4.5, 4.6) on bundled robots.
+
+References: Pinocchio M (CRBA) / h / RNEA with external forces; physics (m g); eq. (37).
+"""
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from contact_helpers import (
+    G,
+    arm_box,
+    blockdiag,
+    closed_loop_sway,
+    eq37_residual_mform,
+    pin_mass_bias,
+    quadruped,
+)
+from contact_helpers import standing_sway as sway
+
+from wbc_dynamics.contact import SolverState, solve
+from wbc_dynamics.contact.lcp_noslip import lcp_noslip_kernel
+
+
+def _standing_problem(q=None, v=None, qdd=None):
+    m, pm, cm, q0 = quadruped()
+    q = q0 if q is None else q
+    v = np.zeros(m.nv) if v is None else v
+    qdd = np.zeros(12) if qdd is None else qdd
+    return cm.build(q, v, qdd)
+
+
+def _check_solution(p, res, M, tol_dyn=1e-8):
+    """Eq. (37), eq. (38), non-interpenetration, no-slip, complementarity, non-negativity."""
+    assert res.all_finite
+    assert eq37_residual_mform(M, p, res) < tol_dyn
+    # desired accelerations realized (eq. 38/39)
+    np.testing.assert_allclose(res.qdd[p.actuated], p.qdd_des, atol=1e-8, rtol=1e-8)
+    vn = p.N @ res.v_next + p.phi / p.dt
+    cn = res.impulses[:, 0]
+    assert np.min(vn) > -1e-9
+    assert np.min(cn) >= 0.0
+    # complementarity in force units: |f_N * w| small relative to the weight scale
+    assert np.max(np.abs(cn * vn)) < 1e-9
+    np.testing.assert_allclose(p.S @ res.v_next, 0.0, atol=1e-9)
+    np.testing.assert_allclose(p.T @ res.v_next, 0.0, atol=1e-9)
+
+
+def test_standing_sum_of_normal_forces_equals_weight_and_dynamics():
+    m, pm, cm, q0 = quadruped()
+    p = _standing_problem()
+    assert p.nc == 4
+    np.testing.assert_allclose(p.phi, 0.0, atol=1e-12)
+    res = solve("lcp_noslip", p, SolverState())
+    M, h = pin_mass_bias(pm, q0, np.zeros(m.nv))
+    np.testing.assert_allclose(p.h, h, rtol=1e-10, atol=1e-10)
+    _check_solution(p, res, M)
+    fn = res.contact_forces_local[:, 0]
+    assert abs(fn.sum() - m.total_mass * G) / (m.total_mass * G) < 1e-6
+    # world forces: vertical, sum = m g, friction ~ 0 (zero desired accelerations, standing)
+    fw = res.contact_forces_world.sum(axis=0)
+    np.testing.assert_allclose(fw, [0.0, 0.0, m.total_mass * G], atol=1e-6 * m.total_mass * G)
+    assert np.max(np.abs(res.contact_forces_local[:, 1:])) < 1e-9 * m.total_mass * G
+    # Appendix F: at most rank(K) (<= 3 here, Fig. 5) contacts carry force in a vertex solution
+    assert np.count_nonzero(fn > 1e-9) <= 3
+    assert "rows_dropped" in res.stats.flags  # 8 tangent rows, only 3 independent on the base
+
+
+def test_standing_min_norm_symmetric_distribution():
+    m, pm, cm, q0 = quadruped()
+    p = _standing_problem()
+    res = solve("lcp_noslip", p, SolverState(), min_norm=True)
+    M, _ = pin_mass_bias(pm, q0, np.zeros(m.nv))
+    _check_solution(p, res, M)
+    fn = res.contact_forces_local[:, 0]
+    mg = m.total_mass * G
+    assert abs(fn.sum() - mg) / mg < 1e-6
+    np.testing.assert_allclose(fn, mg / 4, rtol=1e-6)
+    assert np.max(np.abs(res.contact_forces_local[:, 1:])) < 1e-6 * mg
+    # torques mirror left/right (haa antisymmetric, hfe/kfe symmetric) for the mirrored pose
+    tau = res.tau.reshape(4, 3)  # LF LH RF RH
+    np.testing.assert_allclose(tau[0, 1:], tau[2, 1:], atol=1e-9)
+    np.testing.assert_allclose(tau[0, 0], -tau[2, 0], atol=1e-9)
+    assert "min_norm" in res.stats.flags
+
+
+def test_torques_match_rnea_with_predicted_contact_forces():
+    """tau = RNEA(q, v, qdd) - sum J_i^T f_i on the joints, with qdd the solver's accelerations."""
+    m, pm, cm, q0 = quadruped()
+    rng = np.random.default_rng(5)
+    v = np.zeros(m.nv)
+    v[6:] = 0.05 * rng.standard_normal(12)
+    p = _standing_problem(v=v, qdd=np.zeros(12))
+    res = solve("lcp_noslip", p, SolverState(), min_norm=True)
+    d = pm.createData()
+    # generalized contact force: sum_i J_i^T f_i (world frame point Jacobians, pinocchio)
+    gen = p.N.T @ res.contact_forces_local[:, 0] + p.S.T @ res.contact_forces_local[:, 1] \
+        + p.T.T @ res.contact_forces_local[:, 2]
+    tau_full = pin.rnea(pm, d, q0, v, res.qdd) - gen
+    np.testing.assert_allclose(tau_full[:6], 0.0, atol=1e-8)  # unactuated base
+    np.testing.assert_allclose(tau_full[6:], res.tau, atol=1e-8)
+
+
+def _sway_problems(n, dt, T, amp=(0.01, 0.004, 0.005)):
+    """Problems along a kinematically consistent four-foot sway (indeterminate: rank K = 3 < 4).
+
+    States from :func:`contact_helpers.standing_sway` (velocity-level consistent accelerations);
+    the O(dt^2) per-tick integration drift of the feet (< 10 um) is removed by setting phi = 0,
+    so every tick is exactly consistent and only the indeterminacy is exercised.
+    """
+    m, pm, cm, q0 = quadruped()
+    qs, vs, qdds = sway(m, q0, n, dt, amp=amp, period=T, discrete=True)
+    probs = []
+    for q, v, qdd in zip(qs, vs, qdds, strict=True):
+        p = cm.build(q, v, qdd)
+        assert p.nc == 4 and np.max(np.abs(p.phi)) < 1e-5
+        p.phi[:] = 0.0
+        probs.append(p)
+    return probs
+
+
+def test_warm_start_continuity_along_standing_sway():
+    """Sec. 4.6: warm-started Alg. 2 gives continuous torques along an indeterminate trajectory.
+
+    Bound from the trajectory's own rate of change: a torque that follows a motion of angular
+    frequency w = 2 pi / T changes per tick by about w dt |tau|_max; the factor 10 covers
+    harmonics and the kinks of the piecewise-smooth force distribution (a contact starting to
+    carry load when the COM crosses a support diagonal). Here that is ~0.065 N m, while a jump
+    between two vertex solutions of the indeterminate problem (e.g. the diagonal foot pairs)
+    changes joint torques by ~1 N m in one tick.
+    """
+    dt, T, n = 1e-3, 1.0, 600
+    probs = _sway_problems(n, dt, T)
+    st = SolverState()
+    res = [solve("lcp_noslip", p, st) for p in probs]
+    cold = [solve("lcp_noslip", p, None) for p in probs]
+    for r in res + cold:
+        assert r.consistent and r.all_finite
+        assert set(r.stats.flags) <= {"rows_dropped"}
+    assert sum(r.stats.warm_start_used for r in res) >= n - 1
+    tw = np.array([r.tau for r in res])
+    dtau = np.abs(np.diff(tw, axis=0))
+    bound = 10.0 * (2 * np.pi / T) * dt * np.max(np.abs(tw))
+    assert dtau.max() <= bound, (dtau.max(), bound)
+    # same physics whatever the start: v+ is unique for the PSD LCP
+    for r, c in zip(res, cold, strict=True):
+        np.testing.assert_allclose(r.v_next, c.v_next, atol=1e-9)
+    tc = np.array([r.tau for r in cold])
+    dc = np.abs(np.diff(tc, axis=0))
+    # report (printed with -s): the comparison of Sec. 8.1
+    print(f"\nlcp_noslip sway: warm mean|dtau|={dtau.mean():.3e} max={dtau.max():.3e} "
+          f"(bound {bound:.3e}); cold mean|dtau|={dc.mean():.3e} max={dc.max():.3e}")
+
+
+def test_closed_loop_sway_stays_finite_and_consistent_after_correction():
+    """Closed loop (model as plant, PD on joints): corrections happen, never NaN or fallback."""
+    m, pm, cm, q0 = quadruped()
+    st = SolverState()
+    res, _, probs = closed_loop_sway(m, cm, q0, 300, 1e-3, lambda p: solve("lcp_noslip", p, st))
+    for p, r in zip(probs, res, strict=True):
+        assert r.all_finite and "fallback" not in r.stats.flags
+        qdd_target = r.stats.info.get("qdd_corrected", p.qdd_des)
+        np.testing.assert_allclose(r.qdd[p.actuated], qdd_target, atol=1e-7)
+        assert np.min(p.N @ r.v_next + p.phi / p.dt) > -1e-4
+        assert p.dynamics_residual(r.tau, r.impulses, r.v_next) < 1e-10
+    fn = np.array([r.contact_forces_local[:, 0].sum() for r in res])
+    mg = m.total_mass * G
+    assert np.all(np.abs(fn - mg) < 0.2 * mg)  # stays standing: weight carried
+
+
+def test_inconsistent_desired_accelerations_are_corrected():
+    """Sec. 4.5: splaying the legs outward while feet must not slip is inconsistent."""
+    m, pm, cm, q0 = quadruped()
+    qdd = np.zeros(12)
+    qdd[[0, 3]] = 20.0   # LF/LH haa
+    qdd[[6, 9]] = -20.0  # RF/RH haa (mirrored: outward)
+    p = _standing_problem(qdd=qdd)
+    res = solve("lcp_noslip", p, SolverState())
+    assert "inconsistent_corrected" in res.stats.flags
+    assert not res.consistent and res.all_finite
+    M, _ = pin_mass_bias(pm, q0, np.zeros(m.nv))
+    assert eq37_residual_mform(M, p, res) < 1e-8
+    qc = res.stats.info["qdd_corrected"]
+    np.testing.assert_allclose(res.qdd[p.actuated], qc, atol=1e-7)
+    vn = p.N @ res.v_next + p.phi / p.dt
+    assert np.min(vn) > -1e-6
+    np.testing.assert_allclose(p.S @ res.v_next, 0.0, atol=1e-6)
+    np.testing.assert_allclose(p.T @ res.v_next, 0.0, atol=1e-6)
+    assert np.min(res.impulses[:, 0]) >= 0.0
+    # minimal deviation: no worse than the obviously consistent choice qdd = 0
+    assert np.linalg.norm(qc - qdd) <= np.linalg.norm(qdd) + 1e-9
+    # and the correction is not trivial: some outward motion is kept
+    assert np.linalg.norm(qc - qdd) < np.linalg.norm(qdd)
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+def test_consistent_input_is_not_flagged(discrete):
+    """Continuous-time accelerations (J a + Jdot v = 0) are consistent up to dt |Jdot v|."""
+    m, pm, cm, q0 = quadruped()
+    qs, vs, qdds = sway(m, q0, 3, 1e-3, amp=(0.01, 0.004, 0.01), discrete=discrete)
+    p = cm.build(qs[2], vs[2], qdds[2])
+    res = solve("lcp_noslip", p, SolverState())
+    assert res.consistent and res.stats.flags in ((), ("rows_dropped",))
+    slip = max(np.max(np.abs(p.S @ res.v_next)), np.max(np.abs(p.T @ res.v_next)))
+    assert slip < (1e-6 if discrete else 1e-4)
+    np.testing.assert_allclose(res.qdd[p.actuated], p.qdd_des, atol=1e-8)
+
+
+def test_lifted_foot_separates_and_zero_force():
+    """A candidate 3 mm above the ground (inside the margin) gets zero force (complementarity)."""
+    m, pm, cm, q0 = quadruped()
+    q = q0.copy()
+    q[2] += 0.003  # whole robot 3 mm up: all feet separated, phi/dt term dominates
+    p = cm.build(q, np.zeros(m.nv), np.zeros(12))
+    assert p.nc == 4 and np.allclose(p.phi, 0.003)
+    res = solve("lcp_noslip", p, SolverState())
+    np.testing.assert_allclose(res.impulses, 0.0, atol=1e-12)
+    # falls freely: base z acceleration = -g
+    assert abs(res.qdd[2] + G) < 1e-8
+    q[2] = q0[2] + 0.01  # outside the margin: no candidates at all
+    p = cm.build(q, np.zeros(m.nv), np.zeros(12))
+    assert p.nc == 0
+    res = solve("lcp_noslip", p)
+    assert res.stats.flags == ("no_contacts",)
+
+
+def test_zero_contacts_floating_base_matches_pinocchio_aba():
+    m, pm, cm, q0 = quadruped()
+    q = q0.copy()
+    q[2] += 0.2
+    rng = np.random.default_rng(7)
+    v = 0.1 * rng.standard_normal(m.nv)
+    qdd = rng.standard_normal(12)
+    p = cm.build(q, v, qdd)
+    assert p.nc == 0
+    res = solve("lcp_noslip", p)
+    tau_full = np.zeros(m.nv)
+    tau_full[6:] = res.tau
+    a = pin.aba(pm, pm.createData(), q, v, tau_full)
+    np.testing.assert_allclose(a[6:], qdd, atol=1e-8)
+    np.testing.assert_allclose(res.qdd, a, atol=1e-8)
+
+
+def test_iteration_limit_gives_flagged_finite_fallback():
+    p = _standing_problem()
+    st = SolverState()
+    good = solve("lcp_noslip", p, st)
+    res = solve("lcp_noslip", p, st, max_iter=0, warm_start=False)
+    assert "fallback" in res.stats.flags and "iteration_limit" in res.stats.flags
+    assert res.all_finite and not res.consistent
+    np.testing.assert_array_equal(res.tau, good.tau)  # hold last command
+    assert p.dynamics_residual(res.tau, res.impulses, res.v_next) < 1e-12
+    # without a previous command: contact-free inverse dynamics, still finite
+    res = solve("lcp_noslip", p, SolverState(), max_iter=0, warm_start=False)
+    assert "fallback" in res.stats.flags and res.all_finite
+    assert res.stats.info["fallback_source"] == "contact_free_id"
+
+
+def test_bad_inertia_gives_fallback_not_nan():
+    p = _standing_problem()
+    p.Minv = -p.Minv  # not positive definite: Alg. 1 cannot factor P M^-1 P^T
+    res = solve("lcp_noslip", p, SolverState())
+    assert "fallback" in res.stats.flags and res.all_finite
+
+
+def test_kernel_matches_dense_mlcp_solution():
+    """Alg. 1/2 result satisfies the full MLCP (42)-(43) built densely with M from Pinocchio."""
+    m, pm, cm, q0 = quadruped()
+    rng = np.random.default_rng(11)
+    v = np.zeros(m.nv)
+    v[6:] = 0.02 * rng.standard_normal(12)
+    p = _standing_problem(v=v).validate()
+    res = solve("lcp_noslip", p, SolverState(), min_norm=False)
+    M, h = pin_mass_bias(pm, q0, v)
+    kappa = -M @ p.v + p.dt * h
+    # first block row of (42): M v+ - P^T (dt tau) - S^T cS - T^T cT - N^T cN + kappa = 0
+    r1 = (M @ res.v_next - p.selection_matrix() @ (p.dt * res.tau) - p.S.T @ res.impulses[:, 1]
+          - p.T.T @ res.impulses[:, 2] - p.N.T @ res.impulses[:, 0] + kappa)
+    assert np.max(np.abs(r1)) < 1e-10
+    wn = p.N @ res.v_next + p.phi / p.dt
+    assert np.min(wn) > -1e-10 and abs(wn @ res.impulses[:, 0]) < 1e-12
+
+
+def test_arm_grasps_box_under_gravity():
+    arm, box, parm, cm, q, bq = arm_box()
+    p = cm.build(q, np.zeros(arm.nv), np.zeros(arm.nv), [bq], [np.zeros(6)])
+    assert p.nc == 4 and np.allclose(p.phi, 0.0, atol=1e-9)
+    assert p.nv == arm.nv + 6 and set(p.free.tolist()) == set(range(arm.nv, arm.nv + 6))
+    res = solve("lcp_noslip", p, SolverState())
+    Ma, _ = pin_mass_bias(parm, q, np.zeros(arm.nv))
+    Mb = box.mass_matrix(bq)
+    M = blockdiag([Ma, Mb])
+    _check_solution(p, res, M)
+    # the box is held: its acceleration is zero, and the fingers carry its weight
+    np.testing.assert_allclose(res.qdd[arm.nv:], 0.0, atol=1e-8)
+    f_on_box = -res.contact_forces_world.sum(axis=0)
+    np.testing.assert_allclose(f_on_box, [0.0, 0.0, box.total_mass * G], atol=1e-8)
+    # torques = arm gravity torques minus the fingertip reactions (Pinocchio RNEA + J^T f)
+    d = parm.createData()
+    tau_ref = pin.rnea(parm, d, q, np.zeros(arm.nv), np.zeros(arm.nv))
+    pin.computeJointJacobians(parm, d, q)
+    pin.updateFramePlacements(parm, d)
+    for i, (link, _, _) in enumerate(p.contact_ids):
+        fid = parm.getFrameId(link)
+        Jf = pin.getFrameJacobian(parm, d, fid, pin.LOCAL_WORLD_ALIGNED)
+        r = p.points[i] - d.oMf[fid].translation
+        Jp = Jf[:3] - pin.skew(r) @ Jf[3:]
+        tau_ref -= Jp.T @ res.contact_forces_world[i]
+    np.testing.assert_allclose(res.tau, tau_ref, atol=1e-8)
+    # holding the box changes the torques relative to the empty hand
+    tau_empty = pin.rnea(parm, d, q, np.zeros(arm.nv), np.zeros(arm.nv))
+    assert np.max(np.abs(res.tau - tau_empty)) > 0.1
+
+
+@pytest.mark.parametrize("nc_extra", [0, 3])
+def test_runtime_kernel_linear_structure(nc_extra):
+    """Alg. 2 never needs more than rank(K) <= nv non-basic indices (Appendix F)."""
+    m, pm, cm, q0 = quadruped()
+    p = _standing_problem().validate()
+    if nc_extra:
+        # duplicate contacts (same rows) as in the Sec. 8.4.2 timing experiment
+        rep = np.repeat(np.arange(p.nc), nc_extra + 1)
+        p = p.subset(rep)
+        p.contact_ids = tuple((cid, j) for j, cid in enumerate(p.contact_ids))
+    warm = np.zeros(p.nc, dtype=bool)
+    out = lcp_noslip_kernel(p.Minv, p.h, p.v, p.actuated, p.qdd_des, p.N, p.S, p.T, p.phi, p.dt,
+                            warm, 200, 1e-9, 1e-10)
+    nb = out[6]
+    assert out[8] == 0
+    assert nb.sum() <= 3
+    assert abs(out[1].sum() / p.dt - m.total_mass * G) < 1e-6 * m.total_mass * G

@@ -1,0 +1,743 @@
+"""Contact geometry and per-tick assembly of :class:`ContactProblem` (seed 004, Sec. 3.3, App. B).
+
+Environment features (:class:`HalfSpace`, :class:`SphereObstacle`) are static; a contacted free
+body (:class:`FreeBody`, e.g. the ``box`` robot of Sec. 1.5 / 7.1) is a second
+:class:`~wbc_dynamics.RobotModel` with a free-flyer root whose 6 DoF and inertia are appended to
+the system (eqs. (1)-(3)): ``v = [v_robot; v_box]``, ``M^-1 = blkdiag(M_robot^-1, M_box^-1)``.
+
+For every candidate pair (collision sphere on a configured robot link x feature) the kernel
+computes (Fig. 4):
+
+* sphere / half-space ``{x : n.x >= d}``: ``phi = n.c - d - r``, normal ``n`` (the plane normal),
+  contact point midway between the closest points ``c - r n`` and ``c - (phi + r) n``;
+* sphere / sphere obstacle (centre e, radius R): ``n = (c - e)/|c - e|``, ``phi = |c - e| - r - R``,
+  contact point midway between ``c - r n`` and ``e + R n``;
+* sphere / box (free body, half extents a, pose (R_b, p_b)): closest point of the box surface to
+  the sphere centre (signed: inside the box the least-penetration face is used), normal from the
+  box to the sphere centre, contact point midway.
+
+Frame ``(n, s, t)`` (deterministic and stable across ticks): ``s`` is the world x axis projected on
+the tangent plane (world y when |n_x| > 0.9), normalized; ``t = n x s``.
+
+Candidates with ``phi <= margin`` enter the problem; the phi/dt term of eqs. (35)/(36) is applied
+by the solvers. Rows of N, S, T are ``n^T J``, ``s^T J``, ``t^T J`` (Appendix B) with ``J`` the
+world-aligned linear Jacobian of the contact point on the robot link (minus that of the same point
+attached to the free body for box contacts), computed after ONE forward-kinematics pass in a
+compiled kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..kernels.dynamics import forward_kinematics
+from ..kernels.kinematics import point_jacobian_filled
+from .problem import ContactProblem
+
+__all__ = ["HalfSpace", "SphereObstacle", "FreeBody", "ContactModel", "contact_frame"]
+
+
+@dataclass(frozen=True)
+class HalfSpace:
+    """Static half-space ``{x : normal . x >= offset}`` (world frame).
+
+    Attributes:
+        name: identity used in contact ids. normal: (3,) outward normal (normalized here).
+        offset: d [m] (``height`` for a horizontal ground with normal +z). mu: friction.
+    """
+
+    name: str
+    normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    offset: float = 0.0
+    mu: float = 1.0
+
+    @classmethod
+    def ground(cls, height: float = 0.0, mu: float = 1.0, name: str = "ground") -> HalfSpace:
+        """Horizontal ground plane at ``height`` [m] (normal +z)."""
+        return cls(name=name, normal=(0.0, 0.0, 1.0), offset=float(height), mu=float(mu))
+
+    @classmethod
+    def through_point(
+        cls, name: str, point: Sequence[float], normal: Sequence[float], mu: float = 1.0
+    ) -> HalfSpace:
+        """Half-space whose boundary plane passes through ``point`` [m] with ``normal``."""
+        n = np.asarray(normal, dtype=float)
+        nn = float(np.linalg.norm(n))
+        if not np.isfinite(nn) or nn < 1e-12:
+            raise ValueError(f"HalfSpace {name!r}: normal must be a non-zero finite vector")
+        n = n / nn
+        return cls(
+            name=name, normal=tuple(n.tolist()), offset=float(n @ np.asarray(point)), mu=float(mu)
+        )
+
+
+@dataclass(frozen=True)
+class SphereObstacle:
+    """Static sphere obstacle: ``center`` (3,) world [m], ``radius`` [m], friction ``mu``."""
+
+    name: str
+    center: tuple[float, float, float]
+    radius: float
+    mu: float = 1.0
+
+
+@dataclass
+class FreeBody:
+    """A contacted free rigid body appended to the system (Sec. 1.5, eqs. (1)-(3)).
+
+    Attributes:
+        name: identity used in contact ids.
+        model: RobotModel loaded with ``floating_base=True`` and no joints (e.g. ``box``).
+        half_extents: (3,) box half sizes [m] in the body frame (centred at the body origin).
+        mu: friction coefficient of the body's surface.
+    """
+
+    name: str
+    model: object
+    half_extents: np.ndarray
+    mu: float = 1.0
+
+    @classmethod
+    def from_model(cls, name: str, model, mu: float = 1.0) -> FreeBody:
+        """Use the first collision box of a single-body floating model (e.g. bundled ``box``)."""
+        if not getattr(model, "floating_base", False) or model.nv != 6:
+            raise ValueError(f"FreeBody {name!r}: model must be a single free-flyer body (nv=6)")
+        boxes = getattr(model, "collision_boxes", [])
+        if not boxes:
+            raise ValueError(f"FreeBody {name!r}: model has no collision box")
+        b = boxes[0]
+        if np.linalg.norm(np.asarray(b.center)) > 1e-12 or not np.allclose(b.rotation, np.eye(3)):
+            raise ValueError(f"FreeBody {name!r}: collision box must be centred at the body origin")
+        return cls(
+            name=name, model=model, half_extents=0.5 * np.asarray(b.size, dtype=float), mu=float(mu)
+        )
+
+
+@njit(cache=True)
+def _frame_from_normal(n, F):
+    """Write the contact frame (columns n, s, t) for unit normal n into F (3, 3)."""
+    if abs(n[0]) > 0.9:
+        rx, ry, rz = 0.0, 1.0, 0.0
+    else:
+        rx, ry, rz = 1.0, 0.0, 0.0
+    dot = rx * n[0] + ry * n[1] + rz * n[2]
+    sx = rx - dot * n[0]
+    sy = ry - dot * n[1]
+    sz = rz - dot * n[2]
+    ns = np.sqrt(sx * sx + sy * sy + sz * sz)
+    sx /= ns
+    sy /= ns
+    sz /= ns
+    tx = n[1] * sz - n[2] * sy
+    ty = n[2] * sx - n[0] * sz
+    tz = n[0] * sy - n[1] * sx
+    F[0, 0], F[1, 0], F[2, 0] = n[0], n[1], n[2]
+    F[0, 1], F[1, 1], F[2, 1] = sx, sy, sz
+    F[0, 2], F[1, 2], F[2, 2] = tx, ty, tz
+
+
+def contact_frame(normal: np.ndarray) -> np.ndarray:
+    """(3, 3) world rotation with columns (n, s, t) for a unit normal (see module doc)."""
+    n = np.asarray(normal, dtype=np.float64)
+    n = n / np.linalg.norm(n)
+    F = np.empty((3, 3))
+    _frame_from_normal(n, F)
+    return F
+
+
+@njit(cache=True)
+def _emit(
+    k,
+    b,
+    cw,
+    n,
+    phi,
+    p,
+    mu,
+    Rw,
+    pw,
+    topo,
+    Sm,
+    Rf,
+    P,
+    Jfull,
+    rb,
+    Fr,
+    out_phi,
+    out_p,
+    out_F,
+    out_N,
+    out_S,
+    out_T,
+    out_mu,
+):
+    """Write candidate k: frame, phi, point and N/S/T rows of the robot part."""
+    _frame_from_normal(n, Fr)
+    out_phi[k] = phi
+    out_mu[k] = mu
+    for a in range(3):
+        out_p[k, a] = p[a]
+        for c in range(3):
+            out_F[k, a, c] = Fr[a, c]
+    # contact point in body frame: r = Rw^T (p - pw)
+    for a in range(3):
+        rb[a] = (
+            Rw[b, 0, a] * (p[0] - pw[b, 0])
+            + Rw[b, 1, a] * (p[1] - pw[b, 1])
+            + Rw[b, 2, a] * (p[2] - pw[b, 2])
+        )
+    point_jacobian_filled(topo, Sm, Rw, pw, b, rb, Rf, False, P, Jfull)
+    nvr = Jfull.shape[1]
+    for c in range(out_N.shape[1]):
+        out_N[k, c] = 0.0
+        out_S[k, c] = 0.0
+        out_T[k, c] = 0.0
+    for c in range(nvr):
+        j0 = Jfull[0, c]
+        j1 = Jfull[1, c]
+        j2 = Jfull[2, c]
+        out_N[k, c] = Fr[0, 0] * j0 + Fr[1, 0] * j1 + Fr[2, 0] * j2
+        out_S[k, c] = Fr[0, 1] * j0 + Fr[1, 1] * j1 + Fr[2, 1] * j2
+        out_T[k, c] = Fr[0, 2] * j0 + Fr[1, 2] * j1 + Fr[2, 2] * j2
+
+
+@njit(cache=True)
+def contact_kernel(
+    topo,
+    tree,
+    Sm,
+    q,
+    Xup,
+    Rw,
+    pw,
+    Rtmp,
+    P,
+    Jfull,
+    sph_body,
+    sph_r,
+    sph_rad,
+    hs,
+    hs_mu,
+    es,
+    es_mu,
+    bx_R,
+    bx_p,
+    bx_a,
+    bx_mu,
+    bx_col,
+    margin,
+    out_phi,
+    out_p,
+    out_F,
+    out_N,
+    out_S,
+    out_T,
+    out_mu,
+    out_sph,
+    out_feat,
+):
+    """All candidate contacts after one forward-kinematics pass.
+
+    sph_body (ns,), sph_r (ns, 3) body-frame centres, sph_rad (ns,); hs (nh, 4) [n, d];
+    es (ne, 4) [centre, R]; boxes: bx_R (nbx, 3, 3), bx_p (nbx, 3), bx_a (nbx, 3) half extents,
+    bx_col (nbx,) first column of the box's 6 dofs in the stacked v. Feature index: half-spaces
+    0..nh-1, spheres nh..nh+ne-1, boxes nh+ne... Returns the number of candidates written.
+    """
+    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    ns = sph_body.shape[0]
+    nh = hs.shape[0]
+    ne = es.shape[0]
+    nbx = bx_p.shape[0]
+    Rf = np.eye(3)
+    rb = np.empty(3)
+    Fr = np.empty((3, 3))
+    c = np.empty(3)
+    n = np.empty(3)
+    p = np.empty(3)
+    cl = np.empty(3)
+    ql = np.empty(3)
+    k = 0
+    for s in range(ns):
+        b = sph_body[s]
+        r = sph_rad[s]
+        for a in range(3):
+            c[a] = (
+                pw[b, a]
+                + Rw[b, a, 0] * sph_r[s, 0]
+                + Rw[b, a, 1] * sph_r[s, 1]
+                + Rw[b, a, 2] * sph_r[s, 2]
+            )
+        for f in range(nh):
+            for a in range(3):
+                n[a] = hs[f, a]
+            phi = n[0] * c[0] + n[1] * c[1] + n[2] * c[2] - hs[f, 3] - r
+            if phi > margin:
+                continue
+            for a in range(3):
+                p[a] = c[a] - (r + 0.5 * phi) * n[a]
+            _emit(
+                k,
+                b,
+                c,
+                n,
+                phi,
+                p,
+                hs_mu[f],
+                Rw,
+                pw,
+                topo,
+                Sm,
+                Rf,
+                P,
+                Jfull,
+                rb,
+                Fr,
+                out_phi,
+                out_p,
+                out_F,
+                out_N,
+                out_S,
+                out_T,
+                out_mu,
+            )
+            out_sph[k] = s
+            out_feat[k] = f
+            k += 1
+        for f in range(ne):
+            dx = c[0] - es[f, 0]
+            dy = c[1] - es[f, 1]
+            dz = c[2] - es[f, 2]
+            d = np.sqrt(dx * dx + dy * dy + dz * dz)
+            R = es[f, 3]
+            phi = d - r - R
+            if phi > margin:
+                continue
+            if d > 1e-12:
+                n[0], n[1], n[2] = dx / d, dy / d, dz / d
+            else:
+                n[0], n[1], n[2] = 0.0, 0.0, 1.0
+            for a in range(3):
+                p[a] = es[f, a] + (R + 0.5 * phi) * n[a]
+            _emit(
+                k,
+                b,
+                c,
+                n,
+                phi,
+                p,
+                es_mu[f],
+                Rw,
+                pw,
+                topo,
+                Sm,
+                Rf,
+                P,
+                Jfull,
+                rb,
+                Fr,
+                out_phi,
+                out_p,
+                out_F,
+                out_N,
+                out_S,
+                out_T,
+                out_mu,
+            )
+            out_sph[k] = s
+            out_feat[k] = nh + f
+            k += 1
+        for f in range(nbx):
+            Rb = bx_R[f]
+            for a in range(3):
+                cl[a] = (
+                    Rb[0, a] * (c[0] - bx_p[f, 0])
+                    + Rb[1, a] * (c[1] - bx_p[f, 1])
+                    + Rb[2, a] * (c[2] - bx_p[f, 2])
+                )
+            inside = True
+            for a in range(3):
+                if abs(cl[a]) > bx_a[f, a]:
+                    inside = False
+            if not inside:
+                dist2 = 0.0
+                for a in range(3):
+                    ql[a] = min(max(cl[a], -bx_a[f, a]), bx_a[f, a])
+                    dist2 += (cl[a] - ql[a]) ** 2
+                dist = np.sqrt(dist2)
+                phi = dist - r
+                if phi > margin:
+                    continue
+                nl0 = (cl[0] - ql[0]) / dist
+                nl1 = (cl[1] - ql[1]) / dist
+                nl2 = (cl[2] - ql[2]) / dist
+            else:
+                best = 0
+                depth = bx_a[f, 0] - abs(cl[0])
+                for a in range(1, 3):
+                    da = bx_a[f, a] - abs(cl[a])
+                    if da < depth:
+                        depth = da
+                        best = a
+                for a in range(3):
+                    ql[a] = cl[a]
+                sg = 1.0 if cl[best] >= 0.0 else -1.0
+                ql[best] = sg * bx_a[f, best]
+                nl0, nl1, nl2 = 0.0, 0.0, 0.0
+                if best == 0:
+                    nl0 = sg
+                elif best == 1:
+                    nl1 = sg
+                else:
+                    nl2 = sg
+                phi = -depth - r
+            for a in range(3):
+                n[a] = Rb[a, 0] * nl0 + Rb[a, 1] * nl1 + Rb[a, 2] * nl2
+            # midpoint of box surface point and sphere point
+            for a in range(3):
+                qw = bx_p[f, a] + Rb[a, 0] * ql[0] + Rb[a, 1] * ql[1] + Rb[a, 2] * ql[2]
+                p[a] = 0.5 * (qw + c[a] - r * n[a])
+            _emit(
+                k,
+                b,
+                c,
+                n,
+                phi,
+                p,
+                bx_mu[f],
+                Rw,
+                pw,
+                topo,
+                Sm,
+                Rf,
+                P,
+                Jfull,
+                rb,
+                Fr,
+                out_phi,
+                out_p,
+                out_F,
+                out_N,
+                out_S,
+                out_T,
+                out_mu,
+            )
+            # relative Jacobian: subtract the box point Jacobian [R_b, -R_b [r_l]x] (body-frame
+            # free-flyer velocity, Pinocchio convention)
+            for a in range(3):
+                cl[a] = (
+                    Rb[0, a] * (p[0] - bx_p[f, 0])
+                    + Rb[1, a] * (p[1] - bx_p[f, 1])
+                    + Rb[2, a] * (p[2] - bx_p[f, 2])
+                )
+            col = bx_col[f]
+            for row in range(3):
+                # direction d (n, s or t) in box axes: dl = R_b^T d.
+                # d . (R_b (v_lin + w x r_l)) = dl . v_lin + w . (r_l x dl)
+                dl0 = Rb[0, 0] * Fr[0, row] + Rb[1, 0] * Fr[1, row] + Rb[2, 0] * Fr[2, row]
+                dl1 = Rb[0, 1] * Fr[0, row] + Rb[1, 1] * Fr[1, row] + Rb[2, 1] * Fr[2, row]
+                dl2 = Rb[0, 2] * Fr[0, row] + Rb[1, 2] * Fr[1, row] + Rb[2, 2] * Fr[2, row]
+                a0 = cl[1] * dl2 - cl[2] * dl1
+                a1 = cl[2] * dl0 - cl[0] * dl2
+                a2 = cl[0] * dl1 - cl[1] * dl0
+                if row == 0:
+                    out = out_N
+                elif row == 1:
+                    out = out_S
+                else:
+                    out = out_T
+                out[k, col] -= dl0
+                out[k, col + 1] -= dl1
+                out[k, col + 2] -= dl2
+                out[k, col + 3] -= a0
+                out[k, col + 4] -= a1
+                out[k, col + 5] -= a2
+            out_sph[k] = s
+            out_feat[k] = nh + ne + f
+            k += 1
+    return k
+
+
+def _quat_to_rot(qx: float, qy: float, qz: float, qw: float) -> np.ndarray:
+    n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+    qx, qy, qz, qw = qx / n, qy / n, qz / n, qw / n
+    return np.array(
+        [
+            [1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)],
+            [2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)],
+            [2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)],
+        ]
+    )
+
+
+class ContactModel:
+    """Configured once; assembles a :class:`ContactProblem` from (q, v, qdd_des) every tick.
+
+    Args:
+        robot: the robot's RobotModel (fixed or floating base).
+        contact_links: links whose collision spheres are contact candidates (default: all links
+            carrying spheres).
+        features: static environment features (HalfSpace / SphereObstacle).
+        bodies: contacted free bodies (FreeBody), appended to the system in order.
+        margin: [m] candidates with phi <= margin enter the problem (eqs. 35/36).
+        dt: control period [s].
+        friction_edges: k of the friction pyramid (Coulomb methods).
+        extra_points: optional {link: [(center (3,) link frame, radius), ...]} additional contact
+            spheres (e.g. several samples per foot, Sec. 8.4.2 benchmark).
+        actuated_joints: names of actuated joints (default: all movable joints).
+
+    Contact identity: ``(link, sphere_number_on_link, feature_name)``.
+    """
+
+    def __init__(
+        self,
+        robot,
+        contact_links: Sequence[str] | None = None,
+        features: Sequence[HalfSpace | SphereObstacle] = (),
+        bodies: Sequence[FreeBody] = (),
+        margin: float = 0.005,
+        dt: float = 1e-3,
+        friction_edges: int = 4,
+        extra_points: dict[str, list[tuple[Sequence[float], float]]] | None = None,
+        actuated_joints: Sequence[str] | None = None,
+    ) -> None:
+        if not np.isfinite(margin) or margin < 0:
+            raise ValueError(f"ContactModel.margin: must be finite and >= 0, got {margin!r}")
+        if not np.isfinite(dt) or dt <= 0:
+            raise ValueError(f"ContactModel.dt: must be finite and > 0, got {dt!r}")
+        self.robot = robot
+        self.margin = float(margin)
+        self.dt = float(dt)
+        self.friction_edges = int(friction_edges)
+        spheres = list(robot.collision_spheres)
+        if contact_links is None:
+            contact_links = sorted({s.link for s in spheres})
+        links = list(contact_links)
+        for link in links:
+            robot.link_frame(link)  # ValueError naming an unknown link
+        sph: list[tuple[str, int, np.ndarray, float]] = []
+        for link in links:
+            k = 0
+            for s in spheres:
+                if s.link == link:
+                    sph.append((link, k, np.asarray(s.center, float), float(s.radius)))
+                    k += 1
+            for center, radius in (extra_points or {}).get(link, []):
+                sph.append((link, k, np.asarray(center, float), float(radius)))
+                k += 1
+        unknown = set(extra_points or {}) - set(links)
+        if unknown:
+            raise ValueError(
+                f"ContactModel.extra_points: links {sorted(unknown)} not in contact_links"
+            )
+        if not sph:
+            raise ValueError(f"ContactModel.contact_links: no collision spheres on {links}")
+        self.sphere_ids = [(link, k) for link, k, _, _ in sph]
+        self._sph_body = np.empty(len(sph), dtype=np.int64)
+        self._sph_r = np.empty((len(sph), 3))
+        self._sph_rad = np.empty(len(sph))
+        for i, (link, _, center, radius) in enumerate(sph):
+            body, R, p = robot.link_frame(link)
+            if body < 0:
+                raise ValueError(f"ContactModel.contact_links: link {link!r} is fixed to the world")
+            self._sph_body[i] = body
+            self._sph_r[i] = p + R @ center
+            self._sph_rad[i] = radius
+        hs = [f for f in features if isinstance(f, HalfSpace)]
+        es = [f for f in features if isinstance(f, SphereObstacle)]
+        if len(hs) + len(es) != len(features):
+            raise ValueError("ContactModel.features: only HalfSpace and SphereObstacle supported")
+        self._hs = np.array(
+            [[*np.asarray(f.normal, float) / np.linalg.norm(f.normal), f.offset] for f in hs]
+        ).reshape(-1, 4)
+        self._hs_mu = np.array([f.mu for f in hs], dtype=float)
+        self._es = np.array([[*f.center, f.radius] for f in es], dtype=float).reshape(-1, 4)
+        self._es_mu = np.array([f.mu for f in es], dtype=float)
+        self.bodies = list(bodies)
+        self.feature_names = (
+            [f.name for f in hs] + [f.name for f in es] + [b.name for b in self.bodies]
+        )
+        if len(set(self.feature_names)) != len(self.feature_names):
+            raise ValueError("ContactModel.features: feature / body names must be unique")
+        nvr = robot.nv
+        self.nv = nvr + 6 * len(self.bodies)
+        self._bx_col = np.array([nvr + 6 * i for i in range(len(self.bodies))], dtype=np.int64)
+        self._bx_a = np.array([b.half_extents for b in self.bodies], dtype=float).reshape(-1, 3)
+        self._bx_mu = np.array([b.mu for b in self.bodies], dtype=float)
+        # actuation
+        off = 6 if robot.floating_base else 0
+        names = list(robot.joint_names)
+        if actuated_joints is None:
+            act = list(range(off, nvr))
+        else:
+            act = [off + robot.joint_index(j) for j in actuated_joints]
+        self.actuated = np.array(act, dtype=np.int64)
+        self.free = np.setdiff1d(np.arange(self.nv), self.actuated)
+        self.dof_names = tuple(
+            [f"base_{i}" for i in range(off)]
+            + names
+            + [f"{b.name}_{i}" for b in self.bodies for i in range(6)]
+        )
+        # workspaces (own copies: independent of the model's)
+        nb = robot._topo.shape[0]
+        self._Xup = np.zeros((nb, 6, 6))
+        self._Rw = np.zeros((nb, 3, 3))
+        self._pw = np.zeros((nb, 3))
+        self._Rtmp = np.zeros((2, 3, 3))
+        self._P = np.zeros(3)
+        self._Jfull = np.zeros((6, nvr))
+        cap = len(sph) * len(self.feature_names)
+        self._cap = cap
+        self._out_phi = np.zeros(cap)
+        self._out_p = np.zeros((cap, 3))
+        self._out_F = np.zeros((cap, 3, 3))
+        self._out_N = np.zeros((cap, self.nv))
+        self._out_S = np.zeros((cap, self.nv))
+        self._out_T = np.zeros((cap, self.nv))
+        self._out_mu = np.zeros(cap)
+        self._out_sph = np.zeros(cap, dtype=np.int64)
+        self._out_feat = np.zeros(cap, dtype=np.int64)
+        self._ids = {
+            (s, f): (self.sphere_ids[s][0], self.sphere_ids[s][1], self.feature_names[f])
+            for s in range(len(sph))
+            for f in range(len(self.feature_names))
+        }
+        self.warmup()
+
+    @property
+    def n_spheres(self) -> int:
+        """Number of robot contact spheres."""
+        return int(self._sph_body.shape[0])
+
+    def warmup(self) -> None:
+        """Compile / load the kernels and run them once (call at start-up, not in a tick)."""
+        q = self.robot.neutral()
+        bq = [np.array([0, 0, 0, 0, 0, 0, 1.0]) for _ in self.bodies]
+        self.candidates(q, bq)
+
+    def _box_poses(self, body_q):
+        nbx = len(self.bodies)
+        R = np.zeros((nbx, 3, 3))
+        p = np.zeros((nbx, 3))
+        for i in range(nbx):
+            qb = np.asarray(body_q[i], dtype=float)
+            if qb.shape != (7,) or not np.all(np.isfinite(qb)):
+                raise ValueError(f"body_q[{i}] ({self.bodies[i].name}): expected finite (7,)")
+            if abs(np.linalg.norm(qb[3:]) - 1.0) > 1e-6:
+                raise ValueError(f"body_q[{i}] ({self.bodies[i].name}): quaternion not unit")
+            p[i] = qb[:3]
+            R[i] = _quat_to_rot(*qb[3:])
+        return R, p
+
+    def candidates(self, q, body_q=()):
+        """Run the geometry kernel; returns the number of candidates (rows in the buffers)."""
+        r = self.robot
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        if q.shape != (r.nq,) or not np.all(np.isfinite(q)):
+            raise ValueError(f"q: expected finite ({r.nq},), got shape {q.shape}")
+        bR, bp = self._box_poses(body_q)
+        k = contact_kernel(
+            r._topo,
+            r._tree,
+            r._Sm,
+            q,
+            self._Xup,
+            self._Rw,
+            self._pw,
+            self._Rtmp,
+            self._P,
+            self._Jfull,
+            self._sph_body,
+            self._sph_r,
+            self._sph_rad,
+            self._hs,
+            self._hs_mu,
+            self._es,
+            self._es_mu,
+            bR,
+            bp,
+            self._bx_a,
+            self._bx_mu,
+            self._bx_col,
+            self.margin,
+            self._out_phi,
+            self._out_p,
+            self._out_F,
+            self._out_N,
+            self._out_S,
+            self._out_T,
+            self._out_mu,
+            self._out_sph,
+            self._out_feat,
+        )
+        return int(k)
+
+    def build(
+        self,
+        q,
+        v,
+        qdd_des,
+        body_q: Sequence[np.ndarray] = (),
+        body_v: Sequence[np.ndarray] = (),
+        Minv: np.ndarray | None = None,
+        h: np.ndarray | None = None,
+    ) -> ContactProblem:
+        """Assemble the tick's :class:`ContactProblem`.
+
+        Args:
+            q, v: robot configuration / velocity (core conventions). qdd_des: (nu,) desired
+                accelerations of the actuated joints. body_q, body_v: per free body (7,) pose
+                [x y z qx qy qz qw] and (6,) body-frame twist.
+            Minv, h: optionally precomputed robot M^-1 and C v + g (saves a pass if the caller
+                already has them).
+        """
+        r = self.robot
+        if len(body_q) != len(self.bodies) or len(body_v) != len(self.bodies):
+            raise ValueError(f"body_q/body_v: expected {len(self.bodies)} entries each")
+        k = self.candidates(q, body_q)
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if v.shape != (r.nv,):
+            raise ValueError(f"v: expected ({r.nv},), got {v.shape}")
+        Mr = r.minverse(q) if Minv is None else np.asarray(Minv, dtype=np.float64)
+        hr = r.nonlinear_effects(q, v) if h is None else np.asarray(h, dtype=np.float64)
+        if self.bodies:
+            nv = self.nv
+            Mi = np.zeros((nv, nv))
+            Mi[: r.nv, : r.nv] = Mr
+            hh = np.zeros(nv)
+            hh[: r.nv] = hr
+            vv = np.zeros(nv)
+            vv[: r.nv] = v
+            for i, b in enumerate(self.bodies):
+                c = r.nv + 6 * i
+                qb = np.asarray(body_q[i], dtype=float)
+                vb = np.asarray(body_v[i], dtype=float)
+                Mi[c : c + 6, c : c + 6] = b.model.minverse(qb)
+                hh[c : c + 6] = b.model.nonlinear_effects(qb, vb)
+                vv[c : c + 6] = vb
+            Mr, hr, v = Mi, hh, vv
+        sph = self._out_sph[:k]
+        feat = self._out_feat[:k]
+        ids = tuple(self._ids[(int(s), int(f))] for s, f in zip(sph, feat, strict=True))
+        return ContactProblem(
+            dt=self.dt,
+            Minv=Mr,
+            h=hr,
+            v=v,
+            actuated=self.actuated,
+            free=self.free,
+            qdd_des=np.asarray(qdd_des, dtype=np.float64),
+            N=self._out_N[:k].copy(),
+            S=self._out_S[:k].copy(),
+            T=self._out_T[:k].copy(),
+            phi=self._out_phi[:k].copy(),
+            mu=self._out_mu[:k].copy(),
+            contact_ids=ids,
+            points=self._out_p[:k].copy(),
+            frames=self._out_F[:k].copy(),
+            friction_edges=self.friction_edges,
+            dof_names=self.dof_names,
+        )

@@ -1,0 +1,640 @@
+"""``lcp_noslip``: inverse dynamics with no-slip contact constraints (seed 004, Sec. 4).
+
+Formulation (all matrices from :class:`~wbc_dynamics.contact.problem.ContactProblem`):
+
+* MLCP eq. (42)/(43) with unknowns ``v+, tau, c_S, c_T`` (free) and ``c_N >= 0``.
+* Algorithm 1 (Find-Indices) selects rows of ``G = [P; S; T]`` so that
+  ``X = G M^-1 G^T`` is non-singular (the matrix A of eq. (42) is then invertible). It is run as an
+  *incremental Cholesky factorization*: a candidate row is accepted iff the new pivot of the
+  factorization is positive (relative tolerance ``rank_tol``); each test costs O(m^2) after
+  ``M^-1 g`` (O(m^2)), so Alg. 1 is O(m^3 + n m^2) as in Sec. 4.4. Removing the dependent rows does
+  not change the solution (Appendix E) when the desired accelerations are consistent.
+* Eliminating the free variables (eqs. (44)-(45), Appendix C) gives the LCP
+  ``w = N K N^T c_N + r``, ``0 <= c_N _|_ w >= 0`` with the projected inverse inertia
+  ``K = M^-1 - M^-1 G^T X^-1 G M^-1`` (PSD, rank m - rank G) and
+  ``r = N f~ + phi/dt``, ``f~ = f* + M^-1 G^T X^-1 (g - G f*)``, ``f* = v - dt M^-1 h``,
+  ``g = [qdot_des; 0; 0]`` (eq. 39). This is Q = C^T A^-1 C of eq. (44) written with M^-1 only.
+* Algorithm 2 (modified PPM I, Sec. 4.7 / Appendix D): the full ``N K N^T`` is never formed; each
+  iteration factors only the non-basic block (at most rank(K) <= m rows, Appendix F) and computes
+  ``w = N a + r`` in O(n m). Warm start (Sec. 4.6): the initial non-basic set is the previous
+  tick's non-basic set, matched by contact identity, so the solver keeps applying force at the
+  same contacts when the problem is indeterminate.
+* Sec. 4.5: the solution is verified (``N v+ >= -phi/dt`` and ``S v+ = T v+ = 0`` for *all* rows,
+  including those dropped by Alg. 1, and a solved LCP). If it fails, the desired accelerations are
+  inconsistent; :mod:`wbc_dynamics.contact.consistency` computes the minimally deviating consistent
+  accelerations (QP (46)-(51)) and the LCP is re-solved with them (flag
+  ``"inconsistent_corrected"``, ``consistent=False``).
+
+The hot path is a single numba kernel (:func:`lcp_noslip_kernel`). Runtime is linear in the
+number of contacts n for fixed m: O(m^3 + n m^2) set-up plus O(n m + m^3) per pivot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .problem import ContactProblem, ContactResult, MethodState, SolverStats
+
+__all__ = ["solve_lcp_noslip", "lcp_noslip_kernel", "STATUS"]
+
+#: Kernel status codes.
+STATUS = {0: "ok", 1: "iteration_limit", 2: "singular_nonbasic_set (inconsistent)"}
+
+
+@njit(cache=True)
+def _chol_append(L, k, x, d, tol_rel):
+    """Try to append a row/column to the Cholesky factor L[:k,:k] (lower).
+
+    x: (k,) new off-diagonal column of the factored matrix, d: new diagonal entry.
+    Returns True (and writes row k of L) if the new pivot is > tol_rel * d.
+    """
+    y = np.empty(k)
+    for i in range(k):
+        s = x[i]
+        for j in range(i):
+            s -= L[i, j] * y[j]
+        y[i] = s / L[i, i]
+    delta = d
+    for i in range(k):
+        delta -= y[i] * y[i]
+    if not (delta > tol_rel * d) or d <= 0.0:
+        return False
+    for i in range(k):
+        L[k, i] = y[i]
+    L[k, k] = np.sqrt(delta)
+    return True
+
+
+@njit(cache=True)
+def _chol_solve(L, k, b, out):
+    """Solve (L L^T) out = b with L[:k,:k] lower triangular."""
+    for i in range(k):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * out[j]
+        out[i] = s / L[i, i]
+    for i in range(k - 1, -1, -1):
+        s = out[i]
+        for j in range(i + 1, k):
+            s -= L[j, i] * out[j]
+        out[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def _append_row(G, W, L, k, g, wg, d, tol, x):
+    """Try to append row g (with wg = M^-1 g, d = g . wg) to G, W = M^-1 G^T and the factor L."""
+    nv = wg.shape[0]
+    for j in range(k):
+        s = 0.0
+        for r in range(nv):
+            s += G[j, r] * wg[r]
+        x[j] = s
+    if not _chol_append(L, k, x, d, tol):
+        return False
+    for r in range(nv):
+        G[k, r] = g[r]
+        W[r, k] = wg[r]
+    return True
+
+
+@njit(cache=True)
+def _alg1(Minv, act, S, T, rank_tol, eps_p=0.0):
+    """Algorithm 1 (Find-Indices) by incremental Cholesky of X = G M^-1 G^T.
+
+    Hard mode (``eps_p == 0``): the P rows (eq. 38; ``P M^-1 P^T`` is the actuated block of M^-1,
+    positive definite) first, then S_i, T_i for i = 1..n, each kept iff it keeps X non-singular
+    (Lines 4-11 of Alg. 1). ``eps_p > 0`` (soft inverse-dynamics rows, used by the Sec. 4.5
+    correction: the KKT system of ``min 1/2 |v+ - f*|_M^2 + 1/(2 eps_p) |P v+ - qdot_des|^2``
+    s.t. the contact constraints): every S/T row independent of the other S/T rows is kept, then
+    the P rows are appended with ``eps_p`` added to their diagonal.
+
+    Returns (G (nv+nu, nv) buffer with nG valid rows, W = M^-1 G^T (nv, nv+nu), L, nG,
+    kind: 0 = P row, 1 = S row, 2 = T row, idx: actuator / contact index). nG = -1 on failure.
+    """
+    nv = Minv.shape[0]
+    nu = act.shape[0]
+    nc = S.shape[0]
+    nmax = nv + nu
+    G = np.zeros((nmax, nv))
+    W = np.zeros((nv, nmax))
+    L = np.zeros((nmax, nmax))
+    kind = np.zeros(nmax, dtype=np.int64)
+    idx = np.zeros(nmax, dtype=np.int64)
+    x = np.empty(nmax)
+    wg = np.empty(nv)
+    e = np.zeros(nv)
+    soft = eps_p > 0.0
+    k = 0
+    for phase in range(2):
+        if phase == (1 if soft else 0):
+            for a in range(nu):
+                for r in range(nv):
+                    e[r] = 0.0
+                    wg[r] = Minv[r, act[a]]
+                e[act[a]] = 1.0
+                if not _append_row(G, W, L, k, e, wg, Minv[act[a], act[a]] + eps_p, 1e-14, x):
+                    return G, W, L, -1, kind, idx
+                kind[k] = 0
+                idx[k] = a
+                k += 1
+        else:
+            nst = 0
+            for i in range(nc):
+                for which in range(2):
+                    if nst >= nv or (not soft and k >= nv):
+                        break
+                    g = S[i] if which == 0 else T[i]
+                    for r in range(nv):
+                        sacc = 0.0
+                        for c in range(nv):
+                            sacc += Minv[r, c] * g[c]
+                        wg[r] = sacc
+                    d = 0.0
+                    for r in range(nv):
+                        d += g[r] * wg[r]
+                    if _append_row(G, W, L, k, g, wg, d, rank_tol, x):
+                        kind[k] = 1 + which
+                        idx[k] = i
+                        k += 1
+                        nst += 1
+    return G, W, L, k, kind, idx
+
+
+@njit(cache=True)
+def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
+    """Algorithm 2 (modified PPM I) for the LCP w = N K N^T z + r, 0 <= z _|_ w >= 0.
+
+    NK = N K (nc, nv). warm: (nc,) bool initial non-basic set (warm start, Sec. 4.6).
+    Returns (z, w, nonbasic mask, iterations, status, warm_used).
+    status 0 ok, 1 iteration limit, 2 singular non-basic set with negative w (inconsistent).
+    An entering index whose row is linearly dependent on the non-basic rows (in the K metric) and
+    whose w is only slightly negative (>= -dep_tol, e.g. phi/dt differences of a few nm/tick) is
+    blocked instead (Appendix F: such rows need no force when the data are consistent); the final
+    violation is reported by the caller.
+    """
+    nc, nv = N.shape
+    z = np.zeros(nc)
+    w = r.copy()
+    nb = np.zeros(nc, dtype=np.bool_)
+    blocked = np.zeros(nc, dtype=np.bool_)
+    # Lines 2-5: trivial solution
+    imin = 0
+    for i in range(nc):
+        if r[i] < r[imin]:
+            imin = i
+    if nc == 0 or r[imin] >= -tol:
+        return z, w, nb, 0, 0, False
+    # Lines 6-8: initial non-basic set from the warm start (dependent rows skipped)
+    order = np.empty(nv, dtype=np.int64)  # non-basic indices in factor order
+    L = np.zeros((nv, nv))
+    x = np.empty(nv)
+    m = 0
+    warm_used = False
+    for i in range(nc):
+        if warm[i] and m < nv:
+            for j in range(m):
+                s = 0.0
+                for c in range(nv):
+                    s += NK[order[j], c] * N[i, c]
+                x[j] = s
+            d = 0.0
+            for c in range(nv):
+                d += NK[i, c] * N[i, c]
+            if _chol_append(L, m, x, d, rank_tol):
+                order[m] = i
+                nb[i] = True
+                m += 1
+                warm_used = True
+    if m == 0:
+        order[0] = imin
+        nb[imin] = True
+        L[0, 0] = 0.0
+        d = 0.0
+        for c in range(nv):
+            d += NK[imin, c] * N[imin, c]
+        if not (d > 0.0):
+            # zero row of Q with negative r: no force can fix this contact
+            return z, w, nb, 0, 2, warm_used
+        L[0, 0] = np.sqrt(d)
+        m = 1
+    zb = np.empty(nv)
+    b = np.empty(nv)
+    a = np.empty(nv)
+    it = 0
+    need_refactor = False
+    while it < max_iter:
+        it += 1
+        if need_refactor:
+            # rebuild the factor of A = N_nb K N_nb^T (Line 11), at most m x m
+            mm = 0
+            for jj in range(m):
+                i = order[jj]
+                for j in range(mm):
+                    s = 0.0
+                    for c in range(nv):
+                        s += NK[order[j], c] * N[i, c]
+                    x[j] = s
+                d = 0.0
+                for c in range(nv):
+                    d += NK[i, c] * N[i, c]
+                if not _chol_append(L, mm, x, d, rank_tol):
+                    return z, w, nb, it, 2, warm_used
+                order[mm] = i
+                mm += 1
+            need_refactor = False
+        # Lines 12-13: z_dagger = -A^-1 b
+        for j in range(m):
+            b[j] = -r[order[j]]
+        _chol_solve(L, m, b, zb)
+        # Line 14: a = K N_nb^T z_dagger ; Line 15: w = N a + r
+        for c in range(nv):
+            a[c] = 0.0
+        for j in range(m):
+            zj = zb[j]
+            for c in range(nv):
+                a[c] += NK[order[j], c] * zj
+        ibest = -1
+        wbest = -tol
+        for i in range(nc):
+            s = r[i]
+            for c in range(nv):
+                s += N[i, c] * a[c]
+            w[i] = s
+            if not nb[i] and not blocked[i] and s < wbest:
+                wbest = s
+                ibest = i
+        # Line 18: most negative z among non-basic
+        jbest = -1
+        zmin = -tol
+        for j in range(m):
+            if zb[j] < zmin:
+                zmin = zb[j]
+                jbest = j
+        if ibest < 0:
+            if jbest >= 0:
+                # Lines 19-23: move index into the basic set
+                nb[order[jbest]] = False
+                for j in range(jbest, m - 1):
+                    order[j] = order[j + 1]
+                m -= 1
+                need_refactor = True
+                continue
+            # Lines 24-29: solution found
+            for i in range(nc):
+                z[i] = 0.0
+            for j in range(m):
+                z[order[j]] = max(zb[j], 0.0)
+            for i in range(nc):
+                if nb[i]:
+                    w[i] = 0.0
+            return z, w, nb, it, 0, warm_used
+        # Lines 31-37: move i into the non-basic set, then j (from this z_dagger) out
+        if jbest >= 0:
+            nb[order[jbest]] = False
+            for j in range(jbest, m - 1):
+                order[j] = order[j + 1]
+            m -= 1
+            order[m] = ibest
+            nb[ibest] = True
+            m += 1
+            need_refactor = True
+        else:
+            for j in range(m):
+                s = 0.0
+                for c in range(nv):
+                    s += NK[order[j], c] * N[ibest, c]
+                x[j] = s
+            d = 0.0
+            for c in range(nv):
+                d += NK[ibest, c] * N[ibest, c]
+            if m >= nv or not _chol_append(L, m, x, d, rank_tol):
+                # Entering row dependent on the non-basic rows (Appendix F): w_i cannot change
+                # while the non-basic set is kept, so exchange it for a non-basic index j with
+                # gamma_j > 0 (N_i K = sum gamma_j N_j K), chosen by the ratio test
+                # min z_j / gamma_j so that z stays >= 0 (a degenerate principal pivot).
+                _chol_solve(L, m, x, a)
+                gmax = 0.0
+                for j in range(m):
+                    gmax = max(gmax, abs(a[j]))
+                jx = -1
+                best = np.inf
+                for j in range(m):
+                    if a[j] > 1e-9 * gmax:
+                        ratio = max(zb[j], 0.0) / a[j]
+                        if ratio < best:
+                            best = ratio
+                            jx = j
+                if jx >= 0:
+                    nb[order[jx]] = False
+                    for j in range(jx, m - 1):
+                        order[j] = order[j + 1]
+                    order[m - 1] = ibest
+                    nb[ibest] = True
+                    need_refactor = True
+                    continue
+                # no exchange possible: the data are inconsistent (Sec. 4.5) unless the
+                # violation is within dep_tol
+                if w[ibest] >= -dep_tol:
+                    blocked[ibest] = True
+                    continue
+                return z, w, nb, it, 2, warm_used
+            order[m] = ibest
+            nb[ibest] = True
+            m += 1
+    for j in range(m):
+        z[order[j]] = max(zb[j], 0.0)
+    return z, w, nb, it, 1, warm_used
+
+
+@njit(cache=True)
+def lcp_noslip_kernel(
+    Minv,
+    h,
+    v,
+    act,
+    qdd_des,
+    N,
+    S,
+    T,
+    phi,
+    dt,
+    warm,
+    max_iter,
+    rank_tol,
+    tol_rel,
+    eps_p=0.0,
+    dep_tol=1e-4,
+):
+    """Whole ``lcp_noslip`` solve (Alg. 1 + LCP (44)-(45) + Alg. 2 + force retrieval, Sec. 4.5).
+
+    Returns (tau, cN, cS, cT, v_next, w, nonbasic mask, iterations, status, warm_used,
+    n_rows_dropped, max_violation) where max_violation is the largest violation of
+    ``N v+ >= -phi/dt``, ``S v+ = 0``, ``T v+ = 0`` over all contacts [m/s].
+    ``eps_p > 0``: soft P rows (see :func:`_alg1`); then ``tau`` is a penalty force, not a torque.
+    ``dep_tol`` [m/s]: see :func:`_ppm`.
+    """
+    nv = Minv.shape[0]
+    nu = act.shape[0]
+    nc = N.shape[0]
+    # f* = v - dt M^-1 h
+    fstar = v.copy()
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += Minv[i, j] * h[j]
+        fstar[i] -= dt * s
+    scale = 1.0
+    for i in range(nv):
+        scale = max(scale, abs(v[i]), abs(fstar[i]))
+    tol = tol_rel * scale
+    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p)
+    tau = np.zeros(nu)
+    cN = np.zeros(nc)
+    cS = np.zeros(nc)
+    cT = np.zeros(nc)
+    w = np.zeros(nc)
+    nb = np.zeros(nc, dtype=np.bool_)
+    if nG < 0:
+        return tau, cN, cS, cT, fstar, w, nb, 0, 3, False, 0, np.inf
+    # g - G f*  (g = [qdot_des; 0])
+    gr = np.zeros(nG)
+    for j in range(nG):
+        s = 0.0
+        for c in range(nv):
+            s += G[j, c] * fstar[c]
+        gr[j] = -s
+        if kind[j] == 0:
+            gr[j] += v[act[idx[j]]] + dt * qdd_des[idx[j]]
+    lam0 = np.zeros(nG)
+    _chol_solve(L, nG, gr, lam0)
+    Wc = np.ascontiguousarray(W[:, :nG])
+    ftil = fstar + Wc @ lam0
+    # U = L^-1 W^T ; K = Minv - U^T U
+    U = np.zeros((nG, nv))
+    for c in range(nv):
+        for i in range(nG):
+            s = W[c, i]
+            for j in range(i):
+                s -= L[i, j] * U[j, c]
+            U[i, c] = s / L[i, i]
+    K = Minv - U.T @ U
+    NK = N @ K
+    r = N @ ftil
+    for i in range(nc):
+        r[i] += phi[i] / dt
+    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol)
+    # force retrieval (Sec. 4.5): lambda = X^-1 (g - G f* - W^T N^T z),
+    # v+ = f* + W lambda + M^-1 N^T z
+    y = N.T @ z
+    gy = gr - Wc.T @ y
+    lam = np.zeros(nG)
+    _chol_solve(L, nG, gy, lam)
+    v_next = fstar + Wc @ lam + Minv @ y
+    for j in range(nG):
+        if kind[j] == 0:
+            tau[idx[j]] = lam[j] / dt
+        elif kind[j] == 1:
+            cS[idx[j]] = lam[j]
+        else:
+            cT[idx[j]] = lam[j]
+    cN[:] = z
+    viol = 0.0
+    for i in range(nc):
+        sn = phi[i] / dt
+        ss = 0.0
+        st = 0.0
+        for c in range(nv):
+            sn += N[i, c] * v_next[c]
+            ss += S[i, c] * v_next[c]
+            st += T[i, c] * v_next[c]
+        viol = max(viol, -sn, abs(ss), abs(st))
+    return (tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, 2 * nc - (nG - nu), viol)
+
+
+def _run_kernel(
+    p: ContactProblem,
+    warm: np.ndarray,
+    qdd_des: np.ndarray,
+    max_iter: int,
+    rank_tol: float,
+    tol_rel: float,
+    eps_p: float = 0.0,
+    dep_tol: float = 1e-4,
+):
+    return lcp_noslip_kernel(
+        p.Minv,
+        p.h,
+        p.v,
+        p.actuated,
+        qdd_des,
+        p.N,
+        p.S,
+        p.T,
+        p.phi,
+        float(p.dt),
+        warm,
+        max_iter,
+        rank_tol,
+        tol_rel,
+        eps_p,
+        dep_tol,
+    )
+
+
+def solve_lcp_noslip(
+    problem: ContactProblem,
+    mstate: MethodState,
+    *,
+    warm_start: bool = True,
+    max_iter: int | None = None,
+    rank_tol: float = 1e-9,
+    tol: float = 1e-10,
+    consistency_tol: float = 1e-4,
+    correct_inconsistent: bool = True,
+    min_norm: bool = False,
+) -> ContactResult:
+    """Solve one tick with the no-slip model of Sec. 4 (Alg. 1 + Alg. 2).
+
+    Args:
+        problem: validated problem with nc >= 1.
+        mstate: warm-start memory (non-basic set as contact identities, previous impulses).
+        warm_start: start Alg. 2 from the previous tick's non-basic set (Sec. 4.6).
+        max_iter: pivot limit (default 4 n + 20); on hitting it the result is the flagged fallback.
+        rank_tol: relative pivot tolerance of the incremental Cholesky tests (Alg. 1, Alg. 2).
+        tol: relative tolerance for negative w / z in the pivoting rules (scaled by max |v|).
+        consistency_tol: [m/s] tolerated violation of N v+ >= -phi/dt, S v+ = T v+ = 0 (Sec. 4.5).
+            Continuous-time desired accelerations (``J a + Jdot v = 0`` at the feet) violate the
+            first-order no-slip rows by ``dt |Jdot v|`` (~1e-5 m/s at 1 kHz); that is accepted
+            (a slip of ``dt * consistency_tol`` per tick at most), not "corrected".
+        correct_inconsistent: if the desired accelerations are inconsistent, solve the correction
+            QP (46)-(51) and re-solve; otherwise return the flagged fallback.
+        min_norm: resolve indeterminacy by the minimum-norm normal impulses among all LCP solutions
+            (``min_norm`` flag) instead of the pivoting solver's vertex solution.
+
+    Returns:
+        ContactResult; ``stats.iterations`` = PPM pivots, ``stats.residual`` = max violation of the
+        contact constraints and complementarity (m/s or N s).
+    """
+    from .dispatch import fallback_result
+
+    nc = problem.nc
+    if max_iter is None:
+        max_iter = 4 * nc + 20
+    warm = np.zeros(nc, dtype=np.bool_)
+    if warm_start and mstate.active_ids:
+        rows = mstate.active_rows(problem.contact_ids)
+        warm[rows] = True
+    stats = SolverStats(method="lcp_noslip")
+    out = _run_kernel(
+        problem, warm, problem.qdd_des, max_iter, rank_tol, tol, dep_tol=consistency_tol
+    )
+    tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, ndrop, viol = out
+    stats.iterations = int(it)
+    stats.warm_start_used = bool(warm_used)
+    if ndrop > 0:
+        stats.add_flag("rows_dropped")
+    if warm.any() and not warm_used:
+        stats.add_flag("warm_start_rejected")
+    consistent = True
+    if status == 1:
+        stats.add_flag("iteration_limit")
+        res = fallback_result(problem, "lcp_noslip", mstate.data.get("tau"), "PPM pivot limit")
+        res.stats.iterations = int(it)
+        res.stats.flags = (*res.stats.flags, "iteration_limit")
+        return res
+    if status == 3:
+        return fallback_result(
+            problem,
+            "lcp_noslip",
+            mstate.data.get("tau"),
+            "actuated block of Minv not positive definite",
+        )
+    if status == 2 or viol > consistency_tol:
+        if not correct_inconsistent:
+            return fallback_result(
+                problem, "lcp_noslip", mstate.data.get("tau"), "inconsistent desired accelerations"
+            )
+        from .consistency import consistent_accelerations
+
+        qdd_c, qp_ok = consistent_accelerations(
+            problem,
+            warm=warm,
+            max_iter=max_iter,
+            rank_tol=rank_tol,
+            tol=tol,
+            dep_tol=consistency_tol,
+        )
+        if not qp_ok:
+            return fallback_result(
+                problem, "lcp_noslip", mstate.data.get("tau"), "correction QP failed"
+            )
+        out = _run_kernel(problem, warm, qdd_c, max_iter, rank_tol, tol, dep_tol=consistency_tol)
+        tau, cN, cS, cT, v_next, w, nb, it2, status, warm_used, ndrop, viol = out
+        stats.iterations += int(it2)
+        stats.info["qdd_corrected"] = qdd_c
+        stats.add_flag("inconsistent_corrected")
+        consistent = False
+        if status != 0 or viol > max(consistency_tol, 1e-6):
+            stats.add_flag("infeasible")
+            res = fallback_result(
+                problem, "lcp_noslip", mstate.data.get("tau"), "inconsistent after correction"
+            )
+            res.stats.flags = (*res.stats.flags, "inconsistent_corrected", "infeasible")
+            return res
+    if min_norm:
+        from .consistency import min_norm_normal_impulses
+
+        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=1e-9)
+        if changed:
+            tau, cS, cT, v_next = retrieve_forces(
+                problem,
+                cN,
+                qdd_des=(stats.info["qdd_corrected"] if "qdd_corrected" in stats.info else None),
+            )
+            nb = cN > 0.0
+        stats.add_flag("min_norm")
+    impulses = np.stack([cN, cS, cT], axis=1)
+    compl = float(np.max(np.abs(cN * w))) if nc else 0.0
+    neg = float(max(0.0, -np.min(cN), -np.min(w))) if nc else 0.0
+    stats.residual = max(float(viol), compl, neg)
+    stats.info["nonbasic"] = tuple(cid for cid, f in zip(problem.contact_ids, nb, strict=True) if f)
+    mstate.contact_ids = tuple(problem.contact_ids)
+    mstate.impulses = impulses.copy()
+    mstate.active_ids = stats.info["nonbasic"]
+    return ContactResult.from_impulses(problem, tau, impulses, v_next, stats, consistent)
+
+
+def retrieve_forces(
+    problem: ContactProblem,
+    cN: np.ndarray,
+    qdd_des: np.ndarray | None = None,
+    rank_tol: float = 1e-9,
+):
+    """Given normal impulses, solve eqs. (37), (38), (40), (41) for (tau, c_S, c_T, v+) (Sec. 4.5).
+
+    Uses the same Alg. 1 row selection as the solver. Returns (tau, cS, cT, v_next).
+    """
+    p = problem
+    qd = p.qdd_des if qdd_des is None else qdd_des
+    G, W, L, nG, kind, idx = _alg1(p.Minv, p.actuated, p.S, p.T, rank_tol)
+    fstar = p.free_velocity()
+    y = p.N.T @ cN
+    gr = -(G[:nG] @ fstar) - W[:, :nG].T @ y
+    for j in range(nG):
+        if kind[j] == 0:
+            gr[j] += p.v[p.actuated[idx[j]]] + p.dt * qd[idx[j]]
+    lam = np.zeros(nG)
+    _chol_solve(L, nG, gr, lam)
+    v_next = fstar + W[:, :nG] @ lam + p.Minv @ y
+    tau = np.zeros(p.nu)
+    cS = np.zeros(p.nc)
+    cT = np.zeros(p.nc)
+    for j in range(nG):
+        if kind[j] == 0:
+            tau[idx[j]] = lam[j] / p.dt
+        elif kind[j] == 1:
+            cS[idx[j]] = lam[j]
+        else:
+            cT[idx[j]] = lam[j]
+    return tau, cS, cT, v_next
