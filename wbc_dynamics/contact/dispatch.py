@@ -84,8 +84,9 @@ def solve_no_contacts(problem: ContactProblem, method: str = "none") -> ContactR
     return ContactResult.from_impulses(problem, tau, np.zeros((problem.nc, 3)), v_next, stats)
 
 
-def fallback_result(problem: ContactProblem, method: str, prev_tau: np.ndarray | None = None,
-                    reason: str = "") -> ContactResult:
+def fallback_result(
+    problem: ContactProblem, method: str, prev_tau: np.ndarray | None = None, reason: str = ""
+) -> ContactResult:
     """Documented safe fallback used when a method fails.
 
     The torques of the previous successful tick (``prev_tau``, "hold last command") if available
@@ -109,15 +110,17 @@ def fallback_result(problem: ContactProblem, method: str, prev_tau: np.ndarray |
         tau = np.zeros(problem.nu)
         v_next = np.array(problem.v, dtype=np.float64)
         source = "zero_tau"
-    stats = SolverStats(method=method, flags=("fallback",),
-                        info={"fallback_source": source, "reason": reason})
+    stats = SolverStats(
+        method=method, flags=("fallback",), info={"fallback_source": source, "reason": reason}
+    )
     imp = np.zeros((problem.nc, 3))
     stats.residual = problem.dynamics_residual(tau, imp, v_next)
     return ContactResult.from_impulses(problem, tau, imp, v_next, stats, consistent=False)
 
 
-def solve(method: str, problem: ContactProblem, state: SolverState | None = None,
-          **options: Any) -> ContactResult:
+def solve(
+    method: str, problem: ContactProblem, state: SolverState | None = None, **options: Any
+) -> ContactResult:
     """Contact-aware inverse dynamics for one control tick.
 
     Args:

@@ -194,8 +194,7 @@ class ContactProblem:
         if self.points is not None:
             self.points = _as_float_array("points", np.reshape(self.points, (nc, 3)), (nc, 3))
         if self.frames is not None:
-            self.frames = _as_float_array("frames", np.reshape(self.frames, (nc, 3, 3)),
-                                          (nc, 3, 3))
+            self.frames = _as_float_array("frames", np.reshape(self.frames, (nc, 3, 3)), (nc, 3, 3))
         k = int(self.friction_edges)
         if k < 4 or k % 2:
             raise ValueError(f"ContactProblem.friction_edges: must be even and >= 4, got {k}")
@@ -232,11 +231,10 @@ class ContactProblem:
         ang = 2.0 * np.pi * np.arange(k) / k
         D = np.stack([np.cos(ang), np.sin(ang)], axis=1)
         D[np.abs(D) < 1e-15] = 0.0
-        F = (D[None, :, 0, None] * self.S[:, None, :] + D[None, :, 1, None] * self.T[:, None, :])
+        F = D[None, :, 0, None] * self.S[:, None, :] + D[None, :, 1, None] * self.T[:, None, :]
         return F.reshape(self.nc * k, self.nv), D
 
-    def dynamics_residual(self, tau: np.ndarray, impulses: np.ndarray,
-                          v_next: np.ndarray) -> float:
+    def dynamics_residual(self, tau: np.ndarray, impulses: np.ndarray, v_next: np.ndarray) -> float:
         """Max-abs residual of eq. (37) in velocity form.
 
         ``v_next - v - Minv (dt (B tau - h) + N^T c_N + S^T c_S + T^T c_T)`` [m/s, rad/s].
@@ -261,7 +259,11 @@ class ContactProblem:
         r = np.asarray(rows, dtype=np.int64)
         return dataclasses.replace(
             self,
-            N=self.N[r], S=self.S[r], T=self.T[r], phi=self.phi[r], mu=self.mu[r],
+            N=self.N[r],
+            S=self.S[r],
+            T=self.T[r],
+            phi=self.phi[r],
+            mu=self.mu[r],
             contact_ids=tuple(self.contact_ids[i] for i in r),
             points=None if self.points is None else self.points[r],
             frames=None if self.frames is None else self.frames[r],
@@ -327,9 +329,15 @@ class ContactResult:
     contact_ids: tuple[Hashable, ...] = ()
 
     @classmethod
-    def from_impulses(cls, problem: ContactProblem, tau: np.ndarray, impulses: np.ndarray,
-                      v_next: np.ndarray, stats: SolverStats,
-                      consistent: bool = True) -> ContactResult:
+    def from_impulses(
+        cls,
+        problem: ContactProblem,
+        tau: np.ndarray,
+        impulses: np.ndarray,
+        v_next: np.ndarray,
+        stats: SolverStats,
+        consistent: bool = True,
+    ) -> ContactResult:
         """Build a result from solved (tau, impulses, v_next); fills forces and qdd."""
         imp = np.asarray(impulses, dtype=np.float64).reshape(problem.nc, 3)
         loc = imp / problem.dt
@@ -351,7 +359,8 @@ class ContactResult:
     def all_finite(self) -> bool:
         """True if every numeric output is finite."""
         return bool(
-            np.all(np.isfinite(self.tau)) and np.all(np.isfinite(self.impulses))
+            np.all(np.isfinite(self.tau))
+            and np.all(np.isfinite(self.impulses))
             and np.all(np.isfinite(self.v_next))
         )
 
