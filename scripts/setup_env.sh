@@ -14,8 +14,13 @@ STAMP="$VENV/.wbc_requirements.sha"
 WANT="$(cat "$ROOT"/requirements*.txt | sha1sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "[setup] installing requirements (numpy, numba, osqp, ROS 2 wheels, mujoco, pinocchio, ...)"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements-dev.txt"
+  # (the filter drops pip's notes about local package mirrors that do not exist on this machine;
+  # pipefail keeps pip's exit status)
+  { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1; } \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+  { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      -r "$ROOT/requirements-dev.txt" 2>&1; } \
+    | { grep -v "is ignored: it is neither a file nor a directory" || true; }
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"
