@@ -20,11 +20,10 @@ Arguments
 
 from __future__ import annotations
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-
-from launch import LaunchDescription
 
 ARGS = (
     ("robot", "arm", "bundled robot: quadruped | arm | branched | humanoid"),
