@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .problem import ContactProblem, ContactResult, SolverState, SolverStats
+from .problem import ContactProblem, ContactResult, MethodState, SolverState, SolverStats
 
 __all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id"]
 
@@ -142,8 +142,6 @@ def solve(
         res = solve_no_contacts(problem, method)
     else:
         fn = _method_function(method)
-        from .problem import MethodState
-
         ms = mstate if mstate is not None else MethodState()
         try:
             res = fn(problem, ms, **options)

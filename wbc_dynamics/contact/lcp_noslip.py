@@ -452,6 +452,15 @@ def lcp_noslip_kernel(
     return (tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, 2 * nc - (nG - nu), viol)
 
 
+@njit(cache=True)
+def _complementarity_residual(z, w):
+    """max(|z_i w_i|, -z_i, -w_i) over i."""
+    r = 0.0
+    for i in range(z.shape[0]):
+        r = max(r, abs(z[i] * w[i]), -z[i], -w[i])
+    return r
+
+
 def _run_kernel(
     p: ContactProblem,
     warm: np.ndarray,
@@ -522,9 +531,11 @@ def solve_lcp_noslip(
     if max_iter is None:
         max_iter = 4 * nc + 20
     warm = np.zeros(nc, dtype=np.bool_)
+    n_warm = 0
     if warm_start and mstate.active_ids:
         rows = mstate.active_rows(problem.contact_ids)
         warm[rows] = True
+        n_warm = len(rows)
     stats = SolverStats(method="lcp_noslip")
     out = _run_kernel(
         problem, warm, problem.qdd_des, max_iter, rank_tol, tol, dep_tol=consistency_tol
@@ -534,7 +545,7 @@ def solve_lcp_noslip(
     stats.warm_start_used = bool(warm_used)
     if ndrop > 0:
         stats.add_flag("rows_dropped")
-    if warm.any() and not warm_used:
+    if n_warm and not warm_used:
         stats.add_flag("warm_start_rejected")
     consistent = True
     if status == 1:
@@ -594,10 +605,11 @@ def solve_lcp_noslip(
             )
             nb = cN > 0.0
         stats.add_flag("min_norm")
-    impulses = np.stack([cN, cS, cT], axis=1)
-    compl = float(np.max(np.abs(cN * w))) if nc else 0.0
-    neg = float(max(0.0, -np.min(cN), -np.min(w))) if nc else 0.0
-    stats.residual = max(float(viol), compl, neg)
+    impulses = np.empty((nc, 3))
+    impulses[:, 0] = cN
+    impulses[:, 1] = cS
+    impulses[:, 2] = cT
+    stats.residual = max(float(viol), _complementarity_residual(cN, w))
     stats.info["nonbasic"] = tuple(cid for cid, f in zip(problem.contact_ids, nb, strict=True) if f)
     mstate.contact_ids = tuple(problem.contact_ids)
     mstate.impulses = impulses.copy()

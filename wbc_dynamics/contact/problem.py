@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 __all__ = [
     "FLAGS",
@@ -66,11 +67,33 @@ FLAGS: dict[str, str] = {
 }
 
 
+@njit(cache=True)
+def _finite_1d(a):
+    for i in range(a.shape[0]):
+        if not np.isfinite(a[i]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _is_partition(act, fr, nv):
+    if act.shape[0] + fr.shape[0] != nv:
+        return False
+    seen = np.zeros(nv, dtype=np.bool_)
+    for arr in (act, fr):
+        for i in range(arr.shape[0]):
+            k = arr[i]
+            if k < 0 or k >= nv or seen[k]:
+                return False
+            seen[k] = True
+    return True
+
+
 def _as_float_array(name: str, x: Any, shape: tuple[int, ...]) -> np.ndarray:
     a = np.ascontiguousarray(x, dtype=np.float64)
     if a.shape != shape:
         raise ValueError(f"ContactProblem.{name}: expected shape {shape}, got {a.shape}")
-    if not np.all(np.isfinite(a)):
+    if not _finite_1d(a.reshape(-1)):
         raise ValueError(f"ContactProblem.{name}: contains non-finite values")
     return a
 
@@ -156,8 +179,7 @@ class ContactProblem:
         self.h = _as_float_array("h", self.h, (nv,))
         act = np.ascontiguousarray(self.actuated, dtype=np.int64).reshape(-1)
         fr = np.ascontiguousarray(self.free, dtype=np.int64).reshape(-1)
-        allidx = np.concatenate([act, fr])
-        if allidx.shape[0] != nv or not np.array_equal(np.sort(allidx), np.arange(nv)):
+        if not _is_partition(act, fr, nv):
             raise ValueError(
                 "ContactProblem.actuated/free: must partition range(nv) "
                 f"(nv={nv}, actuated={act.tolist()}, free={fr.tolist()})"
@@ -180,7 +202,7 @@ class ContactProblem:
             self.phi = _as_float_array("phi", self.phi, (nc,))
             self.mu = _as_float_array("mu", self.mu, (nc,))
         nc = self.N.shape[0]
-        if np.any(self.mu < 0.0):
+        if nc and self.mu.min() < 0.0:
             raise ValueError("ContactProblem.mu: friction coefficients must be >= 0")
         if not self.contact_ids:
             self.contact_ids = tuple(range(nc))
@@ -252,7 +274,7 @@ class ContactProblem:
         """Rotate (nc, 3) contact-frame vectors (n, s, t) to world (needs ``frames``)."""
         if self.frames is None:
             raise ValueError("ContactProblem.frames: required to express forces in world frame")
-        return np.einsum("ijk,ik->ij", self.frames, np.asarray(local).reshape(self.nc, 3))
+        return (self.frames @ np.asarray(local).reshape(self.nc, 3, 1))[:, :, 0]
 
     def subset(self, rows: Sequence[int] | np.ndarray) -> ContactProblem:
         """The same problem restricted to the contact rows ``rows`` (e.g. for Alg. 3)."""
@@ -359,9 +381,9 @@ class ContactResult:
     def all_finite(self) -> bool:
         """True if every numeric output is finite."""
         return bool(
-            np.all(np.isfinite(self.tau))
-            and np.all(np.isfinite(self.impulses))
-            and np.all(np.isfinite(self.v_next))
+            _finite_1d(np.ascontiguousarray(self.tau).reshape(-1))
+            and _finite_1d(np.ascontiguousarray(self.impulses).reshape(-1))
+            and _finite_1d(np.ascontiguousarray(self.v_next).reshape(-1))
         )
 
 
