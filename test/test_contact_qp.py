@@ -1,0 +1,290 @@
+"""qp_coulomb / qp_noslip (seed 004, Sec. 6): Stage I (69)-(79) in reduced form, Stage II.
+
+Independent references: Pinocchio's CRBA mass matrix for eq. (37) and for the Stage I objective
+1/2 v+^T M v+ (the solver only uses the core's analytical M^-1 and the reduced form of
+Sec. 6.2.2), and SciPy's SLSQP on the *unreduced* formulations (69)-(74) and (102)-(103).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from contact_methods_helpers import (
+    accel_residual,
+    dynamics_residual_pin,
+    pin_mass_bias,
+    pyramid_violation,
+    quadruped_models,
+    quadruped_problem,
+)
+from scipy.optimize import minimize
+
+from wbc_dynamics.contact import SolverState, solve
+from wbc_dynamics.contact.qp import warmup as qp_warmup
+
+qp_warmup()
+MG = 4.8 * 9.81
+METHODS = ("qp_coulomb", "qp_noslip")
+
+
+def full_space(p):
+    """Unreduced eqs. (37)-(38) with Pinocchio's M: (v+, tau) affine in the impulses c of the
+    variable rows J; returns (J, KE(c), v+(c), tau(c), M)."""
+    M, h = pin_mass_bias(p.q_config, p.v)
+    nv, nu, a = p.nv, p.nu, p.actuated
+    Bm = np.zeros((nv, nu))
+    Bm[a, np.arange(nu)] = 1.0
+    K = np.block([[M, -p.dt * Bm], [Bm.T, np.zeros((nu, nu))]])
+
+    def solve_vt(gen):
+        rhs = np.concatenate([M @ p.v - p.dt * h + gen, p.v[a] + p.dt * p.qdd_des])
+        x = np.linalg.solve(K, rhs)
+        return x[:nv], x[nv:]
+    return M, solve_vt
+
+
+def coulomb_rows(p, k=4):
+    F, D = p.pyramid(k)
+    return np.vstack([p.N, F]), D
+
+
+def slsqp_stage1(p, mu_inf=False):
+    """Stage I (69)-(74) solved in the full space with SLSQP: returns optimal KE and v+."""
+    M, solve_vt = full_space(p)
+    nc = p.nc
+    if mu_inf:
+        J = np.vstack([p.N, p.S, p.T])
+    else:
+        J, _ = coulomb_rows(p)
+    m = J.shape[0]
+    v_aff0, _ = solve_vt(np.zeros(p.nv))
+    # dv+/df with impulses c = dt f (force units keep SLSQP well scaled)
+    Vc = np.column_stack([solve_vt(p.dt * J[i])[0] - v_aff0 for i in range(m)])
+
+    def ke(c):
+        v = v_aff0 + Vc @ c
+        return 0.5 * v @ M @ v
+
+    def ke_grad(c):
+        return Vc.T @ (M @ (v_aff0 + Vc @ c))
+    cons = [{"type": "ineq", "fun": lambda c: p.N @ (v_aff0 + Vc @ c) + p.phi / p.dt,
+             "jac": lambda c: p.N @ Vc}]
+    bounds = [(0, None)] * nc + ([(None, None)] * (m - nc) if mu_inf else [(0, None)] * (m - nc))
+    if not mu_inf:
+        Fr = np.zeros((nc, m))
+        for i in range(nc):
+            Fr[i, i] = p.mu[i]
+            Fr[i, nc + 4 * i: nc + 4 * i + 4] = -1.0
+        cons.append({"type": "ineq", "fun": lambda c: Fr @ c, "jac": lambda c: Fr})
+    c0 = np.zeros(m)
+    c0[:nc] = MG / nc
+    r = minimize(ke, c0, jac=ke_grad, bounds=bounds, constraints=cons, method="SLSQP",
+                 options={"ftol": 1e-16, "maxiter": 2000})
+    return r.fun, v_aff0 + Vc @ r.x, (J, Vc, v_aff0, solve_vt, M,
+                                        Fr if not mu_inf else None, r.x)
+
+
+def check_result(p, res, coulomb, k=4, tol_vel=1e-6):
+    assert res.all_finite
+    assert dynamics_residual_pin(p, res) <= 1e-8
+    assert accel_residual(p, res) <= 1e-8
+    f = res.contact_forces_local
+    assert np.min(f[:, 0]) >= 0.0
+    if coulomb:
+        assert pyramid_violation(p, res, k) <= 1e-9 * max(1.0, f[:, 0].max())
+    assert np.min(p.N @ res.v_next + p.phi / p.dt) >= -tol_vel
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_standing_four_feet(method):
+    p = quadruped_problem()
+    res = solve(method, p, SolverState())
+    f = res.contact_forces_local
+    assert abs(f[:, 0].sum() - MG) <= 1e-6 * MG
+    # symmetric pose -> symmetric normal force distribution
+    np.testing.assert_allclose(f[:, 0], MG / 4, rtol=1e-6)
+    # net tangential force vanishes (Stage II may add internal squeeze forces, see docs)
+    np.testing.assert_allclose(res.contact_forces_world.sum(axis=0), [0, 0, MG], atol=1e-5)
+    assert np.max(np.abs(res.v_next)) <= 1e-9
+    check_result(p, res, method == "qp_coulomb")
+    assert "min_norm" in res.stats.flags
+    # Stage II never increases the torque norm of Stage I
+    s1 = solve(method, p, SolverState(), stage2=False)
+    assert np.linalg.norm(res.tau) <= np.linalg.norm(s1.tau) + 1e-9
+    np.testing.assert_allclose(s1.contact_forces_local[:, 0].sum(), MG, rtol=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("seed", range(3))
+def test_random_states(method, seed):
+    rng = np.random.default_rng(seed)
+    m = quadruped_models()[0]
+    for _ in range(4):
+        v = 0.3 * rng.standard_normal(m.nv)
+        qdd = 3.0 * rng.standard_normal(m.nv - 6)
+        p = quadruped_problem(v=v, qdd=qdd, mu=float(rng.uniform(0.2, 1.2)))
+        p.phi = p.phi + 1e-4 * rng.uniform(-1.0, 1.0, p.nc)
+        for stage2 in (True, False):
+            res = solve(method, p, SolverState(), stage2=stage2)
+            assert "fallback" not in res.stats.flags
+            check_result(p, res, method == "qp_coulomb")
+
+
+@pytest.mark.parametrize("mu_inf", [False, True])
+def test_stage1_matches_unreduced_qp(mu_inf):
+    """Reduced Stage I (Sec. 6.2.2) = full-space (69)-(74) with Pinocchio's M (SLSQP)."""
+    rng = np.random.default_rng(42)
+    m = quadruped_models()[0]
+    v = 0.2 * rng.standard_normal(m.nv)
+    p = quadruped_problem(v=v, qdd=2.0 * rng.standard_normal(m.nv - 6), mu=0.4)
+    ke_ref, v_ref, _ = slsqp_stage1(p, mu_inf)
+    res = solve("qp_noslip" if mu_inf else "qp_coulomb", p, SolverState(), stage2=False)
+    M, _ = pin_mass_bias(p.q_config, p.v)
+    ke = 0.5 * res.v_next @ M @ res.v_next
+    assert abs(ke - ke_ref) <= 1e-6 * abs(ke_ref) + 1e-9
+    np.testing.assert_allclose(res.v_next, v_ref, atol=1e-4)
+
+
+def test_stage2_is_min_norm_over_stage1_optima():
+    """Stage II = min |tau|^2 over the Stage I optimal set (eqs. 102-103), checked with SLSQP on
+    the unreduced problem: the optimal set is {c : (70)-(72), v+(c) = v+*} (the Stage I optimum
+    v+* is unique because 1/2 v+^T M v+ is strictly convex in v+), a linear-constraint QP."""
+    rng = np.random.default_rng(8)
+    p = quadruped_problem(v=0.05 * rng.standard_normal(18), qdd=rng.standard_normal(12), mu=0.6)
+    ke_ref, v_ref, (J, Vc, v0, solve_vt, M, Fr, f_ref) = slsqp_stage1(p)
+    m = J.shape[0]
+    _, t0 = solve_vt(np.zeros(p.nv))
+    Tc = np.column_stack([solve_vt(p.dt * J[i])[1] - t0 for i in range(m)])
+    cons = [{"type": "ineq", "fun": lambda c: Fr @ c, "jac": lambda c: Fr},
+            {"type": "eq", "fun": lambda c: (v0 + Vc @ c - v_ref)[p.free],
+             "jac": lambda c: Vc[p.free]}]
+    r = minimize(lambda c: 0.5 * np.sum((t0 + Tc @ c) ** 2), f_ref,
+                 jac=lambda c: Tc.T @ (t0 + Tc @ c), bounds=[(0, None)] * m,
+                 constraints=cons, method="SLSQP", options={"ftol": 1e-15, "maxiter": 3000})
+    assert r.success
+    tau_ref = t0 + Tc @ r.x
+    res = solve("qp_coulomb", p, SolverState())
+    assert res.stats.info["stage2_status"] == "solved"
+    assert res.stats.info["nullity"] == 3 * p.nc - 6      # dim ker(J_f^T), 6 base dofs
+    # the returned solution is a Stage I optimum (eq. 103) ...
+    assert 0.5 * res.v_next @ M @ res.v_next <= ke_ref + 1e-5 * abs(ke_ref) + 1e-12
+    # ... with the minimum torque norm
+    np.testing.assert_allclose(np.linalg.norm(res.tau), np.linalg.norm(tau_ref), rtol=1e-4)
+    np.testing.assert_allclose(res.tau, tau_ref, atol=1e-3 * np.abs(tau_ref).max())
+
+
+def test_high_friction_coulomb_equals_noslip():
+    """mu -> large: the pyramid never binds, qp_coulomb (two-stage) = qp_noslip (two-stage).
+
+    Standing (v = 0) with random desired accelerations keeps every contact loaded; with unloaded
+    contacts the no-slip model would still apply tangential force at f_N = 0 (eqs. 40-41 hold
+    for every candidate contact), which no finite mu reproduces."""
+    rng = np.random.default_rng(3)
+    m = quadruped_models()[0]
+    for _ in range(3):
+        p = quadruped_problem(qdd=rng.standard_normal(m.nv - 6), mu=100.0)
+        a = solve("qp_coulomb", p, SolverState())
+        b = solve("qp_noslip", p, SolverState())
+        scale = max(1.0, np.abs(b.tau).max())
+        np.testing.assert_allclose(a.tau, b.tau, atol=2e-5 * scale)
+        np.testing.assert_allclose(a.v_next, b.v_next, atol=2e-6)   # OSQP tolerance
+
+
+@pytest.mark.parametrize("stage2", [True, False])
+def test_low_friction_slope(stage2):
+    p = quadruped_problem(slope=0.3, mu=0.1)
+    c = solve("qp_coulomb", p, SolverState(), stage2=stage2)
+    n = solve("qp_noslip", p, SolverState(), stage2=stage2)
+    fc, fn = c.contact_forces_local, n.contact_forces_local
+    loaded = fc[:, 0] > 1e-3
+    assert loaded.sum() >= 2
+    gauge = np.abs(fc[:, 1]) + np.abs(fc[:, 2])      # k = 4 diamond gauge
+    np.testing.assert_allclose(gauge[loaded], 0.1 * fc[loaded, 0], rtol=1e-4, atol=1e-6)
+    assert np.all((p.S @ c.v_next)[loaded] > 1e-6)     # slides downhill
+    ratio = np.hypot(fn[:, 1], fn[:, 2]).sum() / fn[:, 0].sum()
+    assert ratio > 0.25                                  # no-slip: beyond mu, holds the robot
+    assert np.max(np.abs(p.S @ n.v_next)) <= 1e-6
+    check_result(p, c, True)
+    check_result(p, n, False)
+
+
+def test_solver_objects_are_reused_and_rebuilt_on_contact_change():
+    st = SolverState()
+    p = quadruped_problem(mu=0.7)
+    r0 = solve("qp_coulomb", p, st)
+    assert r0.stats.info["setup"] and not r0.stats.warm_start_used
+    s1 = st.get("qp_coulomb").data["qp_coulomb_s1"]
+    r1 = solve("qp_coulomb", quadruped_problem(mu=0.7, qdd=0.01 * np.ones(12)), st)
+    assert not r1.stats.info["setup"] and r1.stats.warm_start_used
+    assert st.get("qp_coulomb").data["qp_coulomb_s1"] is s1          # same OSQP object
+    # contact set changes -> new setup, warm start mapped by identity
+    p3 = quadruped_problem(mu=0.7, feet=("LF_foot", "RF_foot", "RH_foot"))
+    r3 = solve("qp_coulomb", p3, st)
+    assert r3.stats.info["setup"] and r3.stats.warm_start_used
+    check_result(p3, r3, True)
+    st.reset()
+    assert not solve("qp_coulomb", p, st).stats.warm_start_used
+
+
+def test_iteration_limit_flagged_but_consistent():
+    p = quadruped_problem(slope=0.3, mu=0.1)
+    res = solve("qp_coulomb", p, SolverState(), max_iter=10)
+    assert "iteration_limit" in res.stats.flags
+    assert res.all_finite
+    # projected iterate: eq. (37), (38), bounds and pyramid still hold exactly
+    assert dynamics_residual_pin(p, res) <= 1e-8 and accel_residual(p, res) <= 1e-8
+    assert pyramid_violation(p, res, 4) <= 1e-9 * max(1.0, res.contact_forces_local[:, 0].max())
+
+
+def test_infeasible_gives_flagged_fallback():
+    """All dofs prescribed (no free dof): a desired motion into the ground cannot be realized."""
+    p = quadruped_problem(v=np.zeros(18))
+    p.actuated, p.free = np.arange(18), np.zeros(0, dtype=int)
+    p.qdd_des = np.zeros(18)
+    p.qdd_des[2] = -5.0                 # base accelerates downwards into the ground
+    res = solve("qp_coulomb", p, SolverState())
+    assert "fallback" in res.stats.flags and "infeasible" in res.stats.flags
+    assert res.all_finite and not res.consistent
+
+
+def _trajectory(n_ticks, amp, period, dt=1e-3):
+    """Slowly varying standing motion: smooth sinusoidal desired joint accelerations."""
+    m = quadruped_models()[0]
+    phase = np.linspace(0.0, np.pi, 12)
+    for i in range(n_ticks):
+        t = i * dt
+        qdd = amp * np.sin(2 * np.pi * t / period + phase)
+        yield quadruped_problem(qdd=qdd, mu=0.8), qdd, m
+
+
+def torque_changes(n_ticks, amp, period, **opts):
+    st = SolverState()
+    taus, qdds = [], []
+    for p, qdd, _ in _trajectory(n_ticks, amp, period):
+        res = solve("qp_coulomb", p, st, **opts)
+        assert "fallback" not in res.stats.flags
+        taus.append(res.tau)
+        qdds.append(qdd)
+    dtau = np.abs(np.diff(np.array(taus), axis=0)).max(axis=1)
+    dqdd = np.abs(np.diff(np.array(qdds), axis=0)).max()
+    return dtau, dqdd
+
+
+def test_warm_started_two_stage_torques_are_continuous():
+    """Four feet (indeterminate), slowly varying desired accelerations.
+
+    Bound: the torques are a continuous, piecewise-smooth function of the desired accelerations,
+    so per tick |d tau| <= L |d qdd_des| with L of the order of the generalized inertia. We use
+    L = 10 ||M||_2 (the torque needed to change the accelerations of the whole mechanism by
+    |d qdd_des| without contacts, times a factor 10 for the redistribution of contact forces) and
+    assert max |d tau| <= L max |d qdd_des|; chatter between indeterminate solutions would give
+    jumps of the size of the torques themselves, independent of |d qdd_des|.
+    """
+    p0 = quadruped_problem()
+    M, _ = pin_mass_bias(p0.q_config, p0.v)
+    L = 10.0 * np.linalg.norm(M, 2)
+    dtau, dqdd = torque_changes(200, amp=2.0, period=0.2)
+    assert dtau.max() <= L * dqdd
+    # continuity: halving the rate of change roughly halves the torque steps
+    dtau2, dqdd2 = torque_changes(200, amp=1.0, period=0.2)
+    assert dtau2.max() <= 0.6 * dtau.max() + 1e-6
