@@ -328,3 +328,31 @@ def test_runtime_kernel_linear_structure(nc_extra):
     assert out[8] == 0
     assert nb.sum() <= 3
     assert abs(out[1].sum() / p.dt - m.total_mass * G) < 1e-6 * m.total_mass * G
+
+
+def test_noslip_on_low_friction_slope_ignores_friction_cone():
+    """mu = 0.1 on a 0.3 rad slope: no-slip predicts |f_t| / f_n = tan(0.3) > mu (no slip limit)."""
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+
+    m, pm, _, q0 = quadruped()
+    th = 0.3
+    Ry = np.array([[np.cos(th), 0, np.sin(th)], [0, 1, 0], [-np.sin(th), 0, np.cos(th)]])
+    plane = HalfSpace.through_point("slope", [0.0, 0.0, 0.0], Ry[:, 2], mu=0.1)
+    cm = ContactModel(m, features=[plane], margin=0.005)
+    q = q0.copy()
+    q[:3] = Ry @ q0[:3]
+    q[3:7] = [0.0, np.sin(th / 2), 0.0, np.cos(th / 2)]
+    p = cm.build(q, np.zeros(m.nv), np.zeros(12))
+    assert p.nc == 4 and np.allclose(p.phi, 0.0, atol=1e-12) and np.allclose(p.mu, 0.1)
+    res = solve("lcp_noslip", p, SolverState(), min_norm=True)
+    M, _ = pin_mass_bias(pm, q, np.zeros(m.nv))
+    _check_solution(p, res, M)
+    mg = m.total_mass * G
+    np.testing.assert_allclose(res.contact_forces_world.sum(axis=0), [0, 0, mg], atol=1e-6 * mg)
+    f = res.contact_forces_local
+    # s is the down-slope tangent (world x projected): the net tangential load is tan(th) times
+    # the net normal load, so by the triangle inequality some contact is outside mu = 0.1
+    assert abs(abs(f[:, 1].sum()) / f[:, 0].sum() - np.tan(th)) < 1e-6
+    assert abs(f[:, 2].sum()) < 1e-6 * mg
+    ft = np.hypot(f[:, 1], f[:, 2])
+    assert np.max(ft - 0.1 * f[:, 0]) > 0.1 * mg
