@@ -136,7 +136,7 @@ def forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp):
         _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _invert_spd(D, n, Dinv, work):
     """Inverse of the leading n x n block of a symmetric positive-definite D (n <= 6) via Cholesky.
 
@@ -148,6 +148,7 @@ def _invert_spd(D, n, Dinv, work):
         Dinv[0, 0] = 1.0 / D[0, 0]
         return True
     L = work
+    # L's diagonal holds reciprocals: 6 divisions instead of one per substitution step
     for r in range(n):
         for c in range(r + 1):
             s = D[r, c]
@@ -156,9 +157,9 @@ def _invert_spd(D, n, Dinv, work):
             if r == c:
                 if not s > 0.0:
                     return False
-                L[r, r] = np.sqrt(s)
+                L[r, r] = 1.0 / np.sqrt(s)
             else:
-                L[r, c] = s / L[c, c]
+                L[r, c] = s * L[c, c]
     # Dinv = L^-T L^-1, column by column: forward substitution into Dinv[:, col], then back
     # substitution in place (entry r is final before rows above it need it)
     for col in range(n):
@@ -166,10 +167,10 @@ def _invert_spd(D, n, Dinv, work):
             s = 1.0 if r == col else 0.0
             for k in range(r):
                 s -= L[r, k] * Dinv[k, col]
-            Dinv[r, col] = s / L[r, r]
+            Dinv[r, col] = s * L[r, r]
         for r in range(n - 1, -1, -1):
             s = Dinv[r, col]
             for k in range(r + 1, n):
                 s -= L[k, r] * Dinv[k, col]
-            Dinv[r, col] = s / L[r, r]
+            Dinv[r, col] = s * L[r, r]
     return True
