@@ -319,6 +319,95 @@ def pyramid_to_local(cN: np.ndarray, beta: np.ndarray, D: np.ndarray) -> np.ndar
     return out
 
 
+@njit(cache=True)
+def _coulomb_rows(N: np.ndarray, S: np.ndarray, T: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """J = [N; F], F rows contact-major ``D[j, 0] S_i + D[j, 1] T_i`` (ContactProblem.pyramid)."""
+    nc, nv = N.shape
+    k = D.shape[0]
+    J = np.empty((nc * (1 + k), nv))
+    for i in range(nc):
+        for c in range(nv):
+            J[i, c] = N[i, c]
+        for j in range(k):
+            r = nc + i * k + j
+            for c in range(nv):
+                J[r, c] = D[j, 0] * S[i, c] + D[j, 1] * T[i, c]
+    return J
+
+
+@njit(cache=True)
+def _assemble_lcp(H: np.ndarray, Jv0: np.ndarray, phi: np.ndarray, dt: float, mu: np.ndarray,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """LCP (64): Q = [[H, [0; E]], [mu, -E^T, 0]], q = [J v0 + (phi/dt; 0); 0]."""
+    nc = phi.shape[0]
+    m = nc * (1 + k)
+    n = m + nc
+    Q = np.zeros((n, n))
+    for i in range(m):
+        for j in range(m):
+            Q[i, j] = H[i, j]
+    for i in range(nc):
+        e0 = nc + i * k
+        for j in range(k):
+            Q[e0 + j, m + i] = 1.0       # E (55)
+            Q[m + i, e0 + j] = -1.0      # -E^T (56)
+        Q[m + i, i] = mu[i]              # mu (56)
+    q = np.zeros(n)
+    for i in range(m):
+        q[i] = Jv0[i]
+    for i in range(nc):
+        q[i] += phi[i] / dt
+    return Q, q
+
+
+@njit(cache=True)
+def _model_residuals(J: np.ndarray, v_next: np.ndarray, phi: np.ndarray, dt: float,
+                     mu: np.ndarray, z: np.ndarray, k: int) -> tuple[float, float]:
+    """(54)-(56) re-evaluated at the returned v+ (not from the LCP matrix):
+    (max complementarity product min(|a|,|b|), max negativity)."""
+    nc = phi.shape[0]
+    m = nc * (1 + k)
+    comp = 0.0
+    neg = 0.0
+    for i in range(m + nc):
+        neg = max(neg, -z[i])
+    for i in range(nc):
+        wn = phi[i] / dt
+        for c in range(v_next.shape[0]):
+            wn += J[i, c] * v_next[c]
+        comp = max(comp, min(abs(z[i]), abs(wn)))
+        neg = max(neg, -wn)
+        lam = z[m + i]
+        sb = 0.0
+        for j in range(k):
+            r = nc + i * k + j
+            wf = lam
+            for c in range(v_next.shape[0]):
+                wf += J[r, c] * v_next[c]
+            comp = max(comp, min(abs(z[r]), abs(wf)))
+            neg = max(neg, -wf)
+            sb += z[r]
+        wl = mu[i] * z[i] - sb
+        comp = max(comp, min(abs(lam), abs(wl)))
+        neg = max(neg, -wl)
+    return comp, neg
+
+
+_D_CACHE: dict[int, np.ndarray] = {}
+
+
+def pyramid_directions(k: int) -> np.ndarray:
+    """(k, 2) edge directions ``(cos, sin)(2 pi j / k)``, as in :meth:`ContactProblem.pyramid`."""
+    D = _D_CACHE.get(k)
+    if D is None:
+        ang = 2.0 * np.pi * np.arange(k) / k
+        D = np.stack([np.cos(ang), np.sin(ang)], axis=1)
+        D[np.abs(D) < 1e-15] = 0.0
+        D.setflags(write=False)
+        _D_CACHE[k] = D
+    return D
+
+
 def build_coulomb_lcp(
     problem: ContactProblem, k: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, ReducedDynamics, np.ndarray]:
@@ -329,23 +418,11 @@ def build_coulomb_lcp(
         for the rows ``J = [N; F]`` and the (k, 2) edge directions of the pyramid.
         Variable order: ``[c_N (nc), beta (nc*k, contact-major), lambda (nc)]``.
     """
-    nc = problem.nc
-    F, D = problem.pyramid(k)
-    kk = D.shape[0]
-    J = np.vstack([problem.N, F])
+    kk = int(problem.friction_edges if k is None else k)
+    D = pyramid_directions(kk)
+    J = _coulomb_rows(problem.N, problem.S, problem.T, D)
     red = ReducedDynamics.build(problem, J)
-    m = nc * (1 + kk)
-    n = m + nc
-    Q = np.zeros((n, n))
-    Q[:m, :m] = red.H
-    for i in range(nc):
-        e0 = nc + i * kk
-        Q[e0 : e0 + kk, m + i] = 1.0  # E (55)
-        Q[m + i, i] = problem.mu[i]  # mu (56)
-        Q[m + i, e0 : e0 + kk] = -1.0  # -E^T (56)
-    q = np.zeros(n)
-    q[:m] = red.Jv0
-    q[:nc] += problem.phi / problem.dt
+    Q, q = _assemble_lcp(red.H, red.Jv0, problem.phi, float(problem.dt), problem.mu, kk)
     return Q, q, red, D
 
 
@@ -376,26 +453,6 @@ def _store_basic(mstate: MethodState, ids: tuple, kk: int, basic: np.ndarray) ->
         cid: np.concatenate([[basic[i]], basic[nc + i * kk : nc + (i + 1) * kk], [basic[m + i]]])
         for i, cid in enumerate(ids)
     }
-
-
-def _full_residuals(
-    problem: ContactProblem, red: ReducedDynamics, z: np.ndarray, kk: int, v_next: np.ndarray
-) -> dict[str, float]:
-    """Independent checks of (54)-(56) at the returned (z, v+) (impulse / velocity units)."""
-    nc = problem.nc
-    m = nc * (1 + kk)
-    cN, beta, lam = z[:nc], z[nc:m].reshape(nc, kk), z[m:]
-    F, _ = problem.pyramid(kk)
-    wN = problem.N @ v_next + problem.phi / problem.dt
-    wF = (F @ v_next).reshape(nc, kk) + lam[:, None]
-    wl = problem.mu * cN - beta.sum(axis=1)
-    comp = max(
-        float(np.max(np.minimum(np.abs(cN), np.abs(wN)))),
-        float(np.max(np.minimum(np.abs(beta), np.abs(wF)))),
-        float(np.max(np.minimum(np.abs(lam), np.abs(wl)))),
-    )
-    neg = max(float(np.max(-z)), float(np.max(-wN)), float(np.max(-wF)), float(np.max(-wl)), 0.0)
-    return {"complementarity": comp, "negativity": neg}
 
 
 def _mindiff(
@@ -536,9 +593,8 @@ def solve_lcp_coulomb(
         stats.iterations = piv
     if z is None:
         warm = _warm_mask(mstate, ids, kk) if warm_start else None
-        sol = solve_lcp(
-            Q, q, warm_basic=warm, max_pivots=max_pivots, tol=tol, regularize=regularize
-        )
+        sol = solve_lcp(Q, q, warm_basic=warm, max_pivots=max_pivots, tol=tol,
+                        regularize=regularize, check_input=False)
         stats.iterations += sol.pivots
         stats.warm_start_used = sol.warm_used
         info["lcp_status"] = STATUS_NAMES[sol.status]
@@ -559,8 +615,10 @@ def solve_lcp_coulomb(
         z = sol.z
     tau, v_next, _ = red.recover(z[:m])
     imp = pyramid_to_local(z[:nc], z[nc:m].reshape(nc, kk), D)
-    stats.residual = lcp_residual(Q, q, z)
-    info.update(_full_residuals(problem, red, z, kk, v_next))
+    stats.residual = sol.residual if sol is not None else lcp_residual(Q, q, z)
+    comp, neg = _model_residuals(red.J, v_next, problem.phi, float(problem.dt), problem.mu, z, kk)
+    info["complementarity"] = comp
+    info["negativity"] = neg
     stats.info = info
     if sol is not None:
         _store_basic(mstate, ids, kk, sol.basic)

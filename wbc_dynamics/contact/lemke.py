@@ -64,8 +64,12 @@ SUCCESS = 0
 RAY_TERMINATION = 1
 PIVOT_LIMIT = 2
 FAILED_CHECK = 3
-STATUS_NAMES = {SUCCESS: "success", RAY_TERMINATION: "ray_termination",
-                PIVOT_LIMIT: "pivot_limit", FAILED_CHECK: "failed_check"}
+STATUS_NAMES = {
+    SUCCESS: "success",
+    RAY_TERMINATION: "ray_termination",
+    PIVOT_LIMIT: "pivot_limit",
+    FAILED_CHECK: "failed_check",
+}
 
 
 # --------------------------------------------------------------------------- numba kernels
@@ -163,8 +167,9 @@ def _pivot(Binv: np.ndarray, x: np.ndarray, col: np.ndarray, r: int) -> None:
 
 
 @njit(cache=True)
-def _lexi_select(cand: np.ndarray, ncand: int, Binv: np.ndarray, col: np.ndarray,
-                 sign: float) -> int:
+def _lexi_select(
+    cand: np.ndarray, ncand: int, Binv: np.ndarray, col: np.ndarray, sign: float
+) -> int:
     """Among candidate rows break ties lexicographically on ``sign * B^-1[i, :] / col_i``
     (sign = +1: lexicographic minimum, -1: maximum). Returns the chosen row."""
     n = Binv.shape[0]
@@ -191,9 +196,19 @@ def _lexi_select(cand: np.ndarray, ncand: int, Binv: np.ndarray, col: np.ndarray
 
 
 @njit(cache=True)
-def _lemke_run(Q: np.ndarray, q: np.ndarray, d: np.ndarray, basis: np.ndarray,
-               Binv: np.ndarray, x: np.ndarray, max_pivots: int, piv_tol: float,
-               col: np.ndarray, tmp: np.ndarray, cand: np.ndarray) -> tuple[int, int]:
+def _lemke_run(
+    Q: np.ndarray,
+    q: np.ndarray,
+    d: np.ndarray,
+    basis: np.ndarray,
+    Binv: np.ndarray,
+    x: np.ndarray,
+    max_pivots: int,
+    piv_tol: float,
+    col: np.ndarray,
+    tmp: np.ndarray,
+    cand: np.ndarray,
+) -> tuple[int, int]:
     """Lemke iterations from the basis (basis, Binv, x = Binv q); returns (status, pivots).
 
     On return with SUCCESS the artificial variable has left the basis.
@@ -276,8 +291,9 @@ def _basis_matrix(Q: np.ndarray, basis: np.ndarray, B: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def _extract(Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray, z: np.ndarray,
-             w: np.ndarray) -> float:
+def _extract(
+    Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray, z: np.ndarray, w: np.ndarray
+) -> float:
     """z from the basic values, w = Q z + q; returns the LCP violation (max over rows)."""
     n = q.shape[0]
     for i in range(n):
@@ -305,9 +321,19 @@ def _violation(Q: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> fl
 
 
 @njit(cache=True)
-def _lemke_once(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: bool,
-                max_pivots: int, piv_tol: float, tol: float, z: np.ndarray, w: np.ndarray,
-                basis: np.ndarray, ws: np.ndarray) -> tuple[int, int, int, float]:
+def _lemke_once(
+    Q: np.ndarray,
+    q: np.ndarray,
+    warm: np.ndarray,
+    use_warm: bool,
+    max_pivots: int,
+    piv_tol: float,
+    tol: float,
+    z: np.ndarray,
+    w: np.ndarray,
+    basis: np.ndarray,
+    ws: np.ndarray,
+) -> tuple[int, int, int, float]:
     """One plain Lemke solve (warm attempt, then cold). q must be normalized.
 
     Returns (status, pivots, warm_used (0/1/2 = no / yes / warm rejected), violation).
@@ -357,8 +383,9 @@ def _lemke_once(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: bool,
                     for j in range(n):
                         s += Bm[i, j]
                     d[i] = s
-                status, piv = _lemke_run(Q, q, d, basis, Binv, x, max_pivots, piv_tol,
-                                         col, tmp, cand)
+                status, piv = _lemke_run(
+                    Q, q, d, basis, Binv, x, max_pivots, piv_tol, col, tmp, cand
+                )
                 total_piv += piv
                 if status == SUCCESS:
                     viol = _finish(Q, q, basis, x, z, w, Bm, work, xr, ws[0], tol)
@@ -374,8 +401,9 @@ def _lemke_once(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: bool,
         x[i] = q[i]
         for j in range(n):
             Binv[i, j] = 1.0 if i == j else 0.0
-    status, piv = _lemke_run(Q, q, d, basis, Binv, x, max(1, max_pivots - total_piv), piv_tol,
-                             col, tmp, cand)
+    status, piv = _lemke_run(
+        Q, q, d, basis, Binv, x, max(1, max_pivots - total_piv), piv_tol, col, tmp, cand
+    )
     total_piv += piv
     if status == SUCCESS:
         viol = _finish(Q, q, basis, x, z, w, Bm, work, xr, ws[0], tol)
@@ -392,9 +420,19 @@ def _lemke_once(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: bool,
 
 
 @njit(cache=True)
-def _finish(Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray, z: np.ndarray,
-            w: np.ndarray, Bm: np.ndarray, work: np.ndarray, xr: np.ndarray,
-            Binv2: np.ndarray, tol: float) -> float:
+def _finish(
+    Q: np.ndarray,
+    q: np.ndarray,
+    basis: np.ndarray,
+    x: np.ndarray,
+    z: np.ndarray,
+    w: np.ndarray,
+    Bm: np.ndarray,
+    work: np.ndarray,
+    xr: np.ndarray,
+    Binv2: np.ndarray,
+    tol: float,
+) -> float:
     """Refine the final basic solution by a fresh solve; clip tiny negatives; return violation."""
     n = q.shape[0]
     viol = _extract(Q, q, basis, x, z, w)
@@ -416,17 +454,30 @@ def _finish(Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray, z: n
 
 
 @njit(cache=True)
-def _solve_lcp_kernel(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: bool,
-                      max_pivots: int, piv_tol: float, tol: float, regularize: bool,
-                      eps_min: float, eps_max: float, eps_factor: float, reg_tol: float,
-                      z: np.ndarray, w: np.ndarray, basis: np.ndarray
-                      ) -> tuple[int, int, int, float, float]:
+def _solve_lcp_kernel(
+    Q: np.ndarray,
+    q: np.ndarray,
+    warm: np.ndarray,
+    use_warm: bool,
+    max_pivots: int,
+    piv_tol: float,
+    tol: float,
+    regularize: bool,
+    eps_min: float,
+    eps_max: float,
+    eps_factor: float,
+    reg_tol: float,
+    z: np.ndarray,
+    w: np.ndarray,
+    basis: np.ndarray,
+) -> tuple[int, int, int, float, float]:
     """Normalized plain solve + Tikhonov fallback. Returns
     (status, pivots, warm_flag, eps_used, violation w.r.t. the ORIGINAL Q, normalized q)."""
     n = q.shape[0]
     ws = np.empty((3, n, n))
-    status, piv, warm_flag, viol = _lemke_once(Q, q, warm, use_warm, max_pivots, piv_tol, tol,
-                                              z, w, basis, ws)
+    status, piv, warm_flag, viol = _lemke_once(
+        Q, q, warm, use_warm, max_pivots, piv_tol, tol, z, w, basis, ws
+    )
     if status == SUCCESS or not regularize:
         return status, piv, warm_flag, 0.0, viol
     qscale = 1.0
@@ -440,8 +491,9 @@ def _solve_lcp_kernel(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: 
         e = eps * qscale
         for i in range(n):
             Qr[i, i] = Q[i, i] + e
-        st, p2, wf, v2 = _lemke_once(Qr, q, warm, use_warm, max_pivots, piv_tol, tol, z, w,
-                                     basis, ws)
+        st, p2, wf, v2 = _lemke_once(
+            Qr, q, warm, use_warm, max_pivots, piv_tol, tol, z, w, basis, ws
+        )
         total += p2
         if st == SUCCESS:
             v_orig = _violation(Q, q, z, w)
@@ -497,10 +549,20 @@ def lcp_residual(Q: np.ndarray, q: np.ndarray, z: np.ndarray) -> float:
     return float(np.max(np.maximum(np.maximum(-z, -w), np.minimum(np.abs(z), np.abs(w)))))
 
 
-def solve_lcp(Q: np.ndarray, q: np.ndarray, warm_basic: np.ndarray | None = None,
-              max_pivots: int | None = None, tol: float = 1e-9, piv_tol: float = 1e-12,
-              regularize: bool = True, eps_min: float = 1e-12, eps_max: float = 1e-2,
-              eps_factor: float = 10.0, reg_tol: float = 1e-6) -> LCPSolution:
+def solve_lcp(
+    Q: np.ndarray,
+    q: np.ndarray,
+    warm_basic: np.ndarray | None = None,
+    max_pivots: int | None = None,
+    tol: float = 1e-9,
+    piv_tol: float = 1e-12,
+    regularize: bool = True,
+    eps_min: float = 1e-12,
+    eps_max: float = 1e-2,
+    eps_factor: float = 10.0,
+    reg_tol: float = 1e-6,
+    check_input: bool = True,
+) -> LCPSolution:
     """Solve LCP(q, Q) by Lemke's method (see module docstring).
 
     Args:
@@ -514,6 +576,8 @@ def solve_lcp(Q: np.ndarray, q: np.ndarray, warm_basic: np.ndarray | None = None
         eps_min, eps_max, eps_factor: Tikhonov schedule, relative to ``max(1, max_i |Q_ii|)``.
         reg_tol: a regularized solution is accepted only if it violates the ORIGINAL LCP by at
             most ``reg_tol * max |q|`` (otherwise the next, larger eps is tried).
+        check_input: validate shapes / finiteness (internal callers with validated float64
+            arrays may skip it).
 
     Returns:
         :class:`LCPSolution` (finite, never NaN).
@@ -524,40 +588,65 @@ def solve_lcp(Q: np.ndarray, q: np.ndarray, warm_basic: np.ndarray | None = None
     Q = np.ascontiguousarray(Q, dtype=np.float64)
     q = np.ascontiguousarray(q, dtype=np.float64).reshape(-1)
     n = q.shape[0]
-    if Q.shape != (n, n):
-        raise ValueError(f"solve_lcp: Q must have shape ({n}, {n}), got {Q.shape}")
-    if not np.all(np.isfinite(Q)):
-        raise ValueError("solve_lcp: Q contains non-finite values")
-    if not np.all(np.isfinite(q)):
-        raise ValueError("solve_lcp: q contains non-finite values")
+    if check_input:
+        if Q.shape != (n, n):
+            raise ValueError(f"solve_lcp: Q must have shape ({n}, {n}), got {Q.shape}")
+        if not np.all(np.isfinite(Q)):
+            raise ValueError("solve_lcp: Q contains non-finite values")
+        if not np.all(np.isfinite(q)):
+            raise ValueError("solve_lcp: q contains non-finite values")
     if n == 0:
         e = np.zeros(0)
         return LCPSolution(e, e, SUCCESS, 0, False, False, 0.0, 0.0, np.zeros(0, dtype=bool))
     qs = float(np.max(np.abs(q)))
     if qs == 0.0 or np.min(q) >= 0.0:
         z = np.zeros(n)
-        return LCPSolution(z, q.copy(), SUCCESS, 0, False, False, 0.0, 0.0,
-                           np.zeros(n, dtype=bool))
+        return LCPSolution(z, q.copy(), SUCCESS, 0, False, False, 0.0, 0.0, np.zeros(n, dtype=bool))
     qn = q / qs
     use_warm = warm_basic is not None and bool(np.any(warm_basic))
-    warm = (np.zeros(n, dtype=np.bool_) if warm_basic is None
-            else np.ascontiguousarray(warm_basic, dtype=np.bool_).reshape(n))
+    warm = (
+        np.zeros(n, dtype=np.bool_)
+        if warm_basic is None
+        else np.ascontiguousarray(warm_basic, dtype=np.bool_).reshape(n)
+    )
     mp = int(50 * n + 10 if max_pivots is None else max_pivots)
     z = np.zeros(n)
     w = np.zeros(n)
     basis = np.zeros(n, dtype=np.int64)
     status, piv, wflag, eps, viol = _solve_lcp_kernel(
-        Q, qn, warm, use_warm, mp, piv_tol, tol, regularize, eps_min, eps_max, eps_factor,
-        reg_tol, z, w, basis)
+        Q,
+        qn,
+        warm,
+        use_warm,
+        mp,
+        piv_tol,
+        tol,
+        regularize,
+        eps_min,
+        eps_max,
+        eps_factor,
+        reg_tol,
+        z,
+        w,
+        basis,
+    )
     z *= qs
     w = Q @ z + q
     basic = np.zeros(n, dtype=bool)
     sel = (basis >= n) & (basis < 2 * n)
     basic[basis[sel] - n] = True
-    basic &= z > 0.0
-    return LCPSolution(z=z, w=w, status=int(status), pivots=int(piv), warm_used=wflag == 1,
-                       warm_rejected=wflag == 2, regularization=float(eps),
-                       residual=float(viol) * qs, basic=basic)
+    # keep degenerate basic variables (value 0): the final basis itself is non-singular
+    return LCPSolution(
+        z=z,
+        w=w,
+        status=int(status),
+        pivots=int(piv),
+        warm_used=wflag == 1,
+        warm_rejected=wflag == 2,
+        regularization=float(eps),
+        residual=float(viol) * qs,
+        basic=basic,
+    )
 
 
 def warmup() -> None:
