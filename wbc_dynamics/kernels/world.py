@@ -49,6 +49,7 @@ from .dynamics import (
     check_vector,
 )
 from .kinematics import point_bias as _point_bias
+from .kinematics import point_jacobian_filled
 from .kinematics import points_kinematics as _points_kinematics
 from .spatial import (
     apply_force_transpose_add,
@@ -694,53 +695,13 @@ def point_jacobian(q, body, r, Rf, local, J, topo, tree, Sm, W, SC):
     st = check_configuration(topo, q)
     if st != OK:
         return st
-    for a in range(6):
-        for c in range(J.shape[1]):
-            J[a, c] = 0.0
     if body < 0:
+        J[:, :] = 0.0
         return OK
     world_poses_into(topo, tree, q, body, W, SC)
-    Pb = W[body, 6]
-    P0 = Pb[3, 0] + Pb[0, 0] * r[0] + Pb[0, 1] * r[1] + Pb[0, 2] * r[2]
-    P1 = Pb[3, 1] + Pb[1, 0] * r[0] + Pb[1, 1] * r[1] + Pb[1, 2] * r[2]
-    P2 = Pb[3, 2] + Pb[2, 0] * r[0] + Pb[2, 1] * r[1] + Pb[2, 2] * r[2]
-    j = body
-    while j >= 0:
-        iv = topo[j, IV]
-        Pj = W[j, 6]
-        for k in range(topo[j, NVI]):
-            s0, s1, s2 = Sm[j, 0, k], Sm[j, 1, k], Sm[j, 2, k]
-            w0, w1, w2 = Sm[j, 3, k], Sm[j, 4, k], Sm[j, 5, k]
-            vx = Pj[0, 0] * s0 + Pj[0, 1] * s1 + Pj[0, 2] * s2
-            vy = Pj[1, 0] * s0 + Pj[1, 1] * s1 + Pj[1, 2] * s2
-            vz = Pj[2, 0] * s0 + Pj[2, 1] * s1 + Pj[2, 2] * s2
-            wx = Pj[0, 0] * w0 + Pj[0, 1] * w1 + Pj[0, 2] * w2
-            wy = Pj[1, 0] * w0 + Pj[1, 1] * w1 + Pj[1, 2] * w2
-            wz = Pj[2, 0] * w0 + Pj[2, 1] * w1 + Pj[2, 2] * w2
-            dx = P0 - Pj[3, 0]
-            dy = P1 - Pj[3, 1]
-            dz = P2 - Pj[3, 2]
-            c = iv + k
-            J[0, c] = vx + wy * dz - wz * dy
-            J[1, c] = vy + wz * dx - wx * dz
-            J[2, c] = vz + wx * dy - wy * dx
-            J[3, c] = wx
-            J[4, c] = wy
-            J[5, c] = wz
-        j = topo[j, PARENT]
-    if local:
-        # rotate into the frame's axes: (Rw Rf)^T
-        F = SC[4]
-        for a in range(3):
-            for b in range(3):
-                F[a, b] = Pb[a, 0] * Rf[0, b] + Pb[a, 1] * Rf[1, b] + Pb[a, 2] * Rf[2, b]
-        for c in range(J.shape[1]):
-            for blk in range(0, 6, 3):
-                a0 = J[blk, c]
-                a1 = J[blk + 1, c]
-                a2 = J[blk + 2, c]
-                for k in range(3):
-                    J[blk + k, c] = F[0, k] * a0 + F[1, k] * a1 + F[2, k] * a2
+    point_jacobian_filled(
+        topo, Sm, W[:, 6, 0:3, 0:3], W[:, 6, 3, 0:3], body, r, Rf, local, SC[5, 3, 0:3], J
+    )
     return OK
 
 
