@@ -122,9 +122,14 @@ class Client:
         m.points = [p]
         self.pub_ref.publish(m)
 
-    def echo_for(self, q) -> JointState | None:
-        for m in reversed(self.echo):
+    def echo_for(self, q, nonzero: bool = False) -> JointState | None:
+        """The FIRST command echo computed for joint positions ``q`` (the tick the joint state
+        itself triggered; later watchdog ticks reuse the same state). ``nonzero``: skip echoes
+        with all-zero effort (e.g. a tick before the base state arrived)."""
+        for m in self.echo:
             if len(m.position) == len(q) and np.array_equal(np.array(m.position), q):
+                if nonzero and not np.any(np.array(m.effort)):
+                    continue
                 return m
         return None
 

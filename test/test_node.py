@@ -232,14 +232,15 @@ def test_quadruped_contacts_over_dds(ros):
         od.pose.pose.position.x, od.pose.pose.position.y, od.pose.pose.position.z = q[:3]
         o = od.pose.pose.orientation
         o.x, o.y, o.z, o.w = q[3:7]
-        client.pub_odom.publish(od)
         client.send_reference(names, np.zeros(12))
-        client.spin(lambda: client.pub_odom.get_subscription_count() > 0, 5.0)
-        client.pub_odom.publish(od)
-        client.spin(lambda: False, 0.1)
-        client.send_state(names, q[7:], np.zeros(12))
-        assert client.spin(lambda: client.echo_for(q[7:]) is not None, 10.0)
-        tau = np.array(client.echo_for(q[7:]).effort)
+        for _ in range(20):  # until the node has base state, reference and joint state
+            client.pub_odom.publish(od)
+            client.spin(lambda: False, 0.02)
+            client.send_state(names, q[7:], np.zeros(12))
+            if client.spin(lambda: client.echo_for(q[7:], nonzero=True) is not None, 0.3):
+                break
+        assert client.echo_for(q[7:], nonzero=True) is not None, "no contact torque command"
+        tau = np.array(client.echo_for(q[7:], nonzero=True).effort)
         # independent in-process computation with the core + contact solver (cold start)
         robot = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
         cm = ContactModel(robot, contact_links=feet, features=[HalfSpace.ground(0.0, mu=0.8)],
@@ -327,3 +328,4 @@ def test_lifecycle_configure_activate_deactivate_cleanup(ros, arm_model):
         client.close()
         out = stop_process(proc)
     assert "configure failed: method" in out
+    assert proc.returncode == 0, f"unclean exit {proc.returncode}: {out}"

@@ -488,6 +488,11 @@ class WholeBodyController:
         )
 
     @property
+    def state_timeout(self) -> float:
+        """Maximum joint/base state age [s] in force."""
+        return self._params["state_timeout"]
+
+    @property
     def method(self) -> str:
         """Current inverse dynamics method."""
         return self._params["method"]

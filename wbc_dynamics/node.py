@@ -54,6 +54,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from .controller import (
     METHODS,
     MODE_CONTROL,
+    MODE_STALE_STATE,
     RUNTIME_PARAMETERS,
     SAFE_MODES,
     ControllerConfig,
@@ -97,9 +98,12 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "watchdog_rate": (_T.DOUBLE, 50.0, "rate [Hz] of the staleness watchdog"),
     "diagnostics_rate": (_T.DOUBLE, 1.0, "rate [Hz] of /diagnostics"),
     "publish_contacts": (_T.BOOL, True, "publish contact wrenches and markers"),
+    "contacts_rate": (_T.DOUBLE, 50.0, "max rate [Hz] of contact wrenches and markers"),
     "world_frame": (_T.STRING, "world", "frame id of contact wrenches and markers"),
     "marker_scale": (_T.DOUBLE, 0.002, "arrow length per newton in the markers [m/N]"),
     "autostart": (_T.BOOL, True, "main(): configure and activate at start-up"),
+    "executor": (_T.STRING, "single_threaded", "main(): single_threaded | events (rclpy "
+                 "experimental EventsExecutor)"),
 }
 
 #: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
@@ -119,6 +123,8 @@ STRUCTURAL = (
     "watchdog_rate",
     "diagnostics_rate",
     "publish_contacts",
+    "contacts_rate",
+    "executor",
     "world_frame",
     "marker_scale",
 )
@@ -193,7 +199,7 @@ class WbcControllerNode(LifecycleNode):
             cm = self._param("control_mode")
             if cm not in ("event", "timer"):
                 raise ValueError(f"control_mode: {cm!r} is not 'event' or 'timer'")
-            for nm in ("watchdog_rate", "diagnostics_rate", "marker_scale"):
+            for nm in ("watchdog_rate", "diagnostics_rate", "marker_scale", "contacts_rate"):
                 v = self._param(nm)
                 if not (math.isfinite(v) and v > 0.0):
                     raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
@@ -203,7 +209,10 @@ class WbcControllerNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self.controller = ctl
         self._control_mode = cm
-        self._min_period = 0.9 / ctl.control_rate
+        self._min_period = 0.5 / ctl.control_rate  # cap: 2x control_rate (jitter-tolerant)
+        self._state_stamp = None
+        self._last_contacts = -math.inf
+        self._contacts_period = 1.0 / float(self._param("contacts_rate"))
         self._last_tick = -math.inf
         n = ctl.n
         self._js_parser = JointStateParser(ctl.joint_names)
@@ -372,6 +381,7 @@ class WbcControllerNode(LifecycleNode):
         except ValueError as exc:
             self._reject("joint_states", exc)
             return
+        self._state_stamp = msg.header.stamp
         if (
             self._active
             and self._control_mode == "event"
@@ -422,7 +432,7 @@ class WbcControllerNode(LifecycleNode):
         if not self._active or ctl is None:
             return
         now = self._now()
-        if now - self._last_tick > ctl.config.state_timeout:
+        if now - self._last_tick > ctl.state_timeout:
             self._tick(now)
 
     def _tick(self, now: float) -> None:
@@ -434,11 +444,20 @@ class WbcControllerNode(LifecycleNode):
         self._js_pos[:] = ctl._qj
         self._js_vel[:] = ctl._qdj
         self._js_eff[:] = out.tau
-        self._js_msg.header.stamp = self.get_clock().now().to_msg()
+        # stamp = the joint_states stamp this command was computed from (traceable latency)
+        if out.mode == MODE_STALE_STATE or self._state_stamp is None:
+            self._js_msg.header.stamp = self.get_clock().now().to_msg()
+        else:
+            self._js_msg.header.stamp = self._state_stamp
         self._pub_js.publish(self._js_msg)
         if out.mode != MODE_CONTROL:
             self.get_logger().warning(f"safe command: {out.mode}", throttle_duration_sec=1.0)
-        if self._pub_markers is not None and len(out.contact_ids):
+        if (
+            self._pub_markers is not None
+            and len(out.contact_ids)
+            and now - self._last_contacts >= self._contacts_period
+        ):
+            self._last_contacts = now
             self._publish_contact_outputs(out)
 
     def _publish_contact_outputs(self, out: Any) -> None:
@@ -561,7 +580,15 @@ def main(args: list[str] | None = None) -> int:
             code = 1
         else:
             node.trigger_activate()
-    executor = SingleThreadedExecutor()
+    kind = node.get_parameter("executor").value
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+
+        executor = EventsExecutor()
+    else:
+        if kind != "single_threaded":
+            node.get_logger().warning(f"executor: unknown {kind!r}, using single_threaded")
+        executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         while code == 0 and not stop["flag"] and rclpy.ok():
