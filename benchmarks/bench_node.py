@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--robots", nargs="+", default=["quadruped", "humanoid"])
     ap.add_argument("--rates", nargs="+", type=float, default=[500.0, 1000.0])
     ap.add_argument("--executor", default="single_threaded",
-                    choices=["single_threaded", "events"], help="executor of the node and of this client")
+                    choices=["single_threaded", "events"],
+                    help="executor of the node and of this client")
     ap.add_argument("--json", default="", help="write the results to this file")
     a = ap.parse_args(argv)
     sys.setswitchinterval(1e-4)  # receiving thread must not wait 5 ms for the GIL
