@@ -356,3 +356,66 @@ def test_noslip_on_low_friction_slope_ignores_friction_cone():
     assert abs(f[:, 2].sum()) < 1e-6 * mg
     ft = np.hypot(f[:, 1], f[:, 2])
     assert np.max(ft - 0.1 * f[:, 0]) > 0.1 * mg
+
+
+def test_warm_start_survives_contacts_appearing_and_disappearing():
+    """The state is matched by identity: 4 -> 3 (LF lifted) -> 4 contacts, then reset."""
+    m, pm, cm, q0 = quadruped()
+    st = SolverState()
+    r4 = solve("lcp_noslip", _standing_problem(), st)
+    nb4 = set(r4.stats.info["nonbasic"])
+    q = q0.copy()
+    q[8] -= 0.3  # LF hfe/kfe: lift the LF foot out of the margin
+    q[9] -= 0.3
+    p3 = cm.build(q, np.zeros(m.nv), np.zeros(12))
+    assert p3.nc == 3 and ("LF_foot", 0, "ground") not in p3.contact_ids
+    r3 = solve("lcp_noslip", p3, st)
+    assert r3.all_finite and "fallback" not in r3.stats.flags
+    # the previously active contacts that still exist seed Alg. 2
+    assert r3.stats.warm_start_used == bool(nb4 & set(p3.contact_ids))
+    M3, _ = pin_mass_bias(pm, q, np.zeros(m.nv))
+    _check_solution(p3, r3, M3)
+    ms = st.get("lcp_noslip")
+    assert ms.contact_ids == p3.contact_ids and ms.impulses.shape == (3, 3)
+    r4b = solve("lcp_noslip", _standing_problem(), st)
+    assert r4b.all_finite and r4b.stats.warm_start_used
+    st.reset()
+    r4c = solve("lcp_noslip", _standing_problem(), st)
+    assert not r4c.stats.warm_start_used
+    np.testing.assert_allclose(r4c.v_next, r4b.v_next, atol=1e-10)  # v+ is unique
+
+
+def test_min_norm_matches_independent_qp():
+    """min_norm: feasible LCP solution with the smallest |c_N| (checked against SciPy SLSQP)."""
+    from scipy.optimize import minimize
+
+    from wbc_dynamics.contact.consistency import projected_inverse_inertia
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+
+    m, pm, _, q0 = quadruped()
+    q = q0.copy()
+    q[0] += 0.01  # asymmetric
+    extra = {}
+    for f in ("LF_foot", "LH_foot", "RF_foot", "RH_foot"):
+        R = m.frame_placement(q, f)[:3, :3]  # horizontal offsets: every sphere touches
+        extra[f] = [(R.T @ [0.004, 0.0, 0.0], 0.0125), (R.T @ [0.0, 0.004, 0.0], 0.0125)]
+    cm = ContactModel(m, features=[HalfSpace.ground()], extra_points=extra, margin=0.01)
+    p = cm.build(q, np.zeros(m.nv), np.zeros(12)).validate()
+    assert p.nc == 12 and np.max(np.abs(p.phi)) < 1e-12
+    r0 = solve("lcp_noslip", p, SolverState())
+    r1 = solve("lcp_noslip", p, SolverState(), min_norm=True)
+    assert "min_norm" in r1.stats.flags
+    np.testing.assert_allclose(r1.v_next, r0.v_next, atol=1e-8)  # same physics
+    K = projected_inverse_inertia(p)
+    Q = p.N @ K @ p.N.T
+    z0, z1 = r0.impulses[:, 0], r1.impulses[:, 0]
+    w0 = p.N @ r0.v_next + p.phi / p.dt
+    assert np.min(z1) >= 0 and np.max(np.abs(Q @ (z1 - z0))) < 1e-10
+    assert np.max(np.abs(z1 * w0)) < 1e-12
+    free = w0 <= 1e-9
+    cons = [{"type": "eq", "fun": lambda z: Q @ z - Q @ z0}]
+    ref = minimize(lambda z: z @ z, z0, jac=lambda z: 2 * z, constraints=cons,
+                   bounds=[(0, None) if f else (0, 0) for f in free], method="SLSQP",
+                   options={"ftol": 1e-16, "maxiter": 500})
+    assert np.linalg.norm(z1) <= np.linalg.norm(ref.x) * (1 + 1e-6)
+    assert np.linalg.norm(z1) < np.linalg.norm(z0)

@@ -4,51 +4,26 @@
   deviates minimally (least squares) from the desired actuated velocities subject to
   non-interpenetration (47), no-slip (48)-(49), the first-order dynamics (50)-(51) and compressive
   normal impulses. The QP is always feasible (tau = 0, Sec. 4.5 and the time-stepping argument).
-  It is posed in the impulse variables ``x = [dt tau; c_N; c_S; c_T]`` with
-  ``v+ = f* + M^-1 H^T x``, ``H = [P; N; S; T]``, so only M^-1 is needed, and solved with OSQP.
+  It is solved as the eps -> 0 limit of the no-slip MLCP with soft inverse-dynamics rows, by the
+  same compiled kernel as ``lcp_noslip`` (only M^-1 is needed).
 * :func:`min_norm_normal_impulses` selects, among all solutions of the (PSD, possibly
   indeterminate) no-slip LCP, the one with minimum-norm normal impulses: for a PSD LCP every
   solution has the same ``Q z`` (hence the same v+), so the solution set is
-  ``{z >= 0 : z = z* + Z y, z_i = 0 where w_i > 0}`` with Z a null-space basis of ``Q_AA``.
+  ``{z >= 0 : z = z* + Z y, z_i = 0 where w_i > 0}`` with Z a null-space basis of ``Q_AA``;
+  a compiled primal active-set method projects onto it.
 
-Neither function is on the nominal 1 kHz path (they run only for inconsistent inputs or when
-requested).
+Both are compiled (numba) and run only for inconsistent inputs or when requested.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import osqp
-import scipy.sparse as sp
+from numba import njit
 
+from .lcp_noslip import _alg1, lcp_noslip_kernel
 from .problem import ContactProblem
 
 __all__ = ["consistent_accelerations", "min_norm_normal_impulses", "projected_inverse_inertia"]
-
-
-def _osqp_solve(P, q, A, l, u, eps=1e-10, max_iter=50000, polish=True):
-    solver = osqp.OSQP()
-    solver.setup(
-        sp.csc_matrix(sp.triu(P)),
-        q,
-        sp.csc_matrix(A),
-        l,
-        u,
-        verbose=False,
-        eps_abs=eps,
-        eps_rel=eps,
-        polishing=polish,
-        max_iter=max_iter,
-        scaled_termination=False,
-    )
-    res = solver.solve(raise_error=False)
-    status = str(res.info.status)
-    ok = (
-        status in ("solved", "solved inaccurate")
-        and res.x is not None
-        and np.all(np.isfinite(res.x))
-    )
-    return res.x, ok
 
 
 def consistent_accelerations(
@@ -75,8 +50,6 @@ def consistent_accelerations(
     Returns:
         (qdd_consistent (nu,) [rad/s^2] = (P v+ - v[actuated]) / dt, ok).
     """
-    from .lcp_noslip import lcp_noslip_kernel
-
     p = problem
     if p.nu == 0:
         return np.zeros(0), True
@@ -111,49 +84,161 @@ def consistent_accelerations(
 
 def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-9) -> np.ndarray:
     """``K = M^-1 - M^-1 G^T (G M^-1 G^T)^-1 G M^-1`` for the Alg. 1 rows G (see lcp_noslip)."""
-    from .lcp_noslip import _alg1
-
     G, W, L, nG, kind, idx = _alg1(problem.Minv, problem.actuated, problem.S, problem.T, rank_tol)
     U = np.linalg.solve(L[:nG, :nG], W[:, :nG].T)
     return problem.Minv - U.T @ U
 
 
-def min_norm_normal_impulses(
-    problem: ContactProblem, cN: np.ndarray, w: np.ndarray, tol: float = 1e-9
-) -> tuple[np.ndarray, bool]:
-    """Minimum-norm normal impulses among all solutions of the no-slip LCP (indeterminacy).
+@njit(cache=True)
+def _nonneg_projection(Z, za, max_iter, tol):
+    """Primal active-set method: y = argmin 1/2 |za + Z y|^2 s.t. za + Z y >= 0.
 
-    Args:
-        cN: (nc,) a solution z* of the LCP [N s]; w: (nc,) its complementary slack [m/s].
-        tol: relative tolerance for w_i = 0 and for the null space of Q_AA.
-
-    Returns:
-        (z, changed): z = argmin ||z|| over {z >= 0, z_i = 0 if w_i > tol, Q_AA z = Q_AA z*}.
+    Z (nA, k) has orthonormal columns, za >= 0 (so y = 0 is feasible). Equality subproblems
+    are solved with pseudo-inverses (degenerate / dependent active rows allowed).
+    Returns (y, converged).
     """
-    z0 = np.asarray(cN, dtype=np.float64)
-    wscale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
-    A = np.flatnonzero(w <= tol * wscale)
-    if A.size < 2:
-        return z0, False
-    K = projected_inverse_inertia(problem)
-    NA = problem.N[A]
+    nA, k = Z.shape
+    y = np.zeros(k)
+    y0 = -(Z.T @ za)
+    W = np.zeros(nA, dtype=np.bool_)
+    for _ in range(max_iter):
+        m = 0
+        for i in range(nA):
+            if W[i]:
+                m += 1
+        A = np.zeros((m, k))
+        b = np.zeros(m)
+        j = 0
+        for i in range(nA):
+            if W[i]:
+                A[j] = Z[i]
+                b[j] = za[i]
+                j += 1
+        if m > 0:
+            Ap = np.linalg.pinv(A)
+            ystar = y0 - Ap @ (A @ y0 + b)
+        else:
+            ystar = y0.copy()
+        p = ystar - y
+        pn = 0.0
+        for c in range(k):
+            pn = max(pn, abs(p[c]))
+        if pn <= tol:
+            if m == 0:
+                return y, True
+            lam = np.linalg.pinv(A.T) @ (ystar - y0)
+            jmin = 0
+            for jj in range(m):
+                if lam[jj] < lam[jmin]:
+                    jmin = jj
+            if lam[jmin] >= -tol:
+                return y, True
+            j = 0
+            for i in range(nA):
+                if W[i]:
+                    if j == jmin:
+                        W[i] = False
+                        break
+                    j += 1
+            continue
+        alpha = 1.0
+        block = -1
+        for i in range(nA):
+            if W[i]:
+                continue
+            zp = 0.0
+            zi = za[i]
+            for c in range(k):
+                zp += Z[i, c] * p[c]
+                zi += Z[i, c] * y[c]
+            if zp < -1e-15:
+                ai = max(zi, 0.0) / (-zp)
+                if ai < alpha:
+                    alpha = ai
+                    block = i
+        for c in range(k):
+            y[c] += alpha * p[c]
+        if block >= 0:
+            W[block] = True
+    return y, False
+
+
+@njit(cache=True)
+def _min_norm_kernel(Minv, act, S, T, N, z0, w, tol, rank_tol, max_iter):
+    nc = z0.shape[0]
+    wscale = 1.0
+    for i in range(nc):
+        wscale = max(wscale, abs(w[i]))
+    idx = np.empty(nc, dtype=np.int64)
+    nA = 0
+    for i in range(nc):
+        if w[i] <= tol * wscale:
+            idx[nA] = i
+            nA += 1
+    out = z0.copy()
+    if nA < 2:
+        return out, False
+    G, W, L, nG, kind, ix = _alg1(Minv, act, S, T, rank_tol, 0.0)
+    if nG < 0:
+        return out, False
+    nv = Minv.shape[0]
+    U = np.zeros((nG, nv))
+    for c in range(nv):
+        for i in range(nG):
+            s = W[c, i]
+            for j in range(i):
+                s -= L[i, j] * U[j, c]
+            U[i, c] = s / L[i, i]
+    K = Minv - U.T @ U
+    NA = np.empty((nA, nv))
+    za = np.empty(nA)
+    for j in range(nA):
+        NA[j] = N[idx[j]]
+        za[j] = max(z0[idx[j]], 0.0)
     Q = NA @ K @ NA.T
     Q = 0.5 * (Q + Q.T)
     evals, evecs = np.linalg.eigh(Q)
-    emax = max(float(evals[-1]), 1e-300)
-    Z = evecs[:, evals <= 1e-9 * emax]
-    if Z.shape[1] == 0:
-        return z0, False
-    za = z0[A]
-    # minimize ||za + Z y||^2 s.t. za + Z y >= 0  (Z orthonormal -> Hessian = I)
-    k = Z.shape[1]
-    y, ok = _osqp_solve(
-        np.eye(k), Z.T @ za, Z, -za, np.full(A.size, np.inf), eps=1e-12, polish=False
-    )
+    emax = max(evals[nA - 1], 1e-300)
+    k = 0
+    for j in range(nA):
+        if evals[j] <= 1e-9 * emax:
+            k += 1
+    if k == 0:
+        return out, False
+    Z = np.ascontiguousarray(evecs[:, :k])  # eigh sorts ascending: null space first
+    zscale = 1e-300
+    for j in range(nA):
+        zscale = max(zscale, za[j])
+    y, ok = _nonneg_projection(Z, za, max_iter, 1e-13 * zscale)
     if not ok:
-        return z0, False
+        return out, False
     zn = za + Z @ y
-    zn = np.maximum(zn, 0.0)
-    out = np.zeros_like(z0)
-    out[A] = zn
+    for j in range(nA):
+        out[idx[j]] = max(zn[j], 0.0)
     return out, True
+
+
+def min_norm_normal_impulses(
+    problem: ContactProblem, cN: np.ndarray, w: np.ndarray, tol: float = 1e-9,
+    max_iter: int = 100,
+) -> tuple[np.ndarray, bool]:
+    """Minimum-norm normal impulses among all solutions of the no-slip LCP (indeterminacy).
+
+    Every solution of the PSD LCP has the same ``Q z`` (hence the same v+), so the solution set
+    is ``{z >= 0 : z = z* + Z y, z_i = 0 where w_i > 0}`` with Z an orthonormal null-space basis
+    of ``Q_AA`` (A: contacts with w_i = 0). The minimum-norm element is found by a compiled
+    primal active-set method (projection onto that polyhedron).
+
+    Args:
+        cN: (nc,) a solution z* of the LCP [N s]; w: (nc,) its complementary slack [m/s].
+        tol: relative tolerance for w_i = 0.
+
+    Returns:
+        (z, changed): z = argmin ||z|| over the solution set; (cN, False) if nothing to do or the
+        active-set method did not converge within ``max_iter``.
+    """
+    p = problem
+    z, ok = _min_norm_kernel(p.Minv, p.actuated, p.S, p.T, p.N,
+                             np.ascontiguousarray(cN, dtype=np.float64),
+                             np.ascontiguousarray(w, dtype=np.float64), tol, 1e-9, max_iter)
+    return (z, True) if ok else (np.asarray(cN, dtype=np.float64), False)
