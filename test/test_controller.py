@@ -277,3 +277,64 @@ def test_preallocated_message_view_writes_into_the_message():
     view = preallocated_float64(m, "data", 3)
     view[:] = (1.0, 2.0, 3.0)
     assert list(m.data) == [1.0, 2.0, 3.0]
+
+
+def test_robot_description_xml_source_equals_file_source(arm):
+    info, pm, pd = arm
+    xml = open(robot_path("arm")).read()
+    a = WholeBodyController({"robot_description": xml, "effort_limits": [np.inf]})
+    b = WholeBodyController({"urdf_path": robot_path("arm"), "effort_limits": [np.inf]})
+    assert a.model_source == "robot_description" and a.joint_names == info["joint_names"]
+    q, qd, acc = _arm_state(info, np.random.default_rng(9))
+    np.testing.assert_allclose(a.compute(q, qd, acc), pin.rnea(pm, pd, q, qd, acc), atol=1e-9)
+    np.testing.assert_allclose(b.compute(q, qd, acc), pin.rnea(pm, pd, q, qd, acc), atol=1e-9)
+    with pytest.raises(ValueError, match="robot_description: expected URDF XML"):
+        WholeBodyController({"robot_description": "not xml"})
+
+
+def test_odometry_conversion_twist_in_child_frame():
+    from wbc_dynamics.ros_conversions import odometry_to_base
+
+    def vec(x, y, z):
+        return SimpleNamespace(x=x, y=y, z=z)
+
+    msg = SimpleNamespace(
+        pose=SimpleNamespace(pose=SimpleNamespace(
+            position=vec(1.0, 2.0, 3.0),
+            orientation=SimpleNamespace(x=0.0, y=0.0, z=np.sin(0.25), w=np.cos(0.25)))),
+        twist=SimpleNamespace(twist=SimpleNamespace(linear=vec(0.1, 0.2, 0.3),
+                                                    angular=vec(-1.0, 0.0, 1.0))))
+    p, quat, lin, ang = odometry_to_base(msg)
+    np.testing.assert_array_equal(p, [1, 2, 3])
+    np.testing.assert_allclose(quat, [0, 0, np.sin(0.25), np.cos(0.25)])
+    np.testing.assert_array_equal(lin, [0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(ang, [-1, 0, 1])
+    msg.pose.pose.orientation.w = 2.0
+    with pytest.raises(ValueError, match="orientation: quaternion norm"):
+        odometry_to_base(msg)
+    msg.pose.pose.orientation.w = np.cos(0.25)
+    msg.twist.twist.linear.y = np.nan
+    with pytest.raises(ValueError, match="twist.twist.linear"):
+        odometry_to_base(msg)
+
+
+@pytest.mark.parametrize("method", ["lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip"])
+def test_contact_methods_standing_quadruped_weight_and_warm_start(quadruped, method):
+    """Through the controller: Σ normal forces = m g (seed 004 standing test), warm start kept
+    across ticks and cleared by reset_solver()."""
+    info, pm, pd = quadruped
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True, "method": method})
+    q = np.array(info["standing_q"])
+    ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
+    ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
+    ctl.set_reference(np.zeros(12), 0.0)
+    out = ctl.update(0.0)
+    assert out.mode == "control" and len(out.contact_ids) == 4
+    mg = pin.computeTotalMass(pm) * 9.81
+    assert abs(out.contact_forces[:, 2].sum() - mg) < 1e-6 * mg
+    tau1 = out.tau.copy()
+    out = ctl.update(0.0)
+    assert ctl.solver_state.has(method)
+    np.testing.assert_allclose(out.tau, tau1, atol=1e-6)
+    ctl.reset_solver()
+    assert not ctl.solver_state.has(method)

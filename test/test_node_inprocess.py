@@ -1,0 +1,99 @@
+"""Node logic without a second process: event-mode rate cap, timer mode, watchdog, stop command."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-rclpy wheels) not installed")
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from wbc_dynamics.node import WbcControllerNode  # noqa: E402
+from wbc_dynamics.robots import robot_info  # noqa: E402
+
+
+@pytest.fixture
+def make_node(ros_env):
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    nodes = []
+
+    def make(**params):
+        over = [Parameter(k, value=v) for k, v in params.items()]
+        node = WbcControllerNode(context=ctx, parameter_overrides=over)
+        nodes.append(node)
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        published = []
+        orig = node._pub_cmd.publish
+        node._pub_cmd.publish = lambda m: (published.append(np.array(m.data)), orig(m))[1]
+        return node, published, ctx
+
+    yield make
+    for n in nodes:
+        n.destroy_node()
+    rclpy.shutdown(context=ctx)
+
+
+def _js(names, q):
+    m = JointState()
+    m.name = list(names)
+    m.position = [float(x) for x in q]
+    m.velocity = [0.0] * len(q)
+    return m
+
+
+def test_event_mode_rate_cap(make_node):
+    info = robot_info("arm")
+    node, published, _ = make_node(robot="arm", control_rate=100.0)
+    node.controller.set_reference(np.zeros(11), node._now())
+    q = np.array(info["standing_q"])
+    node._on_joint_state(_js(info["joint_names"], q))
+    node._on_joint_state(_js(info["joint_names"], q + 0.1))   # < 5 ms later: state only
+    assert len(published) == 1 and node.controller.ticks == 1
+    np.testing.assert_array_equal(node.controller._qj, q + 0.1)
+    time.sleep(0.006)                                           # > half a period (5 ms)
+    node._on_joint_state(_js(info["joint_names"], q))
+    assert len(published) == 2
+
+
+def test_timer_mode_ticks_at_control_rate_and_watchdog_zero(make_node):
+    info = robot_info("arm")
+    node, published, ctx = make_node(robot="arm", control_mode="timer", control_rate=200.0,
+                                     state_timeout=0.2)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    q = np.array(info["standing_q"])
+    node._on_joint_state(_js(info["joint_names"], q))
+    assert published == []                                      # timer mode: no event tick
+    node.controller.set_reference(np.zeros(11), node._now())
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.15:
+        ex.spin_once(timeout_sec=0.01)
+    n = len(published)
+    assert 10 <= n <= 31, f"{n} ticks in 0.15 s at 200 Hz"
+    assert all(np.any(p != 0.0) for p in published)             # gravity compensation
+    while time.monotonic() - t0 < 0.5:                          # state goes stale at 0.2 s
+        ex.spin_once(timeout_sec=0.01)
+    assert np.all(published[-1] == 0.0)
+    ex.remove_node(node)
+
+
+def test_deactivate_sends_zero_and_stops(make_node):
+    info = robot_info("arm")
+    node, published, _ = make_node(robot="arm")
+    node.controller.set_reference(np.zeros(11), node._now())
+    node._on_joint_state(_js(info["joint_names"], np.array(info["standing_q"])))
+    assert len(published) == 1 and np.any(published[0] != 0.0)
+    assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert len(published) == 2 and np.all(published[1] == 0.0)
+    time.sleep(0.002)
+    node._on_joint_state(_js(info["joint_names"], np.array(info["standing_q"])))
+    node._on_watchdog()
+    assert len(published) == 2
