@@ -80,11 +80,10 @@ def test_mass_matrix_and_bias_match_pinocchio(name):
 
 @pytest.mark.parametrize("name", ROBOTS)
 def test_mass_matrix_and_bias_match_core(name):
-    core = pytest.importorskip("wbc_dynamics.model")
-    if not hasattr(core, "RobotModel"):
-        pytest.skip("dynamics core (wbc_dynamics.model.RobotModel) not available")
+    from wbc_dynamics.model import RobotModel
+
     info = robot_info(name)
-    m = core.RobotModel.from_urdf(robot_path(name), floating_base=info["floating_base"])
+    m = RobotModel.from_urdf(robot_path(name), floating_base=info["floating_base"])
     plant = MujocoPlant(robot_path(name), info["floating_base"], joint_order=m.joint_names)
     pm, _ = _pin_model(name)
     rng = np.random.default_rng(2)

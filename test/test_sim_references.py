@@ -13,8 +13,6 @@ import pytest
 from wbc_dynamics.robots import robot_info
 from wbc_dynamics.sim.references import make_reference
 
-pytest.importorskip("wbc_dynamics.model")
-
 
 def _check_derivatives(ref, times, h=1e-5, tol=2e-4):
     for t in times:

@@ -69,7 +69,10 @@ class LoopConfig:
         controller_friction: mu given to the Coulomb methods (None = the simulator's).
         reference_options: forwarded to :func:`~wbc_dynamics.sim.references.make_reference`.
         box_mass: arm task: mass of the grasped box [kg] (None = the bundled box's).
-        settle: seconds of settling on the contacts before t = 0 (see ``ClosedLoop._settle``).
+        settle: floating base: seconds of settling on the ground before t = 0 (``_settle``).
+        phi_deadband: [m] contact distance deadband between simulator and controller (see
+            ``_ContactAdapter``); 0 = off.
+        contact_schedule: trot: tell the contact model which feet the gait has in swing.
     """
 
     robot: str = "quadruped"
@@ -86,6 +89,8 @@ class LoopConfig:
     reference_options: dict = field(default_factory=dict)
     box_mass: float | None = None
     settle: float = 0.5
+    phi_deadband: float = 1e-4
+    contact_schedule: bool = True
 
 
 @dataclass
@@ -163,18 +168,32 @@ class _WBC:
 
         info = robot_info(cfg.robot)
         g = GAINS[cfg.robot]
-        self.ctl = WholeBodyController({
-            "robot": cfg.robot, "floating_base": info["floating_base"], "joints": joint_names,
-            "method": method, "friction": mu, "control_rate": cfg.control_rate,
-            "kp": [cfg.kp if cfg.kp is not None else g["kp"]],
-            "kd": [cfg.kd if cfg.kd is not None else g["kd"]],
-            "state_timeout": 1.0, "reference_timeout": 1.0,
-        })
+        self.ctl = WholeBodyController(
+            {
+                "robot": cfg.robot,
+                "floating_base": info["floating_base"],
+                "joints": joint_names,
+                "method": method,
+                "friction": mu,
+                "control_rate": cfg.control_rate,
+                "kp": [cfg.kp if cfg.kp is not None else g["kp"]],
+                "kd": [cfg.kd if cfg.kd is not None else g["kd"]],
+                "state_timeout": 1.0,
+                "reference_timeout": 1.0,
+            }
+        )
         self.floating = info["floating_base"]
         self.predicts = method != "none"
+        self.adapter = None
+        if self.predicts and getattr(self.ctl, "_contact_model", None) is not None:
+            self.adapter = _ContactAdapter(self.ctl._contact_model, cfg.phi_deadband)
+            self.ctl._contact_model = self.adapter
+        self.schedule = None  # callable t -> set of links planned in swing
 
     def __call__(self, t, q, v, ref, plant):
         c = self.ctl
+        if self.adapter is not None:
+            self.adapter.excluded = self.schedule(t) if self.schedule is not None else ()
         if self.floating:
             c.set_base_state(q[0:3], q[3:7], v[0:3], v[3:6], t)
             c.set_joint_state(q[7:], v[6:], t)
@@ -185,6 +204,39 @@ class _WBC:
         out = c.update(t)
         normal = float(np.sum(out.contact_forces[:, 2])) if self.predicts else math.nan
         return out.tau.copy(), normal, out.safe, out.solver_flags
+
+
+class _ContactAdapter:
+    """Harness measures between the simulator and the controller's contact model (documented in
+    ``docs/simulation.md``; candidates for product options):
+
+    * ``phi_deadband`` [m]: signed distances below it count as touching (phi = 0) and larger ones
+      are reduced by it. MuJoCo's soft contacts carry load at a few micrometres of penetration
+      (0.85 mm on the compliant ground); read literally, eqs. (35)/(36) would demand removing it
+      within one tick (phi/dt), i.e. tens of m/s^2 of spurious base acceleration.
+    * ``excluded``: links the gait plan has in swing (Sec. 7.2.1: the planner decides lift-off);
+      without this, the convex model (Sec. 6, no normal complementarity) may push on a foot
+      that is being lifted.
+    """
+
+    def __init__(self, model, phi_deadband: float) -> None:
+        self._m = model
+        self.phi_deadband = float(phi_deadband)
+        self.excluded: set | tuple = ()
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+    def build(self, *args, **kwargs):
+        p = self._m.build(*args, **kwargs)
+        tol = self.phi_deadband
+        if tol > 0.0 and p.nc:
+            p.phi = np.where(p.phi < tol, 0.0, p.phi - tol)
+        if self.excluded and p.nc:
+            keep = [i for i, cid in enumerate(p.contact_ids) if cid[0] not in self.excluded]
+            if len(keep) != p.nc:
+                p = p.subset(keep)
+        return p
 
 
 class _PID:
@@ -246,8 +298,9 @@ class _SensedID:
 class _BoxGraspID:
     """Arm + box: contact-aware ID (seed 004) with the box appended as a free body (Sec. 1.5)."""
 
-    def __init__(self, cfg: LoopConfig, method: str, mu: float, box_mass: float,
-                 limit: np.ndarray) -> None:
+    def __init__(
+        self, cfg: LoopConfig, method: str, mu: float, box_mass: float, limit: np.ndarray
+    ) -> None:
         from ..contact import SolverState, solve
         from ..contact.geometry import ContactModel
         from ..contact.geometry import FreeBody as CFreeBody
@@ -259,9 +312,12 @@ class _BoxGraspID:
         if box_mass != info["box_mass"]:  # the paper's heavy box: same geometry, scaled mass
             box_urdf = _scale_box_mass(box_urdf, box_mass / info["box_mass"])
         box = RobotModel.from_urdf(box_urdf, floating_base=True)
-        self.cm = ContactModel(self.m, contact_links=info["fingertip_links"],
-                               bodies=[CFreeBody.from_model("box", box, mu=mu)],
-                               dt=1.0 / cfg.control_rate)
+        self.cm = _ContactAdapter(ContactModel(
+            self.m,
+            contact_links=info["fingertip_links"],
+            bodies=[CFreeBody.from_model("box", box, mu=mu)],
+            dt=1.0 / cfg.control_rate,
+        ), cfg.phi_deadband)
         self.method = method
         self.state = SolverState()
         self.solve = solve
@@ -284,10 +340,14 @@ def _scale_box_mass(urdf: str, factor: float) -> str:
     """Same box, mass and inertia scaled by ``factor`` (a denser material)."""
     import re
 
-    urdf = re.sub(r'<mass value="([^"]+)"',
-                  lambda mo: f'<mass value="{float(mo.group(1)) * factor!r}"', urdf)
-    return re.sub(r'(i[xyz]{2})="([^"]+)"',
-                  lambda mo: f'{mo.group(1)}="{float(mo.group(2)) * factor!r}"', urdf)
+    urdf = re.sub(
+        r'<mass value="([^"]+)"', lambda mo: f'<mass value="{float(mo.group(1)) * factor!r}"', urdf
+    )
+    return re.sub(
+        r'(i[xyz]{2})="([^"]+)"',
+        lambda mo: f'{mo.group(1)}="{float(mo.group(2)) * factor!r}"',
+        urdf,
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -310,25 +370,41 @@ class ClosedLoop:
         self.info = info
         self.joint_names = list(info["joint_names"])
         dt_sim = 1.0 / (cfg.control_rate * cfg.sim_substeps)
-        ground = GroundOptions(friction=cfg.friction if cfg.robot == "quadruped" else "high",
-                               compliant=cfg.compliant, timestep=dt_sim,
-                               height=0.0 if cfg.robot == "quadruped" else -1.0)
+        ground = GroundOptions(
+            friction=cfg.friction if cfg.robot == "quadruped" else "high",
+            compliant=cfg.compliant,
+            timestep=dt_sim,
+            height=0.0 if cfg.robot == "quadruped" else -1.0,
+        )
         self.sim_mu = GroundOptions(friction=cfg.friction).mu
         mu_ctl = self.sim_mu if cfg.controller_friction is None else cfg.controller_friction
         free_bodies: tuple = ()
         self.box_mass = cfg.box_mass if cfg.box_mass is not None else info.get("box_mass", 0.0)
         if cfg.robot == "arm":
             pose = info["box_pose"]
-            free_bodies = (FreeBody("box", tuple(info["box_size"]), self.box_mass,
-                                    pos=tuple(pose[:3]), quat_xyzw=tuple(pose[3:]),
-                                    friction=self.sim_mu),)
+            free_bodies = (
+                FreeBody(
+                    "box",
+                    tuple(info["box_size"]),
+                    self.box_mass,
+                    pos=tuple(pose[:3]),
+                    quat_xyzw=tuple(pose[3:]),
+                    friction=self.sim_mu,
+                ),
+            )
         collision = None if cfg.robot == "quadruped" else list(info["contact_links"])
-        self.plant = MujocoPlant(robot_path(cfg.robot), info["floating_base"],
-                                 joint_order=self.joint_names, ground=ground,
-                                 free_bodies=free_bodies, collision_links=collision)
+        self.plant = MujocoPlant(
+            robot_path(cfg.robot),
+            info["floating_base"],
+            joint_order=self.joint_names,
+            ground=ground,
+            free_bodies=free_bodies,
+            collision_links=collision,
+        )
         self.limit = self.plant.effort_limit.copy()
-        self.ref = make_reference(cfg.robot, cfg.reference, self.joint_names,
-                                  **cfg.reference_options)
+        self.ref = make_reference(
+            cfg.robot, cfg.reference, self.joint_names, **cfg.reference_options
+        )
         c = cfg.controller
         if c == "pid":
             self.ctl = _PID(cfg, len(self.joint_names), self.limit)
@@ -338,19 +414,30 @@ class ClosedLoop:
             self.ctl = _BoxGraspID(cfg, c, mu_ctl, self.box_mass, self.limit)
         else:
             self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names)
+            if cfg.contact_schedule and hasattr(self.ref, "swing_active"):
+                feet = list(self.ref.foot_links)
+                ref = self.ref
+
+                def swing(t: float) -> set:
+                    return {f for f, s in zip(feet, ref.swing_active(t), strict=True) if s}
+
+                self.ctl.schedule = swing
         # initial state: the reference's pose at t = 0, at rest
-        q0 = np.array(info["standing_q"] if cfg.robot == "quadruped" else info["grasp_q"])
-        qj, _, _ = self.ref.sample(0.0)
+        # quadruped: the reference's pose at t = 0 on the ground, settled; arm: the grasp pose
+        # in which the fingertips just touch the box (the reference then squeezes)
         if info["floating_base"]:
-            q0[7:] = qj
+            q0 = np.array(info["standing_q"])
+            q0[7:] = self.ref.sample(0.0)[0]
         else:
-            q0 = qj
+            q0 = np.array(info["grasp_q"])[[info["joint_names"].index(j)
+                                             for j in self.joint_names]]
         self.plant.set_state(q0, np.zeros(self.plant.nv))
-        self._settle(cfg.settle)
+        if info["floating_base"]:
+            self._settle(cfg.settle)
+        else:
+            self._settle_grasp(cfg.settle)
         self.q_start, _ = self.plant.get_state()
-        self.hand_box_offset = None
-        if cfg.robot == "arm":
-            self.hand_box_offset = self._box_in_hand()
+        self.hand_box_offset = self._box_in_hand() if cfg.robot == "arm" else None
 
     def _settle(self, duration: float) -> None:
         """Let the robot come to rest on its contacts under the PID baseline holding the
@@ -365,6 +452,27 @@ class ClosedLoop:
             q, v = self.plant.get_state()
             tau, _, _, _ = pid(0.0, q, v, ref0, self.plant)
             self.plant.step(tau, self.cfg.sim_substeps)
+        self.plant.data.time = 0.0
+
+    def _settle_grasp(self, duration: float) -> None:
+        """Arm: close the fingers on the box (held in place meanwhile) under PD + gravity
+        compensation (RNEA) towards the reference's t = 0 pose, then let go of the box and
+        restart the clock: every controller starts from the same firm grasp."""
+        if duration <= 0.0 or self.cfg.robot != "arm":
+            return
+        from ..model import RobotModel
+
+        m = RobotModel.from_urdf(robot_path("arm"), floating_base=False)
+        if list(m.joint_names) != self.joint_names:
+            raise ValueError("joint order of the model and the loop differ")
+        box_q, _ = self.plant.free_body_state("box")
+        q_ref = self.ref.sample(0.0)[0]
+        dt = 1.0 / self.cfg.control_rate
+        for _ in range(int(round(duration / dt))):
+            q, v = self.plant.get_state()
+            tau = m.rnea(q, v, 400.0 * (q_ref - q) - 40.0 * v)
+            self.plant.step(np.clip(tau, -self.limit, self.limit), self.cfg.sim_substeps)
+            self.plant.set_free_body_state("box", box_q)
         self.plant.data.time = 0.0
 
     def _box_in_hand(self) -> np.ndarray:
@@ -394,8 +502,9 @@ class ClosedLoop:
             return "dropped the box: it moved > 5 cm relative to the hand"
         return ""
 
-    def run(self, progress: Callable[[float, dict], None] | None = None,
-            stop_on_failure: bool = True) -> LoopResult:
+    def run(
+        self, progress: Callable[[float, dict], None] | None = None, stop_on_failure: bool = True
+    ) -> LoopResult:
         """Run for ``cfg.duration``; ``progress(fraction, info)`` is called ~20 times."""
         cfg = self.cfg
         dt = 1.0 / cfg.control_rate
@@ -440,9 +549,25 @@ class ClosedLoop:
                     if stop_on_failure:
                         break
         sl = slice(0, k_done)
-        return LoopResult(cfg, self.joint_names, t_log[sl], log["q"][sl], log["q_des"][sl],
-                          log["qd"][sl], log["qd_des"][sl], log["tau"][sl], base[sl], npred[sl],
-                          nsim[sl], tick[sl], failed, why, self.limit, safe, flags)
+        return LoopResult(
+            cfg,
+            self.joint_names,
+            t_log[sl],
+            log["q"][sl],
+            log["q_des"][sl],
+            log["qd"][sl],
+            log["qd_des"][sl],
+            log["tau"][sl],
+            base[sl],
+            npred[sl],
+            nsim[sl],
+            tick[sl],
+            failed,
+            why,
+            self.limit,
+            safe,
+            flags,
+        )
 
     def _sim_normal(self) -> float:
         if self.cfg.robot == "quadruped":

@@ -2,13 +2,14 @@
 
 Runs the in-process closed loop (:mod:`wbc_dynamics.sim.closed_loop`: MuJoCo plant built from
 the bundled quadruped URDF + the product's ``WholeBodyController``) for a few seconds of
-simulated time: the robot stands, then trots with the gait of seed 004, Sec. 7.6. Shows a
+simulated time: the robot stands and sways its weight between the feet (``--reference trot``:
+the trot of seed 004, Sec. 7.6). Shows a
 progress bar, prints a summary (tracking error, torque smoothness, predicted vs simulated contact
 force, controller tick time) and writes a PNG plot of joint tracking, torques and contact forces.
 
 Exit code: 0 if the robot did not fall, 1 if it fell, 2 for a usage/set-up error.
 
-    python -m wbc_dynamics.sim.demo               # 5 s trot, qp_coulomb, rigid high-friction
+    python -m wbc_dynamics.sim.demo               # 5 s weight shift, qp_coulomb, rigid ground
     python -m wbc_dynamics.sim.demo --short       # 1.5 s (CI)
     python -m wbc_dynamics.sim.demo --method lcp_coulomb --friction low --compliant
 """
@@ -37,9 +38,11 @@ def _bar(frac: float, info: dict, t_wall0: float, stream) -> None:
     k = int(round(frac * n))
     b = info["base"]
     el = time.perf_counter() - t_wall0
-    stream.write(f"{chr(13) if tty else ''}[{'#' * k}{'.' * (n - k)}] {pct:3d}%  sim t = "
-                 f"{info['t']:5.2f} s  base x = {b[0]:+.3f} m, z = {b[2]:.3f} m  "
-                 f"(wall {el:5.1f} s){'' if tty else chr(10)}")
+    stream.write(
+        f"{chr(13) if tty else ''}[{'#' * k}{'.' * (n - k)}] {pct:3d}%  sim t = "
+        f"{info['t']:5.2f} s  base x = {b[0]:+.3f} m, z = {b[2]:.3f} m  "
+        f"(wall {el:5.1f} s){'' if tty else chr(10)}"
+    )
     stream.flush()
 
 
@@ -49,30 +52,47 @@ def summarize(res, stream=sys.stdout) -> dict:
     cfg = res.config
     w = stream.write
     w("\n\n=== wbc_dynamics demo: quadruped in MuJoCo ===\n")
-    w(f"controller      : {cfg.controller} at {cfg.control_rate:.0f} Hz; reference: "
-      f"{cfg.reference}; ground: {'compliant' if cfg.compliant else 'rigid'}, friction "
-      f"{cfg.friction}\n")
-    w(f"simulated       : {res.t[-1] + 1.0 / cfg.control_rate if len(res.t) else 0:.2f} s "
-      f"({int(m['ticks'])} ticks)\n")
+    w(
+        f"controller      : {cfg.controller} at {cfg.control_rate:.0f} Hz; reference: "
+        f"{cfg.reference}; ground: {'compliant' if cfg.compliant else 'rigid'}, friction "
+        f"{cfg.friction}\n"
+    )
+    w(
+        f"simulated       : {res.t[-1] + 1.0 / cfg.control_rate if len(res.t) else 0:.2f} s "
+        f"({int(m['ticks'])} ticks)\n"
+    )
     if len(res.t):
         d = res.base_pos[-1] - res.base_pos[0]
-        w(f"base travel     : dx = {d[0]:+.3f} m, dy = {d[1]:+.3f} m, final height "
-          f"{res.base_pos[-1][2]:.3f} m\n")
-        w(f"joint tracking  : mean |q - q_des| = {m['pos_err']:.4f} rad (max "
-          f"{m['pos_err_max']:.4f}), mean |qd - qd_des| = {m['vel_err']:.4f} rad/s\n")
-        w(f"torques         : mean |tau| = {m['tau']:.3f} N m, smoothness mean |dtau/dt| = "
-          f"{m['dtau']:.1f} N m/s (max {m['dtau_max']:.0f}), at limit {100 * m['clamp_frac']:.1f}%"
-          f" of samples\n")
+        w(
+            f"base travel     : dx = {d[0]:+.3f} m, dy = {d[1]:+.3f} m, final height "
+            f"{res.base_pos[-1][2]:.3f} m\n"
+        )
+        w(
+            f"joint tracking  : mean |q - q_des| = {m['pos_err']:.4f} rad (max "
+            f"{m['pos_err_max']:.4f}), mean |qd - qd_des| = {m['vel_err']:.4f} rad/s\n"
+        )
+        w(
+            f"torques         : mean |tau| = {m['tau']:.3f} N m, smoothness mean |dtau/dt| = "
+            f"{m['dtau']:.1f} N m/s (max {m['dtau_max']:.0f}), at limit "
+            f"{100 * m['clamp_frac']:.1f}% of samples\n"
+        )
         if "force_abs" in m:
-            w(f"contact force   : predicted sum of normal forces {m['normal_pred_mean']:.2f} N vs "
-              f"simulated {m['normal_sim_mean']:.2f} N; mean |error| {m['force_abs']:.2f} N "
-              f"({100 * m['force_rel']:.1f}%)\n")
+            w(
+                f"contact force   : predicted sum of normal forces "
+                f"{m['normal_pred_mean']:.2f} N vs simulated {m['normal_sim_mean']:.2f} N; "
+                f"mean |error| {m['force_abs']:.2f} N "
+                f"({100 * m['force_rel']:.1f}%)\n"
+            )
         else:
-            w(f"contact force   : simulated mean sum of normal forces {m['normal_sim_mean']:.2f} N"
-              " (this controller predicts none)\n")
-        w(f"tick time       : mean {1e6 * m['tick_mean']:.0f} us, p99 {1e6 * m['tick_p99']:.0f} "
-          f"us, max {1e6 * m['tick_max']:.0f} us (controller only; budget "
-          f"{1e6 / cfg.control_rate:.0f} us)\n")
+            w(
+                f"contact force   : simulated mean sum of normal forces "
+                f"{m['normal_sim_mean']:.2f} N (this controller predicts none)\n"
+            )
+        w(
+            f"tick time       : mean {1e6 * m['tick_mean']:.0f} us, p99 {1e6 * m['tick_p99']:.0f} "
+            f"us, max {1e6 * m['tick_max']:.0f} us (controller only; budget "
+            f"{1e6 / cfg.control_rate:.0f} us)\n"
+        )
     if res.flags:
         w(f"solver flags    : {dict(sorted(res.flags.items()))}\n")
     w(f"result          : {'FELL - ' + res.failure if res.failed else 'did not fall'}\n")
@@ -121,9 +141,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="wbc_demo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--short", action="store_true", help="1.5 s of simulated time (CI)")
     ap.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
-    ap.add_argument("--method", default="qp_coulomb",
-                    help=f"controller: {', '.join(CONTACT_METHODS)}, none, pid, id_prev")
-    ap.add_argument("--reference", default="trot", choices=["trot", "stand", "shift"])
+    ap.add_argument(
+        "--method",
+        default="qp_coulomb",
+        help=f"controller: {', '.join(CONTACT_METHODS)}, none, pid, id_prev",
+    )
+    ap.add_argument("--reference", default="shift", choices=["shift", "stand", "trot"],
+                    help="shift: stand and sway the weight between the feet (default); trot: "
+                    "the Sec. 7.6 gait (see docs/simulation.md for which controllers manage it)")
     ap.add_argument("--friction", default="high", help="'high', 'low' or a number")
     ap.add_argument("--compliant", action="store_true", help="compliant instead of rigid ground")
     ap.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")
@@ -137,18 +162,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             friction = float(friction)
         except ValueError:
-            print(f"wbc_demo: --friction: expected high, low or a number, got {friction!r}",
-                  file=sys.stderr)
+            print(
+                f"wbc_demo: --friction: expected high, low or a number, got {friction!r}",
+                file=sys.stderr,
+            )
             return 2
     duration = 1.5 if args.short else args.duration
     if not (math.isfinite(duration) and duration > 0):
         print("wbc_demo: --duration must be > 0", file=sys.stderr)
         return 2
-    cfg = LoopConfig(robot="quadruped", controller=args.method, reference=args.reference,
-                     duration=duration, control_rate=args.rate, friction=friction,
-                     compliant=args.compliant)
-    print(f"wbc_demo: building the MuJoCo plant and the controller ({args.method}); compiling "
-          "kernels on first use ...", flush=True)
+    cfg = LoopConfig(
+        robot="quadruped",
+        controller=args.method,
+        reference=args.reference,
+        duration=duration,
+        control_rate=args.rate,
+        friction=friction,
+        compliant=args.compliant,
+    )
+    print(
+        f"wbc_demo: building the MuJoCo plant and the controller ({args.method}); compiling "
+        "kernels on first use ...",
+        flush=True,
+    )
     t0 = time.perf_counter()
     try:
         from .closed_loop import ClosedLoop
@@ -157,15 +193,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, ImportError) as exc:
         print(f"wbc_demo: {exc}", file=sys.stderr)
         return 2
-    print(f"wbc_demo: ready in {time.perf_counter() - t0:.1f} s; simulating {duration:.2f} s",
-          flush=True)
+    print(
+        f"wbc_demo: ready in {time.perf_counter() - t0:.1f} s; simulating {duration:.2f} s",
+        flush=True,
+    )
     t1 = time.perf_counter()
     progress = None if args.quiet else (lambda f, i: _bar(f, i, t1, sys.stdout))
     res = loop.run(progress=progress)
     summarize(res)
     if args.plot:
-        path = plot(res, args.plot, f"quadruped {cfg.reference}, {cfg.controller}: joint tracking "
-                    "(solid: simulated, dashed: reference)")
+        path = plot(
+            res,
+            args.plot,
+            f"quadruped {cfg.reference}, {cfg.controller}: joint tracking "
+            "(solid: simulated, dashed: reference)",
+        )
         print(f"plot            : {os.path.abspath(path)}")
     return 1 if res.failed else 0
 

@@ -90,7 +90,8 @@ class GroundOptions:
             presets = {"high": HIGH_FRICTION, "low": LOW_FRICTION}
             if self.friction not in presets:
                 raise ValueError(
-                    f"friction: expected a number, 'high' or 'low', got {self.friction!r}")
+                    f"friction: expected a number, 'high' or 'low', got {self.friction!r}"
+                )
             return presets[self.friction]
         mu = float(self.friction)
         if not math.isfinite(mu) or mu < 0.0:
@@ -203,8 +204,10 @@ def _floats(text: str | None, n: int, default: float, what: str) -> np.ndarray:
 def _origin(elem: ET.Element | None, what: str) -> tuple[np.ndarray, np.ndarray]:
     if elem is None:
         return np.zeros(3), np.zeros(3)
-    return (_floats(elem.get("xyz"), 3, 0.0, f"{what} origin xyz"),
-            _floats(elem.get("rpy"), 3, 0.0, f"{what} origin rpy"))
+    return (
+        _floats(elem.get("xyz"), 3, 0.0, f"{what} origin xyz"),
+        _floats(elem.get("rpy"), 3, 0.0, f"{what} origin rpy"),
+    )
 
 
 def parse_urdf(source: str | os.PathLike) -> ParsedURDF:
@@ -244,8 +247,9 @@ def parse_urdf(source: str | os.PathLike) -> ParsedURDF:
                 raise ValueError(f"link {name!r}: invalid mass {link.mass}")
             ie = ine.find("inertia")
             if ie is not None:
-                link.inertia = tuple(float(ie.get(k, "0")) for k in
-                                     ("ixx", "iyy", "izz", "ixy", "ixz", "iyz"))
+                link.inertia = tuple(
+                    float(ie.get(k, "0")) for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+                )
         for ce in le.findall("collision"):
             xyz, rpy = _origin(ce.find("origin"), f"link {name!r} collision")
             ge = ce.find("geometry")
@@ -258,8 +262,11 @@ def parse_urdf(source: str | os.PathLike) -> ParsedURDF:
                 size = _floats(g.get("size"), 3, 0.0, f"link {name!r} box size")
                 link.geoms.append(_Geom("box", xyz, rpy, tuple(0.5 * size)))
             elif g.tag == "cylinder":
-                link.geoms.append(_Geom("cylinder", xyz, rpy,
-                                        (float(g.get("radius")), 0.5 * float(g.get("length")))))
+                link.geoms.append(
+                    _Geom(
+                        "cylinder", xyz, rpy, (float(g.get("radius")), 0.5 * float(g.get("length")))
+                    )
+                )
             elif g.tag == "mesh":
                 scale = tuple(_floats(g.get("scale"), 3, 1.0, f"link {name!r} mesh scale"))
                 link.geoms.append(_Geom("mesh", xyz, rpy, (), g.get("filename", ""), scale))
@@ -279,8 +286,10 @@ def parse_urdf(source: str | os.PathLike) -> ParsedURDF:
         if kind not in ("revolute", "continuous", "prismatic", "fixed"):
             raise ValueError(f"joint {name!r}: type {kind!r} is not supported by the simulator")
         if child in child_of:
-            raise ValueError(f"joint {name!r}: link {child!r} already has parent joint "
-                             f"{child_of[child]!r} (kinematic loop)")
+            raise ValueError(
+                f"joint {name!r}: link {child!r} already has parent joint "
+                f"{child_of[child]!r} (kinematic loop)"
+            )
         xyz, rpy = _origin(je.find("origin"), f"joint {name!r}")
         ae = je.find("axis")
         axis = _floats(ae.get("xyz") if ae is not None else None, 3, 0.0, f"joint {name!r} axis")
@@ -326,12 +335,22 @@ def parse_urdf(source: str | os.PathLike) -> ParsedURDF:
 def _rpy_to_quat_wxyz(rpy: np.ndarray) -> np.ndarray:
     """URDF fixed-axis roll-pitch-yaw (R = Rz(y) Ry(p) Rx(r)) as a MuJoCo quaternion (w x y z)."""
     r, p, y = 0.5 * np.asarray(rpy, dtype=float)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), \
-        math.sin(y)
-    return np.array([cr * cp * cy + sr * sp * sy,
-                     sr * cp * cy - cr * sp * sy,
-                     cr * sp * cy + sr * cp * sy,
-                     cr * cp * sy - sr * sp * cy])
+    cr, sr, cp, sp, cy, sy = (
+        math.cos(r),
+        math.sin(r),
+        math.cos(p),
+        math.sin(p),
+        math.cos(y),
+        math.sin(y),
+    )
+    return np.array(
+        [
+            cr * cp * cy + sr * sp * sy,
+            sr * cp * cy - cr * sp * sy,
+            cr * sp * cy + sr * cp * sy,
+            cr * cp * sy - sr * sp * cy,
+        ]
+    )
 
 
 def _fmt(vals) -> str:
@@ -343,7 +362,7 @@ def _resolve_mesh(filename: str, base_dir: Path | None) -> Path | None:
         p = Path(filename[7:])
         return p if p.is_file() else None
     if filename.startswith("package://"):
-        rest = filename[len("package://"):]
+        rest = filename[len("package://") :]
         pkg, _, rel = rest.partition("/")
         roots = []
         for var in ("AMENT_PREFIX_PATH", "ROS_PACKAGE_PATH"):
@@ -365,10 +384,15 @@ def _resolve_mesh(filename: str, base_dir: Path | None) -> Path | None:
     return p if p.is_file() else None
 
 
-def build_mjcf(urdf: str | os.PathLike | ParsedURDF, floating_base: bool,
-               ground: GroundOptions | None = None, free_bodies: tuple[FreeBody, ...] = (),
-               collision_links: list[str] | None = None, base_pos: tuple = (0.0, 0.0, 0.0),
-               joint_limits: bool = True) -> str:
+def build_mjcf(
+    urdf: str | os.PathLike | ParsedURDF,
+    floating_base: bool,
+    ground: GroundOptions | None = None,
+    free_bodies: tuple[FreeBody, ...] = (),
+    collision_links: list[str] | None = None,
+    base_pos: tuple = (0.0, 0.0, 0.0),
+    joint_limits: bool = True,
+) -> str:
     """Translate a URDF into an MJCF string (see the module docstring for the mapping).
 
     Args:
@@ -385,21 +409,47 @@ def build_mjcf(urdf: str | os.PathLike | ParsedURDF, floating_base: bool,
     g = ground or GroundOptions()
     mu = g.mu
     mj = ET.Element("mujoco", model=p.name)
-    ET.SubElement(mj, "compiler", angle="radian", inertiafromgeom="false", autolimits="true",
-                  balanceinertia="false", boundmass="0", boundinertia="0")
-    ET.SubElement(mj, "option", timestep=repr(g.timestep), gravity="0 0 -9.81",
-                  integrator="implicitfast", cone="elliptic", solver="Newton", iterations="100",
-                  tolerance="1e-10")
+    ET.SubElement(
+        mj,
+        "compiler",
+        angle="radian",
+        inertiafromgeom="false",
+        autolimits="true",
+        balanceinertia="false",
+        boundmass="0",
+        boundinertia="0",
+    )
+    ET.SubElement(
+        mj,
+        "option",
+        timestep=repr(g.timestep),
+        gravity="0 0 -9.81",
+        integrator="implicitfast",
+        cone="elliptic",
+        solver="Newton",
+        iterations="100",
+        tolerance="1e-10",
+    )
     size_el = ET.SubElement(mj, "size")
     size_el.set("memory", "8M")
     asset = ET.SubElement(mj, "asset")
     world = ET.SubElement(mj, "worldbody")
     if g.height is not None:
-        ET.SubElement(world, "geom", name="ground", type="plane", size="0 0 1",
-                      pos=f"0 0 {g.height!r}", friction=f"{mu!r} 0.005 0.0001", priority="1",
-                      solref=_fmt(g.solref()), solimp=_fmt(g.solimp()),
-                      contype=str(_ENV_CONTYPE), conaffinity=str(_ENV_CONAFFINITY),
-                      rgba="0.8 0.8 0.8 1")
+        ET.SubElement(
+            world,
+            "geom",
+            name="ground",
+            type="plane",
+            size="0 0 1",
+            pos=f"0 0 {g.height!r}",
+            friction=f"{mu!r} 0.005 0.0001",
+            priority="1",
+            solref=_fmt(g.solref()),
+            solimp=_fmt(g.solimp()),
+            contype=str(_ENV_CONTYPE),
+            conaffinity=str(_ENV_CONAFFINITY),
+            rgba="0.8 0.8 0.8 1",
+        )
     skipped: list[str] = []
     mesh_count = 0
 
@@ -408,16 +458,25 @@ def build_mjcf(urdf: str | os.PathLike | ParsedURDF, floating_base: bool,
         if joint is None and not floating_base and link.name == "world":
             body = parent_el  # a fixed-base URDF's "world" link is MuJoCo's worldbody
         else:
-            body = ET.SubElement(parent_el, "body", name=link.name, pos=_fmt(xyz),
-                                 quat=_fmt(quat))
+            body = ET.SubElement(parent_el, "body", name=link.name, pos=_fmt(xyz), quat=_fmt(quat))
         if joint is None and floating_base:
             ET.SubElement(body, "freejoint", name="root")
         elif joint is not None and joint.kind != "fixed":
-            attrs = {"name": joint.name, "type": "slide" if joint.kind == "prismatic" else "hinge",
-                     "axis": _fmt(joint.axis), "pos": "0 0 0", "damping": "0", "armature": "0",
-                     "frictionloss": "0"}
-            if joint_limits and math.isfinite(joint.lower) and math.isfinite(joint.upper) \
-                    and joint.upper > joint.lower:
+            attrs = {
+                "name": joint.name,
+                "type": "slide" if joint.kind == "prismatic" else "hinge",
+                "axis": _fmt(joint.axis),
+                "pos": "0 0 0",
+                "damping": "0",
+                "armature": "0",
+                "frictionloss": "0",
+            }
+            if (
+                joint_limits
+                and math.isfinite(joint.lower)
+                and math.isfinite(joint.upper)
+                and joint.upper > joint.lower
+            ):
                 attrs["range"] = f"{joint.lower!r} {joint.upper!r}"
             ET.SubElement(body, "joint", **attrs)
         if link.mass > 0.0 and body is not parent_el:
@@ -425,17 +484,34 @@ def build_mjcf(urdf: str | os.PathLike | ParsedURDF, floating_base: bool,
             inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
             R = _quat_xyzw_to_rot(np.roll(_rpy_to_quat_wxyz(link.inertia_rpy), -1))
             inertia = R @ inertia @ R.T  # inertia about the COM in link axes
-            ET.SubElement(body, "inertial", pos=_fmt(link.com), mass=repr(link.mass),
-                          fullinertia=_fmt((inertia[0, 0], inertia[1, 1], inertia[2, 2],
-                                            inertia[0, 1], inertia[0, 2], inertia[1, 2])))
+            ET.SubElement(
+                body,
+                "inertial",
+                pos=_fmt(link.com),
+                mass=repr(link.mass),
+                fullinertia=_fmt(
+                    (
+                        inertia[0, 0],
+                        inertia[1, 1],
+                        inertia[2, 2],
+                        inertia[0, 1],
+                        inertia[0, 2],
+                        inertia[1, 2],
+                    )
+                ),
+            )
         collides = collision_links is None or link.name in collision_links
         for k, geo in enumerate(link.geoms):
-            attrs = {"name": f"{link.name}__col{k}", "pos": _fmt(geo.xyz),
-                     "quat": _fmt(_rpy_to_quat_wxyz(geo.rpy)), "mass": "0",
-                     "friction": f"{mu!r} 0.005 0.0001",
-                     "contype": str(_ROBOT_CONTYPE if collides else 0),
-                     "conaffinity": str(_ROBOT_CONAFFINITY if collides else 0),
-                     "rgba": "0.3 0.4 0.8 1"}
+            attrs = {
+                "name": f"{link.name}__col{k}",
+                "pos": _fmt(geo.xyz),
+                "quat": _fmt(_rpy_to_quat_wxyz(geo.rpy)),
+                "mass": "0",
+                "friction": f"{mu!r} 0.005 0.0001",
+                "contype": str(_ROBOT_CONTYPE if collides else 0),
+                "conaffinity": str(_ROBOT_CONAFFINITY if collides else 0),
+                "rgba": "0.3 0.4 0.8 1",
+            }
             if geo.kind == "mesh":
                 path = _resolve_mesh(geo.filename, p.base_dir)
                 if path is None or path.suffix.lower() not in (".stl", ".obj"):
@@ -455,16 +531,28 @@ def build_mjcf(urdf: str | os.PathLike | ParsedURDF, floating_base: bool,
     add_link(world, p.links[p.root], np.asarray(base_pos, float), np.array([1.0, 0, 0, 0]), None)
     for fb in free_bodies:
         qx, qy, qz, qw = fb.quat_xyzw
-        body = ET.SubElement(world, "body", name=fb.name, pos=_fmt(fb.pos),
-                             quat=_fmt((qw, qx, qy, qz)))
+        body = ET.SubElement(
+            world, "body", name=fb.name, pos=_fmt(fb.pos), quat=_fmt((qw, qx, qy, qz))
+        )
         ET.SubElement(body, "freejoint", name=f"{fb.name}__free")
-        ET.SubElement(body, "inertial", pos="0 0 0", mass=repr(fb.mass),
-                      diaginertia=_fmt(fb.inertia()))
-        ET.SubElement(body, "geom", name=f"{fb.name}__col0", type="box",
-                      size=_fmt(0.5 * np.asarray(fb.size)), mass="0", priority="1",
-                      friction=f"{fb.friction!r} 0.005 0.0001", solref=_fmt(g.solref()),
-                      solimp=_fmt(g.solimp()), contype=str(_ENV_CONTYPE),
-                      conaffinity=str(_ENV_CONAFFINITY | 1), rgba="0.8 0.5 0.2 1")
+        ET.SubElement(
+            body, "inertial", pos="0 0 0", mass=repr(fb.mass), diaginertia=_fmt(fb.inertia())
+        )
+        ET.SubElement(
+            body,
+            "geom",
+            name=f"{fb.name}__col0",
+            type="box",
+            size=_fmt(0.5 * np.asarray(fb.size)),
+            mass="0",
+            priority="1",
+            friction=f"{fb.friction!r} 0.005 0.0001",
+            solref=_fmt(g.solref()),
+            solimp=_fmt(g.solimp()),
+            contype=str(_ENV_CONTYPE),
+            conaffinity=str(_ENV_CONAFFINITY | 1),
+            rgba="0.8 0.5 0.2 1",
+        )
     act = ET.SubElement(mj, "actuator")
     for j in p.joints:
         if j.kind == "fixed":
@@ -474,8 +562,11 @@ def build_mjcf(urdf: str | os.PathLike | ParsedURDF, floating_base: bool,
             attrs["ctrlrange"] = f"{-j.effort!r} {j.effort!r}"
         ET.SubElement(act, "motor", **attrs)
     if skipped:
-        warnings.warn(f"mujoco_model: skipped {len(skipped)} collision mesh(es) that could not be "
-                      f"resolved or read (first: {skipped[0]!r})", stacklevel=2)
+        warnings.warn(
+            f"mujoco_model: skipped {len(skipped)} collision mesh(es) that could not be "
+            f"resolved or read (first: {skipped[0]!r})",
+            stacklevel=2,
+        )
     return ET.tostring(mj, encoding="unicode")
 
 
@@ -486,9 +577,13 @@ def build_mjcf(urdf: str | os.PathLike | ParsedURDF, floating_base: bool,
 
 def _quat_xyzw_to_rot(q: np.ndarray) -> np.ndarray:
     x, y, z, w = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 class MujocoPlant:
@@ -505,25 +600,39 @@ class MujocoPlant:
         ground, free_bodies, collision_links, joint_limits: see :func:`build_mjcf`.
     """
 
-    def __init__(self, urdf: str | os.PathLike, floating_base: bool = True,
-                 joint_order: list[str] | None = None, ground: GroundOptions | None = None,
-                 free_bodies: tuple[FreeBody, ...] = (), collision_links: list[str] | None = None,
-                 joint_limits: bool = True) -> None:
+    def __init__(
+        self,
+        urdf: str | os.PathLike,
+        floating_base: bool = True,
+        joint_order: list[str] | None = None,
+        ground: GroundOptions | None = None,
+        free_bodies: tuple[FreeBody, ...] = (),
+        collision_links: list[str] | None = None,
+        joint_limits: bool = True,
+    ) -> None:
         if mujoco is None:
             raise ImportError("MujocoPlant needs the 'mujoco' package (pip install mujoco)")
         self.parsed = parse_urdf(urdf)
         self.ground = ground or GroundOptions()
         self.floating_base = bool(floating_base)
-        self.xml = build_mjcf(self.parsed, floating_base, self.ground, free_bodies,
-                              collision_links, joint_limits=joint_limits)
+        self.xml = build_mjcf(
+            self.parsed,
+            floating_base,
+            self.ground,
+            free_bodies,
+            collision_links,
+            joint_limits=joint_limits,
+        )
         self.model = mujoco.MjModel.from_xml_string(self.xml)
         self.data = mujoco.MjData(self.model)
         urdf_joints = [j.name for j in self.parsed.joints if j.kind != "fixed"]
         self.joint_names = list(joint_order) if joint_order is not None else urdf_joints
         missing = [n for n in self.joint_names if n not in urdf_joints]
         if missing or len(set(self.joint_names)) != len(urdf_joints):
-            raise ValueError(f"joint_order: must be a permutation of the URDF's movable joints; "
-                             f"unknown {missing}, expected {urdf_joints}")
+            raise ValueError(
+                f"joint_order: must be a permutation of the URDF's movable joints; "
+                f"unknown {missing}, expected {urdf_joints}"
+            )
         m = self.model
         jid = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.joint_names]
         self._qadr = np.array([m.jnt_qposadr[i] for i in jid], dtype=np.int64)
@@ -534,7 +643,8 @@ class MujocoPlant:
         self.nq = self.n_joints + (7 if self.floating_base else 0)
         self.nv = self.n_joints + (6 if self.floating_base else 0)
         self.effort_limit = np.array(
-            [next(j.effort for j in self.parsed.joints if j.name == n) for n in self.joint_names])
+            [next(j.effort for j in self.parsed.joints if j.name == n) for n in self.joint_names]
+        )
         self._root_body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, self.parsed.root)
         self._free_body_names = [fb.name for fb in free_bodies]
         self._ground_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "ground")
@@ -558,8 +668,9 @@ class MujocoPlant:
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
         if q.shape != (self.nq,) or v.shape != (self.nv,):
-            raise ValueError(f"q/v: expected shapes ({self.nq},)/({self.nv},), "
-                             f"got {q.shape}/{v.shape}")
+            raise ValueError(
+                f"q/v: expected shapes ({self.nq},)/({self.nv},), got {q.shape}/{v.shape}"
+            )
         if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
             raise ValueError("q/v: non-finite entries")
         d = self.data
@@ -732,11 +843,11 @@ class MujocoPlant:
         if jid < 0:
             raise ValueError(f"free body: no free body named {name!r}")
         qa, da = self.model.jnt_qposadr[jid], self.model.jnt_dofadr[jid]
-        pos = self.data.qpos[qa:qa + 3].copy()
-        w, x, y, z = self.data.qpos[qa + 3:qa + 7]
+        pos = self.data.qpos[qa : qa + 3].copy()
+        w, x, y, z = self.data.qpos[qa + 3 : qa + 7]
         quat = np.array([x, y, z, w])
         R = _quat_xyzw_to_rot(quat)
-        v = np.concatenate([R.T @ self.data.qvel[da:da + 3], self.data.qvel[da + 3:da + 6]])
+        v = np.concatenate([R.T @ self.data.qvel[da : da + 3], self.data.qvel[da + 3 : da + 6]])
         return np.concatenate([pos, quat]), v
 
     def set_free_body_state(self, name: str, q: np.ndarray, v: np.ndarray | None = None) -> None:
@@ -747,9 +858,9 @@ class MujocoPlant:
         qa, da = self.model.jnt_qposadr[jid], self.model.jnt_dofadr[jid]
         q = np.asarray(q, float)
         quat = q[3:7] / np.linalg.norm(q[3:7])
-        self.data.qpos[qa:qa + 3] = q[0:3]
-        self.data.qpos[qa + 3:qa + 7] = (quat[3], quat[0], quat[1], quat[2])
+        self.data.qpos[qa : qa + 3] = q[0:3]
+        self.data.qpos[qa + 3 : qa + 7] = (quat[3], quat[0], quat[1], quat[2])
         vv = np.zeros(6) if v is None else np.asarray(v, float)
-        self.data.qvel[da:da + 3] = _quat_xyzw_to_rot(quat) @ vv[0:3]
-        self.data.qvel[da + 3:da + 6] = vv[3:6]
+        self.data.qvel[da : da + 3] = _quat_xyzw_to_rot(quat) @ vv[0:3]
+        self.data.qvel[da + 3 : da + 6] = vv[3:6]
         mujoco.mj_forward(self.model, self.data)

@@ -80,8 +80,11 @@ def _smoothstep(x: float) -> tuple[float, float, float]:
         return 0.0, 0.0, 0.0
     if x >= 1.0:
         return 1.0, 0.0, 0.0
-    return (x ** 3 * (10 - 15 * x + 6 * x * x), 30 * x * x * (1 - x) ** 2,
-            60 * x * (1 - x) * (1 - 2 * x))
+    return (
+        x**3 * (10 - 15 * x + 6 * x * x),
+        30 * x * x * (1 - x) ** 2,
+        60 * x * (1 - x) * (1 - 2 * x),
+    )
 
 
 class QuadrupedFootReference:
@@ -96,8 +99,13 @@ class QuadrupedFootReference:
         joint_names: output joint order (default ``model.joint_names``).
     """
 
-    def __init__(self, model, q_stand: Sequence[float], foot_links: Sequence[str] | None = None,
-                 joint_names: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        model,
+        q_stand: Sequence[float],
+        foot_links: Sequence[str] | None = None,
+        joint_names: Sequence[str] | None = None,
+    ) -> None:
         if getattr(model, "floating_base", False):
             raise ValueError("model: the IK needs the fixed-base model (floating_base=False)")
         self.model = model
@@ -114,11 +122,14 @@ class QuadrupedFootReference:
             prefix = foot.split("_")[0]
             cols = [k for k, j in enumerate(mj) if j.startswith(prefix + "_")]
             if len(cols) != 3:
-                raise ValueError(f"foot_links[{i}]: leg {prefix!r} needs exactly 3 joints, "
-                                 f"found {[mj[k] for k in cols]}")
+                raise ValueError(
+                    f"foot_links[{i}]: leg {prefix!r} needs exactly 3 joints, "
+                    f"found {[mj[k] for k in cols]}"
+                )
             self._leg_cols.append(np.array(cols, dtype=np.int64))
-        self.p_nominal = np.array([model.frame_placement(self._q, f)[:3, 3]
-                                   for f in self.foot_links])
+        self.p_nominal = np.array(
+            [model.frame_placement(self._q, f)[:3, 3] for f in self.foot_links]
+        )
         self.ik_tolerance = 1e-10
         self.ik_max_iterations = 20
         self.ik_failures = 0
@@ -136,7 +147,7 @@ class QuadrupedFootReference:
             cols = self._leg_cols[leg]
             for _ in range(self.ik_max_iterations):  # Newton on the 3x3 leg Jacobian
                 err = p[leg] - m.frame_placement(q, foot)[:3, 3]
-                if float(err @ err) < self.ik_tolerance ** 2:
+                if float(err @ err) < self.ik_tolerance**2:
                     break
                 J = m.jacobian(q, foot)[:3, cols]
                 q[cols] += np.linalg.lstsq(J, err, rcond=None)[0]
@@ -169,8 +180,15 @@ class WeightShift(QuadrupedFootReference):
         (other args: :class:`QuadrupedFootReference`.)
     """
 
-    def __init__(self, model, q_stand, amplitude: float = 0.02, frequency: float = 0.5,
-                 direction: Sequence[float] = (0.0, 1.0, 0.0), **kw) -> None:
+    def __init__(
+        self,
+        model,
+        q_stand,
+        amplitude: float = 0.02,
+        frequency: float = 0.5,
+        direction: Sequence[float] = (0.0, 1.0, 0.0),
+        **kw,
+    ) -> None:
         super().__init__(model, q_stand, **kw)
         d = np.asarray(direction, dtype=float)
         self.direction = d / np.linalg.norm(d)
@@ -202,13 +220,24 @@ class Trot(QuadrupedFootReference):
         ramp: time [s] over which speed rises from 0 to ``speed`` (smooth; default 1.0).
     """
 
-    def __init__(self, model, q_stand, period: float = 0.3, duty_factor: float = 0.75,
-                 step_height: float = 0.015, touchdown: dict | None = None, speed: float = 0.2,
-                 start: float = 0.5, ramp: float = 1.0, **kw) -> None:
+    def __init__(
+        self,
+        model,
+        q_stand,
+        period: float = 0.3,
+        duty_factor: float = 0.75,
+        step_height: float = 0.015,
+        touchdown: dict | None = None,
+        speed: float = 0.2,
+        start: float = 0.5,
+        ramp: float = 1.0,
+        **kw,
+    ) -> None:
         super().__init__(model, q_stand, **kw)
         if not (period > 0 and 0 < duty_factor < 1 and step_height >= 0 and ramp > 0):
-            raise ValueError("Trot: need period > 0, 0 < duty_factor < 1, step_height >= 0, "
-                             "ramp > 0")
+            raise ValueError(
+                "Trot: need period > 0, 0 < duty_factor < 1, step_height >= 0, ramp > 0"
+            )
         td = touchdown or {"LF_foot": 0.25, "RF_foot": 0.75, "LH_foot": 0.75, "RH_foot": 0.25}
         missing = [f for f in self.foot_links if f not in td]
         if missing:
@@ -232,7 +261,7 @@ class Trot(QuadrupedFootReference):
             return 0.0
         if x >= 1.0:
             return self.speed * (self.ramp * 0.5 + (t - self.start - self.ramp))
-        return self.speed * self.ramp * (2.5 * x ** 4 - 3 * x ** 5 + x ** 6)
+        return self.speed * self.ramp * (2.5 * x**4 - 3 * x**5 + x**6)
 
     def _stance_x(self, t: float, t_mid: float) -> tuple[float, float, float]:
         v, dv = self.base_speed(t)
@@ -268,10 +297,13 @@ class Trot(QuadrupedFootReference):
                 s = (t - t0) / Tw
                 x, xd, xdd = _quintic_hermite(s, Tw, x0, v0, a0, x1, v1, a1)
                 b = self.step_height * 64.0
-                p[i, 2] += b * s ** 3 * (1 - s) ** 3
-                pd[i, 2] = b * (3 * s ** 2 * (1 - s) ** 3 - 3 * s ** 3 * (1 - s) ** 2) / Tw
-                pdd[i, 2] = b * (6 * s * (1 - s) ** 3 - 18 * s ** 2 * (1 - s) ** 2
-                                 + 6 * s ** 3 * (1 - s)) / (Tw * Tw)
+                p[i, 2] += b * s**3 * (1 - s) ** 3
+                pd[i, 2] = b * (3 * s**2 * (1 - s) ** 3 - 3 * s**3 * (1 - s) ** 2) / Tw
+                pdd[i, 2] = (
+                    b
+                    * (6 * s * (1 - s) ** 3 - 18 * s**2 * (1 - s) ** 2 + 6 * s**3 * (1 - s))
+                    / (Tw * Tw)
+                )
             p[i, 0] += x
             pd[i, 0] = xd
             pdd[i, 0] = xdd
@@ -307,9 +339,16 @@ class ArmSinusoid:
         ramp: fade-in time of the oscillation [s] (default 0.3; keeps qdd continuous at t = 0).
     """
 
-    def __init__(self, joint_names: Sequence[str], q_grasp: Sequence[float],
-                 finger_joints: Sequence[str], amplitude: float | Sequence[float] = 0.1,
-                 frequency: float = 3.0, squeeze: float = 0.05, ramp: float = 0.3) -> None:
+    def __init__(
+        self,
+        joint_names: Sequence[str],
+        q_grasp: Sequence[float],
+        finger_joints: Sequence[str],
+        amplitude: float | Sequence[float] = 0.1,
+        frequency: float = 3.0,
+        squeeze: float = 0.05,
+        ramp: float = 0.3,
+    ) -> None:
         self.joint_names = list(joint_names)
         self.q0 = np.asarray(q_grasp, dtype=float).copy()
         n = len(self.joint_names)
@@ -329,12 +368,12 @@ class ArmSinusoid:
         dr, ddr = dr / self.ramp, ddr / (self.ramp * self.ramp)
         s, ds, dds = math.sin(w * t), w * math.cos(w * t), -w * w * math.sin(w * t)
         A = self.amplitude
-        return (self.q0 + A * r * s, A * (dr * s + r * ds),
-                A * (ddr * s + 2 * dr * ds + r * dds))
+        return (self.q0 + A * r * s, A * (dr * s + r * ds), A * (ddr * s + 2 * dr * ds + r * dds))
 
 
-def make_reference(robot: str, kind: str, joint_names: Sequence[str] | None = None,
-                   **options) -> Reference:
+def make_reference(
+    robot: str, kind: str, joint_names: Sequence[str] | None = None, **options
+) -> Reference:
     """Build a reference for a bundled robot.
 
     Args:
@@ -366,8 +405,10 @@ def make_reference(robot: str, kind: str, joint_names: Sequence[str] | None = No
             return Standing(names, q[order])
         if kind == "sinusoid":
             return ArmSinusoid(names, q[order], info["finger_joints"], **options)
-    raise ValueError(f"kind: unknown reference {kind!r} for robot {robot!r} (quadruped: stand, "
-                     "shift, trot; arm: stand, sinusoid)")
+    raise ValueError(
+        f"kind: unknown reference {kind!r} for robot {robot!r} (quadruped: stand, "
+        "shift, trot; arm: stand, sinusoid)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,8 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not (math.isfinite(rate) and rate > 0):
                 raise ValueError(f"rate: must be > 0, got {rate}")
             self.ref = make_reference(robot, kind)
-            self.pub = self.create_publisher(JointTrajectory,
-                                             self.get_parameter("topic").value, 10)
+            self.pub = self.create_publisher(JointTrajectory, self.get_parameter("topic").value, 10)
             self.t0 = None
             self.timer = self.create_timer(1.0 / rate, self.tick)
 

@@ -1,0 +1,291 @@
+"""Reproduce the experiments of seed 004, Sec. 8, in MuJoCo (``wbc_experiments``).
+
+Scenarios (Sec. 7.5 / 7.6 / 7.2.2):
+
+* quadruped trot (period 0.3 s, duty factor 0.75, step height 1.5 cm, 20 cm/s) on planar ground
+  with {high, low} friction x {rigid, compliant} contact (low mu = 0.1; "high" stands in for the
+  paper's infinite friction, see :data:`~wbc_dynamics.sim.mujoco_model.HIGH_FRICTION`; compliant
+  ground sinks ~1 mm under the standing robot, like the paper's);
+* the arm following a 3 Hz sinusoid while four fingers hold the box, with {high, mu = 1} friction.
+
+Controllers (Sec. 7.3): ``qp_coulomb`` (two-stage, ID(t_i)_QP,mu), ``qp_noslip`` (ID(t_i)_QP,inf),
+``lcp_coulomb`` (ID(t_i)_LCP,mu), ``lcp_noslip`` (ID(t_i)_LCP,inf), ``id_prev`` (ID(t_{i-1}),
+the simulator's contact forces of the previous step) and ``pid`` (joint PID baseline). All ID
+controllers share the same PD error feedback.
+
+Metrics: Table 3 joint position / velocity tracking error, Table 4 mean |dtau/dt| and |tau|,
+Table 5 contact normal force prediction error (sum of normal forces, predicted vs simulated),
+Table 6 fell / dropped the box (and when). The command writes a markdown report with the tables
+and PNG plots (default ``docs/experiments.md`` and ``docs/experiments/``).
+
+    python -m wbc_dynamics.sim.experiments                 # 10 s trots, 3 s arm runs
+    python -m wbc_dynamics.sim.experiments --quick         # 2 s trots, 1 s arm runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from .closed_loop import LoopConfig, LoopResult, run
+
+__all__ = ["ARM_CASES", "CONTROLLERS", "TERRAINS", "main", "run_all", "write_report"]
+
+CONTROLLERS = ("qp_coulomb", "qp_noslip", "lcp_coulomb", "lcp_noslip", "id_prev", "pid")
+PAPER_NAMES = {
+    "qp_coulomb": "ID(t_i) QP,mu", "qp_noslip": "ID(t_i) QP,inf",
+    "lcp_coulomb": "ID(t_i) LCP,mu", "lcp_noslip": "ID(t_i) LCP,inf",
+    "id_prev": "ID(t_i-1)", "pid": "PID", "none": "ID, no contact",
+}
+#: (label, friction, compliant) of the quadruped terrains (Sec. 7.5).
+TERRAINS = (("Rigid, Low Friction", "low", False), ("Rigid, High Friction", "high", False),
+            ("Compliant, Low Friction", "low", True), ("Compliant, High Friction", "high", True))
+#: (label, box friction) of the arm cases (Sec. 8.4.1: mu = inf and mu = 1).
+ARM_CASES = (("Arm + box, High Friction", "high"), ("Arm + box, mu = 1", 1.0))
+
+
+def _one(cfg: LoopConfig, log) -> tuple[LoopResult | None, str]:
+    t0 = time.perf_counter()
+    try:
+        res = run(cfg, stop_on_failure=True)
+    except (ValueError, ImportError, NotImplementedError) as exc:
+        log(f"  {cfg.controller:12s} unavailable: {exc}")
+        return None, str(exc)
+    m = res.metrics()
+    state = f"FELL at {res.t[-1]:.2f} s ({res.failure})" if res.failed else "ok"
+    log(f"  {cfg.controller:12s} pos err {m.get('pos_err', float('nan')):.4f} rad, "
+        f"|dtau/dt| {m.get('dtau', float('nan')):8.1f}, force err "
+        f"{100 * m.get('force_rel', float('nan')):6.1f}%, {state}  "
+        f"[{time.perf_counter() - t0:.0f} s wall]")
+    return res, ""
+
+
+def run_all(duration: float = 10.0, arm_duration: float = 3.0,
+            controllers: Sequence[str] = CONTROLLERS, terrains=TERRAINS, arm_cases=ARM_CASES,
+            box_mass: float | None = None, log=print) -> dict:
+    """Run every scenario; returns ``{scenario label: {controller: LoopResult | error str}}``."""
+    results: dict[str, dict] = {}
+    for label, friction, compliant in terrains:
+        log(f"{label}: quadruped trot, {duration:g} s")
+        results[label] = {}
+        for c in controllers:
+            cfg = LoopConfig(robot="quadruped", controller=c, reference="trot",
+                             duration=duration, friction=friction, compliant=compliant)
+            res, err = _one(cfg, log)
+            results[label][c] = res if res is not None else err
+    for label, friction in arm_cases:
+        log(f"{label}: arm sinusoid with the box, {arm_duration:g} s")
+        results[label] = {}
+        for c in controllers:
+            cfg = LoopConfig(robot="arm", controller=c, reference="sinusoid",
+                             duration=arm_duration, friction=friction, box_mass=box_mass)
+            res, err = _one(cfg, log)
+            results[label][c] = res if res is not None else err
+    return results
+
+
+def _fmt(x: float, spec: str) -> str:
+    return "–" if x is None or not np.isfinite(x) else format(x, spec)
+
+
+def _plots(results: dict, outdir: str) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    os.makedirs(outdir, exist_ok=True)
+    paths = {}
+    for label, runs in results.items():
+        ok = {c: r for c, r in runs.items() if isinstance(r, LoopResult) and len(r.t)}
+        if not ok:
+            continue
+        fig, ax = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+        for c, r in ok.items():
+            w = max(1, min(len(r.t), int(0.1 * r.config.control_rate)))  # 100 ms mean
+            e = np.mean(np.abs(r.q - r.q_des), axis=1)
+            ax[0].plot(r.t, np.convolve(e, np.ones(w) / w, mode="same"), lw=1,
+                       label=PAPER_NAMES.get(c, c) + (" (fell)" if r.failed else ""))
+            dtau = np.r_[0.0, np.mean(np.abs(np.diff(r.tau, axis=0)), axis=1)] \
+                * r.config.control_rate
+            ax[1].plot(r.t, np.convolve(dtau, np.ones(w) / w, mode="same"), lw=1)
+            if np.any(np.isfinite(r.normal_pred)):
+                ax[2].plot(r.t, np.convolve(np.nan_to_num(r.normal_pred - r.normal_sim),
+                                            np.ones(w) / w, mode="same"), lw=1,
+                           label=PAPER_NAMES.get(c, c))
+        ax[0].set_ylabel("E|q - q_des| [rad]\n(100 ms mean)")
+        ax[0].legend(fontsize=7, ncol=3)
+        ax[0].set_title(label)
+        ax[1].set_ylabel("E|dtau/dt| [N m/s]\n(100 ms mean)")
+        ax[1].set_yscale("log")
+        ax[2].set_ylabel("predicted - simulated\nsum of normal forces [N]")
+        ax[2].set_xlabel("simulated time [s]")
+        if ax[2].get_legend_handles_labels()[0]:
+            ax[2].legend(fontsize=7, ncol=2)
+        for a in ax:
+            a.grid(alpha=0.3)
+        fig.tight_layout()
+        name = "".join(ch if ch.isalnum() else "_" for ch in label.lower()).strip("_") + ".png"
+        path = os.path.join(outdir, name)
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths[label] = path
+    return paths
+
+
+def write_report(results: dict, path: str, figdir: str, settings: dict) -> str:
+    """Markdown report with Tables 3-6 and the plots; returns the path."""
+    figs = _plots(results, figdir)
+    rel = os.path.relpath(figdir, os.path.dirname(os.path.abspath(path)))
+    L: list[str] = []
+    a = L.append
+    a("# Closed-loop experiments (seed 004, Sec. 8) in MuJoCo\n")
+    a(f"Generated by `python -m wbc_dynamics.sim.experiments` on "
+      f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC "
+      f"({platform.machine()}, Python {platform.python_version()}).\n")
+    a("Settings: " + ", ".join(f"{k} = {v}" for k, v in settings.items()) + ".\n")
+    a("Plant: MuJoCo model generated from the bundled URDFs (mass matrix and bias forces equal the "
+      "controller's model to 1e-15, `test/test_sim_mujoco_model.py`); control and simulation at "
+      "1 kHz; soft MuJoCo contacts with an elliptic friction cone (the controllers model rigid "
+      "contact with a 4-edge pyramid). \"High\" friction is mu = 10 in the simulator and in the "
+      "Coulomb controllers (the paper: mu = infinity). Gaits, gains and metrics: see "
+      "`docs/simulation.md`.\n")
+    a("A dash means the metric does not exist (a controller that predicts no contact forces) or "
+      "the controller is not available in this build; metrics of runs that fell are over the "
+      "time before the fall (Table 6 says when).\n")
+
+    def rows(label):
+        return [(c, r) for c, r in results[label].items()]
+
+    a("\n## Table 3 – joint tracking error\n")
+    a("E[E|q − q_des|] [rad] / E[E|q̇ − q̇_des|] [rad/s], all joints, whole run.\n")
+    for label in results:
+        a(f"\n**{label}**\n\n| controller | position error | velocity error | max position "
+          "error |\n|---|---|---|---|")
+        for c, r in rows(label):
+            if isinstance(r, LoopResult) and len(r.t):
+                m = r.metrics()
+                a(f"| {PAPER_NAMES.get(c, c)} | {_fmt(m['pos_err'], '.4f')}"
+                  f"{' (fell)' if r.failed else ''} | {_fmt(m['vel_err'], '.4f')} | "
+                  f"{_fmt(m['pos_err_max'], '.3f')} |")
+            else:
+                a(f"| {PAPER_NAMES.get(c, c)} | – | – | – |")
+    a("\n## Table 4 – torque smoothness\n")
+    a("E[|Δτ|/Δt] [N m/s] and E[|τ|] [N m], all joints and ticks.\n")
+    for label in results:
+        a(f"\n**{label}**\n\n| controller | E[abs(dτ/dt)] | max abs(dτ/dt) | E[abs(τ)] | "
+          "ticks at effort limit |\n|---|---|---|---|---|")
+        for c, r in rows(label):
+            if isinstance(r, LoopResult) and len(r.t):
+                m = r.metrics()
+                a(f"| {PAPER_NAMES.get(c, c)} | {_fmt(m['dtau'], '.1f')} | "
+                  f"{_fmt(m['dtau_max'], '.0f')} | {_fmt(m['tau'], '.4f')} | "
+                  f"{100 * m['clamp_frac']:.1f}% |")
+            else:
+                a(f"| {PAPER_NAMES.get(c, c)} | – | – | – | – |")
+    a("\n## Table 5 – contact normal force prediction\n")
+    a("Mean |Σ predicted normal − Σ simulated normal| per tick and its ratio to the mean "
+      "simulated Σ (the quadruped weighs 47.09 N). Predicted = the controller's contact forces "
+      "for the tick; simulated = MuJoCo's contact forces after the step.\n")
+    for label in results:
+        a(f"\n**{label}**\n\n| controller | absolute error | relative error | mean Σ predicted "
+          "| mean Σ simulated |\n|---|---|---|---|---|")
+        for c, r in rows(label):
+            if isinstance(r, LoopResult) and len(r.t):
+                m = r.metrics()
+                a(f"| {PAPER_NAMES.get(c, c)} | {_fmt(m.get('force_abs'), '.3f')} N | "
+                  f"{_fmt(100 * m.get('force_rel', np.nan), '.2f')}% | "
+                  f"{_fmt(m.get('normal_pred_mean'), '.2f')} N | "
+                  f"{_fmt(m.get('normal_sim_mean'), '.2f')} N |")
+            else:
+                a(f"| {PAPER_NAMES.get(c, c)} | – | – | – | – |")
+    a("\n## Table 6 – task success\n")
+    a("Quadruped: fell (base below half its standing height, tilted > 60°, or trunk on the "
+      "ground). Arm: dropped the box (box moved > 5 cm relative to the hand).\n")
+    labels = list(results)
+    a("\n| controller | " + " | ".join(labels) + " |\n|---|" + "---|" * len(labels))
+    ctrls = list(dict.fromkeys(c for lb in labels for c in results[lb]))
+    for c in ctrls:
+        cells = []
+        for lb in labels:
+            r = results[lb].get(c)
+            if isinstance(r, LoopResult):
+                cells.append(f"failed at {r.t[-1]:.2f} s" if r.failed else "ok")
+            else:
+                cells.append("n/a")
+        a(f"| {PAPER_NAMES.get(c, c)} | " + " | ".join(cells) + " |")
+    a("\n## Controller tick time\n")
+    a("Wall-clock compute time of one controller tick (mean / p99 / max, µs) in the first "
+      "scenario each controller completed, on this shared machine.\n")
+    a("\n| controller | mean | p99 | max | solver flags (ticks) |\n|---|---|---|---|---|")
+    for c in ctrls:
+        for lb in labels:
+            r = results[lb].get(c)
+            if isinstance(r, LoopResult) and len(r.t):
+                m = r.metrics()
+                fl = ", ".join(f"{k}: {v}" for k, v in sorted(r.flags.items())) or "–"
+                a(f"| {PAPER_NAMES.get(c, c)} ({lb}) | {1e6 * m['tick_mean']:.0f} | "
+                  f"{1e6 * m['tick_p99']:.0f} | {1e6 * m['tick_max']:.0f} | {fl} |")
+                break
+    errors = [(lb, c, r) for lb in labels for c, r in results[lb].items()
+              if not isinstance(r, LoopResult)]
+    if errors:
+        a("\n## Unavailable controllers\n")
+        for lb, c, r in errors:
+            a(f"- {lb}, {c}: {r}")
+    a("\n## Plots\n")
+    for lb, p in figs.items():
+        a(f"\n### {lb}\n\n![{lb}]({os.path.join(rel, os.path.basename(p))})\n")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``wbc_experiments`` console script (see the module docstring)."""
+    ap = argparse.ArgumentParser(prog="wbc_experiments", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--duration", type=float, default=10.0, help="quadruped trot [s] (10)")
+    ap.add_argument("--arm-duration", type=float, default=3.0, help="arm task [s] (3)")
+    ap.add_argument("--quick", action="store_true", help="2 s trots, 1 s arm runs")
+    ap.add_argument("--controllers", default=",".join(CONTROLLERS),
+                    help="comma-separated subset of " + ",".join(CONTROLLERS))
+    ap.add_argument("--no-arm", action="store_true", help="skip the arm scenarios")
+    ap.add_argument("--no-quadruped", action="store_true", help="skip the quadruped scenarios")
+    ap.add_argument("--box-mass", type=float, default=None, help="arm task box mass [kg]")
+    ap.add_argument("--report", default="docs/experiments.md", help="markdown report path")
+    ap.add_argument("--figures", default="docs/experiments", help="directory for the PNGs")
+    args = ap.parse_args(argv)
+    controllers = [c.strip() for c in args.controllers.split(",") if c.strip()]
+    from .closed_loop import CONTROLLERS as KNOWN
+
+    bad = [c for c in controllers if c not in KNOWN]
+    if bad:
+        print(f"wbc_experiments: --controllers: unknown {bad}; known {list(KNOWN)}",
+              file=sys.stderr)
+        return 2
+    dur = 2.0 if args.quick else args.duration
+    arm_dur = 1.0 if args.quick else args.arm_duration
+    t0 = time.perf_counter()
+    results = run_all(dur, arm_dur, controllers,
+                      terrains=() if args.no_quadruped else TERRAINS,
+                      arm_cases=() if args.no_arm else ARM_CASES, box_mass=args.box_mass,
+                      log=lambda s: print(s, flush=True))
+    settings = {"quadruped trot duration": f"{dur:g} s", "arm duration": f"{arm_dur:g} s",
+                "controllers": ", ".join(controllers),
+                "box mass": f"{args.box_mass:g} kg" if args.box_mass else "bundled (0.5 kg)",
+                "wall time": f"{time.perf_counter() - t0:.0f} s"}
+    path = write_report(results, args.report, args.figures, settings)
+    print(f"report: {os.path.abspath(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
