@@ -188,6 +188,14 @@ def test_bad_configuration_raises_named_errors():
         ContactModel(m, features=[HalfSpace.ground()], margin=-1.0)
     with pytest.raises(ValueError, match="normal"):
         HalfSpace.through_point("x", [0, 0, 0], [0, 0, 0])
+    with pytest.raises(ValueError, match="normal"):
+        ContactModel(m, features=[HalfSpace("bad", (0.0, 0.0, 0.0))])
+    with pytest.raises(ValueError, match="radius"):
+        ContactModel(m, features=[SphereObstacle("ball", (0.0, 0.0, 0.0), -1.0)])
+    with pytest.raises(ValueError, match="mu"):
+        ContactModel(m, features=[HalfSpace.ground(mu=-0.5)])
+    with pytest.raises(ValueError, match="unique"):
+        ContactModel(m, features=[HalfSpace.ground(), HalfSpace.ground(0.1)])
     arm, box, parm, cmb, q, bq = arm_box()
     with pytest.raises(ValueError, match="quaternion"):
         cmb.build(q, np.zeros(arm.nv), np.zeros(arm.nv), [np.r_[bq[:3], 0, 0, 0, 2.0]],

@@ -550,6 +550,21 @@ class ContactModel:
         es = [f for f in features if isinstance(f, SphereObstacle)]
         if len(hs) + len(es) != len(features):
             raise ValueError("ContactModel.features: only HalfSpace and SphereObstacle supported")
+        for f in hs:
+            nrm = np.asarray(f.normal, dtype=float)
+            if (nrm.shape != (3,) or not np.all(np.isfinite(nrm)) or np.linalg.norm(nrm) < 1e-12
+                    or not np.isfinite(f.offset)):
+                raise ValueError(f"HalfSpace {f.name!r}: normal must be a finite non-zero (3,) "
+                                 "vector and offset finite")
+        for f in es:
+            if (np.asarray(f.center, float).shape != (3,)
+                    or not np.all(np.isfinite(f.center)) or not (f.radius > 0)
+                    or not np.isfinite(f.radius)):
+                raise ValueError(f"SphereObstacle {f.name!r}: center must be finite (3,), "
+                                 "radius finite and > 0")
+        for f in [*hs, *es, *bodies]:
+            if not (np.isfinite(f.mu) and f.mu >= 0):
+                raise ValueError(f"feature {f.name!r}: mu must be finite and >= 0")
         self._hs = np.array(
             [[*np.asarray(f.normal, float) / np.linalg.norm(f.normal), f.offset] for f in hs]
         ).reshape(-1, 4)
