@@ -163,7 +163,8 @@ class ControllerConfig:
 
 @dataclass
 class ControlOutput:
-    """Result of one control tick. Arrays are views of the controller's buffers (copy to keep).
+    """Result of one control tick. The controller reuses ONE instance and its arrays every tick
+    (no per-tick allocation): copy what you want to keep.
 
     Attributes:
         tau: (n,) joint torques [N m / N] in the configured joint order (clamped, finite).
@@ -436,6 +437,8 @@ class WholeBodyController:
         self._tau = np.zeros(n)
         self._tau_out = np.zeros(n)
         self._zeros = np.zeros(n)
+        self._no_contacts = np.zeros((0, 3))
+        self._out = ControlOutput(tau=self._tau_out, qdd_cmd=self._qdd_cmd)
         self._t_state = -math.inf
         self._t_base = -math.inf if self.floating_base else math.inf
         self._t_ref = -math.inf
@@ -765,10 +768,23 @@ class WholeBodyController:
         out = self._inverse_dynamics(MODE_CONTROL)
         return out.tau.copy()
 
+    def _fresh_output(self, mode: str) -> ControlOutput:
+        """The controller's single ControlOutput, reset for a new tick (no per-tick object)."""
+        out = self._out
+        out.mode = mode
+        out.clamped = 0
+        out.contact_ids = ()
+        out.contact_points = self._no_contacts
+        out.contact_forces = self._no_contacts
+        out.solver_flags = ()
+        out.warm_start_used = False
+        out.compute_time = 0.0
+        return out
+
     def _zero_output(self, mode: str) -> ControlOutput:
         self._tau_out[:] = 0.0
         self._qdd_cmd[:] = 0.0
-        return ControlOutput(tau=self._tau_out, mode=mode, qdd_cmd=self._qdd_cmd)
+        return self._fresh_output(mode)
 
     def _inverse_dynamics(self, mode: str) -> ControlOutput:
         """tau for self._qdd_cmd at the current state (see module docstring, step 3)."""
@@ -778,7 +794,7 @@ class WholeBodyController:
         idx = self._cfg_to_model
         _scatter(self._qj, idx, oq, self._q)
         _scatter(self._qdj, idx, ov, self._v)
-        out = ControlOutput(tau=self._tau_out, mode=mode, qdd_cmd=self._qdd_cmd)
+        out = self._fresh_output(mode)
         method = p["method"]
         try:
             if method == "none" and not self.floating_base:
