@@ -129,3 +129,22 @@ def test_solver_state_matches_by_identity():
     assert st.has("lcp_noslip")
     st.reset()
     assert not st.has("lcp_noslip")
+
+
+def test_warmup_compiles_everything_used_by_a_tick():
+    """After contact.warmup() a real tick triggers no new numba compilation (signature counts)."""
+    from contact_helpers import quadruped
+
+    from wbc_dynamics.contact import consistency, lcp_noslip, warmup
+
+    warmup(["lcp_noslip"])
+    kernels = [lcp_noslip.lcp_noslip_kernel, lcp_noslip._complementarity_residual,
+               consistency._min_norm_kernel]
+    before = [len(k.signatures) for k in kernels]
+    assert all(b >= 1 for b in before)
+    m, pm, cm, q0 = quadruped()
+    p = cm.build(q0, np.zeros(m.nv), np.zeros(12))
+    st = SolverState()
+    solve("lcp_noslip", p, st)
+    solve("lcp_noslip", p, st, min_norm=True)
+    assert [len(k.signatures) for k in kernels] == before

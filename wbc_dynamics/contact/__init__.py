@@ -8,7 +8,7 @@ Public API::
 See ``docs/contact_api.md``.
 """
 
-from .dispatch import METHODS, fallback_result, free_dof_id, solve, solve_no_contacts
+from .dispatch import METHODS, fallback_result, free_dof_id, solve, solve_no_contacts, warmup
 from .problem import FLAGS, ContactProblem, ContactResult, MethodState, SolverState, SolverStats
 
 __all__ = [
@@ -23,4 +23,5 @@ __all__ = [
     "free_dof_id",
     "solve",
     "solve_no_contacts",
+    "warmup",
 ]

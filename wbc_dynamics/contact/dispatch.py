@@ -31,7 +31,7 @@ import numpy as np
 
 from .problem import ContactProblem, ContactResult, MethodState, SolverState, SolverStats
 
-__all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id"]
+__all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id", "warmup"]
 
 METHODS: dict[str, tuple[str, str]] = {
     "lcp_noslip": ("wbc_dynamics.contact.lcp_noslip", "solve_lcp_noslip"),
@@ -160,3 +160,43 @@ def solve(
         state.ticks += 1
     res.stats.solve_time_s = time.perf_counter() - t0
     return res
+
+
+def warmup(methods: tuple[str, ...] | list[str] | None = None) -> float:
+    """Compile / load the compiled kernels of the given methods (default: all importable).
+
+    Solves a small synthetic problem (a 6-DoF free body with one actuated dof, four contacts)
+    cold, warm, with ``min_norm`` and with inconsistent desired accelerations, so that no
+    compilation happens in the first control tick. Returns the seconds it took.
+    """
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(0)
+    nv, nc = 7, 4
+    A = rng.standard_normal((nv, nv))
+    Minv = np.linalg.inv(A @ A.T + nv * np.eye(nv))
+    Minv = 0.5 * (Minv + Minv.T)
+    N = rng.standard_normal((nc, nv))
+    prob = ContactProblem(
+        dt=1e-3, Minv=Minv, h=rng.standard_normal(nv), v=np.zeros(nv),
+        actuated=np.array([6]), free=np.arange(6), qdd_des=np.zeros(1), N=N,
+        S=rng.standard_normal((nc, nv)), T=rng.standard_normal((nc, nv)), phi=np.zeros(nc),
+        mu=np.full(nc, 0.5), contact_ids=tuple(range(nc)),
+        points=np.zeros((nc, 3)), frames=np.tile(np.eye(3), (nc, 1, 1)),
+    )
+    names = list(METHODS) if methods is None else list(methods)
+    for method in names:
+        try:
+            _method_function(method)
+        except (ImportError, AttributeError):
+            if methods is not None:
+                raise
+            continue
+        st = SolverState()
+        solve(method, prob, st)
+        solve(method, prob, st)
+        solve(method, prob, None)
+        if method == "lcp_noslip":
+            solve(method, prob, None, min_norm=True)
+            bad = ContactProblem(**{**prob.__dict__, "qdd_des": np.array([1e3])})
+            solve(method, bad, None)
+    return time.perf_counter() - t0
