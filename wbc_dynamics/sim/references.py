@@ -418,7 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``rate`` (200 Hz), ``topic`` (``reference``), ``use_sim_time``. Time of the reference is
     the node clock (simulated time with ``use_sim_time``) since the first publish.
     """
-    ap = argparse.ArgumentParser(prog="wbc_reference", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="wbc_reference", description=main.__doc__,
+                                 allow_abbrev=False)
     ap.add_argument("--robot", default="quadruped")
     ap.add_argument("--kind", default="trot")
     ap.add_argument("--rate", type=float, default=200.0)

@@ -161,8 +161,10 @@ def _make_node_class():
             self.rejected = 0
             self.steps = 0
             # messages and endpoints
+            # reliable: matches both reliable (ros2 topic echo, robot_state_publisher) and
+            # best-effort subscribers (the controller)
             qos_state = QoSProfile(
-                depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT
+                depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE
             )
             qos_cmd = QoSProfile(
                 depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE
@@ -310,6 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception:  # noqa: BLE001 - a timer firing while the context shuts down
+        if rclpy.ok():
+            raise
     except ValueError as exc:
         print(f"wbc_sim: {exc}", file=sys.stderr)
         return 2
