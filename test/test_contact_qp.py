@@ -105,7 +105,7 @@ def test_standing_four_feet(method):
     np.testing.assert_allclose(f[:, 0], MG / 4, rtol=1e-6)
     # net tangential force vanishes (Stage II may add internal squeeze forces, see docs)
     np.testing.assert_allclose(res.contact_forces_world.sum(axis=0), [0, 0, MG], atol=1e-5)
-    assert np.max(np.abs(res.v_next)) <= 1e-9
+    assert np.max(np.abs(res.v_next)) <= 1e-8      # solver tolerance (proximal term)
     check_result(p, res, method == "qp_coulomb")
     assert "min_norm" in res.stats.flags
     # Stage II never increases the torque norm of Stage I

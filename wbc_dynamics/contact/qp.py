@@ -53,6 +53,19 @@ impulses are projected onto ``f_N >= 0`` and the pyramid (clip / radial scaling,
 the order of the solver tolerance), and ``tau``, ``v+`` are recomputed from the projected impulses,
 so eqs. (37) and (38) hold to rounding error and the pyramid holds exactly.
 
+Stage I adds a tiny proximal term ``delta/2 |f|^2`` (option ``stage1_reg``, default 1e-7 relative
+to max diag H): without it the Stage I optimum is a whole face (indeterminacy) and ADMM drifts
+along the flat directions (unbounded for the free tangential impulses of ``qp_noslip``); with it
+Stage I returns (to O(delta)) the least-norm point of that face, continuous in the data.
+
+Model note (measured, see docs/contact_methods.md): the Stage I objective (69) is the kinetic
+energy of the whole mechanism with the actuated velocities prescribed. When ``qdot_des != 0`` its
+gradient w.r.t. the impulses is not the contact velocity (it contains ``-J_f M^-1_fa G^-1
+qdot_des`` instead of ``J_a qdot_des``), so the contacts are used to drive the free dofs towards
+the kinetic-energy minimizing velocity *within one tick* (impulsive, only limited by friction and
+``N v+ >= -phi/dt``). For ``v = 0, qdd_des = 0`` (and whenever ``qdot_des = 0``) the KKT
+conditions coincide with those of the LCP (64) without normal complementarity.
+
 ``qp_noslip`` is the same with unbounded friction: variables ``[c_N >= 0, c_S, c_T]`` (free), no
 pyramid rows (the no-slip variant of the convex model, cf. Sec. 2.3.4 and ID(t_i)_QP,inf of
 Sec. 8).
@@ -252,7 +265,8 @@ def _constraint_matrix(mu: np.ndarray, nc: int, k: int, coulomb: bool,
 
 
 @njit(cache=True)
-def _stage1_data(H: np.ndarray, uf: np.ndarray, Jv0: np.ndarray, phi: np.ndarray, dt: float,
+def _stage1_data(H: np.ndarray, Hp: np.ndarray, uf: np.ndarray, Jv0: np.ndarray,
+                 phi: np.ndarray, dt: float,
                  mu: np.ndarray, k: int, coulomb: bool, p_rows: np.ndarray,
                  p_cols: np.ndarray, a_rows: np.ndarray, a_cols: np.ndarray):
     """OSQP data of Stage I (force units): Px, q, Ax (pattern order), l."""
@@ -260,7 +274,7 @@ def _stage1_data(H: np.ndarray, uf: np.ndarray, Jv0: np.ndarray, phi: np.ndarray
     m = H.shape[0]
     Px = np.empty(p_rows.shape[0])
     for p in range(p_rows.shape[0]):
-        Px[p] = H[p_rows[p], p_cols[p]]
+        Px[p] = Hp[p_rows[p], p_cols[p]]
     qv = np.empty(m)
     for j in range(m):
         qv[j] = uf[j] / dt
@@ -368,7 +382,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                      *, friction_edges: int | None = None, stage2: bool = True,
                      warm_start: bool = True, eps: float = 1e-7, max_iter: int = 4000,
                      polish: bool = False, stage2_reg: float = 1e-9,
-                     rank_tol: float = 1e-9) -> ContactResult:
+                     rank_tol: float = 1e-9, stage1_reg: float = 1e-7) -> ContactResult:
     nc = problem.nc
     dt = float(problem.dt)
     ids = tuple(problem.contact_ids)
@@ -388,13 +402,18 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     info: dict[str, Any] = {"setup": False}
 
     # ---------------- Stage I (force units, c = dt f)
+    # proximal term delta |f|^2 (option stage1_reg): picks the least-norm point of the Stage I
+    # optimal set and keeps ADMM from drifting along its flat directions (free tangential
+    # impulses of qp_noslip); it moves the optimum by O(delta |f|), far below eps.
+    Hp = red.H.copy()
+    Hp[np.diag_indices(m)] += stage1_reg * max(1.0, float(np.max(np.diag(red.H))))
     st1: _QPSolver | None = data.get(f"{method}_s1")
     if st1 is None or data.get(f"{method}_key") != key or not warm_start:
         C = lay.constraint_block(mu)
         A1 = np.vstack([red.H[:nc], C])
         mask1 = np.vstack([np.ones((nc, m), dtype=bool), lay.constraint_mask()])
         lo1 = np.concatenate([(-problem.phi / dt - red.Jv0[:nc]) / dt, np.zeros(C.shape[0])])
-        st1 = _QPSolver(red.H, red.uf / dt, A1, mask1, lo1, np.full(A1.shape[0], _INF),
+        st1 = _QPSolver(Hp, red.uf / dt, A1, mask1, lo1, np.full(A1.shape[0], _INF),
                         _settings(eps, max_iter, warm_start, polish))
         info["setup"] = True
         if warm_start:
@@ -403,7 +422,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                 st1.warm_start(x0)
                 stats.warm_start_used = True
     else:
-        Px, qv1, Ax, lo1 = _stage1_data(red.H, red.uf, red.Jv0, problem.phi, dt, mu, k,
+        Px, qv1, Ax, lo1 = _stage1_data(red.H, Hp, red.uf, red.Jv0, problem.phi, dt, mu, k,
                                         coulomb, st1.p_rows, st1.p_cols, st1.a_rows,
                                         st1.a_cols)
         st1.update(Px, qv1, Ax, lo1)
@@ -542,6 +561,7 @@ def solve_qp_coulomb(
     polish: bool = False,
     stage2_reg: float = 1e-9,
     rank_tol: float = 1e-9,
+    stage1_reg: float = 1e-7,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with a k-edge friction pyramid (Sec. 6.2).
@@ -559,6 +579,8 @@ def solve_qp_coulomb(
             1.1 prints to stdout when it finds no active set; the projection below suffices).
         stage2_reg: Tikhonov weight on ``|w|^2`` in Stage II, relative to max diag(J_a^T W)^2.
         rank_tol: relative singular value threshold for ``rank(J_f)`` (nullspace W).
+        stage1_reg: proximal weight ``delta`` on ``|f|^2`` in Stage I, relative to max diag H
+            (least-norm Stage I point; avoids ADMM drift on the flat directions).
 
     Returns:
         ContactResult (see the module docstring for stats, flags and fallback).
@@ -576,6 +598,7 @@ def solve_qp_coulomb(
         polish=polish,
         stage2_reg=stage2_reg,
         rank_tol=rank_tol,
+        stage1_reg=stage1_reg,
     )
 
 
@@ -590,6 +613,7 @@ def solve_qp_noslip(
     polish: bool = False,
     stage2_reg: float = 1e-9,
     rank_tol: float = 1e-9,
+    stage1_reg: float = 1e-7,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
@@ -609,6 +633,7 @@ def solve_qp_noslip(
         polish=polish,
         stage2_reg=stage2_reg,
         rank_tol=rank_tol,
+        stage1_reg=stage1_reg,
     )
 
 
