@@ -1,0 +1,458 @@
+"""Analytical derivatives of the (extended) inverse dynamics and the inertia-weighted input matrix.
+
+Compiled kernels over the flat model arrays of :mod:`.dynamics` (``topo``, ``tree``, ``Sm``) and
+the world-frame workspace of :mod:`.world` (poses in slot 6, world motion subspaces in slot 7,
+world body inertias in slot 8). Nothing here allocates.
+
+Derivatives of inverse dynamics (seed 003, Tables 5-8)
+------------------------------------------------------
+The extended inverse dynamics of a moving-base robot (EIDAmb, seed 003 Table 4; the core's
+``rnea``) maps (H, s, v, r, accelerations) to [base wrench; joint torques]. Seed 003 derives its
+derivatives with respect to the base pose H (left-trivialized, Table 5), the joint positions s
+(Table 6), the base twist v (Table 7) and the joint velocities r (Table 8) by differentiating
+every line of the body-frame recursion. We compute the *same* derivatives with a world-frame
+recursion (all quantities at the world origin, as the core's CRBA/ABA/M^-1 do), in which the
+base is simply the first, 6-DoF joint with motion subspace S_0 = X_{0,base} (the identity in the
+base frame). A left-trivialized perturbation H exp(delta) of the base, or a perturbation of a
+joint angle, moves the whole subtree of that joint rigidly by the world twist S_k delta, so
+every column k of the derivatives follows from composite (subtree-summed) quantities:
+
+* per body (world frame): v_i, a_i (a of the world = -g), inertia I_i, momentum h_i = I_i v_i,
+  force f_i = I_i a_i + v_i x* h_i (Table 4 lines 16-21),
+* B_i w = I_i (w x v_i) + w x* h_i + v_i x* (I_i w) (the variation of f_i when the velocity
+  twist is rotated, a 6x6 matrix),
+* composites Ic_j, Bc_j, F_j = sums over the subtree of j (Table 4 lines 24-28).
+
+With p = parent of the body carrying column k, w_k = S_k x v_p, beta_k = S_k x a_p - w_k x v_p:
+
+    d tau_j / d q_k = -S_j^T (Ic_j beta_k + Bc_j w_k)                    j in subtree(k)
+    d tau_j / d q_k =  S_j^T (S_k x* F_k - Ic_k beta_k - Bc_k w_k)       j strict ancestor of k
+    d tau_j / d v_k =  S_j^T (Bc_l S_k + Ic_l u_k),  u_k = (v_k + v_p) x S_k,
+                       l = j for j in subtree(k), l = k for a strict ancestor
+
+(the ``dS_j^T F_j`` term of Table 6 line 34 cancels against ``S_k x* F_j`` inside the
+subtree). Columns of the base (k in 0..5) give Table 5 (H) and Table 7 (v); joint columns give
+Tables 6 and 8; rows 0..5 are the base-wrench rows tau_b. With respect to the accelerations the
+derivative is M (CRBA, filled in the same pass). A fixed-base robot runs through the same code
+without a base block. The configuration tangent is [delta H (6, body-frame twist, linear first,
+as v), delta s], the same as Pinocchio's for its free-flyer joint.
+
+Inertia-weighted input matrix (seed 001, eqs. (8)-(9))
+------------------------------------------------------
+:func:`iwim` returns M^-1 B without M^-1: the articulated inertias of ABA (``U = IA S``,
+``D = S^T U``) give B* (the inward recursion of the input wrenches, eq. (5) with h_i = -B_i u)
+and then the accelerations solve Gamma qdd_u = diag(D^-1) u* with the unit lower-triangular
+Gamma_ij = D_i^-1 U_i^T S_j (j ancestor of i) of eq. (8): by forward substitution down the tree
+(the outward recursion of eq. (7)), never inverting Gamma.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from .dynamics import (
+    BAD_A,
+    BAD_V,
+    IV,
+    NVI,
+    OK,
+    PARENT,
+    SINGULAR,
+    SUBTREE_END,
+    check_configuration,
+    check_vector,
+)
+from .world import (
+    _add_articulated_to_parent,
+    _backward_joint,
+    _copy6,
+    aba,
+    kinematics_into,
+    minverse,
+    world_quantities,
+)
+
+# slots of the derivative workspace DW (nb, 5, 6, 6)
+_IC, _BC, _ICS, _BCTS, _VEC = 0, 1, 2, 3, 4
+# rows of slot _VEC: 0 v, 1 a, 2 h, 3 F (composite force), 4 scratch
+N_DSLOTS = 5
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cross(v, m, out):
+    """out = v x m (spatial motion cross product)."""
+    out[0] = v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4]
+    out[1] = v[5] * m[0] - v[3] * m[2] + v[2] * m[3] - v[0] * m[5]
+    out[2] = v[3] * m[1] - v[4] * m[0] + v[0] * m[4] - v[1] * m[3]
+    out[3] = v[4] * m[5] - v[5] * m[4]
+    out[4] = v[5] * m[3] - v[3] * m[5]
+    out[5] = v[3] * m[4] - v[4] * m[3]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cross_force(v, f, out):
+    """out = v x* f (spatial force cross product)."""
+    out[0] = v[4] * f[2] - v[5] * f[1]
+    out[1] = v[5] * f[0] - v[3] * f[2]
+    out[2] = v[3] * f[1] - v[4] * f[0]
+    out[3] = v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
+    out[4] = v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
+    out[5] = v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _dot6(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _col_dot(A, c, b):
+    """sum_r A[r, c] b[r]."""
+    return (
+        A[0, c] * b[0]
+        + A[1, c] * b[1]
+        + A[2, c] * b[2]
+        + A[3, c] * b[3]
+        + A[4, c] * b[4]
+        + A[5, c] * b[5]
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
+    """World-frame RNEA quantities (seed 003 Table 4 lines 12-28) and the composites Ic, Bc, F.
+
+    Needs world poses, world S and world inertias in W (slots 6-8). Fills DW.
+    """
+    nb = topo.shape[0]
+    t1 = SC[0, 0]
+    t2 = SC[0, 1]
+    t3 = SC[0, 2]
+    e = SC[0, 3]
+    for i in range(nb):
+        par = topo[i, PARENT]
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        Sw = W[i, 7]
+        I = W[i, 8]
+        vec = DW[i, _VEC]
+        vel = vec[0]
+        acc = vec[1]
+        # v_J = S qd, S qdd
+        for r in range(6):
+            sv = 0.0
+            sa = 0.0
+            for k in range(nvi):
+                sv += Sw[r, k] * v[iv + k]
+                sa += Sw[r, k] * a[iv + k]
+            t1[r] = sv
+            t2[r] = sa
+        if par < 0:
+            for r in range(6):
+                vel[r] = t1[r]
+                acc[r] = t2[r]
+            if use_gravity:
+                for r in range(3):
+                    acc[r] -= gravity[r]
+        else:
+            pv = DW[par, _VEC, 0]
+            pa = DW[par, _VEC, 1]
+            for r in range(6):
+                vel[r] = pv[r] + t1[r]
+            _cross(vel, t1, t3)
+            for r in range(6):
+                acc[r] = pa[r] + t2[r] + t3[r]
+        h = vec[2]
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += I[r, c] * vel[c]
+            h[r] = s
+        # f = I a + v x* h, the composite force starts from it
+        F = vec[3]
+        _cross_force(vel, h, F)
+        for r in range(6):
+            s = 0.0
+            for c in range(6):
+                s += I[r, c] * acc[c]
+            F[r] += s
+        Ic = DW[i, _IC]
+        _copy6(I, Ic)
+        # B w = I (w x v) + w x* h + v x* (I w), column by column
+        Bc = DW[i, _BC]
+        for c in range(6):
+            for r in range(6):
+                e[r] = 0.0
+            e[c] = 1.0
+            _cross(e, vel, t1)
+            _cross_force(e, h, t2)
+            for r in range(6):
+                t3[r] = I[r, c]
+            _cross_force(vel, t3, e)
+            for r in range(6):
+                s = t2[r] + e[r]
+                for m in range(6):
+                    s += I[r, m] * t1[m]
+                Bc[r, c] = s
+    for i in range(nb - 1, -1, -1):
+        par = topo[i, PARENT]
+        if par >= 0:
+            Icp = DW[par, _IC]
+            Bcp = DW[par, _BC]
+            Ic = DW[i, _IC]
+            Bc = DW[i, _BC]
+            for r in range(6):
+                for c in range(6):
+                    Icp[r, c] += Ic[r, c]
+                    Bcp[r, c] += Bc[r, c]
+                DW[par, _VEC, 3, r] += DW[i, _VEC, 3, r]
+    # Ic S and Bc^T S per joint column
+    for i in range(nb):
+        nvi = topo[i, NVI]
+        Sw = W[i, 7]
+        Ic = DW[i, _IC]
+        Bc = DW[i, _BC]
+        IcS = DW[i, _ICS]
+        BcTS = DW[i, _BCTS]
+        for k in range(nvi):
+            for r in range(6):
+                s1 = 0.0
+                s2 = 0.0
+                for c in range(6):
+                    s1 += Ic[r, c] * Sw[c, k]
+                    s2 += Bc[c, r] * Sw[c, k]
+                IcS[r, k] = s1
+                BcTS[r, k] = s2
+
+
+@njit(cache=True, error_model="numpy")
+def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
+    """Columns of d tau/d q, d tau/d v and M (see the module docstring)."""
+    nb = topo.shape[0]
+    w = SC[1, 0]
+    beta = SC[1, 1]
+    u = SC[1, 2]
+    t1 = SC[1, 3]
+    ap = SC[1, 5]
+    z = SC[2, 0]
+    yv = SC[2, 1]
+    zero = SC[2, 2]
+    g6 = SC[2, 3]
+    Sk = SC[2, 4]
+    for r in range(6):
+        zero[r] = 0.0
+        g6[r] = 0.0
+    if use_gravity:
+        for r in range(3):
+            g6[r] = -gravity[r]
+    for b in range(nb):
+        par = topo[b, PARENT]
+        ivb = topo[b, IV]
+        end = topo[b, SUBTREE_END]
+        if par >= 0:
+            vp = DW[par, _VEC, 0]
+            apar = DW[par, _VEC, 1]
+        else:
+            vp = zero
+            apar = g6
+        for r in range(6):
+            ap[r] = apar[r]
+        vb = DW[b, _VEC, 0]
+        Fb = DW[b, _VEC, 3]
+        Icb = DW[b, _IC]
+        Bcb = DW[b, _BC]
+        Swb = W[b, 7]
+        for kk in range(topo[b, NVI]):
+            k = ivb + kk
+            for r in range(6):
+                Sk[r] = Swb[r, kk]
+            # w = S_k x v_p ; beta = S_k x a_p - w x v_p ; u = (v_b + v_p) x S_k
+            _cross(Sk, vp, w)
+            _cross(Sk, ap, beta)
+            _cross(w, vp, t1)
+            for r in range(6):
+                beta[r] -= t1[r]
+                t1[r] = vb[r] + vp[r]
+            _cross(t1, Sk, u)
+            # bodies of the subtree of b (pre-order: contiguous from b while iv < end)
+            j = b
+            while j < nb and topo[j, IV] < end:
+                ivj = topo[j, IV]
+                IcS = DW[j, _ICS]
+                BcTS = DW[j, _BCTS]
+                for c in range(topo[j, NVI]):
+                    row = ivj + c
+                    dq[row, k] = -(_col_dot(IcS, c, beta) + _col_dot(BcTS, c, w))
+                    dv[row, k] = _col_dot(BcTS, c, Sk) + _col_dot(IcS, c, u)
+                    mm = _col_dot(IcS, c, Sk)
+                    M[row, k] = mm
+                    M[k, row] = mm
+                j += 1
+            # strict ancestors: z = S_k x* F_b - Ic_b beta - Bc_b w ; yv = Bc_b S_k + Ic_b u
+            _cross_force(Sk, Fb, z)
+            for r in range(6):
+                s = 0.0
+                sv = 0.0
+                for c in range(6):
+                    s += Icb[r, c] * beta[c] + Bcb[r, c] * w[c]
+                    sv += Bcb[r, c] * Sk[c] + Icb[r, c] * u[c]
+                z[r] -= s
+                yv[r] = sv
+            anc = par
+            while anc >= 0:
+                iva = topo[anc, IV]
+                Swa = W[anc, 7]
+                for c in range(topo[anc, NVI]):
+                    dq[iva + c, k] = _col_dot(Swa, c, z)
+                    dv[iva + c, k] = _col_dot(Swa, c, yv)
+                anc = topo[anc, PARENT]
+
+
+@njit(cache=True, error_model="numpy")
+def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, topo, tree, Sm, gravity, W, DW, SC):
+    """d tau/d q (tangent [delta H, delta s]), d tau/d v and M at (q, v, a); status code.
+
+    ``dq``, ``dv``, ``M`` are (nv, nv) outputs, completely overwritten.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    if not check_vector(v):
+        return BAD_V
+    if not check_vector(a):
+        return BAD_A
+    kinematics_into(topo, tree, q, W, SC)
+    world_quantities(topo, tree, Sm, W, True)
+    _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC)
+    # entries (j, k) with j neither in the subtree of k nor an ancestor stay zero
+    dq[:, :] = 0.0
+    dv[:, :] = 0.0
+    M[:, :] = 0.0
+    _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M)
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
+def neg_sym_matmul(A, B, out):
+    """out = -A @ B for a symmetric (n, n) A and (n, m) B, skipping the structural zeros of B.
+
+    Column c of the result is -sum_k B[k, c] A[k, :] (A symmetric): rows of A are read
+    contiguously and zero entries of B (joints on other branches) cost nothing.
+    """
+    n = A.shape[0]
+    m = B.shape[1]
+    for r in range(n):
+        for c in range(m):
+            out[r, c] = 0.0
+    for k in range(n):
+        for c in range(m):
+            b = B[k, c]
+            if b != 0.0:
+                for r in range(n):
+                    out[r, c] -= b * A[k, r]
+
+
+@njit(cache=True, error_model="numpy")
+def aba_derivatives(
+    q, v, tau, ddq, dq, dv, M, Minv, ddq_dq, ddq_dv, FP, topo, tree, Sm, gravity, fext, W, DW, SC
+):
+    """d FD/d q, d FD/d v and M^-1 at (q, v, tau): d FD = -M^-1 d ID at qdd = FD(q, v, tau).
+
+    ABA for qdd, :func:`rnea_derivatives` at (q, v, qdd), M^-1 by IMMAmb (seed 003 Table 9,
+    the core's ``minverse``), then the two products. One compiled call; status code.
+    """
+    st = aba(q, v, tau, fext, False, ddq, topo, tree, Sm, gravity, W, SC)
+    if st != OK:
+        return st
+    st = rnea_derivatives(q, v, ddq, True, dq, dv, M, topo, tree, Sm, gravity, W, DW, SC)
+    if st != OK:
+        return st
+    st = minverse(q, Minv, FP, topo, tree, Sm, W, SC)
+    if st != OK:
+        return st
+    neg_sym_matmul(Minv, dq, ddq_dq)
+    neg_sym_matmul(Minv, dv, ddq_dv)
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
+def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
+    """M(q)^-1 B by the O(n) forward-dynamics recursions (seed 001, eqs. (5)-(9)); status code.
+
+    ``B`` (nv, m) input matrix, ``out`` (nv, m). ``Pu`` (nb, 6, m) holds the articulated input
+    forces B*_i (eq. (5) with h_i = -B_i u, no velocity terms), ``Pa`` (nb, 6, m) the body
+    accelerations of the outward recursion. The articulated inertias (U, D^-1) are those of
+    ABA/IMMAmb (seed 003 Table 9 lines 7-13). The outward pass is the forward substitution
+    Gamma X = diag(D^-1) u* with the unit lower-triangular Gamma of eq. (8): row block i reads
+    X_i = D_i^-1 (u_i - U_i^T a_parent(i)), a_i = a_parent(i) + S_i X_i, so Gamma is never
+    formed or inverted.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    kinematics_into(topo, tree, q, W, SC)
+    world_quantities(topo, tree, Sm, W, True)
+    nb = topo.shape[0]
+    m = B.shape[1]
+    for i in range(nb):
+        _copy6(W[i, 8], W[i, 1])
+        for r in range(6):
+            for c in range(m):
+                Pu[i, r, c] = 0.0
+    # inward: u_i = B_i - S_i^T pA_i (stored in out rows), pA_parent += U D^-1 u_i
+    for i in range(nb - 1, -1, -1):
+        if not _backward_joint(topo, i, W, SC):
+            return SINGULAR
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        Sw = W[i, 7]
+        P = Pu[i]
+        for k in range(nvi):
+            for c in range(m):
+                s = B[iv + k, c]
+                for r in range(6):
+                    s -= Sw[r, k] * P[r, c]
+                out[iv + k, c] = s
+        par = topo[i, PARENT]
+        if par >= 0:
+            U = W[i, 2]
+            Di = W[i, 4]
+            Pp = Pu[par]
+            for c in range(m):
+                for k1 in range(nvi):
+                    t = 0.0
+                    for k2 in range(nvi):
+                        t += Di[k1, k2] * out[iv + k2, c]
+                    for r in range(6):
+                        Pp[r, c] += U[r, k1] * t
+                for r in range(6):
+                    Pp[r, c] += P[r, c]
+            _add_articulated_to_parent(topo, i, W)
+    # outward: forward substitution with Gamma (eq. (8)-(9))
+    col = SC[0, 0]
+    for i in range(nb):
+        par = topo[i, PARENT]
+        iv = topo[i, IV]
+        nvi = topo[i, NVI]
+        U = W[i, 2]
+        Di = W[i, 4]
+        Sw = W[i, 7]
+        A = Pa[i]
+        for c in range(m):
+            for k2 in range(nvi):
+                t = out[iv + k2, c]
+                if par >= 0:
+                    for r in range(6):
+                        t -= U[r, k2] * Pa[par, r, c]
+                col[k2] = t
+            for k1 in range(nvi):
+                s = 0.0
+                for k2 in range(nvi):
+                    s += Di[k1, k2] * col[k2]
+                out[iv + k1, c] = s
+            for r in range(6):
+                s = Pa[par, r, c] if par >= 0 else 0.0
+                for k in range(nvi):
+                    s += Sw[r, k] * out[iv + k, c]
+                A[r, c] = s
+    return OK
