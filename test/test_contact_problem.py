@@ -148,3 +148,18 @@ def test_warmup_compiles_everything_used_by_a_tick():
     solve("lcp_noslip", p, st)
     solve("lcp_noslip", p, st, min_norm=True)
     assert [len(k.signatures) for k in kernels] == before
+
+
+def test_state_options_are_defaults_for_the_method():
+    from contact_helpers import quadruped
+
+    m, pm, cm, q0 = quadruped()
+    p = cm.build(q0, np.zeros(m.nv), np.zeros(12))
+    st = SolverState(options={"lcp_noslip": {"min_norm": True}})
+    res = solve("lcp_noslip", p, st)
+    assert "min_norm" in res.stats.flags
+    np.testing.assert_allclose(res.contact_forces_local[:, 0], m.total_mass * 9.81 / 4, rtol=1e-6)
+    res = solve("lcp_noslip", p, st, min_norm=False)  # the call wins
+    assert "min_norm" not in res.stats.flags
+    st.reset()
+    assert st.options["lcp_noslip"] == {"min_norm": True}

@@ -31,7 +31,7 @@ def consistent_accelerations(
     eps_rel: float = 1e-8,
     warm: np.ndarray | None = None,
     max_iter: int | None = None,
-    rank_tol: float = 1e-9,
+    rank_tol: float = 1e-6,
     tol: float = 1e-10,
     dep_tol: float = 1e-4,
 ) -> tuple[np.ndarray, bool]:
@@ -82,7 +82,7 @@ def consistent_accelerations(
     return qdd, ok
 
 
-def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-9) -> np.ndarray:
+def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-6) -> np.ndarray:
     """``K = M^-1 - M^-1 G^T (G M^-1 G^T)^-1 G M^-1`` for the Alg. 1 rows G (see lcp_noslip)."""
     G, W, L, nG, kind, idx = _alg1(problem.Minv, problem.actuated, problem.S, problem.T, rank_tol)
     U = np.linalg.solve(L[:nG, :nG], W[:, :nG].T)
@@ -166,13 +166,10 @@ def _nonneg_projection(Z, za, max_iter, tol):
 @njit(cache=True)
 def _min_norm_kernel(Minv, act, S, T, N, z0, w, tol, rank_tol, max_iter):
     nc = z0.shape[0]
-    wscale = 1.0
-    for i in range(nc):
-        wscale = max(wscale, abs(w[i]))
     idx = np.empty(nc, dtype=np.int64)
     nA = 0
     for i in range(nc):
-        if w[i] <= tol * wscale:
+        if w[i] <= tol:
             idx[nA] = i
             nA += 1
     out = z0.copy()
@@ -219,7 +216,7 @@ def _min_norm_kernel(Minv, act, S, T, N, z0, w, tol, rank_tol, max_iter):
 
 
 def min_norm_normal_impulses(
-    problem: ContactProblem, cN: np.ndarray, w: np.ndarray, tol: float = 1e-9,
+    problem: ContactProblem, cN: np.ndarray, w: np.ndarray, tol: float = 1e-6,
     max_iter: int = 100,
 ) -> tuple[np.ndarray, bool]:
     """Minimum-norm normal impulses among all solutions of the no-slip LCP (indeterminacy).
@@ -231,7 +228,7 @@ def min_norm_normal_impulses(
 
     Args:
         cN: (nc,) a solution z* of the LCP [N s]; w: (nc,) its complementary slack [m/s].
-        tol: relative tolerance for w_i = 0.
+        tol: [m/s] contacts with w_i <= tol count as touching (set A).
 
     Returns:
         (z, changed): z = argmin ||z|| over the solution set; (cN, False) if nothing to do or the
@@ -240,5 +237,5 @@ def min_norm_normal_impulses(
     p = problem
     z, ok = _min_norm_kernel(p.Minv, p.actuated, p.S, p.T, p.N,
                              np.ascontiguousarray(cN, dtype=np.float64),
-                             np.ascontiguousarray(w, dtype=np.float64), tol, 1e-9, max_iter)
+                             np.ascontiguousarray(w, dtype=np.float64), tol, 1e-6, max_iter)
     return (z, True) if ok else (np.asarray(cN, dtype=np.float64), False)

@@ -127,6 +127,7 @@ def solve(
         method: "lcp_noslip" | "lcp_coulomb" | "qp_coulomb" | "qp_noslip".
         problem: the assembled tick (validated here; ValueError names a bad field).
         state: warm start carried across ticks (optional; None = cold start, nothing stored).
+            Its ``options[method]`` (if any) supply default options.
         **options: method-specific options (see each method's docstring).
 
     Returns:
@@ -138,6 +139,8 @@ def solve(
         raise ValueError(f"solve: unknown method {method!r}; expected one of {sorted(METHODS)}")
     problem.validate()
     mstate = state.get(method) if state is not None else None
+    if state is not None and state.options.get(method):
+        options = {**state.options[method], **options}
     if problem.nc == 0:
         res = solve_no_contacts(problem, method)
     else:

@@ -497,11 +497,12 @@ def solve_lcp_noslip(
     *,
     warm_start: bool = True,
     max_iter: int | None = None,
-    rank_tol: float = 1e-9,
+    rank_tol: float = 1e-6,
     tol: float = 1e-10,
-    consistency_tol: float = 1e-4,
+    consistency_tol: float = 1e-3,
     correct_inconsistent: bool = True,
     min_norm: bool = False,
+    min_norm_tol: float = 1e-6,
 ) -> ContactResult:
     """Solve one tick with the no-slip model of Sec. 4 (Alg. 1 + Alg. 2).
 
@@ -510,16 +511,23 @@ def solve_lcp_noslip(
         mstate: warm-start memory (non-basic set as contact identities, previous impulses).
         warm_start: start Alg. 2 from the previous tick's non-basic set (Sec. 4.6).
         max_iter: pivot limit (default 4 n + 20); on hitting it the result is the flagged fallback.
-        rank_tol: relative pivot tolerance of the incremental Cholesky tests (Alg. 1, Alg. 2).
+        rank_tol: relative pivot tolerance of the incremental Cholesky tests (Alg. 1, Alg. 2):
+            a row is independent if its squared sine to the span of the kept rows (M^-1 / K
+            metric) exceeds it. 1e-6 (not machine precision): nearly dependent rows would yield
+            huge impulses from tiny state inconsistencies (seen in closed loop with MuJoCo).
         tol: relative tolerance for negative w / z in the pivoting rules (scaled by max |v|).
         consistency_tol: [m/s] tolerated violation of N v+ >= -phi/dt, S v+ = T v+ = 0 (Sec. 4.5).
             Continuous-time desired accelerations (``J a + Jdot v = 0`` at the feet) violate the
-            first-order no-slip rows by ``dt |Jdot v|`` (~1e-5 m/s at 1 kHz); that is accepted
-            (a slip of ``dt * consistency_tol`` per tick at most), not "corrected".
+            first-order no-slip rows by ``dt |Jdot v|`` (~1e-5 m/s at 1 kHz), and measured states
+            carry foot creep (~1e-4 m/s in MuJoCo); that is accepted (a slip / penetration of
+            ``dt * consistency_tol`` per tick at most), not "corrected".
         correct_inconsistent: if the desired accelerations are inconsistent, solve the correction
             QP (46)-(51) and re-solve; otherwise return the flagged fallback.
         min_norm: resolve indeterminacy by the minimum-norm normal impulses among all LCP solutions
             (``min_norm`` flag) instead of the pivoting solver's vertex solution.
+        min_norm_tol: [m/s] contacts with ``w_i <= min_norm_tol`` count as touching in the
+            min-norm selection (a separating contact may then carry force; complementarity is
+            violated by at most ``z_i * min_norm_tol``).
 
     Returns:
         ContactResult; ``stats.iterations`` = PPM pivots, ``stats.residual`` = max violation of the
@@ -596,7 +604,7 @@ def solve_lcp_noslip(
     if min_norm:
         from .consistency import min_norm_normal_impulses
 
-        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=1e-9)
+        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=min_norm_tol)
         if changed:
             tau, cS, cT, v_next = retrieve_forces(
                 problem,
@@ -621,7 +629,7 @@ def retrieve_forces(
     problem: ContactProblem,
     cN: np.ndarray,
     qdd_des: np.ndarray | None = None,
-    rank_tol: float = 1e-9,
+    rank_tol: float = 1e-6,
 ):
     """Given normal impulses, solve eqs. (37), (38), (40), (41) for (tau, c_S, c_T, v+) (Sec. 4.5).
 

@@ -433,9 +433,15 @@ class SolverState:
     Contacts are matched by identity, so contacts may appear and disappear between ticks.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, options: dict[str, dict[str, Any]] | None = None) -> None:
+        """Args:
+        options: default solver options per method, e.g. ``{"lcp_noslip": {"min_norm": True}}``;
+            merged under the keyword options of each ``solve`` call (the call wins). Lets a
+            controller that only holds the state configure the methods.
+        """
         self._methods: dict[str, MethodState] = {}
         self.ticks = 0
+        self.options: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (options or {}).items()}
 
     def get(self, method: str) -> MethodState:
         """The method's state (created empty on first use)."""
@@ -451,7 +457,7 @@ class SolverState:
         return st is not None and len(st.contact_ids) > 0
 
     def reset(self, method: str | None = None) -> None:
-        """Forget the warm start of one method (or of all methods)."""
+        """Forget the warm start of one method (or of all methods); ``options`` are kept."""
         if method is None:
             self._methods.clear()
             self.ticks = 0
