@@ -11,7 +11,7 @@ For every available method and variant we report mean |dtau| and max |dtau| per 
 (over all joints and ticks) and mean |tau|, with a warm-started ``SolverState`` and cold
 (``state=None``). Variants: ``lcp_noslip`` (+ ``min_norm``), ``qp_*`` with and without Stage II.
 
-    python benchmarks/contact_smoothness.py [--ticks 1000] [--markdown]
+    python benchmarks/contact_smoothness.py [--ticks 1000] [--markdown] [--methods lcp_noslip]
 """
 
 from __future__ import annotations
@@ -98,10 +98,13 @@ def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ticks", type=int, default=1000)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--methods", nargs="+", default=None, help="restrict to these methods")
     args = ap.parse_args(argv)
     probs = sway_problems(args.ticks)
     rows = []
     for method, opts in VARIANTS:
+        if args.methods and method not in args.methods:
+            continue
         mod, fn = METHODS[method]
         try:
             if not hasattr(importlib.import_module(mod), fn):
