@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds first")
     ap.add_argument("--robots", nargs="+", default=["quadruped", "humanoid"])
     ap.add_argument("--rates", nargs="+", type=float, default=[500.0, 1000.0])
-    ap.add_argument("--executor", default="single_threaded",
+    ap.add_argument("--executor", default="events",
                     choices=["single_threaded", "events"],
                     help="executor of the node and of this client")
     ap.add_argument("--json", default="", help="write the results to this file")

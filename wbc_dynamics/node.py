@@ -102,8 +102,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "world_frame": (_T.STRING, "world", "frame id of contact wrenches and markers"),
     "marker_scale": (_T.DOUBLE, 0.002, "arrow length per newton in the markers [m/N]"),
     "autostart": (_T.BOOL, True, "main(): configure and activate at start-up"),
-    "executor": (_T.STRING, "single_threaded", "main(): single_threaded | events (rclpy "
-                 "experimental EventsExecutor)"),
+    "executor": (_T.STRING, "events", "main(): events (rclpy experimental EventsExecutor) | "
+                 "single_threaded"),
 }
 
 #: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
@@ -581,13 +581,17 @@ def main(args: list[str] | None = None) -> int:
         else:
             node.trigger_activate()
     kind = node.get_parameter("executor").value
+    executor = None
     if kind == "events":
-        from rclpy.experimental import EventsExecutor
+        try:
+            from rclpy.experimental import EventsExecutor
 
-        executor = EventsExecutor()
-    else:
-        if kind != "single_threaded":
-            node.get_logger().warning(f"executor: unknown {kind!r}, using single_threaded")
+            executor = EventsExecutor()
+        except ImportError:
+            node.get_logger().warning("executor: EventsExecutor unavailable, single_threaded")
+    elif kind != "single_threaded":
+        node.get_logger().warning(f"executor: unknown {kind!r}, using single_threaded")
+    if executor is None:
         executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
