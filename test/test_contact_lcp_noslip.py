@@ -419,3 +419,17 @@ def test_min_norm_matches_independent_qp():
                    options={"ftol": 1e-16, "maxiter": 500})
     assert np.linalg.norm(z1) <= np.linalg.norm(ref.x) * (1 + 1e-6)
     assert np.linalg.norm(z1) < np.linalg.norm(z0)
+
+
+@pytest.mark.parametrize("other", ["qp_noslip", "qp_coulomb", "lcp_coulomb"])
+def test_methods_agree_on_standing_motion(other):
+    """Standing, all feet sticking inside the cone (mu = 1): every model predicts the same v+
+    (feet fixed, joints at qdot_des) and the same total contact wrench (m g up)."""
+    m, pm, cm, q0 = quadruped()
+    p = _standing_problem()
+    a = solve("lcp_noslip", p, SolverState(), min_norm=True)
+    b = solve(other, p, SolverState())
+    assert "fallback" not in b.stats.flags
+    np.testing.assert_allclose(b.v_next, a.v_next, atol=1e-7)
+    mg = m.total_mass * G
+    np.testing.assert_allclose(b.contact_forces_world.sum(axis=0), [0, 0, mg], atol=1e-5 * mg)
