@@ -199,6 +199,7 @@ def run_case(robot: str, rate: float, duration: float, warmup: float, executor: 
         "tick_us": {k2: float(diag.get(f"solve_time_{k2}_us", "nan"))
                     for k2 in ("mean", "p99", "max")},
         "deadline_misses": int(diag.get("deadline_misses", -1)),
+        "rate_limited": int(diag.get("rate_limited_states", -1)),
         "node_ticks": int(diag.get("ticks", -1)),
         "method": diag.get("method", "?"),
         "rss_mb": {"start": rss0, "end": rss1, "growth": rss1 - rss0 if rss0 else float("nan")},
@@ -218,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="executor of the node and of this client")
     ap.add_argument("--json", default="", help="write the results to this file")
     a = ap.parse_args(argv)
+    with open("/proc/loadavg") as f:
+        print(f"load average at start: {f.read().split()[:3]} on {os.cpu_count()} CPUs")
     sys.setswitchinterval(1e-4)  # receiving thread must not wait 5 ms for the GIL
     rclpy.init()
     results = []
@@ -231,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{robot:9s} {rate:6.0f} Hz {r['method']:10s} "
                       f"latency us mean {lat['mean']:7.0f} p50 {lat['p50']:7.0f} "
                       f"p99 {lat['p99']:7.0f} max {lat['max']:7.0f} | missed {r['missed']}/"
-                      f"{r['sent']} | tick us mean {tk['mean']:.0f} p99 {tk['p99']:.0f} "
-                      f"max {tk['max']:.0f} deadline misses {r['deadline_misses']} | RSS MB "
+                      f"{r['sent']} (rate-limited {r['rate_limited']}) | tick us mean "
+                      f"{tk['mean']:.0f} p99 {tk['p99']:.0f} max {tk['max']:.0f} deadline misses {r['deadline_misses']} | RSS MB "
                       f"{r['rss_mb']['start']:.1f} -> {r['rss_mb']['end']:.1f} "
                       f"(+{r['rss_mb']['growth']:.2f})", flush=True)
     finally:

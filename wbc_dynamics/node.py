@@ -211,6 +211,7 @@ class WbcControllerNode(LifecycleNode):
         self._control_mode = cm
         self._min_period = 0.5 / ctl.control_rate  # cap: 2x control_rate (jitter-tolerant)
         self._state_stamp = None
+        self._rate_limited = 0
         self._last_contacts = -math.inf
         self._contacts_period = 1.0 / float(self._param("contacts_rate"))
         self._last_tick = -math.inf
@@ -382,12 +383,11 @@ class WbcControllerNode(LifecycleNode):
             self._reject("joint_states", exc)
             return
         self._state_stamp = msg.header.stamp
-        if (
-            self._active
-            and self._control_mode == "event"
-            and now - self._last_tick >= self._min_period
-        ):
-            self._tick(now)
+        if self._active and self._control_mode == "event":
+            if now - self._last_tick >= self._min_period:
+                self._tick(now)
+            else:
+                self._rate_limited += 1
 
     def _on_reference(self, msg: JointTrajectory) -> None:
         ctl = self.controller
@@ -541,6 +541,7 @@ class WbcControllerNode(LifecycleNode):
             if out is not None
             else "",
             "clamped_joints": str(out.clamped) if out is not None else "0",
+            "rate_limited_states": str(self._rate_limited),
             "rejected_joint_states": str(self._rejected["joint_states"]),
             "rejected_reference": str(self._rejected["reference"]),
             "rejected_odom": str(self._rejected["odom"]),
