@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"latency us mean {lat['mean']:7.0f} p50 {lat['p50']:7.0f} "
                       f"p99 {lat['p99']:7.0f} max {lat['max']:7.0f} | missed {r['missed']}/"
                       f"{r['sent']} (rate-limited {r['rate_limited']}) | tick us mean "
-                      f"{tk['mean']:.0f} p99 {tk['p99']:.0f} max {tk['max']:.0f} deadline misses {r['deadline_misses']} | RSS MB "
+                      f"{tk['mean']:.0f} p99 {tk['p99']:.0f} max {tk['max']:.0f} "
+                      f"deadline misses {r['deadline_misses']} | RSS MB "
                       f"{r['rss_mb']['start']:.1f} -> {r['rss_mb']['end']:.1f} "
                       f"(+{r['rss_mb']['growth']:.2f})", flush=True)
     finally:
