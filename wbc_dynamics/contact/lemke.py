@@ -14,22 +14,23 @@ Features
 * **Anti-cycling**: lexicographic minimum-ratio test on the rows of ``[x | B^-1] / col_i`` (the
   classical lexicographic Lemke of Cottle, Pang & Stone 1992, Sec. 4.4/4.9), the artificial
   variable is preferred on exact ties so the algorithm terminates as early as possible.
-* **Pivot limit** (``max_pivots``, default ``50 * n``) -> status ``PIVOT_LIMIT``.
+* **Pivot limit** (``max_pivots``, default ``50 n + 10`` per attempt) -> status ``PIVOT_LIMIT``.
 * **Warm start** from a previous basis, given as the set of ``z`` indices that were basic
   (positive): the complementary basis matrix ``B`` (columns ``e_i`` for ``w_i``, ``-Q[:, i]`` for
   ``z_i``) is inverted; if ``B^-1 q >= 0`` that basis already solves the LCP (zero pivots);
   otherwise Lemke starts from that basis with covering vector ``d = B 1`` (so the first ratio
-  test is well defined). A singular warm basis, ray termination or the pivot limit in the warm
-  run fall back to the cold start (``d = 1``, basis of all ``w``); ``warm_used`` reports whether
-  the returned solution came from the warm path.
+  test is well defined) for at most ``2 n + 10`` pivots. A singular warm basis, ray
+  termination or that pivot cap fall back to the cold start (``d = 1``, basis of all ``w``);
+  ``warm_used`` reports whether the returned solution came from the warm path. The basis to
+  store is :attr:`LCPSolution.basic` (the complete final basis, degenerate zeros included).
 * **Tikhonov regularization fallback** (seed 004, footnote 1 of Sec. 6.2.1: the LEMKE code of
   Fackler & Miranda is "numerically robust (using Tikhonov regularization)"): if the plain
   problem fails (ray termination, pivot limit, or a final solution that violates the LCP by more
-  than ``tol``), the LCP(q, Q + eps I) is solved for ``eps = eps_min * eps_factor^j`` (scaled by
-  ``max(1, max |Q_ii|)``), ``j = 0, 1, ...`` up to ``eps_max``; the first success whose
-  violation of the *original* LCP is at most ``reg_tol * max |q|`` is returned with
-  ``regularization = eps`` (``> 0``: the solution solves the *regularized* problem; its
-  residual w.r.t. the original ``Q`` is reported separately).
+  than ``tol``), the LCP(q, Q + eps I) is solved (cold start) for
+  ``eps = eps_min * eps_factor^j`` (default 1e-12, 1e-10, ..., 1e-2, scaled by
+  ``max(1, max |Q_ii|)``); the first success whose violation of the *original* LCP is at most
+  ``reg_tol * max |q|`` is returned with ``regularization = eps`` (``> 0``: the solution solves
+  the *regularized* problem; its residual w.r.t. the original ``Q`` is reported separately).
 * **Final refinement**: the final complementary basis system is re-solved from scratch by
   Gaussian elimination with partial pivoting (removes the drift accumulated in ``B^-1``), tiny
   negative values (``>= -tol``) are clipped to zero.
@@ -383,8 +384,10 @@ def _lemke_once(
                     for j in range(n):
                         s += Bm[i, j]
                     d[i] = s
+                # the warm run is abandoned early (2 n + 10 pivots) in favour of a cold start
                 status, piv = _lemke_run(
-                    Q, q, d, basis, Binv, x, max_pivots, piv_tol, col, tmp, cand
+                    Q, q, d, basis, Binv, x, min(max_pivots, 2 * n + 10), piv_tol, col, tmp,
+                    cand
                 )
                 total_piv += piv
                 if status == SUCCESS:
@@ -401,21 +404,22 @@ def _lemke_once(
         x[i] = q[i]
         for j in range(n):
             Binv[i, j] = 1.0 if i == j else 0.0
-    status, piv = _lemke_run(
-        Q, q, d, basis, Binv, x, max(1, max_pivots - total_piv), piv_tol, col, tmp, cand
-    )
+    status, piv = _lemke_run(Q, q, d, basis, Binv, x, max_pivots, piv_tol, col, tmp, cand)
     total_piv += piv
     if status == SUCCESS:
         viol = _finish(Q, q, basis, x, z, w, Bm, work, xr, ws[0], tol)
         if viol > tol:
             status = FAILED_CHECK
         return status, total_piv, warm_flag, viol
-    # failed: best finite iterate (basic z values; zeros if not finite)
+    # failed: best finite iterate (basic z values; zeros if not finite). In degenerate problems
+    # the artificial variable may be at zero when the ray is met: the iterate is then a solution.
     viol = _extract(Q, q, basis, x, z, w)
     for i in range(n):
         if not np.isfinite(z[i]) or z[i] < 0.0:
             z[i] = 0.0
     viol = _violation(Q, q, z, w)
+    if viol <= tol:
+        return SUCCESS, total_piv, warm_flag, viol
     return status, total_piv, warm_flag, viol
 
 
@@ -491,8 +495,9 @@ def _solve_lcp_kernel(
         e = eps * qscale
         for i in range(n):
             Qr[i, i] = Q[i, i] + e
+        # regularized attempts: cold start only (the warm basis belongs to the plain problem)
         st, p2, wf, v2 = _lemke_once(
-            Qr, q, warm, use_warm, max_pivots, piv_tol, tol, z, w, basis, ws
+            Qr, q, warm, False, max_pivots, piv_tol, tol, z, w, basis, ws
         )
         total += p2
         if st == SUCCESS:
@@ -559,7 +564,7 @@ def solve_lcp(
     regularize: bool = True,
     eps_min: float = 1e-12,
     eps_max: float = 1e-2,
-    eps_factor: float = 10.0,
+    eps_factor: float = 100.0,
     reg_tol: float = 1e-6,
     check_input: bool = True,
 ) -> LCPSolution:
