@@ -338,3 +338,21 @@ def test_contact_methods_standing_quadruped_weight_and_warm_start(quadruped, met
     np.testing.assert_allclose(out.tau, tau1, atol=1e-6)
     ctl.reset_solver()
     assert not ctl.solver_state.has(method)
+
+
+def test_runtime_friction_and_method_switch(quadruped):
+    info, pm, pd = quadruped
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True, "method": "none"})
+    q = np.array(info["standing_q"])
+    ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
+    ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
+    ctl.set_reference(np.zeros(12), 0.0)
+    assert len(ctl.update(0.0).contact_ids) == 0
+    ctl.set_parameters({"method": "lcp_coulomb", "friction": 0.3})    # warmed here
+    t0 = time.perf_counter()
+    out = ctl.update(0.0)
+    assert time.perf_counter() - t0 < 0.01 and len(out.contact_ids) == 4
+    prob = ctl._contact_model.build(q, np.zeros(18), np.zeros(12))
+    np.testing.assert_array_equal(prob.mu, np.full(4, 0.3))
+    f = out.contact_forces
+    assert np.all(np.hypot(f[:, 0], f[:, 1]) <= 0.3 * f[:, 2] + 1e-9)  # inside the cone
