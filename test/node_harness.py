@@ -34,7 +34,7 @@ def start_controller(namespace: str, params: dict, extra_args: tuple[str, ...] =
         if isinstance(v, bool):
             v = "true" if v else "false"
         elif isinstance(v, list | tuple):
-            v = "[" + ",".join(repr(float(x)) if not isinstance(x, str) else x for x in v) + "]"
+            v = "[" + ",".join(x if isinstance(x, str) else repr(float(x)) for x in v) + "]"
         args += ["-p", f"{k}:={v}"]
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")

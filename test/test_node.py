@@ -329,3 +329,13 @@ def test_lifecycle_configure_activate_deactivate_cleanup(ros, arm_model):
         out = stop_process(proc)
     assert "configure failed: method" in out
     assert proc.returncode == 0, f"unclean exit {proc.returncode}: {out}"
+
+
+def test_console_script_exits_1_when_configuration_fails(ros_env):
+    proc = start_controller("/bad_cfg", {"robot": "arm", "joints": ["joint_1", "nope"]})
+    try:
+        proc.wait(timeout=60)
+    finally:
+        out = stop_process(proc)
+    assert proc.returncode == 1
+    assert "configure failed: joints: joint 'nope' is not a movable joint" in out
