@@ -213,3 +213,22 @@ def test_extra_points_per_foot():
     p = cm.build(q0, np.zeros(m.nv), np.zeros(12))
     assert p.nc == 12
     assert len(set(p.contact_ids)) == 12
+
+
+def test_phi_deadband_and_no_aliasing():
+    m, pm, _, q0 = quadruped()
+    cm = ContactModel(m, features=[HalfSpace.ground(-0.0003)], margin=0.005, phi_deadband=1e-3)
+    cm0 = ContactModel(m, features=[HalfSpace.ground(-0.0003)], margin=0.005)
+    v = np.zeros(m.nv)
+    qdd = np.zeros(12)
+    p = cm.build(q0, v, qdd)
+    p0 = cm0.build(q0, v, qdd)
+    np.testing.assert_allclose(p0.phi, 0.0003, atol=1e-12)
+    np.testing.assert_array_equal(p.phi, 0.0)  # inside the deadband
+    cm2 = ContactModel(m, features=[HalfSpace.ground(-0.003)], margin=0.005, phi_deadband=1e-3)
+    np.testing.assert_allclose(cm2.build(q0, v, qdd).phi, 0.002, atol=1e-12)
+    v[0] = 1.0
+    qdd[0] = 2.0
+    assert p.v[0] == 0.0 and p.qdd_des[0] == 0.0  # the problem owns its arrays
+    with pytest.raises(ValueError, match="phi_deadband"):
+        ContactModel(m, features=[HalfSpace.ground()], phi_deadband=-1.0)

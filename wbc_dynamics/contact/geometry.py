@@ -488,6 +488,10 @@ class ContactModel:
         extra_points: optional {link: [(center (3,) link frame, radius), ...]} additional contact
             spheres (e.g. several samples per foot, Sec. 8.4.2 benchmark).
         actuated_joints: names of actuated joints (default: all movable joints).
+        phi_deadband: [m] (default 0 = eqs. (35)/(36) literally) signed distances below it are
+            reported as 0 (touching) and larger ones reduced by it. For compliant plants /
+            noisy estimates: eq. (35) would otherwise ask to remove a penetration of d within
+            one tick (d / dt of separation velocity).
 
     Contact identity: ``(link, sphere_number_on_link, feature_name)``.
     """
@@ -503,11 +507,16 @@ class ContactModel:
         friction_edges: int = 4,
         extra_points: dict[str, list[tuple[Sequence[float], float]]] | None = None,
         actuated_joints: Sequence[str] | None = None,
+        phi_deadband: float = 0.0,
     ) -> None:
         if not np.isfinite(margin) or margin < 0:
             raise ValueError(f"ContactModel.margin: must be finite and >= 0, got {margin!r}")
         if not np.isfinite(dt) or dt <= 0:
             raise ValueError(f"ContactModel.dt: must be finite and > 0, got {dt!r}")
+        if not np.isfinite(phi_deadband) or phi_deadband < 0:
+            raise ValueError(f"ContactModel.phi_deadband: must be finite and >= 0, got "
+                             f"{phi_deadband!r}")
+        self.phi_deadband = float(phi_deadband)
         self.robot = robot
         self.margin = float(margin)
         self.dt = float(dt)
@@ -713,7 +722,7 @@ class ContactModel:
         if len(body_q) != len(self.bodies) or len(body_v) != len(self.bodies):
             raise ValueError(f"body_q/body_v: expected {len(self.bodies)} entries each")
         k = self.candidates(q, body_q)
-        v = np.ascontiguousarray(v, dtype=np.float64)
+        v = np.array(v, dtype=np.float64)
         if v.shape != (r.nv,):
             raise ValueError(f"v: expected ({r.nv},), got {v.shape}")
         Mr = r.minverse(q) if Minv is None else np.asarray(Minv, dtype=np.float64)
@@ -736,6 +745,9 @@ class ContactModel:
             Mr, hr, v = Mi, hh, vv
         sph = self._out_sph[:k]
         feat = self._out_feat[:k]
+        phi = self._out_phi[:k].copy()
+        if self.phi_deadband > 0.0:
+            phi = np.where(phi < self.phi_deadband, 0.0, phi - self.phi_deadband)
         ids = tuple(self._ids[(int(s), int(f))] for s, f in zip(sph, feat, strict=True))
         return ContactProblem(
             dt=self.dt,
@@ -744,11 +756,11 @@ class ContactModel:
             v=v,
             actuated=self.actuated,
             free=self.free,
-            qdd_des=np.asarray(qdd_des, dtype=np.float64),
+            qdd_des=np.array(qdd_des, dtype=np.float64),
             N=self._out_N[:k].copy(),
             S=self._out_S[:k].copy(),
             T=self._out_T[:k].copy(),
-            phi=self._out_phi[:k].copy(),
+            phi=phi,
             mu=self._out_mu[:k].copy(),
             contact_ids=ids,
             points=self._out_p[:k].copy(),
