@@ -48,7 +48,7 @@ CONTROLLERS = (*CONTACT_METHODS, "id_prev", "pid", "none")
 #: N m/rad, N m/(rad s), N m s/rad), per robot.
 GAINS = {
     "quadruped": {"kp": 300.0, "kd": 35.0, "pid": (12.0, 10.0, 0.25)},
-    "arm": {"kp": 300.0, "kd": 35.0, "pid": (600.0, 300.0, 40.0)},
+    "arm": {"kp": 300.0, "kd": 35.0, "pid": (100.0, 50.0, 5.0), "pid_fingers": (5.0, 2.0, 0.05)},
 }
 
 
@@ -243,7 +243,13 @@ class _PID:
     """PID joint error feedback in torque units (baseline of Sec. 7.3), clamped to limits."""
 
     def __init__(self, cfg: LoopConfig, n: int, limit: np.ndarray) -> None:
-        self.kp, self.ki, self.kd = GAINS[cfg.robot]["pid"]
+        g = GAINS[cfg.robot]
+        self.kp, self.ki, self.kd = (np.full(n, x) for x in g["pid"])
+        if "pid_fingers" in g:  # light fingers (5 N m drives) get their own gains
+            info = robot_info(cfg.robot)
+            for j in info.get("finger_joints", []):
+                i = info["joint_names"].index(j)
+                self.kp[i], self.ki[i], self.kd[i] = g["pid_fingers"]
         self.integral = np.zeros(n)
         self.dt = 1.0 / cfg.control_rate
         self.limit = limit
@@ -254,7 +260,7 @@ class _PID:
         o, ov = (7, 6) if self.off else (0, 0)
         e = q_des - q[o:]
         self.integral += e * self.dt
-        ilim = self.limit / max(self.ki, 1e-9)  # anti wind-up: integral term within limits
+        ilim = self.limit / np.maximum(self.ki, 1e-9)  # anti wind-up: integral within limits
         np.clip(self.integral, -ilim, ilim, out=self.integral)
         tau = self.kp * e + self.ki * self.integral + self.kd * (qd_des - v[ov:])
         return np.clip(tau, -self.limit, self.limit), math.nan, False, ()

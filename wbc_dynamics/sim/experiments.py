@@ -6,7 +6,9 @@ Scenarios (Sec. 7.5 / 7.6 / 7.2.2):
   with {high, low} friction x {rigid, compliant} contact (low mu = 0.1; "high" stands in for the
   paper's infinite friction, see :data:`~wbc_dynamics.sim.mujoco_model.HIGH_FRICTION`; compliant
   ground sinks ~1 mm under the standing robot, like the paper's);
-* the arm following a 3 Hz sinusoid while four fingers hold the box, with {high, mu = 1} friction.
+* the arm following a 3 Hz sinusoid while four fingers hold the box, with {high, mu = 1} friction;
+* in addition (not in the paper): the quadruped swaying its weight over four feet (no
+  touchdowns) on rigid/high-friction and compliant/low-friction ground.
 
 Controllers (Sec. 7.3): ``qp_coulomb`` (two-stage, ID(t_i)_QP,mu), ``qp_noslip`` (ID(t_i)_QP,inf),
 ``lcp_coulomb`` (ID(t_i)_LCP,mu), ``lcp_noslip`` (ID(t_i)_LCP,inf), ``id_prev`` (ID(t_{i-1}),
@@ -36,7 +38,8 @@ import numpy as np
 
 from .closed_loop import LoopConfig, LoopResult, run
 
-__all__ = ["ARM_CASES", "CONTROLLERS", "TERRAINS", "main", "run_all", "write_report"]
+__all__ = ["ARM_CASES", "CONTROLLERS", "PAPER_TABLE3", "PAPER_TABLE4", "PAPER_TABLE5",
+           "SHIFT_CASES", "TERRAINS", "main", "run_all", "write_report"]
 
 CONTROLLERS = ("qp_coulomb", "qp_noslip", "lcp_coulomb", "lcp_noslip", "id_prev", "pid")
 PAPER_NAMES = {
@@ -47,8 +50,44 @@ PAPER_NAMES = {
 #: (label, friction, compliant) of the quadruped terrains (Sec. 7.5).
 TERRAINS = (("Rigid, Low Friction", "low", False), ("Rigid, High Friction", "high", False),
             ("Compliant, Low Friction", "low", True), ("Compliant, High Friction", "high", True))
+#: (label, friction, compliant) of the extra weight-shift runs (four feet on the ground, the
+#: base swaying 2 cm sideways at 0.5 Hz): contact prediction without touchdowns.
+SHIFT_CASES = (("Weight shift, Rigid, High Friction", "high", False),
+               ("Weight shift, Compliant, Low Friction", "low", True))
 #: (label, box friction) of the arm cases (Sec. 8.4.1: mu = inf and mu = 1).
 ARM_CASES = (("Arm + box, High Friction", "high"), ("Arm + box, mu = 1", 1.0))
+
+
+#: Seed 004, Table 3 (position error rad, velocity error rad/s; None = the robot fell).
+PAPER_TABLE3 = {
+    "Rigid, Low Friction": {"qp_coulomb": (0.0310, 1.9425), "qp_noslip": (0.0483, 2.6295),
+                            "lcp_coulomb": (0.0239, 1.8386), "lcp_noslip": None,
+                            "pid": (0.0895, 1.5569), "id_prev": (0.0325, 1.7952)},
+    "Rigid, High Friction": {"qp_coulomb": (0.0486, 2.2596), "qp_noslip": (0.0654, 2.5737),
+                             "lcp_coulomb": (0.0259, 1.8784), "lcp_noslip": (0.0260, 1.8950),
+                             "pid": (0.0916, 1.4653), "id_prev": (0.1317, 2.5585)},
+    "Compliant, Low Friction": {"qp_coulomb": (0.0217, 2.0365), "qp_noslip": None,
+                                "lcp_coulomb": (0.0219, 2.0786), "lcp_noslip": None,
+                                "pid": (0.0850, 1.5845), "id_prev": (0.0265, 1.8858)},
+    "Compliant, High Friction": {"qp_coulomb": (0.0342, 2.9360), "qp_noslip": (0.0446, 3.9779),
+                                 "lcp_coulomb": (0.0226, 2.1243), "lcp_noslip": None,
+                                 "pid": (0.0850, 1.5845), "id_prev": (0.1270, 4.4377)},
+}
+#: Seed 004, Table 4 (E|dtau|, E|tau|, the paper's units), all terrains together.
+PAPER_TABLE4 = {"qp_coulomb": (52.5718, 0.2016), "qp_noslip": (245.5117, 0.4239),
+                "lcp_coulomb": (677.9693, 0.8351), "lcp_noslip": (351.1803, 0.4055),
+                "id_prev": (974.3312, 0.9918), "pid": (100.1571, 0.3413)}
+#: Seed 004, Table 5 (absolute error N, relative error %; None = fell).
+PAPER_TABLE5 = {
+    "Rigid, Low Friction": {"qp_coulomb": (3.8009, 12.53), "qp_noslip": (8.4567, 22.26),
+                            "lcp_coulomb": (0.9371, 1.94), "lcp_noslip": None},
+    "Rigid, High Friction": {"qp_coulomb": (13.8457, 27.48), "qp_noslip": (12.4153, 25.26),
+                             "lcp_coulomb": (1.2768, 1.55), "lcp_noslip": (0.3572, 1.16)},
+    "Compliant, Low Friction": {"qp_coulomb": (7.8260, 17.12), "qp_noslip": None,
+                                "lcp_coulomb": (4.6385, 6.37), "lcp_noslip": None},
+    "Compliant, High Friction": {"qp_coulomb": (14.9225, 30.86), "qp_noslip": (15.1897, 30.66),
+                                 "lcp_coulomb": (12.4896, 24.00), "lcp_noslip": None},
+}
 
 
 def _one(cfg: LoopConfig, log) -> tuple[LoopResult | None, str]:
@@ -69,9 +108,18 @@ def _one(cfg: LoopConfig, log) -> tuple[LoopResult | None, str]:
 
 def run_all(duration: float = 10.0, arm_duration: float = 3.0,
             controllers: Sequence[str] = CONTROLLERS, terrains=TERRAINS, arm_cases=ARM_CASES,
-            box_mass: float | None = None, log=print) -> dict:
+            box_mass: float | None = None, log=print, shift_cases=SHIFT_CASES,
+            shift_duration: float = 5.0) -> dict:
     """Run every scenario; returns ``{scenario label: {controller: LoopResult | error str}}``."""
     results: dict[str, dict] = {}
+    for label, friction, compliant in shift_cases:
+        log(f"{label}: quadruped weight shift, {shift_duration:g} s")
+        results[label] = {}
+        for c in controllers:
+            cfg = LoopConfig(robot="quadruped", controller=c, reference="shift",
+                             duration=shift_duration, friction=friction, compliant=compliant)
+            res, err = _one(cfg, log)
+            results[label][c] = res if res is not None else err
     for label, friction, compliant in terrains:
         log(f"{label}: quadruped trot, {duration:g} s")
         results[label] = {}
@@ -134,7 +182,7 @@ def _plots(results: dict, outdir: str) -> dict[str, str]:
         fig.tight_layout()
         name = "".join(ch if ch.isalnum() else "_" for ch in label.lower()).strip("_") + ".png"
         path = os.path.join(outdir, name)
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=80)
         plt.close(fig)
         paths[label] = path
     return paths
@@ -221,6 +269,44 @@ def write_report(results: dict, path: str, figdir: str, settings: dict) -> str:
             else:
                 cells.append("n/a")
         a(f"| {PAPER_NAMES.get(c, c)} | " + " | ".join(cells) + " |")
+    a("\n## Beside the paper (seed 004, Tables 3–5, Moby simulator, 30 s trots)\n")
+    a("Paper values first, this run second; \"fell\" where the robot fell. The paper's Table 4 "
+      "is one row per controller over its locomotion runs; ours is the rigid, high-friction "
+      "trot.\n")
+    trot = [lb for lb in PAPER_TABLE3 if lb in results]
+    if trot:
+        a("\n| terrain | controller | paper pos / vel error | this run pos / vel error | "
+          "paper force error | this run force error |\n|---|---|---|---|---|---|")
+        for lb in trot:
+            for c in results[lb]:
+                p3 = PAPER_TABLE3[lb].get(c, "n/a")
+                p5 = PAPER_TABLE5[lb].get(c, "n/a")
+                r = results[lb][c]
+                if isinstance(r, LoopResult) and len(r.t):
+                    m = r.metrics()
+                    ours3 = f"{m['pos_err']:.4f} / {m['vel_err']:.3f}" + \
+                        (" (fell)" if r.failed else "")
+                    ours5 = (f"{m['force_abs']:.2f} N / {100 * m['force_rel']:.1f}%"
+                             if "force_abs" in m else "–")
+                else:
+                    ours3 = ours5 = "n/a"
+                t3 = "fell" if p3 is None else (p3 if isinstance(p3, str) else
+                                                 f"{p3[0]:.4f} / {p3[1]:.3f}")
+                t5 = "fell" if p5 is None else (p5 if isinstance(p5, str) else
+                                                 f"{p5[0]:.2f} N / {p5[1]:.1f}%")
+                a(f"| {lb} | {PAPER_NAMES.get(c, c)} | {t3} | {ours3} | {t5} | {ours5} |")
+    lb = "Rigid, High Friction"
+    if lb in results:
+        a("\n| controller | paper E[abs(Δτ)] / E[abs(τ)] | this run E[abs(dτ/dt)] [N m/s] / "
+          "E[abs(τ)] [N m] |\n|---|---|---|")
+        for c, r in results[lb].items():
+            p4 = PAPER_TABLE4.get(c)
+            ours = "n/a"
+            if isinstance(r, LoopResult) and len(r.t):
+                m = r.metrics()
+                ours = f"{m['dtau']:.1f} / {m['tau']:.3f}" + (" (fell)" if r.failed else "")
+            a(f"| {PAPER_NAMES.get(c, c)} | "
+              f"{'n/a' if p4 is None else f'{p4[0]:.1f} / {p4[1]:.3f}'} | {ours} |")
     a("\n## Controller tick time\n")
     a("Wall-clock compute time of one controller tick (mean / p99 / max, µs) in the first "
       "scenario each controller completed, on this shared machine.\n")
@@ -277,7 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run_all(dur, arm_dur, controllers,
                       terrains=() if args.no_quadruped else TERRAINS,
                       arm_cases=() if args.no_arm else ARM_CASES, box_mass=args.box_mass,
-                      log=lambda s: print(s, flush=True))
+                      log=lambda s: print(s, flush=True),
+                      shift_cases=() if args.no_quadruped else SHIFT_CASES,
+                      shift_duration=min(dur, 5.0))
     settings = {"quadruped trot duration": f"{dur:g} s", "arm duration": f"{arm_dur:g} s",
                 "controllers": ", ".join(controllers),
                 "box mass": f"{args.box_mass:g} kg" if args.box_mass else "bundled (0.5 kg)",
