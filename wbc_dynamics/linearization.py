@@ -24,6 +24,7 @@ import scipy.linalg
 
 from .kernels import derivatives as dk
 from .kernels import world
+from .lie import matrix_to_quat, quat_to_matrix, skew
 from .model import RobotModel, _vector
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "discretize",
     "linearize",
     "rnea_derivatives",
+    "state_difference",
     "tangent_velocity_map",
 ]
 
@@ -151,7 +153,50 @@ def tangent_velocity_map(model: RobotModel, v) -> np.ndarray:
 
 
 def _skew(w: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+    return skew(w)
+
+
+def _so3_log(R: np.ndarray) -> np.ndarray:
+    """Rotation vector (rad) of R, via the quaternion (robust for all angles up to pi)."""
+    x, y, z, w = matrix_to_quat(R)  # w >= 0: angle in [0, pi]
+    s = float(np.sqrt(x * x + y * y + z * z))
+    if s < 1e-12:
+        return 2.0 * np.array([x, y, z])  # angle ~ 2 s, axis xyz / s
+    theta = 2.0 * np.arctan2(s, w)
+    return theta / s * np.array([x, y, z])
+
+
+def _se3_log(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Twist [linear, angular] xi with exp(xi) = (R, p) (inverse of :func:`lie.se3_exp`)."""
+    w = _so3_log(R)
+    theta = float(np.linalg.norm(w))
+    W = skew(w)
+    if theta < 1e-2:
+        t2 = theta * theta
+        c = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
+    else:
+        c = (1.0 - theta * np.sin(theta) / (2.0 * (1.0 - np.cos(theta)))) / theta**2
+    Vinv = np.eye(3) - 0.5 * W + c * (W @ W)
+    return np.concatenate([Vinv @ p, w])
+
+
+def state_difference(model: RobotModel, q0, q1) -> np.ndarray:
+    """The tangent dq (nv) with ``model.integrate(q0, dq) == q1``: the inverse of integrate.
+
+    Floating base: [log(H0^-1 H1) (linear m, angular rad, body frame of H0), s1 - s0]. Use it
+    to express a state error in the coordinates of :func:`linearize` (e.g. for LQR feedback
+    ``tau = tau_eq - K [state_difference(q_eq, q); v - v_eq]``).
+    """
+    q0 = _q(model, q0)
+    q1 = _q(model, q1)
+    if not model.floating_base:
+        return q1 - q0
+    R0 = quat_to_matrix(q0[3:7])
+    R1 = quat_to_matrix(q1[3:7])
+    out = np.empty(model.nv)
+    out[:6] = _se3_log(R0.T @ R1, R0.T @ (q1[:3] - q0[:3]))
+    out[6:] = q1[7:] - q0[7:]
+    return out
 
 
 def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -170,7 +215,7 @@ def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.
 
 
 def linearize(
-    model: RobotModel, q, v, tau, dt: float | None = None
+    model: RobotModel, q, v, tau, dt: float | None = None, input_matrix=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """State-space matrices of the dynamics about (q, v, tau) on the tangent [dq, dv].
 
@@ -186,17 +231,26 @@ def linearize(
     Discrete time (``dt`` in s): the zero-order-hold discretization of the above
     (:func:`discretize`); exact for the linearized system, and at an equilibrium the exact
     linearization of the sampled nonlinear flow with the input held over dt.
-    Shapes: A (2 nv, 2 nv), B (2 nv, nv).
+    ``input_matrix`` S (nv, m), optional: inputs u with tau = S u (underactuation, couplings);
+    then B = [[0], [M^-1 S]] with M^-1 S from the O(n) IWIM recursion (:func:`iwim.iwim`).
+    Shapes: A (2 nv, 2 nv), B (2 nv, nv) or (2 nv, m).
     """
     nv = model.nv
     ddq_dq, ddq_dv, Minv = aba_derivatives(model, q, v, tau)
     A = np.zeros((2 * nv, 2 * nv))
-    B = np.zeros((2 * nv, nv))
     A[:nv, :nv] = tangent_velocity_map(model, v)
     A[:nv, nv:] = np.eye(nv)
     A[nv:, :nv] = ddq_dq
     A[nv:, nv:] = ddq_dv
-    B[nv:, :] = Minv
+    if input_matrix is None:
+        B = np.zeros((2 * nv, nv))
+        B[nv:, :] = Minv
+    else:
+        from .iwim import iwim
+
+        Bhat = iwim(model, q, input_matrix)
+        B = np.zeros((2 * nv, Bhat.shape[1]))
+        B[nv:, :] = Bhat
     if dt is None:
         return A, B
     return discretize(A, B, float(dt))
