@@ -288,3 +288,50 @@ def test_warm_started_two_stage_torques_are_continuous():
     # continuity: halving the rate of change roughly halves the torque steps
     dtau2, dqdd2 = torque_changes(200, amp=1.0, period=0.2)
     assert dtau2.max() <= 0.6 * dtau.max() + 1e-6
+
+
+@pytest.mark.parametrize("method", ["qp_coulomb", "lcp_coulomb"])
+def test_eight_edge_pyramid_on_slope(method):
+    """k = 8: slip-limited forces lie on the boundary of the 8-edge pyramid."""
+    p = quadruped_problem(slope=0.3, mu=0.1, k=8)
+    res = solve(method, p, SolverState())
+    f = res.contact_forces_local
+    loaded = f[:, 0] > 1e-3
+    assert loaded.sum() >= 2
+    for i in np.nonzero(loaded)[0]:
+        one = type(res)(**{**res.__dict__, "contact_forces_local": f[i:i + 1]})
+        v = pyramid_violation(p.subset([i]), one, 8)
+        assert abs(v) <= 1e-4 * f[i, 0]          # on the boundary (solver tolerance)
+    assert dynamics_residual_pin(p, res) <= 1e-8 and accel_residual(p, res) <= 1e-8
+
+
+@pytest.mark.parametrize("method", ["qp_coulomb", "qp_noslip", "lcp_coulomb"])
+def test_with_geometry_contact_model(method):
+    """Problems assembled by wbc_dynamics.contact.geometry.ContactModel (standing, 4 feet)."""
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+
+    m, _, _, q0, _ = quadruped_models()
+    from contact_methods_helpers import FEET
+
+    cm = ContactModel(m, contact_links=list(FEET), features=[HalfSpace.ground(0.0, mu=0.8)],
+                      margin=0.005, dt=1e-3)
+    p = cm.build(q0, np.zeros(m.nv), np.zeros(m.nv - 6))
+    assert p.nc == 4
+    res = solve(method, p, SolverState())
+    assert "fallback" not in res.stats.flags
+    assert abs(res.contact_forces_local[:, 0].sum() - MG) <= 1e-6 * MG
+    np.testing.assert_allclose(res.contact_forces_world.sum(axis=0), [0, 0, MG], atol=1e-5)
+    assert p.dynamics_residual(res.tau, res.impulses, res.v_next) <= 1e-12
+    # the same problem from this file's independent assembly gives the same torques
+    ref = solve(method, quadruped_problem(mu=0.8), SolverState())
+    np.testing.assert_allclose(res.tau, ref.tau, atol=1e-6)
+
+
+def test_bad_options_and_zero_contacts():
+    p = quadruped_problem()
+    with pytest.raises(ValueError, match="friction_edges"):
+        solve("qp_coulomb", p, SolverState(), friction_edges=3)
+    p0 = quadruped_problem(feet=())
+    for method in ("qp_coulomb", "qp_noslip", "lcp_coulomb"):
+        r = solve(method, p0, SolverState())
+        assert r.stats.flags == ("no_contacts",) and r.all_finite
