@@ -178,7 +178,7 @@ def _bounded(A, b, damping, lo, hi, u_free):
         max_iter=20000,
         polishing=True,
     )
-    res = solver.solve()
+    res = solver.solve(raise_error=False)
     status_val = int(res.info.status_val)
     if status_val in (1, 2) and np.all(np.isfinite(res.x)):
         u = np.clip(res.x, lo, hi)
