@@ -380,9 +380,10 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
 # --------------------------------------------------------------------------- the method
 def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, coulomb: bool,
                      *, friction_edges: int | None = None, stage2: bool = True,
-                     warm_start: bool = True, eps: float = 1e-7, max_iter: int = 4000,
+                     warm_start: bool = True, eps: float = 1e-7, max_iter: int = 1500,
                      polish: bool = False, stage2_reg: float = 1e-9,
-                     rank_tol: float = 1e-9, stage1_reg: float = 1e-7) -> ContactResult:
+                     rank_tol: float = 1e-9, stage1_reg: float = 1e-7,
+                     stage2_eps: float | None = None) -> ContactResult:
     nc = problem.nc
     dt = float(problem.dt)
     ids = tuple(problem.contact_ids)
@@ -455,7 +456,8 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     info["nullity"] = 0
     info["stage2_status"] = "skipped"
     if stage2:
-        f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start, eps, max_iter,
+        f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start,
+                         eps if stage2_eps is None else stage2_eps, max_iter,
                          polish, stage2_reg, rank_tol, info, coulomb, k)
         stats.iterations += it2
         if info["stage2_status"] not in ("solved", "skipped"):
@@ -557,11 +559,12 @@ def solve_qp_coulomb(
     stage2: bool = True,
     warm_start: bool = True,
     eps: float = 1e-7,
-    max_iter: int = 4000,
+    max_iter: int = 1500,
     polish: bool = False,
     stage2_reg: float = 1e-9,
     rank_tol: float = 1e-9,
     stage1_reg: float = 1e-7,
+    stage2_eps: float | None = None,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with a k-edge friction pyramid (Sec. 6.2).
@@ -579,6 +582,7 @@ def solve_qp_coulomb(
             1.1 prints to stdout when it finds no active set; the projection below suffices).
         stage2_reg: Tikhonov weight on ``|w|^2`` in Stage II, relative to max diag(J_a^T W)^2.
         rank_tol: relative singular value threshold for ``rank(J_f)`` (nullspace W).
+        stage2_eps: OSQP tolerance of Stage II [N] (default: ``eps``).
         stage1_reg: proximal weight ``delta`` on ``|f|^2`` in Stage I, relative to max diag H
             (least-norm Stage I point; avoids ADMM drift on the flat directions).
 
@@ -599,6 +603,7 @@ def solve_qp_coulomb(
         stage2_reg=stage2_reg,
         rank_tol=rank_tol,
         stage1_reg=stage1_reg,
+        stage2_eps=stage2_eps,
     )
 
 
@@ -609,11 +614,12 @@ def solve_qp_noslip(
     stage2: bool = True,
     warm_start: bool = True,
     eps: float = 1e-7,
-    max_iter: int = 4000,
+    max_iter: int = 1500,
     polish: bool = False,
     stage2_reg: float = 1e-9,
     rank_tol: float = 1e-9,
     stage1_reg: float = 1e-7,
+    stage2_eps: float | None = None,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
@@ -634,6 +640,7 @@ def solve_qp_noslip(
         stage2_reg=stage2_reg,
         rank_tol=rank_tol,
         stage1_reg=stage1_reg,
+        stage2_eps=stage2_eps,
     )
 
 
