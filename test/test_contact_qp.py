@@ -335,3 +335,30 @@ def test_bad_options_and_zero_contacts():
     for method in ("qp_coulomb", "qp_noslip", "lcp_coulomb"):
         r = solve(method, p0, SolverState())
         assert r.stats.flags == ("no_contacts",) and r.all_finite
+
+
+def test_grasped_box_is_held_by_friction():
+    """Arm + free box (Sec. 1.5 / 7.1), four fingertip contacts, zero desired accelerations.
+
+    Two-stage qp_coulomb stops the box (maximal dissipation) with a friction grasp: the box stays
+    at rest, the fingertips squeeze it (f_N > 0) within the pyramid, and the contact forces on
+    the robot add up to the box weight (Newton's law for the box, independent of the solver).
+    lcp_coulomb returns a valid LCP (64) solution too; it need not squeeze (normal forces only
+    arise from non-penetration), see docs/contact_methods.md."""
+    from contact_helpers import arm_box
+
+    arm, box, _, cm, qg, bpose = arm_box()
+    p = cm.build(qg, np.zeros(arm.nv), np.zeros(arm.nv), body_q=[bpose], body_v=[np.zeros(6)])
+    assert p.nc == 4 and p.nv == arm.nv + 6
+    res = solve("qp_coulomb", p, SolverState())
+    f = res.contact_forces_local
+    w_box = box.total_mass * 9.81
+    assert np.max(np.abs(res.v_next[p.free])) <= 1e-8
+    assert np.all(f[:, 0] > 0.1)
+    assert pyramid_violation(p, res, 4) <= 1e-9 * f[:, 0].max()
+    np.testing.assert_allclose(res.contact_forces_world.sum(axis=0), [0, 0, -w_box], atol=1e-5)
+    assert p.dynamics_residual(res.tau, res.impulses, res.v_next) <= 1e-12
+    assert np.max(np.abs(res.qdd[p.actuated] - p.qdd_des)) <= 1e-8
+    lcp = solve("lcp_coulomb", p, SolverState())
+    assert lcp.stats.info["lcp_status"] == "success" and lcp.stats.residual <= 1e-9
+    assert p.dynamics_residual(lcp.tau, lcp.impulses, lcp.v_next) <= 1e-12
