@@ -58,7 +58,8 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run_case(robot: str, rate: float, duration: float, warmup: float, executor: str) -> dict:
+def run_case(robot: str, rate: float, duration: float, warmup: float, executor: str,
+             rt_priority: int = 0) -> dict:
     info = robot_info(robot)
     names = info["joint_names"]
     n = len(names)
@@ -67,7 +68,8 @@ def run_case(robot: str, rate: float, duration: float, warmup: float, executor: 
     args = [sys.executable, "-m", "wbc_dynamics.node", "--ros-args", "-r", f"__ns:={ns}",
             "--params-file", os.path.join(REPO, "config", f"{robot}.yaml"),
             "-p", f"control_rate:={float(rate)}", "-p", "diagnostics_rate:=1.0",
-            "-p", f"executor:={executor}", "--log-level", "error"]
+            "-p", f"executor:={executor}", "-p", f"realtime_priority:={rt_priority}",
+            "--log-level", "error"]
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(args, env=env, cwd=REPO)
     node = rclpy.create_node(f"bench_client_{robot}_{int(rate)}")
@@ -110,6 +112,10 @@ def run_case(robot: str, rate: float, duration: float, warmup: float, executor: 
     if proc.poll() is not None or pub_js.get_subscription_count() == 0:
         proc.kill()
         raise RuntimeError(f"controller for {robot} did not start")
+    if rt_priority:
+        from wbc_dynamics.node import set_realtime_priority
+
+        set_realtime_priority(rt_priority)
     stop = threading.Event()
     spin_thread = threading.Thread(target=lambda: [ex.spin_once(timeout_sec=0.05)
                                                    for _ in iter(stop.is_set, True)], daemon=True)
@@ -189,6 +195,7 @@ def run_case(robot: str, rate: float, duration: float, warmup: float, executor: 
     node.destroy_node()
     res = {
         "robot": robot, "rate_hz": rate, "duration_s": duration, "executor": executor,
+        "rt_priority": rt_priority,
         "sent": n_sent, "received": int(samples.size), "missed": int(n_sent - samples.size),
         "latency_us": {
             "mean": float(samples.mean()) if samples.size else float("nan"),
@@ -217,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--executor", default="events",
                     choices=["single_threaded", "events"],
                     help="executor of the node and of this client")
+    ap.add_argument("--rt-priority", type=int, default=0,
+                    help="SCHED_FIFO priority for the node and this client (0 = off)")
     ap.add_argument("--json", default="", help="write the results to this file")
     a = ap.parse_args(argv)
     with open("/proc/loadavg") as f:
@@ -227,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for robot in a.robots:
             for rate in a.rates:
-                r = run_case(robot, rate, a.duration, a.warmup, a.executor)
+                r = run_case(robot, rate, a.duration, a.warmup, a.executor, a.rt_priority)
                 results.append(r)
                 lat = r["latency_us"]
                 tk = r["tick_us"]

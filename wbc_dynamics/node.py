@@ -27,6 +27,7 @@ entry point configures and activates the node itself (parameter ``autostart``, d
 from __future__ import annotations
 
 import math
+import os
 import signal
 import sys
 from typing import Any
@@ -102,6 +103,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "world_frame": (_T.STRING, "world", "frame id of contact wrenches and markers"),
     "marker_scale": (_T.DOUBLE, 0.002, "arrow length per newton in the markers [m/N]"),
     "autostart": (_T.BOOL, True, "main(): configure and activate at start-up"),
+    "realtime_priority": (_T.INTEGER, 0, "main(): SCHED_FIFO priority 1-99 of every thread of "
+                          "the process (0 = normal scheduling; needs CAP_SYS_NICE)"),
     "executor": (_T.STRING, "events", "main(): events (rclpy experimental EventsExecutor) | "
                  "single_threaded"),
 }
@@ -125,6 +128,7 @@ STRUCTURAL = (
     "publish_contacts",
     "contacts_rate",
     "executor",
+    "realtime_priority",
     "world_frame",
     "marker_scale",
 )
@@ -556,6 +560,20 @@ class WbcControllerNode(LifecycleNode):
         self._pub_diag.publish(arr)
 
 
+def set_realtime_priority(priority: int) -> int:
+    """Put every thread of this process (rclpy, DDS receive threads) under SCHED_FIFO.
+
+    Returns the number of threads changed; raises OSError (e.g. missing CAP_SYS_NICE).
+    """
+    if not 1 <= priority <= 99:
+        raise ValueError(f"realtime_priority: must be 1..99, got {priority}")
+    param = os.sched_param(priority)
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    for tid in tids:
+        os.sched_setscheduler(tid, os.SCHED_FIFO, param)
+    return len(tids)
+
+
 def main(args: list[str] | None = None) -> int:
     """Console entry ``wbc_controller``: start the node configured and active.
 
@@ -595,6 +613,13 @@ def main(args: list[str] | None = None) -> int:
     if executor is None:
         executor = SingleThreadedExecutor()
     executor.add_node(node)
+    prio = int(node.get_parameter("realtime_priority").value)
+    if prio:
+        try:
+            k = set_realtime_priority(prio)
+            node.get_logger().info(f"SCHED_FIFO priority {prio} on {k} threads")
+        except (OSError, ValueError) as exc:
+            node.get_logger().warning(f"realtime_priority {prio} not applied: {exc}")
     try:
         while code == 0 and not stop["flag"] and rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
