@@ -502,7 +502,7 @@ def solve_lcp_noslip(
     consistency_tol: float = 1e-3,
     correct_inconsistent: bool = True,
     min_norm: bool = False,
-    min_norm_tol: float = 1e-6,
+    min_norm_tol: float | None = None,
 ) -> ContactResult:
     """Solve one tick with the no-slip model of Sec. 4 (Alg. 1 + Alg. 2).
 
@@ -526,8 +526,9 @@ def solve_lcp_noslip(
         min_norm: resolve indeterminacy by the minimum-norm normal impulses among all LCP solutions
             (``min_norm`` flag) instead of the pivoting solver's vertex solution.
         min_norm_tol: [m/s] contacts with ``w_i <= min_norm_tol`` count as touching in the
-            min-norm selection (a separating contact may then carry force; complementarity is
-            violated by at most ``z_i * min_norm_tol``).
+            min-norm selection (default: ``consistency_tol``, the accepted model mismatch; a
+            smaller value makes forces jump when a contact's tiny separation velocity crosses
+            it). Complementarity is then violated by at most ``z_i * min_norm_tol``.
 
     Returns:
         ContactResult; ``stats.iterations`` = PPM pivots, ``stats.residual`` = max violation of the
@@ -604,7 +605,8 @@ def solve_lcp_noslip(
     if min_norm:
         from .consistency import min_norm_normal_impulses
 
-        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=min_norm_tol)
+        mtol = consistency_tol if min_norm_tol is None else min_norm_tol
+        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=mtol)
         if changed:
             tau, cS, cT, v_next = retrieve_forces(
                 problem,
