@@ -222,6 +222,9 @@ class _ContactAdapter:
     def __init__(self, model, phi_deadband: float) -> None:
         self._m = model
         self.phi_deadband = float(phi_deadband)
+        if hasattr(model, "phi_deadband"):  # the contact model implements it: use that
+            model.phi_deadband = self.phi_deadband
+            self.phi_deadband = 0.0
         self.excluded: set | tuple = ()
 
     def __getattr__(self, name):
