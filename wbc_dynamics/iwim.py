@@ -18,13 +18,22 @@ import numpy as np
 
 from .kernels import derivatives as dk
 from .kernels import world
-from .linearization import workspace
+from .linearization import _fast, workspace
 from .model import RobotModel, _vector
 
 __all__ = ["free_acceleration", "iwim", "task_space_input"]
 
 
 def _input_matrix(model: RobotModel, B) -> np.ndarray:
+    """B as a C-contiguous float64 (nv, m) matrix (finiteness is checked in the kernel)."""
+    if (
+        type(B) is np.ndarray
+        and B.dtype == np.float64
+        and B.ndim == 2
+        and B.shape[0] == model.nv
+        and B.flags.c_contiguous
+    ):
+        return B
     try:
         Bm = np.asarray(B, dtype=np.float64)
     except (TypeError, ValueError):
@@ -33,8 +42,6 @@ def _input_matrix(model: RobotModel, B) -> np.ndarray:
         Bm = Bm[:, None]
     if Bm.ndim != 2 or Bm.shape[0] != model.nv:
         raise ValueError(f"B must have shape ({model.nv}, m), got {Bm.shape}")
-    if not np.all(np.isfinite(Bm)):
-        raise ValueError("B contains NaN or inf")
     return np.ascontiguousarray(Bm)
 
 
@@ -46,14 +53,14 @@ def iwim(model: RobotModel, q, B) -> np.ndarray:
     outward forward substitution with Gamma (eqs. (7)-(8)): O(n m), M^-1 is never formed.
     Units: (1/kg, 1/(kg m^2), ...) times B's.
     """
-    q = _vector(q, model.nq, "q")
+    q = _fast(q, model.nq, "q")
     Bm = _input_matrix(model, B)
     ws = workspace(model)
     Pu, Pa = ws.iwim_buffers(Bm.shape[1])
     out = np.empty_like(Bm)
     st = dk.iwim(q, Bm, out, Pu, Pa, model._topo, model._tree, model._Sm, ws.W, ws.SC)
     if st:
-        model._raise(st)
+        model._raise(st, a="B")
     return out
 
 
@@ -63,8 +70,8 @@ def free_acceleration(model: RobotModel, q, v) -> np.ndarray:
     Gravity and velocity terms only (ABA with tau = 0). Floating base: base acceleration in the
     base frame (m/s^2, rad/s^2) first.
     """
-    q = _vector(q, model.nq, "q")
-    v = _vector(v, model.nv, "v")
+    q = _fast(q, model.nq, "q")
+    v = _fast(v, model.nv, "v")
     ws = workspace(model)
     ddq = np.empty(model.nv)
     st = world.aba(

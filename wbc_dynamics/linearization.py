@@ -50,6 +50,9 @@ class _DerivWorkspace:
         self.dq = np.zeros((nv, nv))
         self.dv = np.zeros((nv, nv))
         self.M = np.zeros((nv, nv))
+        self.ddq_dq = np.zeros((nv, nv))
+        self.ddq_dv = np.zeros((nv, nv))
+        self.empty_b = np.zeros((2 * nv, nv))
         self.ddq = np.zeros(nv)
         self.fext = np.zeros((nb, 6))
         self.iwim_m = -1
@@ -74,8 +77,19 @@ def workspace(model: RobotModel) -> _DerivWorkspace:
     return ws
 
 
+_ND = np.ndarray
+_F64 = np.dtype(np.float64)
+
+
+def _fast(x, n: int, name: str) -> np.ndarray:
+    """x if it already is a contiguous float64 vector of length n, else the core's conversion."""
+    if type(x) is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
+        return x
+    return _vector(x, n, name)
+
+
 def _q(model: RobotModel, q) -> np.ndarray:
-    return _vector(q, model.nq, "q")
+    return _fast(q, model.nq, "q")
 
 
 def _check(model: RobotModel, st: int, v: str = "v", a: str = "a") -> None:
@@ -96,8 +110,8 @@ def rnea_derivatives(
     """
     nv = model.nv
     q = _q(model, q)
-    v = _vector(v, nv, "v")
-    a = _vector(a, nv, "a")
+    v = _fast(v, nv, "v")
+    a = _fast(a, nv, "a")
     ws = workspace(model)
     dq = np.empty((nv, nv))
     dv = np.empty((nv, nv))
@@ -120,8 +134,8 @@ def aba_derivatives(model: RobotModel, q, v, tau) -> tuple[np.ndarray, np.ndarra
     """
     nv = model.nv
     q = _q(model, q)
-    v = _vector(v, nv, "v")
-    tau = _vector(tau, nv, "tau")
+    v = _fast(v, nv, "v")
+    tau = _fast(tau, nv, "tau")
     ws = workspace(model)
     Minv = np.empty((nv, nv))
     ddq_dq = np.empty((nv, nv))
@@ -142,7 +156,7 @@ def tangent_velocity_map(model: RobotModel, v) -> np.ndarray:
     cross-product matrix (v x) of the base twist; joints (a vector space) contribute zero.
     """
     nv = model.nv
-    v = _vector(v, nv, "v")
+    v = _fast(v, nv, "v")
     A = np.zeros((nv, nv))
     if model.floating_base:
         lin, ang = v[:3], v[3:6]
@@ -236,16 +250,20 @@ def linearize(
     Shapes: A (2 nv, 2 nv), B (2 nv, nv) or (2 nv, m).
     """
     nv = model.nv
-    ddq_dq, ddq_dv, Minv = aba_derivatives(model, q, v, tau)
+    q = _q(model, q)
+    v = _fast(v, nv, "v")
+    tau = _fast(tau, nv, "tau")
+    ws = workspace(model)
     A = np.zeros((2 * nv, 2 * nv))
-    A[:nv, :nv] = tangent_velocity_map(model, v)
-    A[:nv, nv:] = np.eye(nv)
-    A[nv:, :nv] = ddq_dq
-    A[nv:, nv:] = ddq_dv
-    if input_matrix is None:
-        B = np.zeros((2 * nv, nv))
-        B[nv:, :] = Minv
-    else:
+    with_b = input_matrix is None
+    B = np.zeros((2 * nv, nv)) if with_b else ws.empty_b
+    st = dk.linearize_continuous(
+        q, v, tau, model.floating_base, with_b, A, B, ws.ddq, ws.dq, ws.dv, ws.M, ws.Minv,
+        ws.ddq_dq, ws.ddq_dv, ws.FP, model._topo, model._tree, model._Sm, model.gravity, ws.fext,
+        ws.W, ws.DW, ws.SC,
+    )  # fmt: skip
+    _check(model, st, a="tau")
+    if not with_b:
         from .iwim import iwim
 
         Bhat = iwim(model, q, input_matrix)

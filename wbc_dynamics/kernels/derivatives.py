@@ -48,6 +48,7 @@ Gamma_ij = D_i^-1 U_i^T S_j (j ancestor of i) of eq. (8): by forward substitutio
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .dynamics import (
@@ -376,6 +377,87 @@ def aba_derivatives(
 
 
 @njit(cache=True, error_model="numpy")
+def linearize_continuous(
+    q,
+    v,
+    tau,
+    floating,
+    with_b,
+    A,
+    B,
+    ddq,
+    dq,
+    dv,
+    M,
+    Minv,
+    ddq_dq,
+    ddq_dv,
+    FP,
+    topo,
+    tree,
+    Sm,
+    gravity,
+    fext,
+    W,
+    DW,
+    SC,
+):
+    """Fill zeroed A (2nv, 2nv) and, if ``with_b``, B (2nv, nv) of the continuous linearization.
+
+    A = [[A_qq, I], [dFD/dq, dFD/dv]], B = [[0], [M^-1]], with A_qq = -ad(v_base) on the base
+    block of a floating base (see :func:`wbc_dynamics.linearization.tangent_velocity_map`).
+    """
+    st = aba_derivatives(
+        q,
+        v,
+        tau,
+        ddq,
+        dq,
+        dv,
+        M,
+        Minv,
+        ddq_dq,
+        ddq_dv,
+        FP,
+        topo,
+        tree,
+        Sm,
+        gravity,
+        fext,
+        W,
+        DW,
+        SC,
+    )
+    if st != OK:
+        return st
+    nv = Minv.shape[0]
+    for r in range(nv):
+        A[r, nv + r] = 1.0
+        for c in range(nv):
+            A[nv + r, c] = ddq_dq[r, c]
+            A[nv + r, nv + c] = ddq_dv[r, c]
+            if with_b:
+                B[nv + r, c] = Minv[r, c]
+    if floating:
+        # -ad_v = -[[w^, l^], [0, w^]] for the base twist v = [l; w]
+        l0, l1, l2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
+        for off in (0, 3):
+            A[off + 0, off + 1] = w2
+            A[off + 0, off + 2] = -w1
+            A[off + 1, off + 0] = -w2
+            A[off + 1, off + 2] = w0
+            A[off + 2, off + 0] = w1
+            A[off + 2, off + 1] = -w0
+        A[0, 4] = l2
+        A[0, 5] = -l1
+        A[1, 3] = -l2
+        A[1, 5] = l0
+        A[2, 3] = l1
+        A[2, 4] = -l0
+    return OK
+
+
+@njit(cache=True, error_model="numpy")
 def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
     """M(q)^-1 B by the O(n) forward-dynamics recursions (seed 001, eqs. (5)-(9)); status code.
 
@@ -390,16 +472,21 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
     st = check_configuration(topo, q)
     if st != OK:
         return st
+    m = B.shape[1]
+    for r in range(B.shape[0]):
+        for c in range(m):
+            if not np.isfinite(B[r, c]):
+                return BAD_A
     kinematics_into(topo, tree, q, W, SC)
     world_quantities(topo, tree, Sm, W, True)
     nb = topo.shape[0]
-    m = B.shape[1]
+    # all loops run over the m input columns innermost (contiguous rows of Pu, Pa, out)
     for i in range(nb):
         _copy6(W[i, 8], W[i, 1])
         for r in range(6):
             for c in range(m):
                 Pu[i, r, c] = 0.0
-    # inward: u_i = B_i - S_i^T pA_i (stored in out rows), pA_parent += U D^-1 u_i
+    # inward (eq. (5)): u_i = B_i - S_i^T B*_i into the rows of out, B*_parent += B*_i + U D^-1 u_i
     for i in range(nb - 1, -1, -1):
         if not _backward_joint(topo, i, W, SC):
             return SINGULAR
@@ -408,28 +495,34 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
         Sw = W[i, 7]
         P = Pu[i]
         for k in range(nvi):
+            row = out[iv + k]
             for c in range(m):
-                s = B[iv + k, c]
-                for r in range(6):
-                    s -= Sw[r, k] * P[r, c]
-                out[iv + k, c] = s
+                row[c] = B[iv + k, c]
+            for r in range(6):
+                s = Sw[r, k]
+                if s != 0.0:
+                    for c in range(m):
+                        row[c] -= s * P[r, c]
         par = topo[i, PARENT]
-        if par >= 0:
-            U = W[i, 2]
-            Di = W[i, 4]
-            Pp = Pu[par]
+        if par < 0:
+            continue
+        U = W[i, 2]
+        Di = W[i, 4]
+        Pp = Pu[par]
+        for r in range(6):
             for c in range(m):
-                for k1 in range(nvi):
-                    t = 0.0
-                    for k2 in range(nvi):
-                        t += Di[k1, k2] * out[iv + k2, c]
-                    for r in range(6):
-                        Pp[r, c] += U[r, k1] * t
+                Pp[r, c] += P[r, c]
+        for k1 in range(nvi):
+            for k2 in range(nvi):
                 for r in range(6):
-                    Pp[r, c] += P[r, c]
-            _add_articulated_to_parent(topo, i, W)
-    # outward: forward substitution with Gamma (eq. (8)-(9))
-    col = SC[0, 0]
+                    f = U[r, k1] * Di[k1, k2]
+                    row = out[iv + k2]
+                    for c in range(m):
+                        Pp[r, c] += f * row[c]
+        _add_articulated_to_parent(topo, i, W)
+    # outward: forward substitution with the unit lower-triangular Gamma (eqs. (7)-(8)),
+    # X_i = D_i^-1 (u_i - U_i^T a_parent), a_i = a_parent + S_i X_i
+    tmp = Pu[0]  # Pu is no longer needed: scratch rows for the nvi <= 6 values of one joint
     for i in range(nb):
         par = topo[i, PARENT]
         iv = topo[i, IV]
@@ -437,22 +530,39 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
         U = W[i, 2]
         Di = W[i, 4]
         Sw = W[i, 7]
-        A = Pa[i]
-        for c in range(m):
+        for k in range(nvi):
+            t = tmp[k]
+            row = out[iv + k]
+            for c in range(m):
+                t[c] = row[c]
+            if par >= 0:
+                Ap = Pa[par]
+                for r in range(6):
+                    f = U[r, k]
+                    for c in range(m):
+                        t[c] -= f * Ap[r, c]
+        for k1 in range(nvi):
+            row = out[iv + k1]
+            for c in range(m):
+                row[c] = 0.0
             for k2 in range(nvi):
-                t = out[iv + k2, c]
-                if par >= 0:
-                    for r in range(6):
-                        t -= U[r, k2] * Pa[par, r, c]
-                col[k2] = t
-            for k1 in range(nvi):
-                s = 0.0
-                for k2 in range(nvi):
-                    s += Di[k1, k2] * col[k2]
-                out[iv + k1, c] = s
-            for r in range(6):
-                s = Pa[par, r, c] if par >= 0 else 0.0
-                for k in range(nvi):
-                    s += Sw[r, k] * out[iv + k, c]
-                A[r, c] = s
+                f = Di[k1, k2]
+                t = tmp[k2]
+                for c in range(m):
+                    row[c] += f * t[c]
+        if topo[i, SUBTREE_END] == iv + nvi:
+            continue  # a leaf: nobody reads its acceleration
+        A = Pa[i]
+        for r in range(6):
+            if par >= 0:
+                for c in range(m):
+                    A[r, c] = Pa[par, r, c]
+            else:
+                for c in range(m):
+                    A[r, c] = 0.0
+            for k in range(nvi):
+                f = Sw[r, k]
+                row = out[iv + k]
+                for c in range(m):
+                    A[r, c] += f * row[c]
     return OK

@@ -1,0 +1,123 @@
+"""Time the derivative / linearization / IWIM functions against Pinocchio in the same process.
+
+Both sides are called through their public Python APIs on the same random state; ours include
+input checking and allocate their returned arrays. Each timing is the best of several
+interleaved repeats (the machine is shared and noisy: compare the ratios of one run).
+
+    python benchmarks/bench_derivatives.py [--robots quadruped humanoid] [--markdown]
+
+Rows:
+  rnea_derivatives  vs pinocchio.computeRNEADerivatives (dtau/dq, dtau/dv, M)
+  aba_derivatives   vs pinocchio.computeABADerivatives  (dqdd/dq, dqdd/dv, M^-1)
+  linearize (dt=None): A, B assembled (2nv x 2nv) vs computeABADerivatives (reference only:
+                       Pinocchio has no such function; the difference is our assembly cost)
+  iwim(q, S_joints) vs pinocchio.computeMinverse(q) @ S_joints
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from wbc_dynamics import RobotModel
+from wbc_dynamics.iwim import iwim
+from wbc_dynamics.linearization import aba_derivatives, linearize, rnea_derivatives
+from wbc_dynamics.robots import robot_info, robot_path
+
+
+def _best_time(fn, number: int, repeat: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best * 1e6
+
+
+def bench_robot(name: str, floating: bool, number: int, repeat: int) -> list[tuple]:
+    import pinocchio as pin
+
+    path = robot_path(name)
+    model = RobotModel.from_urdf(path, floating_base=floating)
+    if floating:
+        pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    else:
+        pmodel = pin.buildModelFromUrdf(path)
+    pdata = pmodel.createData()
+    rng = np.random.default_rng(0)
+    q = pin.randomConfiguration(pmodel, -np.ones(pmodel.nq), np.ones(pmodel.nq))
+    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    off = 6 if floating else 0
+    S = np.zeros((model.nv, model.nv - off))
+    S[off:] = np.eye(model.nv - off)
+    cases = [
+        (
+            "rnea_derivatives",
+            lambda: rnea_derivatives(model, q, v, a),
+            lambda: pin.computeRNEADerivatives(pmodel, pdata, q, v, a),
+        ),
+        (
+            "aba_derivatives",
+            lambda: aba_derivatives(model, q, v, a),
+            lambda: pin.computeABADerivatives(pmodel, pdata, q, v, a),
+        ),
+        (
+            "linearize (A, B)",
+            lambda: linearize(model, q, v, a),
+            lambda: pin.computeABADerivatives(pmodel, pdata, q, v, a),
+        ),
+        (
+            "iwim (joints)",
+            lambda: iwim(model, q, S),
+            lambda: pin.computeMinverse(pmodel, pdata, q) @ S,
+        ),
+    ]
+    rows = []
+    for label, ours, theirs in cases:
+        t_ours, t_pin = float("inf"), float("inf")
+        for _ in range(3):  # interleave so that both see the same machine load
+            t_ours = min(t_ours, _best_time(ours, number, repeat))
+            t_pin = min(t_pin, _best_time(theirs, number, repeat))
+        rows.append((name, "floating" if floating else "fixed", model.nv, label, t_ours, t_pin))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--robots", nargs="*", default=["quadruped", "humanoid", "branched", "arm"])
+    parser.add_argument("--number", type=int, default=1000, help="calls per repeat")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    args = parser.parse_args(argv)
+    rows = []
+    for name in args.robots:
+        rows += bench_robot(name, robot_info(name)["floating_base"], args.number, args.repeat)
+    if args.markdown:
+        print("| robot | base | nv | function | wbc_dynamics [µs] | Pinocchio [µs] | ratio |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(
+                f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.1f} | {r[5]:.1f} | "
+                f"{r[4] / r[5]:.2f} |"
+            )
+    else:
+        print(
+            f"{'robot':10s} {'base':8s} {'nv':>3s}  {'function':18s} {'ours us':>8s} "
+            f"{'pin us':>8s} {'ratio':>6s}"
+        )
+        for r in rows:
+            print(
+                f"{r[0]:10s} {r[1]:8s} {r[2]:3d}  {r[3]:18s} {r[4]:8.1f} {r[5]:8.1f} "
+                f"{r[4] / r[5]:6.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
