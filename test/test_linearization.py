@@ -204,3 +204,37 @@ def test_discretize_checks_dt_and_matches_euler_for_small_dt(branched):
     Ad, Bd = discretize(A, B, 1e-7)
     assert _rel((Ad - np.eye(A.shape[0])) / 1e-7, A) < 1e-5
     assert _rel(Bd / 1e-7, B) < 1e-5
+
+
+def test_warmup_compiles_everything():
+    """After ``warmup`` the first real calls (other inputs, other widths of B) compile nothing."""
+    from numba.core.registry import CPUDispatcher
+
+    from wbc_dynamics.iwim import free_acceleration, iwim, task_space_input
+    from wbc_dynamics.kernels import derivatives
+    from wbc_dynamics.linearization import rnea_derivatives, warmup
+
+    def counts():
+        return {
+            k: len(o.signatures)
+            for k, o in vars(derivatives).items()
+            if isinstance(o, CPUDispatcher)
+        }
+
+    for name, floating in (("quadruped", True), ("arm", False)):
+        model = RobotModel.from_urdf(robot_path(name), floating_base=floating)
+        assert warmup(model) >= 0.0
+        before = counts()
+        nv = model.nv
+        q = model.neutral()
+        v = np.linspace(-1, 1, nv)
+        rnea_derivatives(model, list(q), v.astype(np.float32), np.zeros(2 * nv)[::2])
+        aba_derivatives(model, q, v, np.ones(nv))
+        linearize(model, q, v, np.ones(nv), dt=0.01)
+        linearize(model, q, v, np.ones(nv), input_matrix=np.ones((nv, 3)))
+        iwim(model, q, np.ones((nv, 4)).T.copy().T)  # a Fortran-ordered B is converted
+        iwim(model, q, np.arange(nv))
+        free_acceleration(model, q, v)
+        J = model.jacobian(q, model.link_names[-1])
+        task_space_input(model, q, v, J, np.zeros(6), np.ones(6), np.eye(nv), damping=1e-3)
+        assert counts() == before

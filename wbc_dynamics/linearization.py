@@ -34,6 +34,7 @@ __all__ = [
     "rnea_derivatives",
     "state_difference",
     "tangent_velocity_map",
+    "warmup",
 ]
 
 
@@ -272,3 +273,26 @@ def linearize(
     if dt is None:
         return A, B
     return discretize(A, B, float(dt))
+
+
+def warmup(model: RobotModel) -> float:
+    """Compile/load and run every derivative kernel once for ``model`` (seconds taken).
+
+    Allocates the model's derivative workspace. Call it at start-up (e.g. from
+    ``RobotModel.warmup``) so that no control tick pays for numba compilation.
+    """
+    import time
+
+    from .iwim import free_acceleration, iwim
+
+    t0 = time.perf_counter()
+    q = model.neutral()
+    z = np.zeros(model.nv)
+    rnea_derivatives(model, q, z, z)
+    rnea_derivatives(model, q, z, z, gravity=False)
+    aba_derivatives(model, q, z, z)
+    linearize(model, q, z, z)
+    linearize(model, q, z, z, input_matrix=np.eye(model.nv)[:, :1])
+    iwim(model, q, np.eye(model.nv))
+    free_acceleration(model, q, z)
+    return time.perf_counter() - t0
