@@ -362,3 +362,31 @@ def test_grasped_box_is_held_by_friction():
     lcp = solve("lcp_coulomb", p, SolverState())
     assert lcp.stats.info["lcp_status"] == "success" and lcp.stats.residual <= 1e-9
     assert p.dynamics_residual(lcp.tau, lcp.impulses, lcp.v_next) <= 1e-12
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_sparse_lifted_formulation_matches_dense(method):
+    """formulation="sparse" (u = J_f^T f, t = J_a^T f lifted, Stage II as J_f^T f = J_f^T f0)
+    solves the same two QPs as the reduced dense form with the nullspace W."""
+    rng = np.random.default_rng(12)
+    m = quadruped_models()[0]
+    for _ in range(3):
+        p = quadruped_problem(v=0.05 * rng.standard_normal(m.nv),
+                              qdd=rng.standard_normal(m.nv - 6), mu=0.6)
+        d = solve(method, p, SolverState(), formulation="dense")
+        s = solve(method, p, SolverState(), formulation="sparse")
+        assert s.stats.info["formulation"] == "sparse" and d.stats.info["formulation"] == "dense"
+        assert s.stats.info["nullity"] == d.stats.info["nullity"] == 6
+        scale = max(1.0, np.abs(d.tau).max())
+        np.testing.assert_allclose(s.tau, d.tau, atol=1e-4 * scale)
+        np.testing.assert_allclose(s.v_next, d.v_next, atol=1e-6)
+        check_result(p, s, method == "qp_coulomb")
+    st = SolverState()
+    for _ in range(3):      # warm path of the sparse solvers
+        p = quadruped_problem(qdd=0.1 * rng.standard_normal(12))
+        r = solve(method, p, st, formulation="sparse")
+        d = solve(method, p, SolverState(), formulation="dense")
+        np.testing.assert_allclose(r.tau, d.tau, atol=1e-4 * max(1.0, np.abs(d.tau).max()))
+    assert not r.stats.info["setup"] and r.stats.warm_start_used
+    with pytest.raises(ValueError, match="formulation"):
+        solve(method, p, SolverState(), formulation="lifted")

@@ -109,7 +109,7 @@ def _reduce_kernel(
 ):
     """Eliminate (v+, tau) (eqs. 63, 85-94). J: (m, nv) rows of the contact variables.
 
-    Returns (ok, L_G, tau0, fstar, v0, Kff, Jf, H, Jv0, uf_term) with
+    Returns (ok, L_G, tau0, fstar, v0, Kff, Jf, H, Jv0, uf_term, ufree) with
     H = J_f K_ff J_f^T, Jv0 = J v0 and uf_term = J_f (f*_f - M^-1_fa G^-1 f*_a) (the linear
     term of the Stage I objective, see qp.py).
     """
@@ -137,7 +137,7 @@ def _reduce_kernel(
     Jv0 = np.zeros(m)
     uf = np.zeros(m)
     if not ok:
-        return False, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf
+        return False, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, np.zeros(nf)
     # tau0 = G^-1 (qdot_des - f*_a) / dt ; qdot_des = v_a + dt qdd
     for i in range(nu):
         tau0[i] = v[act[i]] + dt * qdd[i] - fstar[act[i]]
@@ -202,7 +202,7 @@ def _reduce_kernel(
         for c in range(nf):
             s += Jf[i, c] * ufree[c]
         uf[i] = s
-    return True, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf
+    return True, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree
 
 
 @njit(cache=True)
@@ -260,7 +260,8 @@ class ReducedDynamics:
         Kff: (nf, nf) = (M_ff)^-1, the Schur complement of G in M^-1.
         Jf: (m, nf) free-dof columns of J. H: (m, m) = J_f K_ff J_f^T (= Z^T A Z of eq. 97).
         Jv0: (m,) J v0 (contact velocities without contact impulses).
-        uf: (m,) linear term of the Stage I objective (eq. 98) [m/s].
+        uf: (m,) linear term of the Stage I objective (eq. 98) [m/s], ``uf = J_f ufree``.
+        ufree: (nf,) ``f*_f - M^-1_fa G^-1 f*_a`` [m/s].
     """
 
     problem: ContactProblem
@@ -274,12 +275,13 @@ class ReducedDynamics:
     H: np.ndarray
     Jv0: np.ndarray
     uf: np.ndarray
+    ufree: np.ndarray
 
     @classmethod
     def build(cls, problem: ContactProblem, J: np.ndarray) -> ReducedDynamics:
         """Raises numpy.linalg.LinAlgError if P M^-1 P^T is not positive definite."""
         J = np.ascontiguousarray(J, dtype=np.float64)
-        ok, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf = _reduce_kernel(
+        ok, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree = _reduce_kernel(
             problem.Minv,
             problem.h,
             problem.v,
@@ -293,7 +295,7 @@ class ReducedDynamics:
             raise np.linalg.LinAlgError(
                 "ContactProblem.Minv: actuated block P M^-1 P^T is not positive definite"
             )
-        return cls(problem, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf)
+        return cls(problem, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree)
 
     def recover(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(tau [N m], v+ [m/s], generalized impulse J^T c [N s]) for impulses ``c`` (m,)."""

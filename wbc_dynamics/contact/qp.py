@@ -180,10 +180,15 @@ class _QPSolver:
     """
 
     def __init__(self, Pd: np.ndarray, qv: np.ndarray, Ad: np.ndarray, Amask: np.ndarray,
-                 lo: np.ndarray, up: np.ndarray, settings: dict[str, Any]) -> None:
+                 lo: np.ndarray, up: np.ndarray, settings: dict[str, Any],
+                 Pmask: np.ndarray | None = None) -> None:
         n = Pd.shape[0]
         self.n, self.ncon = n, Ad.shape[0]
-        p_ptr, p_idx, self.p_rows, self.p_cols = _dense_upper_pattern(n)
+        if Pmask is None:
+            p_ptr, p_idx, self.p_rows, self.p_cols = _dense_upper_pattern(n)
+        else:
+            p_ptr, self.p_rows, self.p_cols = _pattern_from_mask(np.triu(Pmask))
+            p_idx = self.p_rows
         a_ptr, self.a_rows, self.a_cols = _pattern_from_mask(Amask)
         P = sp.csc_matrix((Pd[self.p_rows, self.p_cols], p_idx, p_ptr), shape=(n, n))
         A = sp.csc_matrix((Ad[self.a_rows, self.a_cols], self.a_rows, a_ptr),
@@ -198,9 +203,11 @@ class _QPSolver:
     def gather_a(self, Ad: np.ndarray) -> np.ndarray:
         return Ad[self.a_rows, self.a_cols]
 
-    def update(self, Px: np.ndarray, qv: np.ndarray, Ax: np.ndarray, lo: np.ndarray) -> None:
-        """New values on the same pattern (upper bounds stay +inf)."""
-        self._s.update_data_vec(q=qv, l=np.maximum(lo, -_OSQP_INF), u=None)
+    def update(self, Px: np.ndarray, qv: np.ndarray, Ax: np.ndarray, lo: np.ndarray,
+               up: np.ndarray | None = None) -> None:
+        """New values on the same pattern (``up=None``: upper bounds unchanged)."""
+        self._s.update_data_vec(q=qv, l=np.maximum(lo, -_OSQP_INF),
+                                u=None if up is None else np.minimum(up, _OSQP_INF))
         self._s.update_data_mat(P_x=Px, P_i=None, A_x=Ax, A_i=None)
 
     def warm_start(self, x: np.ndarray) -> None:
@@ -377,20 +384,104 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
     return W, P2, q2, A2, l2
 
 
+# --------------------------------------------------------------------------- lifted (sparse) form
+def _sparse_stage1(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
+                   st: _QPSolver | None, settings: dict[str, Any], delta: float
+                   ) -> tuple[_QPSolver, bool]:
+    """Stage I with the generalized free impulse ``u = J_f^T f`` lifted as nf extra variables.
+
+    Same QP as the reduced form: ``1/2 u^T K_ff u + ufree^T u / dt + delta/2 |f|^2`` subject to
+    ``u = J_f^T f``, ``(J_N,f K_ff) u >= lbN`` and C f >= 0; every block is at most nf (= 6)
+    wide, so the KKT system stays sparse and OSQP's cost grows linearly with the contacts.
+    Returns (solver, setup_happened).
+    """
+    nc, m, dt = lay.nc, lay.m, float(problem.dt)
+    nf = red.Jf.shape[1]
+    n1 = m + nf
+    P = np.zeros((n1, n1))
+    P[np.arange(m), np.arange(m)] = delta
+    P[m:, m:] = red.Kff
+    qv = np.concatenate([np.zeros(m), red.ufree / dt])
+    C = lay.constraint_block(problem.mu)
+    ncc = C.shape[0]
+    A = np.zeros((nf + nc + ncc, n1))
+    A[:nf, :m] = -red.Jf.T
+    A[:nf, m:] = np.eye(nf)
+    A[nf:nf + nc, m:] = red.Jf[:nc] @ red.Kff
+    A[nf + nc:, :m] = C
+    lo = np.concatenate([np.zeros(nf), (-problem.phi / dt - red.Jv0[:nc]) / dt, np.zeros(ncc)])
+    up = np.concatenate([np.zeros(nf), np.full(nc + ncc, _INF)])
+    if st is None:
+        Pmask = np.zeros((n1, n1), dtype=bool)
+        Pmask[np.arange(m), np.arange(m)] = True
+        Pmask[m:, m:] = True
+        Amask = np.zeros(A.shape, dtype=bool)
+        Amask[:nf, :] = True
+        Amask[nf:nf + nc, m:] = True
+        Amask[nf + nc:, :m] = lay.constraint_mask()
+        return _QPSolver(P, qv, A, Amask, lo, up, settings, Pmask=Pmask), True
+    st.update(st.gather_p(P), qv, st.gather_a(A), lo, up)
+    return st, False
+
+
+def _sparse_stage2(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
+                   f0: np.ndarray, tau1: np.ndarray, st: _QPSolver | None,
+                   settings: dict[str, Any], reg: float) -> tuple[_QPSolver, bool]:
+    """Stage II in lifted form: the Stage I optimal set written as ``J_f^T f = J_f^T f0``
+    (equivalent to ``f = f0 + W w``, ``W = ker J_f^T``) and the torque change ``t = J_a^T f``
+    as nu extra variables: ``min 1/2 |tau(f0) + J_a^T f0 - t|^2 + reg/2 |f - f0|^2``."""
+    m = lay.m
+    Ja = red.J[:, problem.actuated]
+    nu = Ja.shape[1]
+    nf = red.Jf.shape[1]
+    n2 = m + nu
+    P = np.zeros((n2, n2))
+    P[np.arange(m), np.arange(m)] = reg
+    P[np.arange(m, n2), np.arange(m, n2)] = 1.0
+    b = tau1 + Ja.T @ f0
+    qv = np.concatenate([-reg * f0, -b])
+    C = lay.constraint_block(problem.mu)
+    ncc = C.shape[0]
+    A = np.zeros((nu + nf + ncc, n2))
+    A[:nu, :m] = -Ja.T
+    A[:nu, m:] = np.eye(nu)
+    A[nu:nu + nf, :m] = red.Jf.T
+    A[nu + nf:, :m] = C
+    jf0 = red.Jf.T @ f0
+    lo = np.concatenate([np.zeros(nu), jf0, np.zeros(ncc)])
+    up = np.concatenate([np.zeros(nu), jf0, np.full(ncc, _INF)])
+    if st is None:
+        Pmask = np.eye(n2, dtype=bool)
+        Amask = np.zeros(A.shape, dtype=bool)
+        Amask[:nu + nf, :] = True
+        Amask[:nu, m:] = np.eye(nu, dtype=bool)
+        Amask[nu:nu + nf, m:] = False
+        Amask[nu + nf:, :m] = lay.constraint_mask()
+        return _QPSolver(P, qv, A, Amask, lo, up, settings, Pmask=Pmask), True
+    st.update(st.gather_p(P), qv, st.gather_a(A), lo, up)
+    return st, False
+
+
 # --------------------------------------------------------------------------- the method
 def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, coulomb: bool,
                      *, friction_edges: int | None = None, stage2: bool = True,
                      warm_start: bool = True, eps: float = 1e-7, max_iter: int = 1500,
                      polish: bool = False, stage2_reg: float = 1e-9,
                      rank_tol: float = 1e-9, stage1_reg: float = 1e-7,
-                     stage2_eps: float | None = None) -> ContactResult:
+                     stage2_eps: float | None = None, formulation: str = "auto",
+                     sparse_above: int = 8) -> ContactResult:
+    if formulation not in ("auto", "dense", "sparse"):
+        raise ValueError(f"{method}: formulation must be 'auto', 'dense' or 'sparse', "
+                         f"got {formulation!r}")
     nc = problem.nc
+    form = formulation if formulation != "auto" else ("dense" if nc <= sparse_above
+                                                     else "sparse")
     dt = float(problem.dt)
     ids = tuple(problem.contact_ids)
     k = int(problem.friction_edges if friction_edges is None else friction_edges)
     if coulomb and (k < 4 or k % 2):
         raise ValueError(f"{method}: friction_edges must be even and >= 4, got {k}")
-    key = (ids, k if coulomb else 0)
+    key = (ids, k if coulomb else 0, form)
     data = mstate.data
     lay: QPLayout | None = data.get(f"{method}_layout")
     if lay is None or data.get(f"{method}_key") != key:
@@ -409,7 +500,20 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     Hp = red.H.copy()
     Hp[np.diag_indices(m)] += stage1_reg * max(1.0, float(np.max(np.diag(red.H))))
     st1: _QPSolver | None = data.get(f"{method}_s1")
-    if st1 is None or data.get(f"{method}_key") != key or not warm_start:
+    delta = stage1_reg * max(1.0, float(np.max(np.diag(red.H))))
+    if form == "sparse":
+        reuse = st1 is not None and data.get(f"{method}_key") == key and warm_start
+        st1, setup = _sparse_stage1(problem, lay, red, st1 if reuse else None,
+                                    _settings(eps, max_iter, warm_start, polish), delta)
+        info["setup"] = setup
+        if setup and warm_start:
+            x0 = _mapped_warm_start(mstate, method, lay, ids)
+            if x0 is not None:
+                st1.warm_start(np.concatenate([x0, red.Jf.T @ x0]))
+                stats.warm_start_used = True
+        elif not setup:
+            stats.warm_start_used = True
+    elif st1 is None or data.get(f"{method}_key") != key or not warm_start:
         C = lay.constraint_block(mu)
         A1 = np.vstack([red.H[:nc], C])
         mask1 = np.vstack([np.ones((nc, m), dtype=bool), lay.constraint_mask()])
@@ -429,7 +533,10 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
         st1.update(Px, qv1, Ax, lo1)
         stats.warm_start_used = True
     s1, it1, x1 = st1.solve()
+    if x1 is not None:
+        x1 = x1[:m]
     info["stage1_status"] = _status_name(s1)
+    info["formulation"] = form
     stats.iterations = it1
     if x1 is None or s1 not in _ACCEPT:
         res = fallback_result(problem, method, data.get("tau"),
@@ -458,7 +565,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     if stage2:
         f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start,
                          eps if stage2_eps is None else stage2_eps, max_iter,
-                         polish, stage2_reg, rank_tol, info, coulomb, k)
+                         polish, stage2_reg, rank_tol, info, coulomb, k, form)
         stats.iterations += it2
         if info["stage2_status"] not in ("solved", "skipped"):
             stats.add_flag("iteration_limit")
@@ -512,11 +619,36 @@ def _mapped_warm_start(mstate: MethodState, method: str, lay: QPLayout, ids: tup
 def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLayout,
             red: ReducedDynamics, f0: np.ndarray, key, warm_start: bool, eps: float,
             max_iter: int, polish: bool, reg: float, rank_tol: float, info: dict,
-            coulomb: bool, k: int) -> tuple[np.ndarray, int]:
+            coulomb: bool, k: int, form: str = "dense") -> tuple[np.ndarray, int]:
     """Minimum-norm torques in the nullspace W of Z^T A Z (eqs. 102-112)."""
     data = mstate.data
     mu = problem.mu
     tau1, _, _ = red.recover(problem.dt * f0)     # torques of the Stage I solution
+    if form == "sparse":
+        r = lay.m - (int(np.linalg.matrix_rank(red.Jf, tol=rank_tol * max(
+            1.0, float(np.abs(red.Jf).max())))) if red.Jf.shape[1] else 0)
+        info["nullity"] = r
+        if r == 0:
+            info["stage2_status"] = "skipped"
+            return f0, 0
+        skey = (key, "sparse")
+        st2 = data.get(f"{method}_s2")
+        reuse = st2 is not None and data.get(f"{method}_key2") == skey and warm_start
+        st2, setup = _sparse_stage2(problem, lay, red, f0, tau1, st2 if reuse else None,
+                                    _settings(eps, max_iter, warm_start, polish), reg)
+        if setup:
+            info["setup2"] = True
+        s2, it, x2 = st2.solve()
+        if x2 is not None and s2 in _ACCEPT:
+            f = _project(x2[:lay.m], mu, k, coulomb)
+            info["stage2_status"] = "solved" if s2 == _SOLVED else _status_name(s2)
+            data[f"{method}_s2"] = st2
+            data[f"{method}_key2"] = skey
+        else:
+            f = f0
+            info["stage2_status"] = f"failed: {_status_name(s2)}"
+            data.pop(f"{method}_s2", None)
+        return f, it
     Ja = np.ascontiguousarray(red.J[:, problem.actuated])
     W, P2, q2, A2, l2 = _stage2_data(red.Jf, Ja, f0, tau1, mu, k, coulomb, reg, rank_tol)
     r = W.shape[1]
@@ -565,6 +697,8 @@ def solve_qp_coulomb(
     rank_tol: float = 1e-9,
     stage1_reg: float = 1e-7,
     stage2_eps: float | None = None,
+    formulation: str = "auto",
+    sparse_above: int = 8,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with a k-edge friction pyramid (Sec. 6.2).
@@ -583,6 +717,10 @@ def solve_qp_coulomb(
         stage2_reg: Tikhonov weight on ``|w|^2`` in Stage II, relative to max diag(J_a^T W)^2.
         rank_tol: relative singular value threshold for ``rank(J_f)`` (nullspace W).
         stage2_eps: OSQP tolerance of Stage II [N] (default: ``eps``).
+        formulation: ``"dense"`` (reduced form, nullspace W in Stage II, as in the paper),
+            ``"sparse"`` (same QPs with ``u = J_f^T f`` and ``t = J_a^T f`` lifted as extra
+            variables and Stage II written as ``J_f^T f = J_f^T f0``; OSQP cost linear in the
+            number of contacts) or ``"auto"``: dense for ``nc <= sparse_above``.
         stage1_reg: proximal weight ``delta`` on ``|f|^2`` in Stage I, relative to max diag H
             (least-norm Stage I point; avoids ADMM drift on the flat directions).
 
@@ -604,6 +742,8 @@ def solve_qp_coulomb(
         rank_tol=rank_tol,
         stage1_reg=stage1_reg,
         stage2_eps=stage2_eps,
+        formulation=formulation,
+        sparse_above=sparse_above,
     )
 
 
@@ -620,6 +760,8 @@ def solve_qp_noslip(
     rank_tol: float = 1e-9,
     stage1_reg: float = 1e-7,
     stage2_eps: float | None = None,
+    formulation: str = "auto",
+    sparse_above: int = 8,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
@@ -641,6 +783,8 @@ def solve_qp_noslip(
         rank_tol=rank_tol,
         stage1_reg=stage1_reg,
         stage2_eps=stage2_eps,
+        formulation=formulation,
+        sparse_above=sparse_above,
     )
 
 
