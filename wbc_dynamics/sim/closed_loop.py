@@ -465,8 +465,9 @@ class ClosedLoop:
 
     def _settle_grasp(self, duration: float) -> None:
         """Arm: close the fingers on the box (held in place meanwhile) under PD + gravity
-        compensation (RNEA) towards the reference's t = 0 pose, then let go of the box and
-        restart the clock: every controller starts from the same firm grasp."""
+        compensation (RNEA) towards the reference's t = 0 pose (fingers 0.05 rad beyond the box
+        faces, squeezing with a torque-level PD), then let go of the box and restart the clock:
+        every controller starts from the same preloaded grasp."""
         if duration <= 0.0 or self.cfg.robot != "arm":
             return
         from ..model import RobotModel
@@ -477,9 +478,13 @@ class ClosedLoop:
         box_q, _ = self.plant.free_body_state("box")
         q_ref = self.ref.sample(0.0)[0]
         dt = 1.0 / self.cfg.control_rate
+        fingers = np.array([self.joint_names.index(j) for j in self.info["finger_joints"]])
         for _ in range(int(round(duration / dt))):
             q, v = self.plant.get_state()
             tau = m.rnea(q, v, 400.0 * (q_ref - q) - 40.0 * v)
+            # the light fingers get a torque-level squeeze (5 N m/rad towards the reference,
+            # which closes beyond the faces): a preloaded grasp, not a bare touch
+            tau[fingers] += 5.0 * (q_ref[fingers] - q[fingers]) - 0.05 * v[fingers]
             self.plant.step(np.clip(tau, -self.limit, self.limit), self.cfg.sim_substeps)
             self.plant.set_free_body_state("box", box_q)
         self.plant.data.time = 0.0
