@@ -53,6 +53,14 @@ impulses are projected onto ``f_N >= 0`` and the pyramid (clip / radial scaling,
 the order of the solver tolerance), and ``tau``, ``v+`` are recomputed from the projected impulses,
 so eqs. (37) and (38) hold to rounding error and the pyramid holds exactly.
 
+Formulation (option ``formulation``): ``"dense"`` is the reduced form above (dense
+``J_f K_ff J_f^T`` Hessian, dense ``W``), fastest for a few contacts. ``"sparse"`` solves the same
+two QPs with the generalized free impulse ``u = J_f^T f`` (nf extra variables, Hessian ``K_ff``)
+and, in Stage II, the torque change ``t = J_a^T f`` (nu extra variables) lifted, and Stage II's
+optimal set written as ``J_f^T f = J_f^T f0`` (equivalent to ``f0 + W w``): every block is at most
+max(nf, nu) wide, so OSQP's KKT factorization stays sparse and the cost grows linearly with the
+number of contacts. ``"auto"`` (default) uses dense for ``nc <= sparse_above`` (8).
+
 Stage I adds a tiny proximal term ``delta/2 |f|^2`` (option ``stage1_reg``, default 1e-7 relative
 to max diag H): without it the Stage I optimum is a whole face (indeterminacy) and ADMM drifts
 along the flat directions (unbounded for the free tangential impulses of ``qp_noslip``); with it
