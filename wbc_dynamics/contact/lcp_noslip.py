@@ -365,6 +365,7 @@ def lcp_noslip_kernel(
     tol_rel,
     eps_p=0.0,
     dep_tol=1e-4,
+    ppm_rank_tol=-1.0,
 ):
     """Whole ``lcp_noslip`` solve (Alg. 1 + LCP (44)-(45) + Alg. 2 + force retrieval, Sec. 4.5).
 
@@ -372,7 +373,8 @@ def lcp_noslip_kernel(
     n_rows_dropped, max_violation) where max_violation is the largest violation of
     ``N v+ >= -phi/dt``, ``S v+ = 0``, ``T v+ = 0`` over all contacts [m/s].
     ``eps_p > 0``: soft P rows (see :func:`_alg1`); then ``tau`` is a penalty force, not a torque.
-    ``dep_tol`` [m/s]: see :func:`_ppm`.
+    ``dep_tol`` [m/s]: see :func:`_ppm`. ``ppm_rank_tol`` (default: ``rank_tol``): pivot
+    tolerance of Alg. 2 (the soft correction problem is deliberately ill-conditioned, O(eps_p)).
     """
     nv = Minv.shape[0]
     nu = act.shape[0]
@@ -423,7 +425,8 @@ def lcp_noslip_kernel(
     r = N @ ftil
     for i in range(nc):
         r[i] += phi[i] / dt
-    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol)
+    prt = rank_tol if ppm_rank_tol < 0.0 else ppm_rank_tol
+    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, prt, tol, dep_tol)
     # force retrieval (Sec. 4.5): lambda = X^-1 (g - G f* - W^T N^T z),
     # v+ = f* + W lambda + M^-1 N^T z
     y = N.T @ z
