@@ -61,6 +61,8 @@ __all__ = [
     "warmup",
 ]
 
+_REFACTOR_EVERY = 40   # pivots between refactorizations of the basis inverse
+
 SUCCESS = 0
 RAY_TERMINATION = 1
 PIVOT_LIMIT = 2
@@ -242,7 +244,23 @@ def _lemke_run(
     basis[r] = z0
     pivots = 1
     entering = leaving + n if leaving < n else leaving - n
+    n_refac = 0
     while pivots < max_pivots:
+        if pivots - n_refac >= _REFACTOR_EVERY:
+            # periodic refactorization: rebuild B^-1 and x = B^-1 q from the basis (removes
+            # the round-off drift of the rank-1 updates on long, degenerate pivot sequences)
+            n_refac = pivots
+            Bm = np.empty((n, n))
+            for i in range(n):
+                _column(Q, d, basis[i], tmp)
+                for r in range(n):
+                    Bm[r, i] = tmp[r]
+            Bi = np.empty((n, n))
+            if _invert(Bm, Bi, np.empty((n, n))):
+                for i in range(n):
+                    for j in range(n):
+                        Binv[i, j] = Bi[i, j]
+                _matvec(Binv, q, x)
         _column(Q, d, entering, tmp)
         _matvec(Binv, tmp, col)
         best = np.inf
@@ -560,7 +578,7 @@ def solve_lcp(
     warm_basic: np.ndarray | None = None,
     max_pivots: int | None = None,
     tol: float = 1e-9,
-    piv_tol: float = 1e-12,
+    piv_tol: float = 1e-9,
     regularize: bool = True,
     eps_min: float = 1e-12,
     eps_max: float = 1e-2,
@@ -576,7 +594,8 @@ def solve_lcp(
         warm_basic: optional (n,) bool, the ``z`` indices that were basic last time.
         max_pivots: pivot limit per attempt (default ``50 n + 10``).
         tol: acceptance tolerance of the LCP violation, relative to ``max |q|``.
-        piv_tol: pivot-element threshold (entries below are treated as zero).
+        piv_tol: pivot-element threshold (entries below are treated as zero; q is normalized,
+            1e-9 avoids the spurious tiny pivots of degenerate contact LCPs).
         regularize: enable the Tikhonov fallback ``Q + eps I``.
         eps_min, eps_max, eps_factor: Tikhonov schedule, relative to ``max(1, max_i |Q_ii|)``.
         reg_tol: a regularized solution is accepted only if it violates the ORIGINAL LCP by at
