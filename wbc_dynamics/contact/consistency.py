@@ -220,7 +220,7 @@ def _min_norm_kernel(Minv, act, S, T, N, z0, w, tol, rank_tol, max_iter):
 
 def min_norm_normal_impulses(
     problem: ContactProblem, cN: np.ndarray, w: np.ndarray, tol: float = 1e-6,
-    max_iter: int = 100,
+    max_iter: int = 100, rank_tol: float = 1e-6,
 ) -> tuple[np.ndarray, bool]:
     """Minimum-norm normal impulses among all solutions of the no-slip LCP (indeterminacy).
 
@@ -232,6 +232,7 @@ def min_norm_normal_impulses(
     Args:
         cN: (nc,) a solution z* of the LCP [N s]; w: (nc,) its complementary slack [m/s].
         tol: [m/s] contacts with w_i <= tol count as touching (set A).
+        rank_tol: Alg. 1 tolerance (must match the solve that produced cN).
 
     Returns:
         (z, changed): z = argmin ||z|| over the solution set; (cN, False) if nothing to do or the
@@ -240,5 +241,6 @@ def min_norm_normal_impulses(
     p = problem
     z, ok = _min_norm_kernel(p.Minv, p.actuated, p.S, p.T, p.N,
                              np.ascontiguousarray(cN, dtype=np.float64),
-                             np.ascontiguousarray(w, dtype=np.float64), tol, 1e-6, max_iter)
+                             np.ascontiguousarray(w, dtype=np.float64), tol, rank_tol,
+                             max_iter)
     return (z, True) if ok else (np.asarray(cN, dtype=np.float64), False)

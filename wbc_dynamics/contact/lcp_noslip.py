@@ -609,12 +609,13 @@ def solve_lcp_noslip(
         from .consistency import min_norm_normal_impulses
 
         mtol = consistency_tol if min_norm_tol is None else min_norm_tol
-        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=mtol)
+        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=mtol, rank_tol=rank_tol)
         if changed:
             tau, cS, cT, v_next = retrieve_forces(
                 problem,
                 cN,
                 qdd_des=(stats.info["qdd_corrected"] if "qdd_corrected" in stats.info else None),
+                rank_tol=rank_tol,
             )
             nb = cN > 0.0
         stats.add_flag("min_norm")
