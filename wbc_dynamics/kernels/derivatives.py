@@ -129,7 +129,6 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
     t1 = SC[0, 0]
     t2 = SC[0, 1]
     t3 = SC[0, 2]
-    e = SC[0, 3]
     for i in range(nb):
         par = topo[i, PARENT]
         iv = topo[i, IV]
@@ -179,22 +178,30 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
             F[r] += s
         Ic = DW[i, _IC]
         _copy6(I, Ic)
-        # B w = I (w x v) + w x* h + v x* (I w), column by column
+        # B w = I (w x v) + w x* h + v x* (I w) = (C + C^T + Hbar) w with C = v x* I (I is
+        # symmetric and v x* = -(v x)^T) and Hbar w = w x* h = [-[h_l] w_a; -[h_l] w_l - [h_a] w_a]
         Bc = DW[i, _BC]
+        hl0, hl1, hl2, ha0, ha1, ha2 = h[0], h[1], h[2], h[3], h[4], h[5]
+        for r in range(6):
+            for c in range(6):
+                Bc[r, c] = 0.0
+        # -[h_l] in blocks (0, 1) and (1, 0), -[h_a] in block (1, 1)
+        for off_r, off_c, x0, x1, x2 in (
+            (0, 3, hl0, hl1, hl2),
+            (3, 0, hl0, hl1, hl2),
+            (3, 3, ha0, ha1, ha2),
+        ):
+            Bc[off_r + 0, off_c + 1] = x2
+            Bc[off_r + 0, off_c + 2] = -x1
+            Bc[off_r + 1, off_c + 0] = -x2
+            Bc[off_r + 1, off_c + 2] = x0
+            Bc[off_r + 2, off_c + 0] = x1
+            Bc[off_r + 2, off_c + 1] = -x0
         for c in range(6):
+            _cross_force(vel, I[c], t3)  # column c of C (I[c] is column c of symmetric I)
             for r in range(6):
-                e[r] = 0.0
-            e[c] = 1.0
-            _cross(e, vel, t1)
-            _cross_force(e, h, t2)
-            for r in range(6):
-                t3[r] = I[r, c]
-            _cross_force(vel, t3, e)
-            for r in range(6):
-                s = t2[r] + e[r]
-                for m in range(6):
-                    s += I[r, m] * t1[m]
-                Bc[r, c] = s
+                Bc[r, c] += t3[r]
+                Bc[c, r] += t3[r]
     for i in range(nb - 1, -1, -1):
         par = topo[i, PARENT]
         if par >= 0:
@@ -207,7 +214,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
                     Icp[r, c] += Ic[r, c]
                     Bcp[r, c] += Bc[r, c]
                 DW[par, _VEC, 3, r] += DW[i, _VEC, 3, r]
-    # Ic S and Bc^T S per joint column
+    # (Ic S)^T and (Bc^T S)^T per joint column
     for i in range(nb):
         nvi = topo[i, NVI]
         Sw = W[i, 7]
@@ -222,8 +229,8 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
                 for c in range(6):
                     s1 += Ic[r, c] * Sw[c, k]
                     s2 += Bc[c, r] * Sw[c, k]
-                IcS[r, k] = s1
-                BcTS[r, k] = s2
+                IcS[k, r] = s1  # stored transposed: row k is column k (contiguous)
+                BcTS[k, r] = s2
 
 
 @njit(cache=True, error_model="numpy")
@@ -283,9 +290,11 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
                 BcTS = DW[j, _BCTS]
                 for c in range(topo[j, NVI]):
                     row = ivj + c
-                    dq[row, k] = -(_col_dot(IcS, c, beta) + _col_dot(BcTS, c, w))
-                    dv[row, k] = _col_dot(BcTS, c, Sk) + _col_dot(IcS, c, u)
-                    mm = _col_dot(IcS, c, Sk)
+                    ic = IcS[c]
+                    bc = BcTS[c]
+                    dq[row, k] = -(_dot6(ic, beta) + _dot6(bc, w))
+                    dv[row, k] = _dot6(bc, Sk) + _dot6(ic, u)
+                    mm = _dot6(ic, Sk)
                     M[row, k] = mm
                     M[k, row] = mm
                 j += 1
