@@ -651,4 +651,7 @@ def warmup() -> None:
         phi=np.zeros(1),
         mu=np.array([0.5]),
     ).validate()
-    solve_lcp_coulomb(p, MethodState())
+    ms = MethodState()
+    solve_lcp_coulomb(p, ms)            # cold
+    solve_lcp_coulomb(p, ms)            # warm basis path
+    solve_lcp_coulomb(p, MethodState(), mindiff=True)

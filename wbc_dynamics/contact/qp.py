@@ -797,7 +797,8 @@ def solve_qp_noslip(
 
 
 def warmup() -> None:
-    """Compile / import everything needed by the QP methods on a tiny problem."""
+    """Compile / import everything the QP methods need (both formulations, setup and update
+    paths) on a tiny problem; call at start-up so that no control tick compiles."""
     from .lcp_coulomb import warmup as lcp_warmup
 
     lcp_warmup()
@@ -815,5 +816,8 @@ def warmup() -> None:
         phi=np.zeros(1),
         mu=np.array([0.5]),
     ).validate()
-    solve_qp_coulomb(p, MethodState())
-    solve_qp_noslip(p, MethodState())
+    for fn in (solve_qp_coulomb, solve_qp_noslip):
+        for form in ("dense", "sparse"):
+            ms = MethodState()
+            for _ in range(2):          # setup path, then the in-place update path
+                fn(p, ms, formulation=form)
