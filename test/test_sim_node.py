@@ -42,6 +42,7 @@ def _start(module: str, ns: str, params: dict) -> subprocess.Popen:
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
+    env["RCUTILS_LOGGING_BUFFERED_STREAM"] = "0"
     return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
@@ -129,9 +130,10 @@ def test_sim_node_and_controller_node_hold_the_arm(ros_env):
         assert len(clock) > 10 and clock[-1] - clock[0] > 1.0, "simulated clock did not advance"
         assert all(b >= a for a, b in zip(clock, clock[1:], strict=False))
         # malformed command: rejected, simulator keeps running
-        pub_cmd.publish(Float64MultiArray(data=[1.0, 2.0]))
         n0 = got["n_js"]
-        spin_for(0.5)
+        for _ in range(5):
+            pub_cmd.publish(Float64MultiArray(data=[1.0, 2.0]))
+            spin_for(0.1)
         assert sim.poll() is None and got["n_js"] > n0
         # controller gone -> after command_timeout the applied efforts are zero
         out_ctl = stop_process(ctl)

@@ -28,6 +28,7 @@ All ID controllers use the same PD error feedback ``qdd_cmd = qdd_des + kp e + k
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -42,7 +43,9 @@ from .references import make_reference
 __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
 
 CONTACT_METHODS = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
-CONTROLLERS = (*CONTACT_METHODS, "id_prev", "pid", "none")
+#: ``lcp_noslip_mn`` = ``lcp_noslip`` with ``min_norm=True`` (minimum-norm impulses instead of
+#: the paper's warm-started vertex solution; an option of the contact solver).
+CONTROLLERS = (*CONTACT_METHODS, "lcp_noslip_mn", "id_prev", "pid", "none")
 
 #: PD feedback gains of the ID controllers [1/s^2, 1/s] and PID baseline gains (torque units:
 #: N m/rad, N m/(rad s), N m s/rad), per robot.
@@ -73,6 +76,8 @@ class LoopConfig:
         phi_deadband: [m] contact distance deadband between simulator and controller (see
             ``_ContactAdapter``); 0 = off.
         contact_schedule: trot: tell the contact model which feet the gait has in swing.
+        solver_options: per-method contact solver options, e.g.
+            ``{"lcp_noslip": {"min_norm": True}}`` (``SolverState.options``).
     """
 
     robot: str = "quadruped"
@@ -91,6 +96,7 @@ class LoopConfig:
     settle: float = 0.5
     phi_deadband: float = 1e-4
     contact_schedule: bool = True
+    solver_options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -189,6 +195,9 @@ class _WBC:
             self.adapter = _ContactAdapter(self.ctl._contact_model, cfg.phi_deadband)
             self.ctl._contact_model = self.adapter
         self.schedule = None  # callable t -> set of links planned in swing
+        if cfg.solver_options and hasattr(self.ctl.solver_state, "options"):
+            self.ctl.solver_state.options.update(
+                {k: dict(v) for k, v in cfg.solver_options.items()})
 
     def __call__(self, t, q, v, ref, plant):
         c = self.ctl
@@ -329,6 +338,8 @@ class _BoxGraspID:
         ), cfg.phi_deadband)
         self.method = method
         self.state = SolverState()
+        if cfg.solver_options and hasattr(self.state, "options"):
+            self.state.options.update({k: dict(v) for k, v in cfg.solver_options.items()})
         self.solve = solve
         g = GAINS["arm"]
         self.kp = cfg.kp if cfg.kp is not None else g["kp"]
@@ -415,6 +426,11 @@ class ClosedLoop:
             cfg.robot, cfg.reference, self.joint_names, **cfg.reference_options
         )
         c = cfg.controller
+        if c == "lcp_noslip_mn":
+            c = "lcp_noslip"
+            opts = {k: dict(v) for k, v in cfg.solver_options.items()}
+            opts.setdefault("lcp_noslip", {})["min_norm"] = True
+            cfg = dataclasses.replace(cfg, solver_options=opts)
         if c == "pid":
             self.ctl = _PID(cfg, len(self.joint_names), self.limit)
         elif c == "id_prev":

@@ -9,9 +9,9 @@ force, controller tick time) and writes a PNG plot of joint tracking, torques an
 
 Exit code: 0 if the robot did not fall, 1 if it fell, 2 for a usage/set-up error.
 
-    python -m wbc_dynamics.sim.demo               # 5 s weight shift, qp_coulomb, rigid ground
+    python -m wbc_dynamics.sim.demo               # 5 s weight shift, lcp_noslip, rigid ground
     python -m wbc_dynamics.sim.demo --short       # 1.5 s (CI)
-    python -m wbc_dynamics.sim.demo --method lcp_coulomb --friction low --compliant
+    python -m wbc_dynamics.sim.demo --method qp_coulomb --friction low --compliant
 """
 
 from __future__ import annotations
@@ -52,8 +52,10 @@ def summarize(res, stream=sys.stdout) -> dict:
     cfg = res.config
     w = stream.write
     w("\n\n=== wbc_dynamics demo: quadruped in MuJoCo ===\n")
+    mn = cfg.solver_options.get(cfg.controller, {}).get("min_norm")
     w(
-        f"controller      : {cfg.controller} at {cfg.control_rate:.0f} Hz; reference: "
+        f"controller      : {cfg.controller}{' (min-norm impulses)' if mn else ''}"
+        f" at {cfg.control_rate:.0f} Hz; reference: "
         f"{cfg.reference}; ground: {'compliant' if cfg.compliant else 'rigid'}, friction "
         f"{cfg.friction}\n"
     )
@@ -143,9 +145,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     ap.add_argument(
         "--method",
-        default="qp_coulomb",
-        help=f"controller: {', '.join(CONTACT_METHODS)}, none, pid, id_prev",
+        default="lcp_noslip",
+        help=f"controller: {', '.join(CONTACT_METHODS)}, none, pid, id_prev "
+        "(default lcp_noslip with minimum-norm impulses)",
     )
+    ap.add_argument("--vertex", action="store_true",
+                    help="lcp_noslip: the paper's warm-started vertex solution instead of the "
+                    "minimum-norm impulses (min_norm=True)")
     ap.add_argument("--reference", default="shift", choices=["shift", "stand", "trot"],
                     help="shift: stand and sway the weight between the feet (default); trot: "
                     "the Sec. 7.6 gait (see docs/simulation.md for which controllers manage it)")
@@ -179,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         control_rate=args.rate,
         friction=friction,
         compliant=args.compliant,
+        solver_options={} if args.vertex else {"lcp_noslip": {"min_norm": True}},
     )
     print(
         f"wbc_demo: building the MuJoCo plant and the controller ({args.method}); compiling "

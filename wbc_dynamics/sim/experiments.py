@@ -41,10 +41,12 @@ from .closed_loop import LoopConfig, LoopResult, run
 __all__ = ["ARM_CASES", "CONTROLLERS", "PAPER_TABLE3", "PAPER_TABLE4", "PAPER_TABLE5",
            "SHIFT_CASES", "TERRAINS", "main", "run_all", "write_report"]
 
-CONTROLLERS = ("qp_coulomb", "qp_noslip", "lcp_coulomb", "lcp_noslip", "id_prev", "pid")
+CONTROLLERS = ("qp_coulomb", "qp_noslip", "lcp_coulomb", "lcp_noslip", "lcp_noslip_mn", "id_prev",
+               "pid")
 PAPER_NAMES = {
     "qp_coulomb": "ID(t_i) QP,mu", "qp_noslip": "ID(t_i) QP,inf",
     "lcp_coulomb": "ID(t_i) LCP,mu", "lcp_noslip": "ID(t_i) LCP,inf",
+    "lcp_noslip_mn": "ID(t_i) LCP,inf min-norm",
     "id_prev": "ID(t_i-1)", "pid": "PID", "none": "ID, no contact",
 }
 #: (label, friction, compliant) of the quadruped terrains (Sec. 7.5).
@@ -109,7 +111,7 @@ def _one(cfg: LoopConfig, log) -> tuple[LoopResult | None, str]:
 def run_all(duration: float = 10.0, arm_duration: float = 3.0,
             controllers: Sequence[str] = CONTROLLERS, terrains=TERRAINS, arm_cases=ARM_CASES,
             box_mass: float | None = None, log=print, shift_cases=SHIFT_CASES,
-            shift_duration: float = 5.0) -> dict:
+            shift_duration: float = 5.0, solver_options: dict | None = None) -> dict:
     """Run every scenario; returns ``{scenario label: {controller: LoopResult | error str}}``."""
     results: dict[str, dict] = {}
     for label, friction, compliant in shift_cases:
@@ -117,7 +119,8 @@ def run_all(duration: float = 10.0, arm_duration: float = 3.0,
         results[label] = {}
         for c in controllers:
             cfg = LoopConfig(robot="quadruped", controller=c, reference="shift",
-                             duration=shift_duration, friction=friction, compliant=compliant)
+                             duration=shift_duration, friction=friction, compliant=compliant,
+                             solver_options=solver_options or {})
             res, err = _one(cfg, log)
             results[label][c] = res if res is not None else err
     for label, friction, compliant in terrains:
@@ -125,7 +128,8 @@ def run_all(duration: float = 10.0, arm_duration: float = 3.0,
         results[label] = {}
         for c in controllers:
             cfg = LoopConfig(robot="quadruped", controller=c, reference="trot",
-                             duration=duration, friction=friction, compliant=compliant)
+                             duration=duration, friction=friction, compliant=compliant,
+                             solver_options=solver_options or {})
             res, err = _one(cfg, log)
             results[label][c] = res if res is not None else err
     for label, friction in arm_cases:
@@ -133,7 +137,8 @@ def run_all(duration: float = 10.0, arm_duration: float = 3.0,
         results[label] = {}
         for c in controllers:
             cfg = LoopConfig(robot="arm", controller=c, reference="sinusoid",
-                             duration=arm_duration, friction=friction, box_mass=box_mass)
+                             duration=arm_duration, friction=friction, box_mass=box_mass,
+                             solver_options=solver_options or {})
             res, err = _one(cfg, log)
             results[label][c] = res if res is not None else err
     return results
@@ -346,6 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-arm", action="store_true", help="skip the arm scenarios")
     ap.add_argument("--no-quadruped", action="store_true", help="skip the quadruped scenarios")
     ap.add_argument("--box-mass", type=float, default=None, help="arm task box mass [kg]")
+    ap.add_argument("--lcp-min-norm", action="store_true",
+                    help="lcp_noslip with min_norm=True (minimum-norm impulses instead of the "
+                    "paper's warm-started vertex solution)")
     ap.add_argument("--report", default="docs/experiments.md", help="markdown report path")
     ap.add_argument("--figures", default="docs/experiments", help="directory for the PNGs")
     args = ap.parse_args(argv)
@@ -365,10 +373,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                       arm_cases=() if args.no_arm else ARM_CASES, box_mass=args.box_mass,
                       log=lambda s: print(s, flush=True),
                       shift_cases=() if args.no_quadruped else SHIFT_CASES,
-                      shift_duration=min(dur, 5.0))
+                      shift_duration=min(dur, 5.0),
+                      solver_options={"lcp_noslip": {"min_norm": True}} if args.lcp_min_norm
+                      else None)
     settings = {"quadruped trot duration": f"{dur:g} s", "arm duration": f"{arm_dur:g} s",
                 "controllers": ", ".join(controllers),
                 "box mass": f"{args.box_mass:g} kg" if args.box_mass else "bundled (0.5 kg)",
+                "lcp_noslip": "min_norm" if args.lcp_min_norm else "paper (vertex, warm-started)",
                 "wall time": f"{time.perf_counter() - t0:.0f} s"}
     path = write_report(results, args.report, args.figures, settings)
     print(f"report: {os.path.abspath(path)}")
