@@ -49,18 +49,22 @@ def _js(names, q):
     return m
 
 
-def test_event_mode_rate_cap(make_node):
+def test_event_mode_rate_cap_token_bucket(make_node):
+    """Average <= 1.5 x control_rate; bursts of up to 5 states each tick; excess only updates
+    the state (counted as rate-limited)."""
     info = robot_info("arm")
     node, published, _ = make_node(robot="arm", control_rate=100.0)
     node.controller.set_reference(np.zeros(11), node._now())
     q = np.array(info["standing_q"])
-    node._on_joint_state(_js(info["joint_names"], q))
-    node._on_joint_state(_js(info["joint_names"], q + 0.1))   # < 5 ms later: state only
-    assert len(published) == 1 and node.controller.ticks == 1
-    np.testing.assert_array_equal(node.controller._qj, q + 0.1)
-    time.sleep(0.006)                                           # > half a period (5 ms)
-    node._on_joint_state(_js(info["joint_names"], q))
-    assert len(published) == 2
+    for k in range(8):                                          # a burst within ~1 ms
+        node._on_joint_state(_js(info["joint_names"], q + 0.01 * k))
+    assert len(published) == 5 and node.controller.ticks == 5
+    assert node._rate_limited == 3
+    np.testing.assert_array_equal(node.controller._qj, q + 0.07)  # state still updated
+    time.sleep(0.02)                                            # 150 Hz x 0.02 s = 3 tokens
+    for _ in range(5):
+        node._on_joint_state(_js(info["joint_names"], q))
+    assert len(published) == 8 and node._rate_limited == 5
 
 
 def test_timer_mode_ticks_at_control_rate_and_watchdog_zero(make_node):

@@ -213,7 +213,12 @@ class WbcControllerNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self.controller = ctl
         self._control_mode = cm
-        self._min_period = 0.5 / ctl.control_rate  # cap: 2x control_rate (jitter-tolerant)
+        # event-mode rate cap: token bucket, average <= 1.5 x control_rate, bursts of up to 5
+        # ticks pass (publisher jitter), a flood of joint_states cannot overload the node
+        self._cap_rate = 1.5 * ctl.control_rate
+        self._cap_burst = 5.0
+        self._tokens = self._cap_burst
+        self._t_tokens = -math.inf
         self._state_stamp = None
         self._rate_limited = 0
         self._last_contacts = -math.inf
@@ -388,7 +393,11 @@ class WbcControllerNode(LifecycleNode):
             return
         self._state_stamp = msg.header.stamp
         if self._active and self._control_mode == "event":
-            if now - self._last_tick >= self._min_period:
+            self._tokens = min(self._cap_burst,
+                               self._tokens + (now - self._t_tokens) * self._cap_rate)
+            self._t_tokens = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
                 self._tick(now)
             else:
                 self._rate_limited += 1
