@@ -631,6 +631,34 @@ def solve_lcp_noslip(
     return ContactResult.from_impulses(problem, tau, impulses, v_next, stats, consistent)
 
 
+@njit(cache=True)
+def _retrieve_kernel(Minv, h, v, act, qdd_des, N, S, T, dt, cN, rank_tol):
+    nu = act.shape[0]
+    nc = N.shape[0]
+    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, 0.0)
+    fstar = v - dt * (Minv @ h)
+    y = N.T @ cN
+    Wc = np.ascontiguousarray(W[:, :nG])
+    gr = -(G[:nG] @ fstar) - Wc.T @ y
+    for j in range(nG):
+        if kind[j] == 0:
+            gr[j] += v[act[idx[j]]] + dt * qdd_des[idx[j]]
+    lam = np.zeros(nG)
+    _chol_solve(L, nG, gr, lam)
+    v_next = fstar + Wc @ lam + Minv @ y
+    tau = np.zeros(nu)
+    cS = np.zeros(nc)
+    cT = np.zeros(nc)
+    for j in range(nG):
+        if kind[j] == 0:
+            tau[idx[j]] = lam[j] / dt
+        elif kind[j] == 1:
+            cS[idx[j]] = lam[j]
+        else:
+            cT[idx[j]] = lam[j]
+    return tau, cS, cT, v_next
+
+
 def retrieve_forces(
     problem: ContactProblem,
     cN: np.ndarray,
@@ -639,28 +667,9 @@ def retrieve_forces(
 ):
     """Given normal impulses, solve eqs. (37), (38), (40), (41) for (tau, c_S, c_T, v+) (Sec. 4.5).
 
-    Uses the same Alg. 1 row selection as the solver. Returns (tau, cS, cT, v_next).
+    Uses the same Alg. 1 row selection as the solver (compiled). Returns (tau, cS, cT, v_next).
     """
     p = problem
-    qd = p.qdd_des if qdd_des is None else qdd_des
-    G, W, L, nG, kind, idx = _alg1(p.Minv, p.actuated, p.S, p.T, rank_tol)
-    fstar = p.free_velocity()
-    y = p.N.T @ cN
-    gr = -(G[:nG] @ fstar) - W[:, :nG].T @ y
-    for j in range(nG):
-        if kind[j] == 0:
-            gr[j] += p.v[p.actuated[idx[j]]] + p.dt * qd[idx[j]]
-    lam = np.zeros(nG)
-    _chol_solve(L, nG, gr, lam)
-    v_next = fstar + W[:, :nG] @ lam + p.Minv @ y
-    tau = np.zeros(p.nu)
-    cS = np.zeros(p.nc)
-    cT = np.zeros(p.nc)
-    for j in range(nG):
-        if kind[j] == 0:
-            tau[idx[j]] = lam[j] / p.dt
-        elif kind[j] == 1:
-            cS[idx[j]] = lam[j]
-        else:
-            cT[idx[j]] = lam[j]
-    return tau, cS, cT, v_next
+    qd = p.qdd_des if qdd_des is None else np.ascontiguousarray(qdd_des, dtype=np.float64)
+    return _retrieve_kernel(p.Minv, p.h, p.v, p.actuated, qd, p.N, p.S, p.T, float(p.dt),
+                            np.ascontiguousarray(cN, dtype=np.float64), float(rank_tol))
