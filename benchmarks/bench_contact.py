@@ -14,7 +14,8 @@ contact assembly (``ContactModel.build``: kinematics, M^-1, h, N/S/T) is reporte
 Methods other than ``lcp_noslip`` are included when their modules import.
 
     python benchmarks/bench_contact.py [--counts 1 2 4 8 16 32 48] [--ticks 300]
-        [--methods lcp_noslip qp_coulomb] [--json out.json] [--plot out.png] [--markdown]
+        [--methods lcp_noslip qp_coulomb] [--min-norm] [--json out.json] [--plot out.png]
+        [--markdown]
 """
 
 from __future__ import annotations
@@ -118,8 +119,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", default=None)
     ap.add_argument("--plot", default=None)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--min-norm", action="store_true",
+                    help="also time lcp_noslip with min_norm=True (row 'lcp_noslip+min_norm')")
     args = ap.parse_args(argv)
     methods = args.methods or available_methods()
+    if args.min_norm and "lcp_noslip" in methods:
+        methods = [*methods, "lcp_noslip+min_norm"]
     robot = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
     q = np.array(robot_info("quadruped")["standing_q"])
     rng = np.random.default_rng(0)
@@ -130,7 +135,9 @@ def main(argv=None) -> dict:
         assert probs[0].nc == nc, (probs[0].nc, nc)
         for method in methods:
             for warm in (True, False):
-                med, p95, info = time_method(method, probs, warm, {})
+                name, opts = ((method, {}) if method != "lcp_noslip+min_norm"
+                              else ("lcp_noslip", {"min_norm": True}))
+                med, p95, info = time_method(name, probs, warm, opts)
                 rows.append({"nc": nc, "method": method, "warm": warm, "median_us": med,
                              "p95_us": p95, "build_us": t_build * 1e6, **info})
                 print(f"nc={nc:3d} {method:12s} {'warm' if warm else 'cold'}: "
