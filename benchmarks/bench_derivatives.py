@@ -38,7 +38,9 @@ def _best_time(fn, number: int, repeat: int) -> float:
     return best * 1e6
 
 
-def bench_robot(name: str, floating: bool, number: int, repeat: int) -> list[tuple]:
+def bench_robot(
+    name: str, floating: bool, number: int, repeat: int, rounds: int = 5
+) -> list[tuple]:
     import pinocchio as pin
 
     path = robot_path(name)
@@ -79,7 +81,7 @@ def bench_robot(name: str, floating: bool, number: int, repeat: int) -> list[tup
     rows = []
     for label, ours, theirs in cases:
         t_ours, t_pin = float("inf"), float("inf")
-        for _ in range(3):  # interleave so that both see the same machine load
+        for _ in range(rounds):  # interleave so that both see the same machine load
             t_ours = min(t_ours, _best_time(ours, number, repeat))
             t_pin = min(t_pin, _best_time(theirs, number, repeat))
         rows.append((name, "floating" if floating else "fixed", model.nv, label, t_ours, t_pin))
@@ -91,13 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--robots", nargs="*", default=["quadruped", "humanoid", "branched", "arm"])
-    parser.add_argument("--number", type=int, default=1000, help="calls per repeat")
+    parser.add_argument("--number", type=int, default=300, help="calls per repeat")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (best kept)")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = parser.parse_args(argv)
     rows = []
     for name in args.robots:
-        rows += bench_robot(name, robot_info(name)["floating_base"], args.number, args.repeat)
+        rows += bench_robot(
+            name, robot_info(name)["floating_base"], args.number, args.repeat, args.rounds
+        )
     if args.markdown:
         print("| robot | base | nv | function | wbc_dynamics [µs] | Pinocchio [µs] | ratio |")
         print("|---|---|---|---|---|---|---|")

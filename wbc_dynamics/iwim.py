@@ -14,12 +14,17 @@ motor torques through a transmission).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from . import model as _core
 from .kernels import derivatives as dk
 from .kernels import world
 from .linearization import _fast, workspace
-from .model import RobotModel, _vector
+
+if TYPE_CHECKING:  # the model module may import this one (methods of RobotModel)
+    from .model import RobotModel
 
 __all__ = ["free_acceleration", "iwim", "task_space_input"]
 
@@ -126,15 +131,15 @@ def task_space_input(
     if Jm.ndim != 2 or Jm.shape[1] != nv:
         raise ValueError(f"J must have shape (k, {nv}), got {Jm.shape}")
     k = Jm.shape[0]
-    jv = _vector(Jdot_v, k, "Jdot_v")
-    acc = _vector(task_acceleration, k, "task_acceleration")
+    jv = _core._vector(Jdot_v, k, "Jdot_v")
+    acc = _core._vector(task_acceleration, k, "task_acceleration")
     for name, x in (("J", Jm), ("Jdot_v", jv), ("task_acceleration", acc)):
         if not np.all(np.isfinite(x)):
             raise ValueError(f"{name} contains NaN or inf")
     if not (np.isfinite(damping) and damping >= 0.0):
         raise ValueError(f"damping must be a finite number >= 0, got {damping}")
-    lo = np.full(m, -np.inf) if lower is None else _vector(lower, m, "lower").copy()
-    hi = np.full(m, np.inf) if upper is None else _vector(upper, m, "upper").copy()
+    lo = np.full(m, -np.inf) if lower is None else _core._vector(lower, m, "lower").copy()
+    hi = np.full(m, np.inf) if upper is None else _core._vector(upper, m, "upper").copy()
     if np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
         raise ValueError("lower/upper contain NaN")
     if np.any(lo > hi):

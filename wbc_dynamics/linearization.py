@@ -19,13 +19,17 @@ All outputs are new arrays; the workspaces are allocated once per model (``model
 
 from __future__ import annotations
 
-import numpy as np
-import scipy.linalg
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from . import model as _core
 from .kernels import derivatives as dk
 from .kernels import world
 from .lie import matrix_to_quat, quat_to_matrix, skew
-from .model import RobotModel, _vector
+
+if TYPE_CHECKING:  # the model module may import this one (methods of RobotModel)
+    from .model import RobotModel
 
 __all__ = [
     "aba_derivatives",
@@ -86,7 +90,7 @@ def _fast(x, n: int, name: str) -> np.ndarray:
     """x if it already is a contiguous float64 vector of length n, else the core's conversion."""
     if type(x) is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
         return x
-    return _vector(x, n, name)
+    return _core._vector(x, n, name)
 
 
 def _q(model: RobotModel, q) -> np.ndarray:
@@ -221,6 +225,8 @@ def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.
     """
     if not (np.isfinite(dt) and dt > 0.0):
         raise ValueError(f"dt must be a positive finite number of seconds, got {dt}")
+    import scipy.linalg  # only needed here: keep `import wbc_dynamics` light
+
     n, m = B.shape
     Z = np.zeros((n + m, n + m))
     Z[:n, :n] = A * dt
