@@ -187,6 +187,41 @@ def test_task_space_input_bad_input():
         )  # fmt: skip
 
 
+def test_gamma_of_eq8_is_unit_lower_triangular_and_factors_m():
+    """The Gamma of seed 001 eq. (8), Gamma_ij = D_i^-1 U_i^T S_j for j an ancestor of i, built
+    from the articulated quantities the IWIM recursion leaves in its workspace: unit lower
+    triangular (depth-first order), and Gamma^T D Gamma = M (CRBA). So M^-1 B =
+    Gamma^-1 D^-1 Gamma^-T B: the inward pass applies Gamma^-T, the outward pass the forward
+    substitution with Gamma -- no inverse is ever formed."""
+    from wbc_dynamics.kernels.dynamics import IV, NVI, PARENT
+    from wbc_dynamics.linearization import workspace
+
+    for name in ("branched", "humanoid"):
+        model = RobotModel.from_urdf(robot_path(name), floating_base=True)
+        nv = model.nv
+        rng = np.random.default_rng(26)
+        q = model.integrate(model.neutral(), rng.uniform(-1, 1, nv))
+        X = iwim(model, q, np.eye(nv))
+        W = workspace(model).W
+        topo = model._topo
+        G = np.zeros((nv, nv))
+        D = np.zeros((nv, nv))
+        for i in range(topo.shape[0]):
+            iv, n = topo[i, IV], topo[i, NVI]
+            D[iv : iv + n, iv : iv + n] = W[i, 3, :n, :n]
+            G[iv : iv + n, iv : iv + n] = np.eye(n)
+            DiUt = W[i, 4, :n, :n] @ W[i, 2, :, :n].T
+            j = topo[i, PARENT]
+            while j >= 0:
+                jv, nj = topo[j, IV], topo[j, NVI]
+                G[iv : iv + n, jv : jv + nj] = DiUt @ W[j, 7, :, :nj]
+                j = topo[j, PARENT]
+        assert not np.any(np.triu(G, 1)) and np.array_equal(np.diag(G), np.ones(nv))
+        M = model.mass_matrix(q)
+        assert _rel(G.T @ D @ G, M) < 1e-12
+        assert _rel(G.T @ D @ G @ X, np.eye(nv)) < 1e-9
+
+
 pin = pytest.importorskip("pinocchio", reason="pinocchio (pip install pin) is the test oracle")
 
 
