@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,6 +47,19 @@ STATUS_MESSAGES = {
 }
 
 _FRAMES = ("world", "local")
+
+
+class KernelArrays(NamedTuple):
+    """The model's flat arrays, for compiled extensions (contact geometry, derivatives).
+
+    Layout in :mod:`wbc_dynamics.kernels.dynamics`. Read-only by contract: they are shared by
+    every copy of the model.
+    """
+
+    topo: np.ndarray
+    tree: np.ndarray
+    Sm: np.ndarray
+    I6: np.ndarray
 
 
 _ND = np.ndarray
@@ -183,6 +197,11 @@ class RobotModel:
                     f"{name} moves no mass (no inertia about its axis in its subtree): the "
                     "joint-space inertia matrix would be singular"
                 )
+
+    @property
+    def kernel_arrays(self) -> KernelArrays:
+        """The flat model arrays (topo, tree, Sm, I6) for compiled extensions; read-only."""
+        return KernelArrays(self._topo, self._tree, self._Sm, self._I6)
 
     @property
     def gravity(self) -> np.ndarray:

@@ -606,7 +606,7 @@ class ContactModel:
             + [f"{b.name}_{i}" for b in self.bodies for i in range(6)]
         )
         # workspaces (own copies: independent of the model's)
-        nb = robot._topo.shape[0]
+        nb = robot.kernel_arrays.topo.shape[0]
         self._Xup = np.zeros((nb, 6, 6))
         self._Rw = np.zeros((nb, 3, 3))
         self._pw = np.zeros((nb, 3))
@@ -663,10 +663,11 @@ class ContactModel:
         if q.shape != (r.nq,) or not np.all(np.isfinite(q)):
             raise ValueError(f"q: expected finite ({r.nq},), got shape {q.shape}")
         bR, bp = self._box_poses(body_q)
+        arrays = r.kernel_arrays
         k = contact_kernel(
-            r._topo,
-            r._tree,
-            r._Sm,
+            arrays.topo,
+            arrays.tree,
+            arrays.Sm,
             q,
             self._Xup,
             self._Rw,
