@@ -26,6 +26,7 @@ entry point configures and activates the node itself (parameter ``autostart``, d
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import signal
@@ -247,7 +248,8 @@ class WbcControllerNode(LifecycleNode):
         self._pub_cmd = self.create_publisher(
             Float64MultiArray, "effort_controller/commands", cmd_qos
         )
-        self._pub_js = self.create_publisher(JointState, "~/joint_commands", cmd_qos)
+        # depth 10: every tick's record reaches loggers / benchmarks even if one is briefly late
+        self._pub_js = self.create_publisher(JointState, "~/joint_commands", 10)
         self._pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._entities += [self._pub_cmd, self._pub_js, self._pub_diag]
         self._publish_contacts = bool(self._param("publish_contacts"))
@@ -281,6 +283,10 @@ class WbcControllerNode(LifecycleNode):
         )
         if cm == "timer":
             self._timers.append(self.create_timer(1.0 / ctl.control_rate, self._on_timer))
+        # everything built and warmed: move it out of the garbage collector's generations so
+        # collections during control stay short
+        gc.collect()
+        gc.freeze()
         self.get_logger().info(
             f"configured: {ctl.model_source}, {n} joints, method {ctl.method}, "
             f"{'floating' if ctl.floating_base else 'fixed'} base, {cm} mode at "
