@@ -176,6 +176,10 @@ def test_runtime_parameters_validated_all_or_nothing(arm):
     ({}, "no robot model given"),
     ({"robot": "arm", "colour": 1}, r"unknown field\(s\) \['colour'\]"),
     ({"robot": "unknown_bot"}, "unknown robot name"),
+    ({"robot": "arm", "contact_margin": -0.1}, "contact_margin"),
+    ({"robot": "arm", "friction_edges": 5}, "friction_edges"),
+    ({"robot": "arm", "method": "lcp_noslip", "contact_links": ["hand", "nolink"]},
+     "nolink"),
 ])
 def test_configuration_errors_name_the_field(cfg, match):
     with pytest.raises(ValueError, match=match):

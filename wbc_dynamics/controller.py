@@ -420,6 +420,10 @@ class WholeBodyController:
         k = int(cfg.friction_edges)
         if k < 4 or k % 2:
             raise ValueError(f"friction_edges: must be even and >= 4, got {cfg.friction_edges!r}")
+        if not (math.isfinite(float(cfg.contact_margin)) and float(cfg.contact_margin) >= 0.0):
+            raise ValueError(f"contact_margin: must be finite and >= 0, got {cfg.contact_margin!r}")
+        if not math.isfinite(float(cfg.ground_height)):
+            raise ValueError(f"ground_height: must be finite, got {cfg.ground_height!r}")
 
         # buffers
         nq, nv = int(model.nq), int(model.nv)
