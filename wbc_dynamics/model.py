@@ -182,6 +182,7 @@ class RobotModel:
         self.jacobian(q, link, frame="local")
         self.jacobian_dot_times_v(q, z, link)
         self.points_kinematics(q, z, [link], np.zeros((1, 3)))
+        _linearization.warmup(self)
         return time.perf_counter() - t0
 
     def _check_every_joint_moves_mass(self) -> None:
@@ -498,9 +499,76 @@ class RobotModel:
         out[7:] += v[6:] * dt
         return out
 
+    # ------------------------------------------------------------------ derivatives (issue 3)
+    def rnea_derivatives(self, q, v, a, *, gravity: bool = True):
+        """Analytical derivatives of inverse dynamics ``(dtau_dq, dtau_dv, M)`` on the tangent
+        ``[dH (6, left-trivialized), ds]`` (seed 003, Tables 5-8); see
+        :func:`wbc_dynamics.linearization.rnea_derivatives`."""
+        return _linearization.rnea_derivatives(self, q, v, a, gravity=gravity)
+
+    def aba_derivatives(self, q, v, tau):
+        """Derivatives of forward dynamics ``(dqdd_dq, dqdd_dv, Minv)``, dFD = -M^-1 dID; see
+        :func:`wbc_dynamics.linearization.aba_derivatives`."""
+        return _linearization.aba_derivatives(self, q, v, tau)
+
+    def linearize(self, q, v, tau, dt: float | None = None, input_matrix=None):
+        """State-space ``(A, B)`` on the tangent ``[dq, dv]``, continuous or (with ``dt``)
+        zero-order-hold discrete; see :func:`wbc_dynamics.linearization.linearize`."""
+        return _linearization.linearize(self, q, v, tau, dt, input_matrix)
+
+    def state_difference(self, q0, q1) -> np.ndarray:
+        """Tangent vector dq with q1 = q0 (+) dq (SE(3) log for the base): inverse of
+        :meth:`integrate` with dt = 1."""
+        return _linearization.state_difference(self, q0, q1)
+
+    def iwim(self, q, B) -> np.ndarray:
+        """Inertia-weighted input matrix M^-1 B by O(n) recursions, never forming M^-1
+        (seed 001, eqs. (8)-(9)); see :func:`wbc_dynamics.iwim.iwim`."""
+        return _iwim.iwim(self, q, B)
+
+    def free_acceleration(self, q, v) -> np.ndarray:
+        """Drift acceleration qdd_0 = -M^-1 h(q, v) with zero input (seed 001)."""
+        return _iwim.free_acceleration(self, q, v)
+
+    def task_space_input(
+        self,
+        q,
+        v,
+        J,
+        Jdot_v,
+        task_acceleration,
+        B,
+        *,
+        damping: float = 0.0,
+        lower=None,
+        upper=None,
+        info: dict | None = None,
+    ) -> np.ndarray:
+        """Least-squares input for a commanded task acceleration (seed 001, eq. (3)), with
+        optional Tikhonov ``damping`` and input bounds (osqp); see
+        :func:`wbc_dynamics.iwim.task_space_input`."""
+        return _iwim.task_space_input(
+            self,
+            q,
+            v,
+            J,
+            Jdot_v,
+            task_acceleration,
+            B,
+            damping=damping,
+            lower=lower,
+            upper=upper,
+            info=info,
+        )
+
     def __repr__(self) -> str:
         kind = "floating" if self.floating_base else "fixed"
         return (
             f"RobotModel('{self.name}', {kind} base, nq={self.nq}, nv={self.nv}, "
             f"mass={self.total_mass:.3f} kg)"
         )
+
+
+# Imported last: these modules take a RobotModel and import this one.
+from . import iwim as _iwim  # noqa: E402
+from . import linearization as _linearization  # noqa: E402
