@@ -750,6 +750,10 @@ class ContactModel:
         if self.phi_deadband > 0.0:
             phi = np.where(phi < self.phi_deadband, 0.0, phi - self.phi_deadband)
         ids = tuple(self._ids[(int(s), int(f))] for s, f in zip(sph, feat, strict=True))
+        qdd = np.array(qdd_des, dtype=np.float64)
+        nu = self.actuated.shape[0]
+        if qdd.shape != (nu,) or not np.isfinite(qdd).all():
+            raise ValueError(f"qdd_des: expected a finite ({nu},) vector, got {qdd!r}")
         return ContactProblem(
             dt=self.dt,
             Minv=Mr,
@@ -757,7 +761,7 @@ class ContactModel:
             v=v,
             actuated=self.actuated,
             free=self.free,
-            qdd_des=np.array(qdd_des, dtype=np.float64),
+            qdd_des=qdd,
             N=self._out_N[:k].copy(),
             S=self._out_S[:k].copy(),
             T=self._out_T[:k].copy(),
@@ -768,4 +772,7 @@ class ContactModel:
             frames=self._out_F[:k].copy(),
             friction_edges=self.friction_edges,
             dof_names=self.dof_names,
+            # every array above comes from validated inputs (q, v checked by the core kernels,
+            # qdd_des by the caller) through this model's own kernels
+            validated=True,
         )

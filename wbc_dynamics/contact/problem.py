@@ -140,6 +140,10 @@ class ContactProblem:
     frames: np.ndarray | None = None
     friction_edges: int = 4
     dof_names: tuple[str, ...] | None = None
+    #: set by :meth:`validate` (and by ``ContactModel.build``, whose problems are valid by
+    #: construction) so that ``solve`` does not check a problem twice; reset it to False after
+    #: modifying a problem's arrays in place.
+    validated: bool = field(default=False, repr=False, compare=False)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -166,6 +170,8 @@ class ContactProblem:
         Returns:
             self (for chaining).
         """
+        if self.validated:
+            return self
         dt = float(self.dt)
         if not np.isfinite(dt) or dt <= 0.0:
             raise ValueError(f"ContactProblem.dt: must be finite and > 0, got {self.dt!r}")
@@ -221,6 +227,7 @@ class ContactProblem:
         if k < 4 or k % 2:
             raise ValueError(f"ContactProblem.friction_edges: must be even and >= 4, got {k}")
         self.friction_edges = k
+        self.validated = True
         return self
 
     # ---------------------------------------------------------------- helpers
