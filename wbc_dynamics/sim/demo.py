@@ -158,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--friction", default="high", help="'high', 'low' or a number")
     ap.add_argument("--compliant", action="store_true", help="compliant instead of rigid ground")
     ap.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")
-    ap.add_argument("--plot", default="wbc_demo.png", help="PNG path ('' = no plot)")
+    ap.add_argument("--plot", default="demo_output/wbc_demo.png",
+                    help="PNG path ('' = no plot)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     from .closed_loop import LoopConfig

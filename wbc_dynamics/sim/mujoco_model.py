@@ -718,10 +718,17 @@ class MujocoPlant:
             T[self._dadr, np.arange(self.nv)] = 1.0
         return T
 
+    def _full_mass(self) -> None:
+        """Dense joint-space inertia into ``self._M`` (MuJoCo 3.x and 4.x signatures)."""
+        try:
+            mujoco.mj_fullM(self.model, self.data, self._M)  # MuJoCo >= 4: (m, d, dst)
+        except TypeError:
+            mujoco.mj_fullM(self.model, self._M, self.data.qM)  # MuJoCo 3.x: (m, dst, qM)
+
     def mass_matrix(self) -> np.ndarray:
         """MuJoCo's joint-space inertia at the current state, mapped to the core's velocity
         coordinates: ``M_core = T^T M_mj T`` [kg, kg m, kg m^2]."""
-        mujoco.mj_fullM(self.model, self.data, self._M)
+        self._full_mass()
         T = self._vel_map()
         return T.T @ self._M @ T
 
@@ -731,7 +738,7 @@ class MujocoPlant:
         With ``qvel = T v``, ``qacc = T a + Tdot v`` and ``Tdot v = [R (w x v_lin), 0]``, so
         ``h_core = T^T (h_mj + M_mj Tdot v)``.
         """
-        mujoco.mj_fullM(self.model, self.data, self._M)
+        self._full_mass()
         T = self._vel_map()
         extra = np.zeros(self.model.nv)
         if self.floating_base:
