@@ -492,6 +492,28 @@ class ContactModel:
             reported as 0 (touching) and larger ones reduced by it. For compliant plants /
             noisy estimates: eq. (35) would otherwise ask to remove a penetration of d within
             one tick (d / dt of separation velocity).
+        passive_impact: (default False = the measured velocity is used as is) before the
+            inverse-dynamics problem is posed, apply a passive, inelastic, no-slip impact (the
+            rigid impact model of Sec. 2.3.4 with all joints unactuated) at the touching
+            candidates (phi <= 0 after ``phi_deadband``) that approach or separate slower than
+            ``separation_tolerance``: ``v <- v - M^-1 J^T (J M^-1 J^T)^+ J v`` with ``J`` their
+            ``[N; S; T]`` rows (minimum kinetic-energy change that zeroes their contact
+            velocity). The returned problem's ``v`` is the post-impact velocity (eq. (37) holds
+            for it; the impact impulses are in ``problem.impact_impulses``). Without it, a foot
+            arriving at v (or a compliant / soft contact moving at mm/s) has to be stopped by
+            the inverse dynamics within one tick: the desired accelerations become inconsistent
+            (Sec. 4.5) and the corrected ones differ by ~v/dt (10^2-10^3 rad/s^2 at touchdown),
+            which saturates the drives. The impact itself is passive (it happens whatever the
+            torques are), so the controller should not fight it -- Sec. 3.2's "late contact".
+        separation_tolerance: [m/s] (default 0; used with ``passive_impact``) touching contacts
+            separating slower than this count as resting (their normal velocity is MuJoCo-like
+            contact rebound or compliant decompression, not lift-off) and enter the impact;
+            the (negative) normal impulse this removes is at most ``m_eff * tolerance`` per
+            contact.
+
+    Settable attribute ``excluded_links`` (set of link names, default empty): candidates on
+    these links are left out of the problem -- the gait plan's swing feet (the planner decides
+    lift-off, Sec. 7.2.1); a controller updates it from its contact schedule every tick.
 
     Contact identity: ``(link, sphere_number_on_link, feature_name)``.
     """
@@ -508,7 +530,15 @@ class ContactModel:
         extra_points: dict[str, list[tuple[Sequence[float], float]]] | None = None,
         actuated_joints: Sequence[str] | None = None,
         phi_deadband: float = 0.0,
+        passive_impact: bool = False,
+        separation_tolerance: float = 0.0,
     ) -> None:
+        if not np.isfinite(separation_tolerance) or separation_tolerance < 0:
+            raise ValueError(f"ContactModel.separation_tolerance: must be finite and >= 0, got "
+                             f"{separation_tolerance!r}")
+        self.passive_impact = bool(passive_impact)
+        self.separation_tolerance = float(separation_tolerance)
+        self.excluded_links: set | frozenset | tuple = frozenset()
         if not np.isfinite(margin) or margin < 0:
             raise ValueError(f"ContactModel.margin: must be finite and >= 0, got {margin!r}")
         if not np.isfinite(dt) or dt <= 0:
@@ -754,7 +784,7 @@ class ContactModel:
         nu = self.actuated.shape[0]
         if qdd.shape != (nu,) or not np.isfinite(qdd).all():
             raise ValueError(f"qdd_des: expected a finite ({nu},) vector, got {qdd!r}")
-        return ContactProblem(
+        prob = ContactProblem(
             dt=self.dt,
             Minv=Mr,
             h=hr,
@@ -776,3 +806,46 @@ class ContactModel:
             # qdd_des by the caller) through this model's own kernels
             validated=True,
         )
+        if self.excluded_links and k:
+            keep = [i for i, cid in enumerate(ids) if cid[0] not in self.excluded_links]
+            if len(keep) != k:
+                prob = prob.subset(keep)
+        if self.passive_impact and prob.nc:
+            apply_passive_impact(prob, self.separation_tolerance)
+        return prob
+
+
+def apply_passive_impact(problem: ContactProblem, separation_tolerance: float = 0.0,
+                         rcond: float = 1e-9) -> np.ndarray:
+    """Passive inelastic no-slip impact at the resting / arriving contacts (in place).
+
+    The impact set A holds the touching contacts (``phi_i <= 0``) with ``N_i v <=
+    separation_tolerance`` [m/s] and the separated ones that reach the surface within the tick
+    (``phi_i > 0`` and ``N_i v < -phi_i / dt``). With ``J = [N_A; S_A; T_A]`` and the target
+    ``b = [-max(phi_A, 0) / dt; 0; 0]`` (touching: stop; arriving: just close the gap by the end
+    of the tick, eq. (35) with equality), the impulses ``lam = (J M^-1 J^T)^+ (b - J v)``
+    (least squares for dependent rows, relative singular-value cut ``rcond``) give the
+    post-impact velocity ``v + M^-1 J^T lam`` (seed 004, Sec. 2.3.4 impact model: inelastic,
+    sticking, every dof passive -- no actuator torque acts within the impact; the kinetic
+    energy does not increase when ``b = 0``). ``problem.v`` is replaced by it and
+    ``problem.impact_impulses`` ((nc, 3) [N s], local n/s/t, zero off A) is set. Returns the
+    impulses.
+    """
+    nc = problem.nc
+    out = np.zeros((nc, 3))
+    vn = problem.N @ problem.v
+    phi = problem.phi
+    arriving = (phi > 0.0) & (vn * problem.dt < -phi)
+    A = np.flatnonzero(((phi <= 0.0) & (vn <= separation_tolerance)) | arriving)
+    if A.size:
+        m = A.size
+        J = np.vstack([problem.N[A], problem.S[A], problem.T[A]])
+        b = np.zeros(3 * m)
+        b[:m] = -np.maximum(phi[A], 0.0) / problem.dt
+        W = problem.Minv @ J.T
+        lam = np.linalg.lstsq(J @ W, b - J @ problem.v, rcond=rcond)[0]
+        if np.all(np.isfinite(lam)):
+            problem.v = problem.v + W @ lam
+            out[A, 0], out[A, 1], out[A, 2] = lam[:m], lam[m:2 * m], lam[2 * m:]
+    problem.impact_impulses = out
+    return out

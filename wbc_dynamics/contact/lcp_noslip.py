@@ -31,6 +31,8 @@ number of contacts n for fixed m: O(m^3 + n m^2) set-up plus O(n m + m^3) per pi
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
@@ -506,6 +508,7 @@ def solve_lcp_noslip(
     correct_inconsistent: bool = True,
     min_norm: bool = False,
     min_norm_tol: float | None = None,
+    noslip_gap: float | None = None,
 ) -> ContactResult:
     """Solve one tick with the no-slip model of Sec. 4 (Alg. 1 + Alg. 2).
 
@@ -532,6 +535,15 @@ def solve_lcp_noslip(
             min-norm selection (default: ``consistency_tol``, the accepted model mismatch; a
             smaller value makes forces jump when a contact's tiny separation velocity crosses
             it). Complementarity is then violated by at most ``z_i * min_norm_tol``.
+        noslip_gap: [m] the no-slip rows ``S v+ = T v+ = 0`` are imposed only on contacts with
+            ``phi <= noslip_gap`` -- eq. (34): the constraint applies to contacts touching at t;
+            a separated candidate (phi > 0, e.g. a swing foot within the margin) carries only
+            its normal row (35) and no friction (a foot hovering 1 mm above the ground cannot
+            stick; demanding it stops a touching-down foot's horizontal velocity within one
+            tick, 10^2-10^3 rad/s^2 of corrected accelerations). ``None`` (default, Sec. 4 as
+            written): every candidate of the problem gets the no-slip rows. Recommended in
+            closed loop: ``1e-6`` (rounding of a touching contact's distance; ``phi_deadband``
+            reports exact zeros).
 
     Returns:
         ContactResult; ``stats.iterations`` = PPM pivots, ``stats.residual`` = max violation of the
@@ -540,6 +552,15 @@ def solve_lcp_noslip(
     from .dispatch import fallback_result
 
     nc = problem.nc
+    if noslip_gap is not None:
+        if not np.isfinite(noslip_gap):
+            raise ValueError(f"noslip_gap: must be finite or None, got {noslip_gap!r}")
+        sep = problem.phi > noslip_gap
+        if np.any(sep):  # zero rows are dropped by Alg. 1's independence test
+            S, T = problem.S.copy(), problem.T.copy()
+            S[sep] = 0.0
+            T[sep] = 0.0
+            problem = dataclasses.replace(problem, S=S, T=T)
     if max_iter is None:
         max_iter = 4 * nc + 20
     warm = np.zeros(nc, dtype=np.bool_)

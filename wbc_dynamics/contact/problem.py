@@ -144,6 +144,9 @@ class ContactProblem:
     #: construction) so that ``solve`` does not check a problem twice; reset it to False after
     #: modifying a problem's arrays in place.
     validated: bool = field(default=False, repr=False, compare=False)
+    #: (nc, 3) [N s] impulses of a passive impact applied to ``v`` by
+    #: ``ContactModel(passive_impact=True)`` (local n, s, t); None if none was applied.
+    impact_impulses: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -296,6 +299,7 @@ class ContactProblem:
             contact_ids=tuple(self.contact_ids[i] for i in r),
             points=None if self.points is None else self.points[r],
             frames=None if self.frames is None else self.frames[r],
+            impact_impulses=None if self.impact_impulses is None else self.impact_impulses[r],
         )
 
 

@@ -50,9 +50,22 @@ CONTROLLERS = (*CONTACT_METHODS, "lcp_noslip_mn", "id_prev", "pid", "none")
 #: PD feedback gains of the ID controllers [1/s^2, 1/s] and PID baseline gains (torque units:
 #: N m/rad, N m/(rad s), N m s/rad), per robot.
 GAINS = {
-    "quadruped": {"kp": 300.0, "kd": 35.0, "pid": (12.0, 10.0, 0.25)},
+    "quadruped": {"kp": 3000.0, "kd": 110.0, "pid": (12.0, 10.0, 0.25)},
     "arm": {"kp": 300.0, "kd": 35.0, "pid": (100.0, 50.0, 5.0), "pid_fingers": (5.0, 2.0, 0.05)},
 }
+
+
+#: Contact solver options the loop sets by default (merged under ``LoopConfig.solver_options``):
+#: ``lcp_noslip`` imposes no-slip only on touching contacts (eq. (34); a swing foot within the
+#: candidate margin must not be stopped horizontally within one tick).
+DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}}
+
+
+def _solver_options(cfg: LoopConfig) -> dict:
+    out = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
+    for k, v in cfg.solver_options.items():
+        out.setdefault(k, {}).update(v)
+    return out
 
 
 @dataclass
@@ -77,7 +90,12 @@ class LoopConfig:
             ``_ContactAdapter``); 0 = off.
         contact_schedule: trot: tell the contact model which feet the gait has in swing.
         solver_options: per-method contact solver options, e.g.
-            ``{"lcp_noslip": {"min_norm": True}}`` (``SolverState.options``).
+            ``{"lcp_noslip": {"min_norm": True}}`` (``SolverState.options``), merged over
+            :data:`DEFAULT_SOLVER_OPTIONS`.
+        passive_impact, separation_tolerance: [-, m/s] the ``ContactModel`` options of the same
+            name (touchdown / rebound velocities are removed by a passive inelastic impact before
+            the inverse dynamics; see ``docs/contact_api.md``). Defaults: on, 5 cm/s (MuJoCo's
+            soft feet rebound at up to ~6 cm/s after a touchdown).
     """
 
     robot: str = "quadruped"
@@ -97,6 +115,8 @@ class LoopConfig:
     phi_deadband: float = 1e-4
     contact_schedule: bool = True
     solver_options: dict = field(default_factory=dict)
+    passive_impact: bool = True
+    separation_tolerance: float = 0.05
 
 
 @dataclass
@@ -192,12 +212,12 @@ class _WBC:
         self.predicts = method != "none"
         self.adapter = None
         if self.predicts and getattr(self.ctl, "_contact_model", None) is not None:
-            self.adapter = _ContactAdapter(self.ctl._contact_model, cfg.phi_deadband)
+            self.adapter = _ContactAdapter(self.ctl._contact_model, cfg.phi_deadband,
+                                           cfg.passive_impact, cfg.separation_tolerance)
             self.ctl._contact_model = self.adapter
         self.schedule = None  # callable t -> set of links planned in swing
-        if cfg.solver_options and hasattr(self.ctl.solver_state, "options"):
-            self.ctl.solver_state.options.update(
-                {k: dict(v) for k, v in cfg.solver_options.items()})
+        if hasattr(self.ctl.solver_state, "options"):
+            self.ctl.solver_state.options.update(_solver_options(cfg))
 
     def __call__(self, t, q, v, ref, plant):
         c = self.ctl
@@ -228,18 +248,25 @@ class _ContactAdapter:
       that is being lifted.
     """
 
-    def __init__(self, model, phi_deadband: float) -> None:
+    def __init__(self, model, phi_deadband: float, passive_impact: bool = False,
+                 separation_tolerance: float = 0.0) -> None:
         self._m = model
         self.phi_deadband = float(phi_deadband)
         if hasattr(model, "phi_deadband"):  # the contact model implements it: use that
             model.phi_deadband = self.phi_deadband
             self.phi_deadband = 0.0
+        if hasattr(model, "passive_impact"):
+            model.passive_impact = bool(passive_impact)
+            model.separation_tolerance = float(separation_tolerance)
         self.excluded: set | tuple = ()
 
     def __getattr__(self, name):
         return getattr(self._m, name)
 
     def build(self, *args, **kwargs):
+        if hasattr(self._m, "excluded_links"):  # the contact model implements the schedule
+            self._m.excluded_links = frozenset(self.excluded)
+            return self._m.build(*args, **kwargs)
         p = self._m.build(*args, **kwargs)
         tol = self.phi_deadband
         if tol > 0.0 and p.nc:
@@ -335,11 +362,11 @@ class _BoxGraspID:
             contact_links=info["fingertip_links"],
             bodies=[CFreeBody.from_model("box", box, mu=mu)],
             dt=1.0 / cfg.control_rate,
-        ), cfg.phi_deadband)
+        ), cfg.phi_deadband, cfg.passive_impact, cfg.separation_tolerance)
         self.method = method
         self.state = SolverState()
-        if cfg.solver_options and hasattr(self.state, "options"):
-            self.state.options.update({k: dict(v) for k, v in cfg.solver_options.items()})
+        if hasattr(self.state, "options"):
+            self.state.options.update(_solver_options(cfg))
         self.solve = solve
         g = GAINS["arm"]
         self.kp = cfg.kp if cfg.kp is not None else g["kp"]
