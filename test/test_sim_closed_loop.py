@@ -93,3 +93,44 @@ def test_weight_shift_under_lcp_noslip_min_norm_tracks_and_predicts():
     # the base really swayed: lateral excursion close to the planned 2 cm amplitude
     dy = res.base_pos[:, 1] - res.base_pos[0, 1]
     assert 0.015 < np.abs(dy).max() < 0.025, np.abs(dy).max()
+
+
+@pytest.mark.parametrize("controller, max_err, min_dx", [("lcp_noslip_mn", 0.03, 0.3),
+                                                         ("qp_coulomb", 0.15, -0.05)])
+def test_trot_on_rigid_high_friction_ground(controller, max_err, min_dx):
+    """Seed 004 Sec. 7.6 trot (0.3 s cycle, duty 0.75, 1.5 cm steps, 20 cm/s) for 3 s with the
+    loop's defaults (passive touchdown impact, no-slip only on touching feet, kp 3000 / kd 110):
+    no fall, joint error bounded, drives rarely at their 4 N m limit. lcp_noslip walks the
+    planned distance (0.4 m by t = 3 s); qp_coulomb trots almost in place (~3 cm): its Stage I
+    objective (eq. 69, kinetic energy of the whole mechanism) predicts contact forces that brake
+    the base (docs/contact_methods.md, "Model note")."""
+    res = run(LoopConfig(robot="quadruped", controller=controller, reference="trot",
+                         duration=3.0), stop_on_failure=False)
+    assert not res.failed, res.failure
+    m = res.metrics()
+    assert m["pos_err"] < max_err, m
+    assert m["clamp_frac"] < 0.05, m
+    dx = res.base_pos[-1, 0] - res.base_pos[0, 0]
+    assert min_dx < dx < 0.5, dx
+
+
+def test_trot_without_the_touchdown_options_falls():
+    """The previous configuration (measured velocities used as is, no-slip rows on every
+    candidate within the margin, kp 300 / kd 35) falls at the first touchdowns -- the options
+    above are what makes the trot work."""
+    res = run(LoopConfig(robot="quadruped", controller="lcp_noslip_mn", reference="trot",
+                         duration=3.0, passive_impact=False, kp=300.0, kd=35.0,
+                         solver_options={"lcp_noslip": {"noslip_gap": None}}))
+    assert res.failed and "fell" in res.failure
+    assert res.t[-1] < 1.5  # gait starts at 0.5 s
+
+
+def test_weight_shift_on_compliant_ground_stays_up():
+    """Compliant, low-friction ground (0.85 mm rest sink): the feet's mm/s compression /
+    rebound velocities are absorbed by the passive impact (separation_tolerance), so swaying
+    over four feet no longer reads as approach / separation to be stopped within one tick."""
+    res = run(LoopConfig(robot="quadruped", controller="lcp_noslip_mn", reference="shift",
+                         duration=2.0, compliant=True, friction="low"), stop_on_failure=False)
+    assert not res.failed, res.failure
+    m = res.metrics()
+    assert m["pos_err"] < 0.03 and m["force_rel"] < 0.05, m
