@@ -121,6 +121,9 @@ class Client:
         p.velocities = [float(x) for x in vel]
         m.points = [p]
         self.pub_ref.publish(m)
+        # let the node take the reference before the caller sends the joint state that should use
+        # it (DDS does not order samples across topics)
+        self.spin(lambda: False, 0.1)
 
     def echo_for(self, q, nonzero: bool = False) -> JointState | None:
         """The FIRST command echo computed for joint positions ``q`` (the tick the joint state
@@ -146,3 +149,25 @@ class Client:
         self.node.destroy_node()
 
 
+
+    def command_for(self, names, q, v, acc, q_des=(), v_des=(), expected=None,
+                    attempts: int = 3) -> np.ndarray:
+        """Send a reference, then a joint state; return the effort the node computed for it.
+
+        If ``expected`` (a function of q) is given and the first command differs because the
+        reference had not reached the node's callback yet (no cross-topic ordering in DDS), the
+        pair is re-sent with q shifted by 1e-4 rad, at most ``attempts`` times; the returned
+        effort is then compared by the caller against ``expected`` of the returned q.
+        Returns (effort, q_used).
+        """
+        q = np.asarray(q, dtype=float)
+        for k in range(attempts):
+            self.send_reference(names, acc, q_des, v_des)
+            self.send_state(names, q, v)
+            assert self.spin(lambda q=q: self.echo_for(q) is not None, 5.0), "no command echo"
+            eff = np.array(self.echo_for(q).effort)
+            if expected is None or np.allclose(eff, expected(q), rtol=0, atol=1e-9) \
+                    or k == attempts - 1:
+                return eff, q
+            q = q + 1e-4
+        raise AssertionError("unreachable")

@@ -84,13 +84,11 @@ class TestWbcControllerLaunch(unittest.TestCase):
         rclpy.shutdown()
 
     def _send(self, q, v, acc, q_des=None):
+        """Reference then state; effort and the q it was computed for (see Client.command_for)."""
         names = self.info["joint_names"]
-        self.client.send_reference(names, acc, () if q_des is None else q_des)
-        self.client.spin(lambda: False, 0.05)
-        self.client.send_state(names, q, v)
-        ok = self.client.spin(lambda: self.client.echo_for(q) is not None, 5.0)
-        self.assertTrue(ok, "no torque command for the published joint state")
-        return np.array(self.client.echo_for(q).effort)
+        return self.client.command_for(
+            names, q, v, acc, () if q_des is None else q_des,
+            expected=lambda qq: _expected(self.model, qq, v, acc, q_des))
 
     def test_1_torque_equals_core(self, proc_output):
         rng = np.random.default_rng(11)
@@ -99,7 +97,7 @@ class TestWbcControllerLaunch(unittest.TestCase):
         v = np.zeros(n)  # Kd term: qd_des not given -> no velocity feedback
         acc = rng.standard_normal(n)
         q_des = q + 0.05 * rng.standard_normal(n)
-        tau = self._send(q, v, acc, q_des)
+        tau, q = self._send(q, v, acc, q_des)
         np.testing.assert_allclose(tau, _expected(self.model, q, v, acc, q_des), rtol=0,
                                    atol=1e-9)
         self.assertTrue(self.client.spin(
@@ -127,7 +125,7 @@ class TestWbcControllerLaunch(unittest.TestCase):
         self.client.pub_js.publish(m)
         proc_output.assertWaitFor("rejected joint_states message", timeout=5.0)
         q = np.array(self.info["standing_q"]) - 0.02
-        tau = self._send(q, np.zeros(n), np.ones(n))
+        tau, q = self._send(q, np.zeros(n), np.ones(n))
         np.testing.assert_allclose(tau, _expected(self.model, q, np.zeros(n), np.ones(n)),
                                    rtol=0, atol=1e-9)
 
