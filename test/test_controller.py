@@ -360,3 +360,38 @@ def test_runtime_friction_and_method_switch(quadruped):
     np.testing.assert_array_equal(prob.mu, np.full(4, 0.3))
     f = out.contact_forces
     assert np.all(np.hypot(f[:, 0], f[:, 1]) <= 0.3 * f[:, 2] + 1e-9)  # inside the cone
+
+
+def test_contact_model_options_reach_the_solver(quadruped):
+    """phi_deadband / passive_impact / separation_tolerance go to the ContactModel, noslip_gap to
+    lcp_noslip: the controller's torques equal a direct ContactModel + solve with the same
+    options (cold start)."""
+    from wbc_dynamics.contact import solve
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.model import RobotModel
+
+    info, pm, pd = quadruped
+    opts = {"phi_deadband": 1e-4, "passive_impact": True, "separation_tolerance": 0.05}
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True,
+                               "method": "lcp_noslip", "noslip_gap": 1e-6,
+                               "effort_limits": [np.inf], "warm_start": False, **opts})
+    assert ctl._contact_model.passive_impact is True
+    q = np.array(info["standing_q"])
+    q[2] += 0.0005                                             # feet 0.5 mm above the ground
+    v = np.zeros(18)
+    v[0], v[2] = 0.1, -0.6                                     # sliding and approaching
+    ctl.set_base_state(q[:3], q[3:7], v[:3], v[3:6], 0.0)
+    ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
+    ctl.set_reference(np.zeros(12), 0.0)
+    out = ctl.update(0.0)
+    robot = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
+    cm = ContactModel(robot, contact_links=info["contact_links"],
+                      features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3, **opts)
+    res = solve("lcp_noslip", cm.build(q, v, np.zeros(12)), None, noslip_gap=1e-6)
+    np.testing.assert_allclose(out.tau, res.tau, rtol=0, atol=1e-9)
+    plain = ContactModel(robot, contact_links=info["contact_links"],
+                         features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3)
+    res0 = solve("lcp_noslip", plain.build(q, v, np.zeros(12)), None)
+    assert np.max(np.abs(res0.tau - out.tau)) > 1.0            # the options matter here
+    with pytest.raises(ValueError, match="separation_tolerance"):
+        WholeBodyController({"robot": "arm", "separation_tolerance": -1.0})

@@ -125,6 +125,13 @@ class ControllerConfig:
         friction_edges: pyramid edges k of the Coulomb methods (even, >= 4).
         contact_margin: sphere-ground pairs with signed distance <= margin [m] are contact
             candidates (the phi/dt term of seed 004 eqs. (35)/(36) handles phi > 0).
+        phi_deadband: [m] signed distances below it count as touching (ContactModel option;
+            0 = eqs. (35)/(36) literally).
+        passive_impact: treat a touchdown of an approaching contact as a passive impact
+            (ContactModel option, with ``separation_tolerance`` [m/s]).
+        separation_tolerance: [m/s] see ``passive_impact`` (>= 0).
+        noslip_gap: [m] ``lcp_noslip`` only: no-slip rows only for contacts with
+            ``phi <= noslip_gap`` (seed 004 eq. (34)); negative = not set (every candidate).
         warm_start: keep the contact solver's warm start across ticks.
     """
 
@@ -148,6 +155,10 @@ class ControllerConfig:
     friction_edges: int = 4
     warm_start: bool = True
     contact_margin: float = 0.005
+    phi_deadband: float = 0.0
+    passive_impact: bool = False
+    separation_tolerance: float = 0.0
+    noslip_gap: float = -1.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -424,6 +435,16 @@ class WholeBodyController:
             raise ValueError(f"contact_margin: must be finite and >= 0, got {cfg.contact_margin!r}")
         if not math.isfinite(float(cfg.ground_height)):
             raise ValueError(f"ground_height: must be finite, got {cfg.ground_height!r}")
+        for nm in ("phi_deadband", "separation_tolerance"):
+            val = float(getattr(cfg, nm))
+            if not (math.isfinite(val) and val >= 0.0):
+                raise ValueError(f"{nm}: must be finite and >= 0, got {getattr(cfg, nm)!r}")
+        if not math.isfinite(float(cfg.noslip_gap)):
+            raise ValueError(f"noslip_gap: must be finite, got {cfg.noslip_gap!r}")
+        self._solver_options: dict[str, dict[str, Any]] = {
+            "lcp_noslip": ({"noslip_gap": float(cfg.noslip_gap)}
+                           if float(cfg.noslip_gap) >= 0.0 else {}),
+        }
 
         # buffers
         nq, nv = int(model.nq), int(model.nv)
@@ -863,12 +884,11 @@ class WholeBodyController:
         cfg = self._cfg
         ground = HalfSpace.ground(height=float(cfg.ground_height), mu=self._params["friction"])
         return ContactModel(
-            self.model,
-            contact_links=self._contact_links,
-            features=[ground],
-            margin=float(cfg.contact_margin if margin is None else margin),
-            dt=self.dt,
-            friction_edges=int(cfg.friction_edges),
+            self.model, contact_links=self._contact_links, features=[ground],
+            margin=float(cfg.contact_margin if margin is None else margin), dt=self.dt,
+            friction_edges=int(cfg.friction_edges), phi_deadband=float(cfg.phi_deadband),
+            passive_impact=bool(cfg.passive_impact),
+            separation_tolerance=float(cfg.separation_tolerance),
         )
 
     def _contact_id(self, method: str, out: ControlOutput, model: Any = None) -> None:
@@ -879,7 +899,7 @@ class WholeBodyController:
         _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
         prob = cm.build(self._q, self._v, self._qdd_model)
         state = self.solver_state if self._cfg.warm_start else None
-        res = solve(method, prob, state)
+        res = solve(method, prob, state, **self._solver_options.get(method, {}))
         _gather(res.tau, self._cfg_to_model, 0, self._tau)
         out.contact_ids = res.contact_ids
         out.contact_points = prob.points if prob.points is not None else np.zeros((0, 3))

@@ -87,6 +87,11 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "ground_height": (_T.DOUBLE, 0.0, "ground plane height in the world frame [m]"),
     "friction_edges": (_T.INTEGER, 4, "friction pyramid edges (even, >= 4)"),
     "contact_margin": (_T.DOUBLE, 0.005, "contact candidates: signed distance <= margin [m]"),
+    "phi_deadband": (_T.DOUBLE, 0.0, "signed distances below it count as touching [m]"),
+    "passive_impact": (_T.BOOL, False, "touchdown of an approaching contact = passive impact"),
+    "separation_tolerance": (_T.DOUBLE, 0.0, "passive_impact separation tolerance [m/s]"),
+    "noslip_gap": (_T.DOUBLE, -1.0, "lcp_noslip: no-slip rows only for phi <= gap [m] "
+                   "(eq. 34); negative = all candidates"),
     "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
@@ -121,6 +126,10 @@ STRUCTURAL = (
     "ground_height",
     "friction_edges",
     "contact_margin",
+    "phi_deadband",
+    "passive_impact",
+    "separation_tolerance",
+    "noslip_gap",
     "warm_start",
     "control_rate",
     "control_mode",
@@ -155,6 +164,10 @@ _CONFIG_FIELDS = (
     "friction_edges",
     "warm_start",
     "contact_margin",
+    "phi_deadband",
+    "passive_impact",
+    "separation_tolerance",
+    "noslip_gap",
 )
 
 
