@@ -210,3 +210,22 @@ def test_excluded_links_and_bad_tolerance():
     assert cm.build(q0, np.zeros(m.nv), np.zeros(12)).nc == 4
     with pytest.raises(ValueError, match="separation_tolerance"):
         ContactModel(m, features=[HalfSpace.ground(0.0)], separation_tolerance=-1.0)
+
+
+def test_qp_noslip_noslip_gap():
+    """qp_noslip (unbounded friction): with noslip_gap the hovering swing foot gets no friction
+    impulse and eq. (37) still holds exactly; without it the QP brakes the foot through
+    friction at a contact that does not touch."""
+    m, pm, _, _ = quadruped()
+    q = _q_lifted(2e-3)
+    v = _foot_velocity(q, "LF_foot", np.array([V_TD, 0.0, 0.0]))
+    p = _model(False).build(q, v, np.zeros(12))
+    lf = [k for k, cid in enumerate(p.contact_ids) if cid[0] == "LF_foot"][0]
+    lit = solve("qp_noslip", p, SolverState())
+    gap = solve("qp_noslip", p, SolverState(), noslip_gap=1e-6)
+    assert np.linalg.norm(lit.impulses[lf, 1:]) > 1e-3  # N s of friction without contact
+    # (the normal impulse may be > 0: the convex model has no normal complementarity, Sec. 6)
+    np.testing.assert_allclose(gap.impulses[lf, 1:], 0.0, atol=1e-6)
+    M, _ = pin_mass_bias(pm, q, v)
+    assert eq37_residual_mform(M, p, gap) < 1e-8
+    np.testing.assert_allclose(gap.qdd[p.actuated], p.qdd_des, atol=1e-6)

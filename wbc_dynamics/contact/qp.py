@@ -93,6 +93,7 @@ A Stage II failure keeps the Stage I solution (flag ``iteration_limit`` or ``fal
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -770,14 +771,30 @@ def solve_qp_noslip(
     stage2_eps: float | None = None,
     formulation: str = "auto",
     sparse_above: int = 8,
+    noslip_gap: float | None = None,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
 
     Same options as :func:`solve_qp_coulomb` (no pyramid): tangential impulses are free
-    variables, normal impulses ``>= 0``.
+    variables, normal impulses ``>= 0``. ``noslip_gap`` [m] (as for ``lcp_noslip``): the free
+    tangential impulses exist only at contacts with ``phi <= noslip_gap`` (eq. (34)); a
+    separated candidate gets no friction (its S, T rows are zeroed, so its tangential impulses
+    leave the objective and Stage II sets them to zero). ``None`` (default): every candidate.
     """
-    return _solve_two_stage(
+    original, sep = problem, None
+    if noslip_gap is not None:
+        if not np.isfinite(noslip_gap):
+            raise ValueError(f"noslip_gap: must be finite or None, got {noslip_gap!r}")
+        sep = problem.phi > noslip_gap
+        if np.any(sep):
+            S, T = problem.S.copy(), problem.T.copy()
+            S[sep] = 0.0
+            T[sep] = 0.0
+            problem = dataclasses.replace(problem, S=S, T=T)
+        else:
+            sep = None
+    res = _solve_two_stage(
         problem,
         mstate,
         "qp_noslip",
@@ -794,6 +811,14 @@ def solve_qp_noslip(
         formulation=formulation,
         sparse_above=sparse_above,
     )
+    if sep is not None:
+        # the zeroed rows make those impulses inert; report them as exactly zero so that
+        # eq. (37) holds for the original problem too
+        imp = res.impulses.copy()
+        imp[sep, 1:] = 0.0
+        res = ContactResult.from_impulses(original, res.tau, imp, res.v_next, res.stats,
+                                          res.consistent)
+    return res
 
 
 def warmup() -> None:

@@ -56,9 +56,10 @@ GAINS = {
 
 
 #: Contact solver options the loop sets by default (merged under ``LoopConfig.solver_options``):
-#: ``lcp_noslip`` imposes no-slip only on touching contacts (eq. (34); a swing foot within the
-#: candidate margin must not be stopped horizontally within one tick).
-DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}}
+#: ``lcp_noslip`` / ``qp_noslip`` impose no-slip (unbounded friction) only on touching contacts
+#: (eq. (34); a swing foot within the candidate margin must not be stopped horizontally within
+#: one tick).
+DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}, "qp_noslip": {"noslip_gap": 1e-6}}
 
 
 def _solver_options(cfg: LoopConfig) -> dict:
