@@ -51,17 +51,20 @@ def _js(names, q):
 
 def test_event_mode_rate_cap_token_bucket(make_node):
     """Average <= 1.5 x control_rate; bursts of up to 5 states each tick; excess only updates
-    the state (counted as rate-limited)."""
+    the state (counted as rate-limited). The node's clock is replaced by a manual one, so the
+    token count does not depend on how long a sleep takes on a loaded machine."""
     info = robot_info("arm")
     node, published, _ = make_node(robot="arm", control_rate=100.0)
-    node.controller.set_reference(np.zeros(11), node._now())
+    clock = [node._now()]
+    node._now = lambda: clock[0]
+    node.controller.set_reference(np.zeros(11), clock[0])
     q = np.array(info["standing_q"])
-    for k in range(8):                                          # a burst within ~1 ms
+    for k in range(8):                                          # a burst at one instant
         node._on_joint_state(_js(info["joint_names"], q + 0.01 * k))
     assert len(published) == 5 and node.controller.ticks == 5
     assert node._rate_limited == 3
     np.testing.assert_array_equal(node.controller._qj, q + 0.07)  # state still updated
-    time.sleep(0.02)                                            # 150 Hz x 0.02 s = 3 tokens
+    clock[0] += 0.021                 # 150 Hz x 0.021 s = 3.15 tokens: exactly 3 more ticks
     for _ in range(5):
         node._on_joint_state(_js(info["joint_names"], q))
     assert len(published) == 8 and node._rate_limited == 5
