@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 
 import numpy as np
 import pinocchio as pin
 import pytest
+from numba_helpers import compiled_signature_counts, grown_since
 
 from wbc_dynamics.controller import ControllerConfig, WholeBodyController
 from wbc_dynamics.robots import robot_info, robot_path
@@ -210,21 +210,24 @@ def test_bad_inputs_rejected_with_joint_name_and_state_kept(arm):
                                atol=1e-9)
 
 
-def test_first_tick_is_warm_and_ticks_are_fast(quadruped):
+def test_first_tick_compiles_nothing(quadruped):
+    """Construction warms every kernel: the first and later ticks add no numba signature
+    (deterministic; tick times are measured by benchmarks/bench_node.py, not asserted here)."""
     info, pm, pd = quadruped
-    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True})
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True,
+                               "method": "lcp_noslip"})
     q = np.array(info["standing_q"])
     ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
     ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
-    ctl.set_reference(np.zeros(12), 0.0)
-    t0 = time.perf_counter()
-    ctl.update(0.0)
-    first = time.perf_counter() - t0
-    assert first < 0.01, f"first tick took {first * 1e3:.1f} ms (compiled inside the tick?)"
-    for _ in range(200):
+    ctl.set_reference(np.zeros(12), 0.0, position=q[7:], velocity=np.zeros(12))
+    before = compiled_signature_counts()
+    out = ctl.update(0.0)
+    for k in range(200):
+        ctl.set_joint_state(q[7:] + 1e-4 * k, np.zeros(12), 0.0)
         ctl.update(0.0)
-    st = ctl.timing_stats()
-    assert st["count"] == 201 and st["p99"] < 0.002
+    assert out.mode == "control" and len(out.contact_ids) == 4
+    assert not grown_since(before)
+    assert ctl.timing_stats()["count"] == 201
 
 
 def test_base_state_validation(quadruped):
@@ -353,9 +356,9 @@ def test_runtime_friction_and_method_switch(quadruped):
     ctl.set_reference(np.zeros(12), 0.0)
     assert len(ctl.update(0.0).contact_ids) == 0
     ctl.set_parameters({"method": "lcp_coulomb", "friction": 0.3})    # warmed here
-    t0 = time.perf_counter()
+    before = compiled_signature_counts()
     out = ctl.update(0.0)
-    assert time.perf_counter() - t0 < 0.01 and len(out.contact_ids) == 4
+    assert not grown_since(before) and len(out.contact_ids) == 4
     prob = ctl._contact_model.build(q, np.zeros(18), np.zeros(12))
     np.testing.assert_array_equal(prob.mu, np.full(4, 0.3))
     f = out.contact_forces

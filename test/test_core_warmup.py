@@ -6,26 +6,16 @@ non-contiguous views, which the API converts instead of handing to numba.
 """
 
 import numpy as np
-from numba.core.registry import CPUDispatcher
+from numba_helpers import compiled_signature_counts, grown_since
 
 from wbc_dynamics import RobotModel
-from wbc_dynamics.kernels import dynamics, kinematics, spatial, world
 from wbc_dynamics.robots import robot_path
-
-
-def _signature_counts():
-    counts = {}
-    for mod in (dynamics, kinematics, spatial, world):
-        for name, obj in vars(mod).items():
-            if isinstance(obj, CPUDispatcher):
-                counts[f"{mod.__name__}.{name}"] = len(obj.signatures)
-    return counts
 
 
 def test_first_calls_after_construction_compile_nothing():
     for name, floating in (("quadruped", True), ("arm", False)):
         model = RobotModel.from_urdf(robot_path(name), floating_base=floating)
-        before = _signature_counts()
+        before = compiled_signature_counts()
         q = model.neutral()
         v = np.linspace(-1, 1, model.nv)
         a = np.ones(model.nv)
@@ -45,6 +35,5 @@ def test_first_calls_after_construction_compile_nothing():
         model.jacobian_dot_times_v(q, v, link)
         model.jacobian_dot_times_v(q, v, link, point=(0.1, 0, 0), frame="local")
         model.points_kinematics(q, v, [link, link], np.zeros((2, 3)))
-        after = _signature_counts()
-        grown = {k: (before.get(k, 0), n) for k, n in after.items() if n > before.get(k, 0)}
+        grown = grown_since(before)
         assert not grown, f"kernels compiled after construction: {grown}"

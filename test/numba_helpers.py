@@ -1,0 +1,26 @@
+"""Deterministic "nothing compiles in a control tick" checks (no timing involved)."""
+
+import sys
+
+from numba.core.registry import CPUDispatcher
+
+
+def compiled_signature_counts() -> dict[str, int]:
+    """Number of compiled signatures of every numba kernel in the loaded wbc_dynamics modules.
+
+    If a call adds a signature anywhere, numba compiled during that call.
+    """
+    counts = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if not mod_name.startswith("wbc_dynamics") or mod is None:
+            continue
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher):
+                counts[f"{obj.py_func.__module__}.{name}"] = len(obj.signatures)
+    return counts
+
+
+def grown_since(before: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """Kernels that gained signatures since ``before``: {name: (before, now)}."""
+    now = compiled_signature_counts()
+    return {k: (before.get(k, 0), n) for k, n in now.items() if n > before.get(k, 0)}
