@@ -72,12 +72,12 @@ def consistent_accelerations(
         p.phi,
         float(p.dt),
         warm,
-        max_iter,
-        rank_tol,
-        tol,
-        eps,
-        dep_tol,
-        1e-3 * eps_rel,
+        int(max_iter),
+        float(rank_tol),
+        float(tol),
+        float(eps),
+        float(dep_tol),
+        float(1e-3 * eps_rel),
     )
     v_next, status = out[4], out[8]
     qdd = (v_next[p.actuated] - p.v[p.actuated]) / p.dt

@@ -488,11 +488,14 @@ def _run_kernel(
         p.phi,
         float(p.dt),
         warm,
-        max_iter,
-        rank_tol,
-        tol_rel,
-        eps_p,
-        dep_tol,
+        int(max_iter),
+        float(rank_tol),
+        float(tol_rel),
+        float(eps_p),
+        float(dep_tol),
+        -1.0,  # ppm_rank_tol: passed explicitly so that this call and the Sec. 4.5 correction
+        # (consistency.consistent_accelerations) share one compiled signature (an omitted
+        # default argument is a different numba signature -> compilation inside a tick)
     )
 
 
