@@ -398,3 +398,40 @@ def test_contact_model_options_reach_the_solver(quadruped):
     assert np.max(np.abs(res0.tau - out.tau)) > 1.0            # the options matter here
     with pytest.raises(ValueError, match="separation_tolerance"):
         WholeBodyController({"robot": "arm", "separation_tolerance": -1.0})
+
+
+def _standing(ctl, q):
+    ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
+    ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
+    ctl.set_reference(np.zeros(12), 0.0)
+    return ctl.update(0.0)
+
+
+def test_contact_schedule_removes_swing_feet_from_the_problem(quadruped):
+    info, pm, pd = quadruped
+    q = np.array(info["standing_q"])
+    weight = sum(i.mass for i in pm.inertias) * 9.81
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True,
+                               "method": "lcp_noslip"})
+    assert len(_standing(ctl, q).contact_ids) == 4
+    ctl.set_contact_schedule(["LF_foot"])                     # LF in swing
+    out = _standing(ctl, q)
+    assert len(out.contact_ids) == 3 and all(c[0] != "LF_foot" for c in out.contact_ids)
+    assert np.sum(out.contact_forces[:, 2]) == pytest.approx(weight, rel=1e-6)
+    ctl.set_contact_schedule([])                              # all four in stance again
+    assert len(_standing(ctl, q).contact_ids) == 4
+    with pytest.raises(ValueError, match=r"\['nose'\] are not contact links"):
+        ctl.set_contact_schedule(["nose"])
+
+
+def test_noslip_min_norm_loads_all_four_feet_equally(quadruped):
+    info, pm, pd = quadruped
+    q = np.array(info["standing_q"])
+    weight = sum(i.mass for i in pm.inertias) * 9.81
+    vertex = _standing(WholeBodyController({"robot": "quadruped", "floating_base": True,
+                                            "method": "lcp_noslip"}), q)
+    mn = _standing(WholeBodyController({"robot": "quadruped", "floating_base": True,
+                                        "method": "lcp_noslip", "noslip_min_norm": True}), q)
+    np.testing.assert_allclose(mn.contact_forces[:, 2], weight / 4, rtol=1e-6)
+    assert np.sum(vertex.contact_forces[:, 2]) == pytest.approx(weight, rel=1e-6)
+    assert np.count_nonzero(vertex.contact_forces[:, 2] > 1e-6 * weight) <= 3  # Appendix F

@@ -130,8 +130,11 @@ class ControllerConfig:
         passive_impact: treat a touchdown of an approaching contact as a passive impact
             (ContactModel option, with ``separation_tolerance`` [m/s]).
         separation_tolerance: [m/s] see ``passive_impact`` (>= 0).
-        noslip_gap: [m] ``lcp_noslip`` only: no-slip rows only for contacts with
+        noslip_gap: [m] ``lcp_noslip`` / ``qp_noslip``: no-slip rows only for contacts with
             ``phi <= noslip_gap`` (seed 004 eq. (34)); negative = not set (every candidate).
+        noslip_min_norm: ``lcp_noslip`` returns the minimum-norm impulses among the
+            indeterminate solutions instead of the vertex solution of Alg. 2 (symmetric loads on
+            several feet; needed on compliant plants where an unloaded foot drifts off).
         warm_start: keep the contact solver's warm start across ticks.
     """
 
@@ -159,6 +162,7 @@ class ControllerConfig:
     passive_impact: bool = False
     separation_tolerance: float = 0.0
     noslip_gap: float = -1.0
+    noslip_min_norm: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -441,9 +445,10 @@ class WholeBodyController:
                 raise ValueError(f"{nm}: must be finite and >= 0, got {getattr(cfg, nm)!r}")
         if not math.isfinite(float(cfg.noslip_gap)):
             raise ValueError(f"noslip_gap: must be finite, got {cfg.noslip_gap!r}")
+        gap = {"noslip_gap": float(cfg.noslip_gap)} if float(cfg.noslip_gap) >= 0.0 else {}
         self._solver_options: dict[str, dict[str, Any]] = {
-            "lcp_noslip": ({"noslip_gap": float(cfg.noslip_gap)}
-                           if float(cfg.noslip_gap) >= 0.0 else {}),
+            "lcp_noslip": {**gap, **({"min_norm": True} if cfg.noslip_min_norm else {})},
+            "qp_noslip": dict(gap),
         }
 
         # buffers
@@ -472,6 +477,7 @@ class WholeBodyController:
 
         # contact model (seed 004), only for contact methods
         self._contact_model = None
+        self._swing_links: frozenset[str] = frozenset()
         self._contact_links = list(cfg.contact_links)
         if not self._contact_links and cfg.robot.strip():
             from .robots import robot_info
@@ -883,13 +889,15 @@ class WholeBodyController:
 
         cfg = self._cfg
         ground = HalfSpace.ground(height=float(cfg.ground_height), mu=self._params["friction"])
-        return ContactModel(
+        cm = ContactModel(
             self.model, contact_links=self._contact_links, features=[ground],
             margin=float(cfg.contact_margin if margin is None else margin), dt=self.dt,
             friction_edges=int(cfg.friction_edges), phi_deadband=float(cfg.phi_deadband),
             passive_impact=bool(cfg.passive_impact),
             separation_tolerance=float(cfg.separation_tolerance),
         )
+        cm.excluded_links = self._swing_links
+        return cm
 
     def _contact_id(self, method: str, out: ControlOutput, model: Any = None) -> None:
         """Contact-aware inverse dynamics (seed 004) of self._qdd_cmd; fills out's contact data."""
@@ -932,6 +940,24 @@ class WholeBodyController:
     def reset_solver(self) -> None:
         """Forget the contact solver's warm start (every method); next tick is a cold start."""
         self.solver_state.reset()
+
+    def set_contact_schedule(self, swing_links: Sequence[str] = ()) -> None:
+        """The gait's contact schedule: links in swing are not contact candidates.
+
+        Their spheres are left out of the contact problem until the next call (seed 004
+        Sec. 7.6: the planner knows which feet are in stance), so a swing foot passing close
+        to the ground is not held to it. Empty = every contact link is a candidate.
+        Raises ValueError naming links that are not contact links.
+        """
+        links = frozenset(str(x) for x in swing_links)
+        unknown = sorted(links - set(self._contact_links))
+        if unknown:
+            raise ValueError(
+                f"contact schedule: {unknown} are not contact links ({self._contact_links})"
+            )
+        self._swing_links = links
+        if self._contact_model is not None:
+            self._contact_model.excluded_links = links
 
     # ------------------------------------------------------------------ safe command, stats
     def safe_command(self, now: float) -> ControlOutput:

@@ -90,8 +90,10 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "phi_deadband": (_T.DOUBLE, 0.0, "signed distances below it count as touching [m]"),
     "passive_impact": (_T.BOOL, False, "touchdown of an approaching contact = passive impact"),
     "separation_tolerance": (_T.DOUBLE, 0.0, "passive_impact separation tolerance [m/s]"),
-    "noslip_gap": (_T.DOUBLE, -1.0, "lcp_noslip: no-slip rows only for phi <= gap [m] "
-                   "(eq. 34); negative = all candidates"),
+    "noslip_gap": (_T.DOUBLE, -1.0, "lcp_noslip/qp_noslip: no-slip rows only for phi <= gap "
+                   "[m] (eq. 34); negative = all candidates"),
+    "noslip_min_norm": (_T.BOOL, False, "lcp_noslip: minimum-norm impulses instead of the "
+                        "vertex solution of Alg. 2"),
     "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
@@ -130,6 +132,7 @@ STRUCTURAL = (
     "passive_impact",
     "separation_tolerance",
     "noslip_gap",
+    "noslip_min_norm",
     "warm_start",
     "control_rate",
     "control_mode",
@@ -168,6 +171,7 @@ _CONFIG_FIELDS = (
     "passive_impact",
     "separation_tolerance",
     "noslip_gap",
+    "noslip_min_norm",
 )
 
 

@@ -87,8 +87,10 @@ class LoopConfig:
         reference_options: forwarded to :func:`~wbc_dynamics.sim.references.make_reference`.
         box_mass: arm task: mass of the grasped box [kg] (None = the bundled box's).
         settle: floating base: seconds of settling on the ground before t = 0 (``_settle``).
-        phi_deadband: [m] contact distance deadband between simulator and controller (see
-            ``_ContactAdapter``); 0 = off.
+        phi_deadband: [m] contact distance deadband between simulator and controller (the
+            controller's ``phi_deadband``: MuJoCo's soft contacts carry load at a few
+            micrometres of penetration, which eqs. (35)/(36) read literally would demand to
+            remove within one tick); 0 = off.
         contact_schedule: trot: tell the contact model which feet the gait has in swing.
         solver_options: per-method contact solver options, e.g.
             ``{"lcp_noslip": {"min_norm": True}}`` (``SolverState.options``), merged over
@@ -210,23 +212,20 @@ class _WBC:
                 "kd": [cfg.kd if cfg.kd is not None else g["kd"]],
                 "state_timeout": 1.0,
                 "reference_timeout": 1.0,
+                "phi_deadband": cfg.phi_deadband,
+                "passive_impact": cfg.passive_impact,
+                "separation_tolerance": cfg.separation_tolerance,
             }
         )
         self.floating = info["floating_base"]
         self.predicts = method != "none"
-        self.adapter = None
-        if self.predicts and getattr(self.ctl, "_contact_model", None) is not None:
-            self.adapter = _ContactAdapter(self.ctl._contact_model, cfg.phi_deadband,
-                                           cfg.passive_impact, cfg.separation_tolerance)
-            self.ctl._contact_model = self.adapter
         self.schedule = None  # callable t -> set of links planned in swing
-        if hasattr(self.ctl.solver_state, "options"):
-            self.ctl.solver_state.options.update(_solver_options(cfg))
+        self.ctl.solver_state.options.update(_solver_options(cfg))
 
     def __call__(self, t, q, v, ref, plant):
         c = self.ctl
-        if self.adapter is not None:
-            self.adapter.excluded = self.schedule(t) if self.schedule is not None else ()
+        if self.predicts and self.schedule is not None:
+            c.set_contact_schedule(self.schedule(t))
         if self.floating:
             c.set_base_state(q[0:3], q[3:7], v[0:3], v[3:6], t)
             c.set_joint_state(q[7:], v[6:], t)
@@ -237,49 +236,6 @@ class _WBC:
         out = c.update(t)
         normal = float(np.sum(out.contact_forces[:, 2])) if self.predicts else math.nan
         return out.tau.copy(), normal, out.safe, out.solver_flags
-
-
-class _ContactAdapter:
-    """Harness measures between the simulator and the controller's contact model (documented in
-    ``docs/simulation.md``; candidates for product options):
-
-    * ``phi_deadband`` [m]: signed distances below it count as touching (phi = 0) and larger ones
-      are reduced by it. MuJoCo's soft contacts carry load at a few micrometres of penetration
-      (0.85 mm on the compliant ground); read literally, eqs. (35)/(36) would demand removing it
-      within one tick (phi/dt), i.e. tens of m/s^2 of spurious base acceleration.
-    * ``excluded``: links the gait plan has in swing (Sec. 7.2.1: the planner decides lift-off);
-      without this, the convex model (Sec. 6, no normal complementarity) may push on a foot
-      that is being lifted.
-    """
-
-    def __init__(self, model, phi_deadband: float, passive_impact: bool = False,
-                 separation_tolerance: float = 0.0) -> None:
-        self._m = model
-        self.phi_deadband = float(phi_deadband)
-        if hasattr(model, "phi_deadband"):  # the contact model implements it: use that
-            model.phi_deadband = self.phi_deadband
-            self.phi_deadband = 0.0
-        if hasattr(model, "passive_impact"):
-            model.passive_impact = bool(passive_impact)
-            model.separation_tolerance = float(separation_tolerance)
-        self.excluded: set | tuple = ()
-
-    def __getattr__(self, name):
-        return getattr(self._m, name)
-
-    def build(self, *args, **kwargs):
-        if hasattr(self._m, "excluded_links"):  # the contact model implements the schedule
-            self._m.excluded_links = frozenset(self.excluded)
-            return self._m.build(*args, **kwargs)
-        p = self._m.build(*args, **kwargs)
-        tol = self.phi_deadband
-        if tol > 0.0 and p.nc:
-            p.phi = np.where(p.phi < tol, 0.0, p.phi - tol)
-        if self.excluded and p.nc:
-            keep = [i for i, cid in enumerate(p.contact_ids) if cid[0] not in self.excluded]
-            if len(keep) != p.nc:
-                p = p.subset(keep)
-        return p
 
 
 class _PID:
@@ -361,16 +317,18 @@ class _BoxGraspID:
         if box_mass != info["box_mass"]:  # the paper's heavy box: same geometry, scaled mass
             box_urdf = _scale_box_mass(box_urdf, box_mass / info["box_mass"])
         box = RobotModel.from_urdf(box_urdf, floating_base=True)
-        self.cm = _ContactAdapter(ContactModel(
+        self.cm = ContactModel(
             self.m,
             contact_links=info["fingertip_links"],
             bodies=[CFreeBody.from_model("box", box, mu=mu)],
             dt=1.0 / cfg.control_rate,
-        ), cfg.phi_deadband, cfg.passive_impact, cfg.separation_tolerance)
+            phi_deadband=cfg.phi_deadband,
+            passive_impact=cfg.passive_impact,
+            separation_tolerance=cfg.separation_tolerance,
+        )
         self.method = method
         self.state = SolverState()
-        if hasattr(self.state, "options"):
-            self.state.options.update(_solver_options(cfg))
+        self.state.options.update(_solver_options(cfg))
         self.solve = solve
         g = GAINS["arm"]
         self.kp = cfg.kp if cfg.kp is not None else g["kp"]
