@@ -104,3 +104,29 @@ def test_deactivate_sends_zero_and_stops(make_node):
     node._on_joint_state(_js(info["joint_names"], np.array(info["standing_q"])))
     node._on_watchdog()
     assert len(published) == 2
+
+
+def test_contact_schedule_topic_sets_swing_feet_and_rejects_bad_masks(make_node):
+    """~/contact_schedule (std_msgs/UInt8MultiArray): one 0/1 entry per contact link."""
+    from std_msgs.msg import UInt8MultiArray
+
+    info = robot_info("quadruped")
+    node, _, _ = make_node(robot="quadruped", floating_base=True, method="lcp_noslip")
+    ctl = node.controller
+    links = ctl.contact_links
+    q = np.array(info["standing_q"])
+    now = node._now()
+    ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), now)
+    ctl.set_joint_state(q[7:], np.zeros(12), now)
+    ctl.set_reference(np.zeros(12), now)
+    node._on_contact_schedule(UInt8MultiArray(data=[0 if ln == "LF_foot" else 1 for ln in links]))
+    out = ctl.update(now)
+    assert len(out.contact_ids) == 3 and all(c[0] != "LF_foot" for c in out.contact_ids)
+    assert np.sum(out.contact_forces[:, 2]) == pytest.approx(4.8 * 9.81, rel=1e-6)
+    for bad in ([1, 1, 1], [1, 1, 2, 1]):                      # wrong length, not 0/1
+        node._on_contact_schedule(UInt8MultiArray(data=bad))
+    assert node._rejected["contact_schedule"] == 2
+    assert "entries must be 0 (swing) or 1 (stance)" in node._last_reject
+    assert len(ctl.update(now).contact_ids) == 3               # the last valid mask still holds
+    node._on_contact_schedule(UInt8MultiArray(data=[1, 1, 1, 1]))
+    assert len(ctl.update(now).contact_ids) == 4

@@ -48,7 +48,7 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from rclpy.parameter import Parameter
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
@@ -195,7 +195,7 @@ class WbcControllerNode(LifecycleNode):
         self._entities: list[Any] = []
         self._timers: list[Any] = []
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._rejected = {"joint_states": 0, "reference": 0, "odom": 0}
+        self._rejected = {"joint_states": 0, "reference": 0, "odom": 0, "contact_schedule": 0}
         self._last_reject = ""
 
     # ------------------------------------------------------------------ helpers
@@ -291,6 +291,9 @@ class WbcControllerNode(LifecycleNode):
             self._entities.append(
                 self.create_subscription(Odometry, "odom", self._on_odom, state_qos)
             )
+        if ctl.contact_links:
+            self._entities.append(self.create_subscription(
+                UInt8MultiArray, "~/contact_schedule", self._on_contact_schedule, cmd_qos))
         self._entities.append(self.create_service(Trigger, "~/reset_solver", self._on_reset_solver))
         self._timers.append(
             self.create_timer(1.0 / self._param("watchdog_rate"), self._on_watchdog)
@@ -434,6 +437,26 @@ class WbcControllerNode(LifecycleNode):
             ctl.set_reference(acc, self._now(), position=pos, velocity=vel)
         except ValueError as exc:
             self._reject("reference", exc)
+
+    def _on_contact_schedule(self, msg: UInt8MultiArray) -> None:
+        """Stance mask from the gait planner: data[i] = 1 (stance) or 0 (swing) for the i-th
+        configured contact link; swing links are not contact candidates until the next mask."""
+        ctl = self.controller
+        if ctl is None:
+            return
+        links = ctl.contact_links
+        try:
+            mask = list(msg.data)
+            if len(mask) != len(links):
+                raise ValueError(
+                    f"data has {len(mask)} entries, expected one per contact link {links}"
+                )
+            bad = [links[i] for i, m in enumerate(mask) if m not in (0, 1)]
+            if bad:
+                raise ValueError(f"entries must be 0 (swing) or 1 (stance); bad for {bad}")
+            ctl.set_contact_schedule([ln for ln, m in zip(links, mask, strict=True) if m == 0])
+        except ValueError as exc:
+            self._reject("contact_schedule", exc)
 
     def _on_odom(self, msg: Odometry) -> None:
         ctl = self.controller
@@ -581,6 +604,7 @@ class WbcControllerNode(LifecycleNode):
             "rejected_joint_states": str(self._rejected["joint_states"]),
             "rejected_reference": str(self._rejected["reference"]),
             "rejected_odom": str(self._rejected["odom"]),
+            "rejected_contact_schedule": str(self._rejected["contact_schedule"]),
             "last_rejection": self._last_reject,
         }
         for k, a in ages.items():
