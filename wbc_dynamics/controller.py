@@ -916,7 +916,11 @@ class WholeBodyController:
         out.warm_start_used = bool(res.stats.warm_start_used)
 
     def _warm_contact_method(self, method: str) -> None:
-        """Run the method once on every contact sphere (huge margin) so its kernels compile."""
+        """Compile every kernel of the method (its option paths included), then run it once on
+        every contact sphere (huge margin) so the controller's own types are compiled too."""
+        from .contact import warmup as contact_warmup
+
+        contact_warmup([method])
         probe = self._build_contact_model(margin=1e3)
         saved = (self._q.copy(), self._v.copy(), self._qj.copy(), self._qdj.copy())
         try:
