@@ -99,6 +99,18 @@ class LoopConfig:
             name (touchdown / rebound velocities are removed by a passive inelastic impact before
             the inverse dynamics; see ``docs/contact_api.md``). Defaults: on, 5 cm/s (MuJoCo's
             soft feet rebound at up to ~6 cm/s after a touchdown).
+        grasp_force: arm + box, contact-aware methods: desired internal (squeeze) force [N] per
+            touching fingertip, added in the null space of the grasp map
+            (:func:`internal_grasp_forces`; seed 004 Fig. 11 "given contact state and internal
+            forces"). Rigid contact leaves the squeeze indeterminate and every solver returns
+            (nearly) zero squeeze, so the box slips out under MuJoCo's soft contacts; 0 = off
+            (the solvers' own forces only). ``docs/simulation.md``: 20 N holds the box.
+        hold_touching_fingers: arm + box, contact-aware methods: a finger whose tip touches the
+            box (phi <= 1 mm) is commanded zero velocity / acceleration (Sec. 7.2.2: "maintain
+            zero velocity and acceleration while gripping the box, and ... close further if not
+            contacting") instead of the PD pull towards the reference 0.05 rad inside the box,
+            which no rigid-contact force can realize (the problem is then inconsistent / the
+            solvers hit their limits).
     """
 
     robot: str = "quadruped"
@@ -120,6 +132,8 @@ class LoopConfig:
     solver_options: dict = field(default_factory=dict)
     passive_impact: bool = True
     separation_tolerance: float = 0.05
+    grasp_force: float = 0.0
+    hold_touching_fingers: bool = False
 
 
 @dataclass
@@ -149,6 +163,8 @@ class LoopResult:
     effort_limit: np.ndarray
     safe_ticks: int = 0
     flags: dict = field(default_factory=dict)
+    #: arm: (K,) distance [m] of the box from its initial position in the hand frame
+    box_slip: np.ndarray | None = None
 
     # ---- Sec. 8 metrics --------------------------------------------------------------------
     def metrics(self) -> dict[str, float]:
@@ -184,6 +200,8 @@ class LoopResult:
         out["tick_p99"] = float(np.percentile(self.tick_time, 99))
         out["tick_max"] = float(np.max(self.tick_time))
         out["clamp_frac"] = float(np.mean(np.abs(self.tau) >= 0.999 * self.effort_limit))
+        if self.box_slip is not None and self.box_slip.size:
+            out["box_slip_max"] = float(np.max(self.box_slip))
         return out
 
 
@@ -334,15 +352,84 @@ class _BoxGraspID:
         self.kp = cfg.kp if cfg.kp is not None else g["kp"]
         self.kd = cfg.kd if cfg.kd is not None else g["kd"]
         self.limit = limit
+        self.grasp_force = float(cfg.grasp_force)
+        self.grasp_phi = 1e-3
+        self.hold_fingers = bool(cfg.hold_touching_fingers)
+        names = list(self.m.joint_names)
+        self.finger_of = {
+            link: names.index(j)
+            for link, j in zip(info["fingertip_links"], info["finger_joints"], strict=True)
+        }
 
     def __call__(self, t, q, v, ref, plant):
         q_des, qd_des, qdd_des = ref
         a = qdd_des + self.kp * (q_des - q) + self.kd * (qd_des - v)
         bq, bv = plant.free_body_state("box")
         prob = self.cm.build(q, v, a, body_q=[bq], body_v=[bv])
+        if self.hold_fingers and prob.nc:
+            # Sec. 7.2.2: a finger touching the box keeps zero velocity / acceleration (no
+            # position feedback into the rigid box, which no contact force could realize)
+            hold = False
+            for (link, _, _), phi in zip(prob.contact_ids, prob.phi, strict=True):
+                j = self.finger_of.get(link)
+                if j is not None and phi <= self.grasp_phi:
+                    a[j] = qdd_des[j] - self.kd * v[j]
+                    hold = True
+            if hold:
+                prob = self.cm.build(q, v, a, body_q=[bq], body_v=[bv])
         res = self.solve(self.method, prob, self.state)
-        normal = float(np.sum(np.abs(res.contact_forces_local[:, 0]))) if prob.nc else 0.0
-        return np.clip(res.tau, -self.limit, self.limit), normal, False, res.stats.flags
+        tau, f_local = res.tau, res.contact_forces_local
+        flags = res.stats.flags
+        if self.grasp_force > 0.0 and prob.nc >= 2:
+            f_int = internal_grasp_forces(prob, self.grasp_force, self.grasp_phi)
+            if f_int is not None:
+                tau = tau - internal_force_torques(prob, f_int)
+                f_local = f_local + f_int
+                flags = (*flags, "grasp_force")
+        normal = float(np.sum(np.abs(f_local[:, 0]))) if prob.nc else 0.0
+        return np.clip(tau, -self.limit, self.limit), normal, False, flags
+
+
+def internal_grasp_forces(prob, squeeze: float, phi_max: float = 1e-3) -> np.ndarray | None:
+    """Desired internal (squeeze) forces of a grasp, local (n, s, t) per contact [N].
+
+    Rigid contact leaves the internal forces of a grasp indeterminate: any set of fingertip
+    forces in the null space of the grasp map (zero net wrench on the object) produces the same
+    motion, and the contact solvers return the minimum-norm / vertex member of that set, which
+    for a box held by friction is (almost) zero squeeze (seed 004 Fig. 11: ID(t_i) estimates the
+    contact forces "given contact state and internal forces"; Sec. 7.2.2: the fingers are
+    commanded to close on the object). This picks the internal forces closest (Euclidean) to
+    ``squeeze`` [N] along the inward normal of every touching contact (``phi <= phi_max`` [m],
+    free-body rows only): ``f0 = squeeze * e_n``, ``f = f0 - A^T (A A^T)^+ A f0`` with ``A``
+    (6k x 3nc) the free-body columns of ``[N; S; T]^T``, i.e. the object's generalized force
+    ``A f`` is exactly zero and the object's predicted motion is unchanged.
+
+    Returns None if no internal force with positive normal components exists (e.g. a single
+    touching fingertip, or fingertips that cannot oppose each other).
+    """
+    nc = prob.nc
+    touching = np.asarray(prob.phi) <= phi_max
+    if np.count_nonzero(touching) < 2 or prob.free.size == 0:
+        return None
+    G = np.stack([prob.N, prob.S, prob.T], axis=2)  # (nc, nv, 3): generalized wrench per unit f
+    A = G[:, prob.free, :].transpose(1, 0, 2).reshape(prob.free.size, 3 * nc)
+    f0 = np.zeros((nc, 3))
+    f0[touching, 0] = squeeze
+    f0 = f0.reshape(-1)
+    f = f0 - A.T @ (np.linalg.pinv(A @ A.T, rcond=1e-10) @ (A @ f0))
+    f = f.reshape(nc, 3)
+    if np.any(f[touching, 0] <= 0.0) or not np.all(np.isfinite(f)):
+        return None
+    f[~touching] = 0.0
+    return f
+
+
+def internal_force_torques(prob, f_local: np.ndarray) -> np.ndarray:
+    """Generalized force ``(N^T f_n + S^T f_s + T^T f_t)[actuated]`` of contact forces ``f_local``
+    (nc, 3) [N] acting on the robot links; the motors add its negative (eq. (37):
+    ``B tau = M qdd + h - J^T f``)."""
+    g = prob.N.T @ f_local[:, 0] + prob.S.T @ f_local[:, 1] + prob.T.T @ f_local[:, 2]
+    return g[prob.actuated]
 
 
 def _scale_box_mass(urdf: str, factor: float) -> str:
@@ -374,6 +461,8 @@ class ClosedLoop:
             raise ValueError(f"controller: {cfg.controller!r} is not one of {list(CONTROLLERS)}")
         if not (cfg.control_rate > 0 and cfg.sim_substeps >= 1 and cfg.duration > 0):
             raise ValueError("control_rate, sim_substeps and duration must be positive")
+        if not (math.isfinite(cfg.grasp_force) and cfg.grasp_force >= 0.0):
+            raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")
         self.cfg = cfg
         info = robot_info(cfg.robot)
         self.info = info
@@ -535,6 +624,7 @@ class ClosedLoop:
         npred = np.full(K, math.nan)
         nsim = np.zeros(K)
         tick = np.zeros(K)
+        slip = np.zeros(K) if cfg.robot == "arm" else None
         floating = self.info["floating_base"]
         o, ov = (7, 6) if floating else (0, 0)
         failed, why, safe, flags = False, "", 0, {}
@@ -558,6 +648,8 @@ class ClosedLoop:
             base[k] = q[0:3] if floating else self.plant.body_pose("box")[0]
             npred[k] = normal
             nsim[k] = self._sim_normal()
+            if slip is not None:
+                slip[k] = float(np.linalg.norm(self._box_in_hand() - self.hand_box_offset))
             k_done = k + 1
             if progress is not None and (k % every == 0 or k == K - 1):
                 progress((k + 1) / K, {"t": t + dt, "base": base[k]})
@@ -586,6 +678,7 @@ class ClosedLoop:
             self.limit,
             safe,
             flags,
+            None if slip is None else slip[sl],
         )
 
     def _sim_normal(self) -> float:
