@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import platform
 import sys
@@ -111,8 +112,14 @@ def _one(cfg: LoopConfig, log) -> tuple[LoopResult | None, str]:
 def run_all(duration: float = 10.0, arm_duration: float = 3.0,
             controllers: Sequence[str] = CONTROLLERS, terrains=TERRAINS, arm_cases=ARM_CASES,
             box_mass: float | None = None, log=print, shift_cases=SHIFT_CASES,
-            shift_duration: float = 5.0, solver_options: dict | None = None) -> dict:
-    """Run every scenario; returns ``{scenario label: {controller: LoopResult | error str}}``."""
+            shift_duration: float = 5.0, solver_options: dict | None = None,
+            grasp_force: float = 20.0) -> dict:
+    """Run every scenario; returns ``{scenario label: {controller: LoopResult | error str}}``.
+
+    ``grasp_force`` [N]: arm + box, contact-aware methods: desired internal (squeeze) force per
+    touching fingertip plus the Sec. 7.2.2 finger hold (``LoopConfig.grasp_force`` /
+    ``hold_touching_fingers``; ``docs/simulation.md`` "Arm + box"); 0 = both off.
+    """
     results: dict[str, dict] = {}
     for label, friction, compliant in shift_cases:
         log(f"{label}: quadruped weight shift, {shift_duration:g} s")
@@ -138,7 +145,8 @@ def run_all(duration: float = 10.0, arm_duration: float = 3.0,
         for c in controllers:
             cfg = LoopConfig(robot="arm", controller=c, reference="sinusoid",
                              duration=arm_duration, friction=friction, box_mass=box_mass,
-                             solver_options=solver_options or {})
+                             solver_options=solver_options or {}, grasp_force=grasp_force,
+                             hold_touching_fingers=grasp_force > 0.0)
             res, err = _one(cfg, log)
             results[label][c] = res if res is not None else err
     return results
@@ -357,6 +365,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--lcp-min-norm", action="store_true",
                     help="lcp_noslip with min_norm=True (minimum-norm impulses instead of the "
                     "paper's warm-started vertex solution)")
+    ap.add_argument("--grasp-force", type=float, default=20.0,
+                    help="arm task: internal squeeze per fingertip [N] + finger hold for the "
+                    "contact-aware methods (20; 0 = off, every contact method drops the box)")
     ap.add_argument("--report", default="docs/experiments.md", help="markdown report path")
     ap.add_argument("--figures", default="docs/experiments", help="directory for the PNGs")
     args = ap.parse_args(argv)
@@ -368,6 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wbc_experiments: --controllers: unknown {bad}; known {list(KNOWN)}",
               file=sys.stderr)
         return 2
+    if not (math.isfinite(args.grasp_force) and args.grasp_force >= 0.0):
+        print("wbc_experiments: --grasp-force must be finite and >= 0", file=sys.stderr)
+        return 2
     dur = 2.0 if args.quick else args.duration
     arm_dur = 1.0 if args.quick else args.arm_duration
     t0 = time.perf_counter()
@@ -378,11 +392,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                       shift_cases=() if args.no_quadruped else SHIFT_CASES,
                       shift_duration=min(dur, 5.0),
                       solver_options={"lcp_noslip": {"min_norm": True}} if args.lcp_min_norm
-                      else None)
+                      else None, grasp_force=args.grasp_force)
     settings = {"quadruped trot duration": f"{dur:g} s", "arm duration": f"{arm_dur:g} s",
                 "controllers": ", ".join(controllers),
                 "box mass": f"{args.box_mass:g} kg" if args.box_mass else "bundled (0.5 kg)",
                 "lcp_noslip": "min_norm" if args.lcp_min_norm else "paper (vertex, warm-started)",
+                "arm grasp force": (f"{args.grasp_force:g} N per fingertip + finger hold"
+                                    if args.grasp_force > 0 else "off"),
                 "wall time": f"{time.perf_counter() - t0:.0f} s"}
     path = write_report(results, args.report, args.figures, settings)
     print(f"report: {os.path.abspath(path)}")
