@@ -632,12 +632,10 @@ def solve_lcp_coulomb(
     return ContactResult.from_impulses(problem, tau, imp, v_next, stats)
 
 
-def warmup() -> None:
-    """Compile the kernels of this module (and Lemke) on a tiny problem."""
-    from .lemke import warmup as lemke_warmup
-
-    lemke_warmup()
-    p = ContactProblem(
+def warmup_problem() -> ContactProblem:
+    """A one-contact, two-dof problem (a point mass on the ground, one actuated dof) on which
+    the Coulomb methods' warm-ups run every code path."""
+    return ContactProblem(
         dt=1e-3,
         Minv=np.eye(2),
         h=np.array([0.0, 9.81]),
@@ -651,6 +649,14 @@ def warmup() -> None:
         phi=np.zeros(1),
         mu=np.array([0.5]),
     ).validate()
+
+
+def warmup() -> None:
+    """Compile the kernels of this module (and Lemke) on a tiny problem."""
+    from .lemke import warmup as lemke_warmup
+
+    lemke_warmup()
+    p = warmup_problem()
     ms = MethodState()
     solve_lcp_coulomb(p, ms)            # cold
     solve_lcp_coulomb(p, ms)            # warm basis path

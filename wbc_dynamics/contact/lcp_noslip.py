@@ -44,6 +44,22 @@ __all__ = ["solve_lcp_noslip", "lcp_noslip_kernel", "STATUS"]
 STATUS = {0: "ok", 1: "iteration_limit", 2: "singular_nonbasic_set (inconsistent)"}
 
 
+@njit(cache=True, inline="always")
+def _gram_row(NK, N, order, m, i, x):
+    """Row i of A = N K N^T against the m selected rows ``order[:m]`` (into x[:m]) and its
+    diagonal entry (returned): the data an incremental Cholesky append needs."""
+    nv = N.shape[1]
+    for j in range(m):
+        s = 0.0
+        for c in range(nv):
+            s += NK[order[j], c] * N[i, c]
+        x[j] = s
+    d = 0.0
+    for c in range(nv):
+        d += NK[i, c] * N[i, c]
+    return d
+
+
 @njit(cache=True)
 def _chol_append(L, k, x, d, tol_rel):
     """Try to append a row/column to the Cholesky factor L[:k,:k] (lower).
@@ -195,14 +211,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
     warm_used = False
     for i in range(nc):
         if warm[i] and m < nv:
-            for j in range(m):
-                s = 0.0
-                for c in range(nv):
-                    s += NK[order[j], c] * N[i, c]
-                x[j] = s
-            d = 0.0
-            for c in range(nv):
-                d += NK[i, c] * N[i, c]
+            d = _gram_row(NK, N, order, m, i, x)
             if _chol_append(L, m, x, d, rank_tol):
                 order[m] = i
                 nb[i] = True
@@ -232,14 +241,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
             mm = 0
             for jj in range(m):
                 i = order[jj]
-                for j in range(mm):
-                    s = 0.0
-                    for c in range(nv):
-                        s += NK[order[j], c] * N[i, c]
-                    x[j] = s
-                d = 0.0
-                for c in range(nv):
-                    d += NK[i, c] * N[i, c]
+                d = _gram_row(NK, N, order, mm, i, x)
                 if not _chol_append(L, mm, x, d, rank_tol):
                     return z, w, nb, it, 2, warm_used
                 order[mm] = i

@@ -825,22 +825,10 @@ def warmup() -> None:
     """Compile / import everything the QP methods need (both formulations, setup and update
     paths) on a tiny problem; call at start-up so that no control tick compiles."""
     from .lcp_coulomb import warmup as lcp_warmup
+    from .lcp_coulomb import warmup_problem
 
     lcp_warmup()
-    p = ContactProblem(
-        dt=1e-3,
-        Minv=np.eye(2),
-        h=np.array([0.0, 9.81]),
-        v=np.zeros(2),
-        actuated=np.array([0]),
-        free=np.array([1]),
-        qdd_des=np.zeros(1),
-        N=np.array([[0.0, 1.0]]),
-        S=np.array([[1.0, 0.0]]),
-        T=np.array([[0.0, 0.0]]),
-        phi=np.zeros(1),
-        mu=np.array([0.5]),
-    ).validate()
+    p = warmup_problem()
     for fn in (solve_qp_coulomb, solve_qp_noslip):
         for form in ("dense", "sparse"):
             ms = MethodState()
