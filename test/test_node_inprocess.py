@@ -125,8 +125,46 @@ def test_contact_schedule_topic_sets_swing_feet_and_rejects_bad_masks(make_node)
     assert np.sum(out.contact_forces[:, 2]) == pytest.approx(4.8 * 9.81, rel=1e-6)
     for bad in ([1, 1, 1], [1, 1, 2, 1]):                      # wrong length, not 0/1
         node._on_contact_schedule(UInt8MultiArray(data=bad))
-    assert node._rejected["contact_schedule"] == 2
+    assert node._rejected["contact_schedule"] == {"size": 1, "bad_value": 1}
     assert "entries must be 0 (swing) or 1 (stance)" in node._last_reject
     assert len(ctl.update(now).contact_ids) == 3               # the last valid mask still holds
     node._on_contact_schedule(UInt8MultiArray(data=[1, 1, 1, 1]))
     assert len(ctl.update(now).contact_ids) == 4
+
+
+def _callback_of(node, topic_suffix):
+    import rclpy.subscription
+
+    for e in node._entities:
+        if isinstance(e, rclpy.subscription.Subscription) and e.topic_name.endswith(topic_suffix):
+            return e.callback
+    raise AssertionError(f"no subscription on *{topic_suffix}")
+
+
+def test_unexpected_exception_in_a_callback_is_counted_and_answered_with_zero(make_node):
+    """The callbacks the executor runs are guarded: a bug (here: the controller's tick raising)
+    is counted in internal_errors, logged, and the active node publishes the zero command;
+    the next good tick controls again."""
+    info = robot_info("arm")
+    node, published, _ = make_node(robot="arm")
+    names, q = info["joint_names"], np.array(info["standing_q"])
+    node.controller.set_reference(np.zeros(11), node._now())
+    on_js = _callback_of(node, "joint_states")
+    orig = node.controller.update
+    node.controller.update = lambda now: (_ for _ in ()).throw(RuntimeError("boom"))
+    on_js(_js(names, q))                                       # must not raise
+    assert node._internal_errors == 1 and "RuntimeError: boom" in node._last_internal_error
+    assert len(published) == 1 and np.all(published[0] == 0.0)
+    node.controller.update = orig
+    time.sleep(0.01)                                           # a token for the rate cap
+    on_js(_js(names, q + 0.01))
+    assert len(published) == 2 and np.any(published[1] != 0.0)
+
+
+def test_refused_parameter_sets_are_counted(make_node):
+    node, _, _ = make_node(robot="arm")
+    res = node.set_parameters([Parameter("kd", value=[float("nan")])])
+    assert not res[0].successful and "kd" in res[0].reason
+    res = node.set_parameters([Parameter("robot", value="humanoid")])
+    assert not res[0].successful and "fixed while configured" in res[0].reason
+    assert node._rejected["parameters"] == {"refused": 2}

@@ -27,6 +27,7 @@ entry point configures and activates the node itself (parameter ``autostart``, d
 from __future__ import annotations
 
 import gc
+import inspect
 import math
 import os
 import signal
@@ -63,9 +64,11 @@ from .controller import (
     WholeBodyController,
 )
 from .ros_conversions import (
+    InputError,
     JointStateParser,
+    OdometryParser,
     ReferenceParser,
-    odometry_to_base,
+    contact_schedule_swing_links,
     preallocated_float64,
 )
 
@@ -195,8 +198,17 @@ class WbcControllerNode(LifecycleNode):
         self._entities: list[Any] = []
         self._timers: list[Any] = []
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self._rejected = {"joint_states": 0, "reference": 0, "odom": 0, "contact_schedule": 0}
+        # rejected inputs: topic -> reason -> count (InputError.reason; "invalid" for a
+        # ValueError of the controller); every topic listed in /diagnostics even at 0
+        self._rejected: dict[str, dict[str, int]] = {
+            t: {} for t in ("joint_states", "reference", "odom", "contact_schedule", "parameters")
+        }
         self._last_reject = ""
+        # exceptions no input should cause (bugs): counted, logged, never fatal (see _guard)
+        self._internal_errors = 0
+        self._last_internal_error = ""
+        self._odom_parser = OdometryParser()
+        self._reject_loggers: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ helpers
     def _param(self, name: str) -> Any:
@@ -243,8 +255,10 @@ class WbcControllerNode(LifecycleNode):
         self._contacts_period = 1.0 / float(self._param("contacts_rate"))
         self._last_tick = -math.inf
         n = ctl.n
-        self._js_parser = JointStateParser(ctl.joint_names)
-        self._ref_parser = ReferenceParser(ctl.joint_names)
+        model_index = [list(ctl.model.joint_names).index(j) for j in ctl.joint_names]
+        limits = (ctl.model.position_lower[model_index], ctl.model.position_upper[model_index])
+        self._js_parser = JointStateParser(ctl.joint_names, *limits)
+        self._ref_parser = ReferenceParser(ctl.joint_names, *limits)
 
         # preallocated outgoing messages (published many times, filled through numpy views)
         self._cmd_msg = Float64MultiArray()
@@ -281,28 +295,30 @@ class WbcControllerNode(LifecycleNode):
                 self._entities.append(pub)
             self._pub_markers = self.create_publisher(MarkerArray, "~/contact_markers", 10)
             self._entities.append(self._pub_markers)
-        self._entities.append(
-            self.create_subscription(JointState, "joint_states", self._on_joint_state, state_qos)
-        )
-        self._entities.append(
-            self.create_subscription(JointTrajectory, "~/reference", self._on_reference, cmd_qos)
-        )
+        # every callback runs inside _guard: an exception no input should cause is counted and
+        # logged, and cannot reach the executor (which would end the process)
+        g = self._guard
+        self._entities.append(self.create_subscription(
+            JointState, "joint_states", g(self._on_joint_state), state_qos))
+        self._entities.append(self.create_subscription(
+            JointTrajectory, "~/reference", g(self._on_reference), cmd_qos))
         if ctl.floating_base:
             self._entities.append(
-                self.create_subscription(Odometry, "odom", self._on_odom, state_qos)
+                self.create_subscription(Odometry, "odom", g(self._on_odom), state_qos)
             )
         if ctl.contact_links:
             self._entities.append(self.create_subscription(
-                UInt8MultiArray, "~/contact_schedule", self._on_contact_schedule, cmd_qos))
-        self._entities.append(self.create_service(Trigger, "~/reset_solver", self._on_reset_solver))
+                UInt8MultiArray, "~/contact_schedule", g(self._on_contact_schedule), cmd_qos))
+        self._entities.append(self.create_service(
+            Trigger, "~/reset_solver", g(self._on_reset_solver, service=True)))
         self._timers.append(
-            self.create_timer(1.0 / self._param("watchdog_rate"), self._on_watchdog)
+            self.create_timer(1.0 / self._param("watchdog_rate"), g(self._on_watchdog))
         )
         self._timers.append(
-            self.create_timer(1.0 / self._param("diagnostics_rate"), self._publish_diagnostics)
+            self.create_timer(1.0 / self._param("diagnostics_rate"), g(self._publish_diagnostics))
         )
         if cm == "timer":
-            self._timers.append(self.create_timer(1.0 / ctl.control_rate, self._on_timer))
+            self._timers.append(self.create_timer(1.0 / ctl.control_rate, g(self._on_timer)))
         # everything built and warmed: move it out of the garbage collector's generations so
         # collections during control stay short
         gc.collect()
@@ -363,8 +379,12 @@ class WbcControllerNode(LifecycleNode):
         self._pub_markers = None
         self.controller = None
 
-    def _publish_stop_command(self) -> None:
-        """Zero effort on every joint: the state-independent command ros2_control may hold."""
+    def _publish_stop_command(self, wait_acked: float = 0.0) -> None:
+        """Zero effort on every joint: the state-independent command ros2_control may hold.
+
+        ``wait_acked`` [s]: wait up to that long for the reliable subscribers to acknowledge it
+        (used before the process exits, so the command is not lost with the participant).
+        """
         if self.controller is None:
             return
         self._cmd_view[:] = 0.0
@@ -372,10 +392,71 @@ class WbcControllerNode(LifecycleNode):
         self._js_eff[:] = 0.0
         self._js_msg.header.stamp = self.get_clock().now().to_msg()
         self._pub_js.publish(self._js_msg)
+        if wait_acked > 0.0:
+            from rclpy.duration import Duration
+
+            self._pub_cmd.wait_for_all_acked(Duration(seconds=wait_acked))
+
+    def _guard(self, callback: Any, service: bool = False) -> Any:
+        """``callback`` wrapped so that no exception reaches the executor.
+
+        Inputs are validated before use (their rejections are counted per reason, see
+        :meth:`_reject`); an exception here is a bug: counted as ``internal_errors`` in
+        /diagnostics, logged (throttled) with its type and message, and -- when it happened in a
+        control callback of an active node -- answered with the zero command (the state-
+        independent safe command). A service callback answers ``success = False``.
+        The wrapper has the callback's exact positional signature (rclpy's executors decide
+        from it whether a timer callback receives a TimerInfo).
+        """
+        name = getattr(callback, "__name__", "callback")
+
+        def run(*args: Any) -> Any:
+            try:
+                return callback(*args)
+            except Exception as exc:  # noqa: BLE001 - by design: nothing reaches the executor
+                self._internal_errors += 1
+                self._last_internal_error = f"{name}: {type(exc).__name__}: {exc}"
+                self.get_logger().error(
+                    f"internal error in {name} (counted, node keeps running): "
+                    f"{type(exc).__name__}: {exc}",
+                    throttle_duration_sec=1.0,
+                )
+                try:
+                    if self._active and name != "_publish_diagnostics":
+                        self._publish_stop_command()
+                except Exception:  # noqa: BLE001, S110 - already failing; keep running
+                    pass
+                if service:
+                    response = args[1]
+                    response.success = False
+                    response.message = f"internal error: {type(exc).__name__}: {exc}"
+                    return response
+                return None
+
+        nargs = len(inspect.signature(callback).parameters)
+        if nargs == 0:
+            return lambda: run()
+        if nargs == 1:
+            return lambda msg: run(msg)
+        return lambda request, response: run(request, response)
 
     # ------------------------------------------------------------------ parameters
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        """Validate runtime changes; apply them between ticks (the executor is single-threaded)."""
+        """Validate runtime changes; apply them between ticks (the executor is single-threaded).
+
+        A refused set is counted in /diagnostics (``rejected_parameters``) and logged; no
+        exception escapes (rclpy would turn it into a failed service call with a traceback)."""
+        try:
+            result = self._validate_and_apply_parameters(params)
+        except Exception as exc:  # noqa: BLE001 - any failure = a refused parameter set
+            result = SetParametersResult(
+                successful=False, reason=f"invalid parameter set: {type(exc).__name__}: {exc}"
+            )
+        if not result.successful:
+            self._reject("parameters", InputError("refused", result.reason))
+        return result
+
+    def _validate_and_apply_parameters(self, params: list[Parameter]) -> SetParametersResult:
         ctl = self.controller
         updates: dict[str, Any] = {}
         for p in params:
@@ -402,9 +483,15 @@ class WbcControllerNode(LifecycleNode):
 
     # ------------------------------------------------------------------ inputs
     def _reject(self, what: str, exc: Exception) -> None:
-        self._rejected[what] += 1
+        """Count a rejected ``what`` input under its reason and log it (throttled per topic)."""
+        reason = exc.reason if isinstance(exc, InputError) else "invalid"
+        per_reason = self._rejected[what]
+        per_reason[reason] = per_reason.get(reason, 0) + 1
         self._last_reject = f"{what}: {exc}"
-        self.get_logger().error(f"rejected {what} message: {exc}", throttle_duration_sec=1.0)
+        # one throttle per topic: a flood on one topic does not hide the others' messages
+        self._reject_loggers.setdefault(what, self.get_logger().get_child(what)).error(
+            f"rejected {what} message ({reason}): {exc}", throttle_duration_sec=1.0
+        )
 
     def _on_joint_state(self, msg: JointState) -> None:
         ctl = self.controller
@@ -444,17 +531,8 @@ class WbcControllerNode(LifecycleNode):
         ctl = self.controller
         if ctl is None:
             return
-        links = ctl.contact_links
         try:
-            mask = list(msg.data)
-            if len(mask) != len(links):
-                raise ValueError(
-                    f"data has {len(mask)} entries, expected one per contact link {links}"
-                )
-            bad = [links[i] for i, m in enumerate(mask) if m not in (0, 1)]
-            if bad:
-                raise ValueError(f"entries must be 0 (swing) or 1 (stance); bad for {bad}")
-            ctl.set_contact_schedule([ln for ln, m in zip(links, mask, strict=True) if m == 0])
+            ctl.set_contact_schedule(contact_schedule_swing_links(msg.data, ctl.contact_links))
         except ValueError as exc:
             self._reject("contact_schedule", exc)
 
@@ -463,7 +541,7 @@ class WbcControllerNode(LifecycleNode):
         if ctl is None:
             return
         try:
-            pos, quat, lin, ang = odometry_to_base(msg)
+            pos, quat, lin, ang = self._odom_parser.parse(msg)
             ctl.set_base_state(pos, quat, lin, ang, self._now())
         except ValueError as exc:
             self._reject("odom", exc)
@@ -601,12 +679,15 @@ class WbcControllerNode(LifecycleNode):
             else "",
             "clamped_joints": str(out.clamped) if out is not None else "0",
             "rate_limited_states": str(self._rate_limited),
-            "rejected_joint_states": str(self._rejected["joint_states"]),
-            "rejected_reference": str(self._rejected["reference"]),
-            "rejected_odom": str(self._rejected["odom"]),
-            "rejected_contact_schedule": str(self._rejected["contact_schedule"]),
             "last_rejection": self._last_reject,
+            "odom_quaternion_renormalized": str(self._odom_parser.renormalized),
+            "internal_errors": str(self._internal_errors),
+            "last_internal_error": self._last_internal_error,
         }
+        for topic, per_reason in self._rejected.items():
+            kv[f"rejected_{topic}"] = str(sum(per_reason.values()))
+            for reason, count in sorted(per_reason.items()):
+                kv[f"rejected_{topic}.{reason}"] = str(count)
         for k, a in ages.items():
             kv[f"age_{k}_s"] = f"{a:.4f}" if math.isfinite(a) else "never"
         st.values = [KeyValue(key=k, value=v) for k, v in kv.items()]
@@ -634,7 +715,10 @@ def main(args: list[str] | None = None) -> int:
     """Console entry ``wbc_controller``: start the node configured and active.
 
     Set ``-p autostart:=false`` to leave it unconfigured for a lifecycle manager. Returns the
-    process exit code (1 if configuration failed).
+    process exit code: 0 after SIGINT / SIGTERM / SIGHUP, 1 if configuration failed, 2 after a
+    fatal error escaped the executor. Supervisor-friendly exit: whenever the node was active, the
+    zero command is published (and its acknowledgement awaited up to 1 s) before the process
+    leaves, so ros2_control does not keep applying the last torques.
     """
     rclpy.init(
         args=args if args is not None else sys.argv,
@@ -646,8 +730,8 @@ def main(args: list[str] | None = None) -> int:
     def _on_signal(signum: int, frame: Any) -> None:
         stop["flag"] = True
 
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _on_signal)
     code = 0
     if node.get_parameter("autostart").value:
         if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
@@ -681,13 +765,18 @@ def main(args: list[str] | None = None) -> int:
             executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception as exc:  # noqa: BLE001 - fatal: zero command below, then exit 2
+        node.get_logger().fatal(
+            f"fatal error, exiting after the zero command: {type(exc).__name__}: {exc}"
+        )
+        code = 2
     finally:
         try:
             if node._active:
-                node._publish_stop_command()
+                node._publish_stop_command(wait_acked=1.0)
                 node._active = False
-        except Exception:  # noqa: BLE001 - best effort on exit
-            pass
+        except Exception as exc:  # noqa: BLE001 - best effort on exit
+            node.get_logger().error(f"zero command on exit failed: {exc}")
         executor.remove_node(node)
         node.destroy_node()
         if rclpy.ok():

@@ -1,8 +1,22 @@
 """Conversions between ROS 2 messages and the controller's flat arrays (no rclpy import here).
 
-The parsers work on any object with the message's fields (duck typing), so they are unit-testable
-without ROS. They never raise anything but :class:`ValueError`, whose message names the field and
-joint at fault; the node logs it (throttled) and drops the message.
+This is the one validated conversion path of every message the controller node takes in. The
+parsers work on any object with the message's fields (duck typing), so they are unit-testable
+without ROS. They never raise anything but :class:`InputError` (a :class:`ValueError`) whose
+message names the field and joint at fault and whose ``reason`` is a short key the node counts in
+``/diagnostics``; the node logs it (throttled) and drops the message.
+
+Bounds (``docs/node.md``, "Input validation"): a value is accepted only if it is finite and
+
+* joint position: within the URDF limits widened by ``POSITION_LIMIT_MARGIN_FRACTION`` of the
+  range plus ``POSITION_LIMIT_MARGIN`` (rad or m), or ``|q| <= MAX_UNLIMITED_POSITION`` for a joint
+  without (or with degenerate) limits, e.g. a continuous wheel;
+* joint / base velocity: ``|v| <= MAX_VELOCITY`` (rad/s or m/s);
+* reference acceleration: ``|qdd| <= MAX_ACCELERATION`` (rad/s^2 or m/s^2);
+* base position: ``|p_i| <= MAX_BASE_POSITION`` (m);
+* base orientation: a quaternion with ``| |q| - 1 | <= QUATERNION_NORM_TOLERANCE`` is renormalised
+  (counted by :class:`OdometryParser` when the deviation exceeds ``QUATERNION_NORM_SILENT``), a
+  larger deviation is rejected.
 """
 
 from __future__ import annotations
@@ -13,14 +27,118 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 __all__ = [
+    "InputError",
     "JointStateParser",
+    "MAX_ACCELERATION",
+    "MAX_BASE_POSITION",
+    "MAX_UNLIMITED_POSITION",
+    "MAX_VELOCITY",
+    "OdometryParser",
+    "POSITION_LIMIT_MARGIN",
+    "POSITION_LIMIT_MARGIN_FRACTION",
+    "QUATERNION_NORM_TOLERANCE",
     "ReferenceParser",
+    "contact_schedule_swing_links",
     "float64_view",
+    "joint_position_bounds",
     "odometry_to_base",
     "preallocated_float64",
 ]
+
+#: Accepted excursion beyond a joint's URDF limits: this fraction of the range plus
+#: POSITION_LIMIT_MARGIN. Simulators with soft limits and encoders overshoot by far less; a
+#: larger excursion means a wrong joint mapping, a broken sensor or a wrong model.
+POSITION_LIMIT_MARGIN_FRACTION = 0.1
+#: (rad or m), see POSITION_LIMIT_MARGIN_FRACTION.
+POSITION_LIMIT_MARGIN = 0.1
+#: |q| bound of joints without limits [rad or m]. A continuous joint may wind up (a wheel at
+#: 100 rad/s reaches it after 115 days); beyond it the float64 spacing exceeds 1e-7 rad.
+MAX_UNLIMITED_POSITION = 1e9
+#: |v| bound of joint and base velocities [rad/s or m/s] (95 000 rpm: above any actuator).
+MAX_VELOCITY = 1e4
+#: |qdd| bound of reference accelerations [rad/s^2 or m/s^2]. Larger values only saturate every
+#: joint at its effort limit; they are an upstream bug, not a command.
+MAX_ACCELERATION = 1e6
+#: |p_i| bound of the base position [m] (1000 km; float64 spacing there is 1e-10 m).
+MAX_BASE_POSITION = 1e6
+#: Base quaternions within this distance of unit norm are renormalised, beyond it rejected.
+QUATERNION_NORM_TOLERANCE = 1e-3
+#: Renormalisations larger than this (float32 round-off) are counted by OdometryParser.
+QUATERNION_NORM_SILENT = 1e-6
+
+
+class InputError(ValueError):
+    """A message (or one of its fields) the controller cannot use.
+
+    ``reason`` is a short key counted per topic in ``/diagnostics``: ``size``, ``missing_joint``,
+    ``duplicate_joint``, ``non_finite``, ``out_of_range``, ``empty``, ``quaternion_norm``,
+    ``bad_value``; the message (``str(exc)``) names the field and joint or link.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@njit(cache=True)
+def _first_outside(x, lower, upper):
+    """Index of the first element not in [lower[i], upper[i]] (NaN included), -1 if none.
+
+    One pass, no allocation, no reduction that could overflow (a sum of -1e308s is -inf: that
+    sum-based check found "a non-finite value" and then no non-finite element)."""
+    for i in range(x.shape[0]):
+        xi = x[i]
+        if not (lower[i] <= xi <= upper[i]):
+            return i
+    return -1
+
+
+def _check_range(
+    x: np.ndarray, lower: np.ndarray, upper: np.ndarray, field: str, names: Sequence[str],
+    unit: str, kind: str = "joint",
+) -> None:
+    """Raise InputError naming ``field`` and the joint/axis if some x[i] is outside its bound."""
+    bad = int(_first_outside(x, lower, upper))
+    if bad < 0:
+        return
+    v = float(x[bad])
+    who = f"{kind} '{names[bad]}'"
+    if not math.isfinite(v):
+        raise InputError("non_finite", f"{field}: non-finite value {v!r} for {who}")
+    raise InputError(
+        "out_of_range",
+        f"{field}: value {v!r} for {who} outside the accepted range "
+        f"[{float(lower[bad]):.6g}, {float(upper[bad]):.6g}] {unit}",
+    )
+
+
+def joint_position_bounds(
+    position_lower: Sequence[float] | None, position_upper: Sequence[float] | None, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Accepted joint position interval per joint (see the module docstring).
+
+    Args:
+        position_lower, position_upper: URDF limits [rad or m] per joint (inf / None = none).
+        n: number of joints.
+    """
+    lo = np.full(n, -MAX_UNLIMITED_POSITION)
+    hi = np.full(n, MAX_UNLIMITED_POSITION)
+    if position_lower is None or position_upper is None:
+        return lo, hi
+    pl = np.asarray(position_lower, dtype=np.float64).reshape(-1)
+    pu = np.asarray(position_upper, dtype=np.float64).reshape(-1)
+    if pl.shape[0] != n or pu.shape[0] != n:
+        raise ValueError(f"joint limits: expected {n} values, got {pl.shape[0]} / {pu.shape[0]}")
+    # degenerate limits (upper <= lower, e.g. 0 0 on a joint some vendor URDFs declare
+    # revolute but use as continuous) carry no information: magnitude bound only
+    has = np.isfinite(pl) & np.isfinite(pu) & (pu > pl)
+    margin = POSITION_LIMIT_MARGIN_FRACTION * (pu - pl) + POSITION_LIMIT_MARGIN
+    lo[has] = np.maximum(pl[has] - margin[has], -MAX_UNLIMITED_POSITION)
+    hi[has] = np.minimum(pu[has] + margin[has], MAX_UNLIMITED_POSITION)
+    return lo, hi
 
 
 def preallocated_float64(msg: Any, field: str, n: int) -> np.ndarray:
@@ -60,141 +178,233 @@ class _NameMatcher:
         index: dict[str, int] = {}
         for i, nm in enumerate(names):
             if nm in index:
-                raise ValueError(f"{self.what}.name: joint '{nm}' appears twice")
+                raise InputError("duplicate_joint", f"{self.what}: joint '{nm}' appears twice")
             index[nm] = i
         perm = np.empty(len(self.joints), dtype=np.int64)
         for k, j in enumerate(self.joints):
             i = index.get(j)
             if i is None:
-                raise ValueError(f"{self.what}.name: configured joint '{j}' is missing")
+                raise InputError(
+                    "missing_joint", f"{self.what}: configured joint '{j}' is missing"
+                )
             perm[k] = i
         self._perm = perm
         self._last_names = list(names)
         return perm
 
 
-class JointStateParser:
-    """sensor_msgs/JointState -> (position, velocity) in the configured joint order.
+def _gather(seq: Any, perm: np.ndarray, out: np.ndarray, field: str) -> None:
+    """out[k] = seq[perm[k]] as float64 (InputError if the field holds no numbers)."""
+    try:
+        np.take(float64_view(seq), perm, out=out)
+    except (TypeError, ValueError) as exc:
+        raise InputError("bad_value", f"{field}: not an array of numbers ({exc})") from None
 
-    Joints are matched by name in any order; extra joints are ignored. A missing configured joint,
-    a ``position``/``velocity`` length different from ``name``, or a non-finite value of a
-    configured joint raises ValueError naming it. Outputs are this object's buffers (overwritten
-    by the next call).
-    """
 
-    def __init__(self, joints: Sequence[str]) -> None:
+def _check_length(field: str, values: Any, names_field: str, nn: int, optional: bool) -> None:
+    ln = len(values)
+    if ln == nn or (optional and ln == 0):
+        return
+    if optional:
+        msg = f"{field}: length {ln} must be 0 or {nn} (length of {names_field})"
+    else:
+        msg = f"{field}: length {ln} != length of {names_field} {nn}"
+    raise InputError("size", msg)
+
+
+class _JointMessageParser:
+    """Shared set-up of the per-joint parsers: name matching, position and velocity bounds."""
+
+    _names_field = ""
+
+    def __init__(
+        self,
+        joints: Sequence[str],
+        position_lower: Sequence[float] | None = None,
+        position_upper: Sequence[float] | None = None,
+    ) -> None:
         self.joints = list(joints)
-        self._match = _NameMatcher(joints, "joint_states")
+        self._match = _NameMatcher(joints, self._names_field)
         n = len(self.joints)
         self.position = np.zeros(n)
         self.velocity = np.zeros(n)
+        self.position_bounds = joint_position_bounds(position_lower, position_upper, n)
+        self.velocity_bounds = (np.full(n, -MAX_VELOCITY), np.full(n, MAX_VELOCITY))
+        _first_outside(self.position, *self.position_bounds)  # compile / load at start-up
+
+
+class JointStateParser(_JointMessageParser):
+    """sensor_msgs/JointState -> (position, velocity) in the configured joint order.
+
+    Joints are matched by name in any order; extra joints are ignored (not validated). A missing
+    or duplicated configured joint, a ``position``/``velocity`` length different from ``name``,
+    or a value of a configured joint that is non-finite or outside its bound (module docstring)
+    raises :class:`InputError` naming the field and joint. Outputs are this object's buffers
+    (overwritten by the next call).
+
+    Args:
+        joints: configured joint order.
+        position_lower, position_upper: URDF limits per configured joint [rad or m] (None: only
+            the magnitude bound ``MAX_UNLIMITED_POSITION``).
+    """
+
+    _names_field = "joint_states.name"
 
     def parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray]:
         names = msg.name
         nn = len(names)
-        if len(msg.position) != nn:
-            raise ValueError(
-                f"joint_states.position: length {len(msg.position)} != length of name {nn}"
-            )
-        if len(msg.velocity) != nn:
-            raise ValueError(
-                f"joint_states.velocity: length {len(msg.velocity)} != length of name {nn}"
-            )
+        _check_length("joint_states.position", msg.position, "name", nn, optional=False)
+        _check_length("joint_states.velocity", msg.velocity, "name", nn, optional=False)
         perm = self._match.permutation(names)
-        np.take(float64_view(msg.position), perm, out=self.position)
-        np.take(float64_view(msg.velocity), perm, out=self.velocity)
-        for field_name, arr in (("position", self.position), ("velocity", self.velocity)):
-            s = float(arr.sum())
-            if not math.isfinite(s):
-                bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(
-                    f"joint_states.{field_name}: non-finite value "
-                    f"{float(arr[bad])!r} for joint '{self.joints[bad]}'"
-                )
+        _gather(msg.position, perm, self.position, "joint_states.position")
+        _gather(msg.velocity, perm, self.velocity, "joint_states.velocity")
+        _check_range(self.position, *self.position_bounds, "joint_states.position", self.joints,
+                     "(URDF limits + margin)")
+        _check_range(self.velocity, *self.velocity_bounds, "joint_states.velocity", self.joints,
+                     "(MAX_VELOCITY)")
         return self.position, self.velocity
 
 
-class ReferenceParser:
+class ReferenceParser(_JointMessageParser):
     """trajectory_msgs/JointTrajectory -> (qdd_des, q_des | None, qd_des | None), configured order.
 
     The message carries one point (``points[0]`` is used) whose ``accelerations`` are required and
     whose ``positions``/``velocities`` are optional (empty = no Kp / Kd feedback term). Every
-    configured joint must be named.
+    configured joint must be named. Bounds: accelerations ``MAX_ACCELERATION``, positions as
+    joint states (URDF limits + margin), velocities ``MAX_VELOCITY``.
     """
 
-    def __init__(self, joints: Sequence[str]) -> None:
-        self.joints = list(joints)
-        self._match = _NameMatcher(joints, "reference")
+    _names_field = "reference.joint_names"
+
+    def __init__(
+        self,
+        joints: Sequence[str],
+        position_lower: Sequence[float] | None = None,
+        position_upper: Sequence[float] | None = None,
+    ) -> None:
+        super().__init__(joints, position_lower, position_upper)
         n = len(self.joints)
         self.acceleration = np.zeros(n)
-        self.position = np.zeros(n)
-        self.velocity = np.zeros(n)
+        self.acceleration_bounds = (np.full(n, -MAX_ACCELERATION), np.full(n, MAX_ACCELERATION))
 
     def parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         if len(msg.points) < 1:
-            raise ValueError("reference.points: empty (one point with accelerations required)")
+            raise InputError(
+                "empty", "reference.points: empty (one point with accelerations required)"
+            )
         pt = msg.points[0]
         names = msg.joint_names
         nn = len(names)
-        if len(pt.accelerations) != nn:
-            raise ValueError(
-                f"reference.points[0].accelerations: length {len(pt.accelerations)}"
-                f" != length of joint_names {nn}"
-            )
-        for fname in ("positions", "velocities"):
-            ln = len(getattr(pt, fname))
-            if ln not in (0, nn):
-                raise ValueError(
-                    f"reference.points[0].{fname}: length {ln} must be 0 or "
-                    f"{nn} (length of joint_names)"
-                )
+        _check_length("reference.points[0].accelerations", pt.accelerations, "joint_names", nn,
+                      optional=False)
+        _check_length("reference.points[0].positions", pt.positions, "joint_names", nn,
+                      optional=True)
+        _check_length("reference.points[0].velocities", pt.velocities, "joint_names", nn,
+                      optional=True)
         perm = self._match.permutation(names)
-        np.take(float64_view(pt.accelerations), perm, out=self.acceleration)
+        _gather(pt.accelerations, perm, self.acceleration, "reference.points[0].accelerations")
+        _check_range(self.acceleration, *self.acceleration_bounds,
+                     "reference.points[0].accelerations", self.joints, "(MAX_ACCELERATION)")
         pos = vel = None
         if len(pt.positions):
-            np.take(float64_view(pt.positions), perm, out=self.position)
+            _gather(pt.positions, perm, self.position, "reference.points[0].positions")
+            _check_range(self.position, *self.position_bounds, "reference.points[0].positions",
+                         self.joints, "(URDF limits + margin)")
             pos = self.position
         if len(pt.velocities):
-            np.take(float64_view(pt.velocities), perm, out=self.velocity)
+            _gather(pt.velocities, perm, self.velocity, "reference.points[0].velocities")
+            _check_range(self.velocity, *self.velocity_bounds, "reference.points[0].velocities",
+                         self.joints, "(MAX_VELOCITY)")
             vel = self.velocity
-        for fname, arr in (
-            ("accelerations", self.acceleration),
-            ("positions", pos),
-            ("velocities", vel),
-        ):
-            if arr is not None and not math.isfinite(float(arr.sum())):
-                bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-                raise ValueError(
-                    f"reference.points[0].{fname}: non-finite value "
-                    f"{float(arr[bad])!r} for joint '{self.joints[bad]}'"
-                )
         return self.acceleration, pos, vel
 
 
-def odometry_to_base(msg: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+_XYZ = ("x", "y", "z")
+_XYZW = ("x", "y", "z", "w")
+
+
+class OdometryParser:
     """nav_msgs/Odometry -> (position (3,), quaternion xyzw (4,), linear (3,), angular (3,)).
 
     Pose in the ``header.frame_id`` (world/odom) frame; twist in ``child_frame_id`` (the base
     frame), as the message definition prescribes, which is the core's free-flyer ``v``
-    convention. Raises ValueError for non-finite values or a quaternion far from unit norm.
+    convention. The returned quaternion has unit norm (renormalised within
+    ``QUATERNION_NORM_TOLERANCE``; ``renormalized`` counts renormalisations larger than
+    float32 round-off). Raises :class:`InputError` naming the field and axis for non-finite
+    or out-of-bound values (module docstring). Outputs are this object's buffers.
     """
-    p = msg.pose.pose.position
-    o = msg.pose.pose.orientation
-    lv = msg.twist.twist.linear
-    av = msg.twist.twist.angular
-    pos = np.array((p.x, p.y, p.z))
-    quat = np.array((o.x, o.y, o.z, o.w))
-    lin = np.array((lv.x, lv.y, lv.z))
-    ang = np.array((av.x, av.y, av.z))
-    for nm, arr in (
-        ("pose.pose.position", pos),
-        ("pose.pose.orientation", quat),
-        ("twist.twist.linear", lin),
-        ("twist.twist.angular", ang),
-    ):
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"odom.{nm}: contains a non-finite value")
-    nq = float(np.sqrt(quat @ quat))
-    if abs(nq - 1.0) > 1e-3:
-        raise ValueError(f"odom.pose.pose.orientation: quaternion norm {nq:.6g} is not 1")
-    return pos, quat, lin, ang
+
+    def __init__(self) -> None:
+        self.position = np.zeros(3)
+        self.orientation = np.zeros(4)
+        self.linear = np.zeros(3)
+        self.angular = np.zeros(3)
+        self.renormalized = 0
+        self._fields = (
+            ("pose.pose.position", self.position, _XYZ, MAX_BASE_POSITION, "m"),
+            # component bound only keeps |q|^2 finite; the norm check below decides
+            ("pose.pose.orientation", self.orientation, _XYZW, 1e3, ""),
+            ("twist.twist.linear", self.linear, _XYZ, MAX_VELOCITY, "m/s"),
+            ("twist.twist.angular", self.angular, _XYZ, MAX_VELOCITY, "rad/s"),
+        )
+        self._field_bounds = [
+            (np.full(len(ax), -b), np.full(len(ax), b)) for _, _, ax, b, _ in self._fields
+        ]
+        _first_outside(self.position, *self._field_bounds[0])
+
+    def parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        src = (
+            msg.pose.pose.position,
+            msg.pose.pose.orientation,
+            msg.twist.twist.linear,
+            msg.twist.twist.angular,
+        )
+        for (field, buf, axes, _b, unit), obj, (lo, hi) in zip(
+            self._fields, src, self._field_bounds, strict=True
+        ):
+            try:
+                for i, ax in enumerate(axes):
+                    buf[i] = float(getattr(obj, ax))
+            except (TypeError, ValueError) as exc:
+                raise InputError("bad_value", f"odom.{field}: not a number ({exc})") from None
+            _check_range(buf, lo, hi, f"odom.{field}", axes, unit, kind="axis")
+        q = self.orientation
+        nq = math.sqrt(float(q @ q))
+        dev = abs(nq - 1.0)
+        if dev > QUATERNION_NORM_TOLERANCE:
+            raise InputError(
+                "quaternion_norm",
+                f"odom.pose.pose.orientation: quaternion norm {nq:.9g} differs from 1 by more "
+                f"than {QUATERNION_NORM_TOLERANCE:g}",
+            )
+        if dev > QUATERNION_NORM_SILENT:
+            self.renormalized += 1
+        q /= nq
+        return self.position, self.orientation, self.linear, self.angular
+
+
+def odometry_to_base(msg: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One-off :meth:`OdometryParser.parse` (copies of the arrays); the node keeps a parser."""
+    return tuple(a.copy() for a in OdometryParser().parse(msg))  # type: ignore[return-value]
+
+
+def contact_schedule_swing_links(data: Sequence[int], links: Sequence[str]) -> list[str]:
+    """std_msgs/UInt8MultiArray ``data`` (stance mask) -> the contact links in swing.
+
+    ``data[i]`` is 1 (stance) or 0 (swing) for the i-th configured contact link. Raises
+    :class:`InputError` for a wrong length or another value (naming the links).
+    """
+    mask = list(data)
+    if len(mask) != len(links):
+        raise InputError(
+            "size",
+            f"contact_schedule.data: {len(mask)} entries, expected one per contact link "
+            f"{list(links)}",
+        )
+    bad = [links[i] for i, m in enumerate(mask) if m not in (0, 1)]
+    if bad:
+        raise InputError(
+            "bad_value",
+            f"contact_schedule.data: entries must be 0 (swing) or 1 (stance); bad for {bad}",
+        )
+    return [ln for ln, m in zip(links, mask, strict=True) if m == 0]
