@@ -395,7 +395,9 @@ def test_noslip_on_low_friction_slope_ignores_friction_cone():
     assert abs(abs(f[:, 1].sum()) / f[:, 0].sum() - np.tan(th)) < 1e-6
     assert abs(f[:, 2].sum()) < 1e-6 * mg
     ft = np.hypot(f[:, 1], f[:, 2])
-    assert np.max(ft - 0.1 * f[:, 0]) > 0.1 * mg
+    # sum ft >= tan(th) sum fN, so the mean (hence the largest) excess over the cone is at least
+    # (tan(th) - mu) sum fN / 4 (the min-norm solution spreads the load, reaching about that)
+    assert np.max(ft - 0.1 * f[:, 0]) >= (np.tan(th) - 0.1) * f[:, 0].sum() / 4 * (1 - 1e-9)
 
 
 def test_warm_start_survives_contacts_appearing_and_disappearing():

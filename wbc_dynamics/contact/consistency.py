@@ -6,11 +6,11 @@
   normal impulses. The QP is always feasible (tau = 0, Sec. 4.5 and the time-stepping argument).
   It is solved as the eps -> 0 limit of the no-slip MLCP with soft inverse-dynamics rows, by the
   same compiled kernel as ``lcp_noslip`` (only M^-1 is needed).
-* :func:`min_norm_normal_impulses` selects, among all solutions of the (PSD, possibly
-  indeterminate) no-slip LCP, the one with minimum-norm normal impulses: for a PSD LCP every
-  solution has the same ``Q z`` (hence the same v+), so the solution set is
-  ``{z >= 0 : z = z* + Z y, z_i = 0 where w_i > 0}`` with Z a null-space basis of ``Q_AA``;
-  a compiled primal active-set method projects onto it.
+* :func:`min_norm_impulses` selects, among all solutions of the (PSD, possibly indeterminate)
+  no-slip problem, the one with minimum-norm impulses (normal and tangential): every solution has
+  the same v+, so the solution set is a polyhedron in the impulses (unactuated rows of eq. (37)
+  fixed, ``c_N >= 0`` where touching, 0 where separating); its minimum-norm point is computed by
+  a compiled dual semismooth Newton method.
 
 Both are compiled (numba) and run only for inconsistent inputs or when requested.
 """
@@ -23,7 +23,12 @@ from numba import njit
 from .lcp_noslip import _alg1, lcp_noslip_kernel
 from .problem import ContactProblem
 
-__all__ = ["consistent_accelerations", "min_norm_normal_impulses", "projected_inverse_inertia"]
+__all__ = [
+    "consistent_accelerations",
+    "min_norm_impulses",
+    "min_norm_impulse_kernel",
+    "projected_inverse_inertia",
+]
 
 
 def consistent_accelerations(
@@ -93,154 +98,229 @@ def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-6) -
 
 
 @njit(cache=True)
-def _nonneg_projection(Z, za, max_iter, tol):
-    """Primal active-set method: y = argmin 1/2 |za + Z y|^2 s.t. za + Z y >= 0.
+def _exact_dual_step(u, e, kind, bd):
+    """Exact maximizer t >= 0 of the concave piecewise quadratic dual along a direction.
 
-    Z (nA, k) has orthonormal columns, za >= 0 (so y = 0 is feasible). Equality subproblems
-    are solved with pseudo-inverses (degenerate / dependent active rows allowed).
-    Returns (y, converged).
+    theta(t) = t * bd - 1/2 sum_j proj_j(u_j + t e_j)^2 (+ const), proj_j = identity (kind 0),
+    max(., 0) (kind 1), 0 (kind 2). theta' is non-increasing and piecewise linear with
+    breakpoints -u_j / e_j of the kind-1 entries; walk them in order. Returns -1 if theta
+    increases without bound (the primal problem is infeasible).
     """
-    nA, k = Z.shape
-    y = np.zeros(k)
-    y0 = -(Z.T @ za)
-    W = np.zeros(nA, dtype=np.bool_)
-    for _ in range(max_iter):
-        m = 0
-        for i in range(nA):
-            if W[i]:
-                m += 1
-        A = np.zeros((m, k))
-        b = np.zeros(m)
-        j = 0
-        for i in range(nA):
-            if W[i]:
-                A[j] = Z[i]
-                b[j] = za[i]
-                j += 1
-        if m > 0:
-            Ap = np.linalg.pinv(A)
-            ystar = y0 - Ap @ (A @ y0 + b)
-        else:
-            ystar = y0.copy()
-        p = ystar - y
-        pn = 0.0
-        for c in range(k):
-            pn = max(pn, abs(p[c]))
-        if pn <= tol:
-            if m == 0:
-                return y, True
-            lam = np.linalg.pinv(A.T) @ (ystar - y0)
-            jmin = 0
-            for jj in range(m):
-                if lam[jj] < lam[jmin]:
-                    jmin = jj
-            if lam[jmin] >= -tol:
-                return y, True
-            j = 0
-            for i in range(nA):
-                if W[i]:
-                    if j == jmin:
-                        W[i] = False
-                        break
-                    j += 1
-            continue
-        alpha = 1.0
-        block = -1
-        for i in range(nA):
-            if W[i]:
-                continue
-            zp = 0.0
-            zi = za[i]
-            for c in range(k):
-                zp += Z[i, c] * p[c]
-                zi += Z[i, c] * y[c]
-            if zp < -1e-15:
-                ai = max(zi, 0.0) / (-zp)
-                if ai < alpha:
-                    alpha = ai
-                    block = i
-        for c in range(k):
-            y[c] += alpha * p[c]
-        if block >= 0:
-            W[block] = True
-    return y, False
+    n = u.shape[0]
+    bps = np.empty(n)
+    nb = 0
+    s0 = bd  # theta'(t) = s0 - s1 t on the current segment
+    s1 = 0.0
+    for j in range(n):
+        if kind[j] == 0:
+            s0 -= e[j] * u[j]
+            s1 += e[j] * e[j]
+        elif kind[j] == 1:
+            if u[j] > 0.0 or (u[j] == 0.0 and e[j] > 0.0):
+                s0 -= e[j] * u[j]
+                s1 += e[j] * e[j]
+            if e[j] != 0.0:
+                tj = -u[j] / e[j]
+                if tj > 0.0:
+                    bps[nb] = tj
+                    nb += 1
+    order = np.argsort(bps[:nb])
+    # entries j whose breakpoint is bps[order[k]] are found again by recomputing -u/e
+    t_lo = 0.0
+    for k in range(nb + 1):
+        t_hi = bps[order[k]] if k < nb else np.inf
+        if s1 > 0.0:
+            t_star = s0 / s1
+            if t_star <= t_hi:
+                return max(t_star, t_lo)
+        elif s0 <= 0.0:
+            return t_lo
+        if k == nb:
+            return -1.0
+        # cross the breakpoint: the entries with this breakpoint change activity
+        for j in range(n):
+            if kind[j] == 1 and e[j] != 0.0 and -u[j] / e[j] == t_hi:
+                if e[j] > 0.0:  # becomes positive
+                    s0 -= e[j] * u[j]
+                    s1 += e[j] * e[j]
+                else:  # becomes clipped
+                    s0 += e[j] * u[j]
+                    s1 -= e[j] * e[j]
+        t_lo = t_hi
+    return -1.0
 
 
 @njit(cache=True)
-def _min_norm_kernel(Minv, act, S, T, N, z0, w, tol, rank_tol, max_iter):
-    nc = z0.shape[0]
-    idx = np.empty(nc, dtype=np.int64)
-    nA = 0
+def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
+    """Minimum-norm vector c with ``A c = b``, ``c_j >= 0`` (kind 1), ``c_j = 0`` (kind 2).
+
+    Solved through the dual: ``c(lam) = proj(A^T lam)``, maximize
+    ``b^T lam - 1/2 |c(lam)|^2`` (concave, piecewise quadratic, dimension = rows of A) by a
+    semismooth Newton method (generalized Hessian ``A D A^T``, D = active indicator, a tiny
+    Levenberg term for rank-deficient D) with an exact line search. Finitely convergent on the
+    correct active set; each iteration is an (m x m) solve, m = number of free dofs (6 for a
+    floating base, + 6 per free body).
+
+    Returns (c, iterations, converged) where converged means ``max|A c - b| <= tol``.
+    """
+    m, n = A.shape
+    lam = np.zeros(m)
+    c = np.zeros(n)
+    u = np.zeros(n)
+    if m == 0:
+        return c, 0, True
+    trace = 0.0
+    for i in range(m):
+        for j in range(n):
+            trace += A[i, j] * A[i, j]
+    reg = 1e-14 * trace / m + 1e-300
+    H = np.empty((m, m))
+    for it in range(max_iter):
+        for j in range(n):
+            s = 0.0
+            for i in range(m):
+                s += A[i, j] * lam[i]
+            u[j] = s
+            if kind[j] == 0:
+                c[j] = s
+            elif kind[j] == 1:
+                c[j] = s if s > 0.0 else 0.0
+            else:
+                c[j] = 0.0
+        res = b - A @ c
+        rmax = 0.0
+        for i in range(m):
+            rmax = max(rmax, abs(res[i]))
+        if rmax <= tol:
+            return c, it, True
+        for i in range(m):
+            for k in range(m):
+                s = 0.0
+                for j in range(n):
+                    if kind[j] == 0 or (kind[j] == 1 and u[j] > 0.0):
+                        s += A[i, j] * A[k, j]
+                H[i, k] = s
+            H[i, i] += reg
+        d = np.linalg.solve(H, res)
+        e = A.T @ d
+        bd = 0.0
+        for i in range(m):
+            bd += b[i] * d[i]
+        t = _exact_dual_step(u, e, kind, bd)
+        if t < 0.0:
+            return c, it, False
+        lam += t * d
+    return c, max_iter, False
+
+
+@njit(cache=True)
+def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, w, touch_tol,
+                             dt, max_iter):
+    """Minimum-norm impulses among all no-slip solutions with the same v+ (see
+    :func:`min_norm_impulses`). Returns (cN, cS, cT, tau, v_next, iterations, converged);
+    on failure the inputs are returned unchanged."""
+    nc = N.shape[0]
+    nf = free.shape[0]
+    nu = act.shape[0]
+    n = 3 * nc
+    A = np.zeros((nf, n))
+    kind = np.zeros(n, dtype=np.int64)
+    c0 = np.zeros(n)
+    cmax = 0.0
+    amax = 0.0
     for i in range(nc):
-        if w[i] <= tol:
-            idx[nA] = i
-            nA += 1
-    out = z0.copy()
-    if nA < 2:
-        return out, False
-    G, W, L, nG, kind, ix = _alg1(Minv, act, S, T, rank_tol, 0.0)
-    if nG < 0:
-        return out, False
-    nv = Minv.shape[0]
-    U = np.zeros((nG, nv))
-    for c in range(nv):
-        for i in range(nG):
-            s = W[c, i]
-            for j in range(i):
-                s -= L[i, j] * U[j, c]
-            U[i, c] = s / L[i, i]
-    K = Minv - U.T @ U
-    NA = np.empty((nA, nv))
-    za = np.empty(nA)
-    for j in range(nA):
-        NA[j] = N[idx[j]]
-        za[j] = max(z0[idx[j]], 0.0)
-    Q = NA @ K @ NA.T
-    Q = 0.5 * (Q + Q.T)
-    evals, evecs = np.linalg.eigh(Q)
-    emax = max(evals[nA - 1], 1e-300)
-    k = 0
-    for j in range(nA):
-        if evals[j] <= 1e-9 * emax:
-            k += 1
-    if k == 0:
-        return out, False
-    Z = np.ascontiguousarray(evecs[:, :k])  # eigh sorts ascending: null space first
-    zscale = 1e-300
-    for j in range(nA):
-        zscale = max(zscale, za[j])
-    y, ok = _nonneg_projection(Z, za, max_iter, 1e-13 * zscale)
+        st_row = False
+        for c in range(N.shape[1]):
+            if S[i, c] != 0.0 or T[i, c] != 0.0:
+                st_row = True
+                break
+        kind[3 * i] = 1 if (w[i] <= touch_tol or cN[i] > 0.0) else 2
+        kind[3 * i + 1] = 0 if st_row else 2
+        kind[3 * i + 2] = 0 if st_row else 2
+        c0[3 * i] = cN[i]
+        c0[3 * i + 1] = cS[i]
+        c0[3 * i + 2] = cT[i]
+        for f in range(nf):
+            A[f, 3 * i] = N[i, free[f]]
+            A[f, 3 * i + 1] = S[i, free[f]]
+            A[f, 3 * i + 2] = T[i, free[f]]
+            amax = max(amax, abs(N[i, free[f]]), abs(S[i, free[f]]), abs(T[i, free[f]]))
+    for j in range(n):
+        cmax = max(cmax, abs(c0[j]))
+    b = A @ c0
+    # free rows of eq. (37) to 1e-10 relative (the tests' eq. (37) bound is 1e-8); tighter is
+    # not reachable when the active columns are nearly rank deficient (sole corners: cond ~1e14)
+    tol = 1e-10 * max(amax * cmax, 1e-300)
+    c, it, ok = min_norm_impulse_kernel(A, b, kind, max_iter, tol)
     if not ok:
-        return out, False
-    zn = za + Z @ y
-    for j in range(nA):
-        out[idx[j]] = max(zn[j], 0.0)
-    return out, True
+        return cN.copy(), cS.copy(), cT.copy(), tau.copy(), v_next.copy(), it, False
+    # eq. (37): actuated rows absorb the change of J^T c; v+ moves only by the O(tol) residual
+    # of the free rows (recomputed so that (37) holds to rounding)
+    dgen = np.zeros(N.shape[1])
+    cNn = np.empty(nc)
+    cSn = np.empty(nc)
+    cTn = np.empty(nc)
+    for i in range(nc):
+        cNn[i] = c[3 * i]
+        cSn[i] = c[3 * i + 1]
+        cTn[i] = c[3 * i + 2]
+        dN = cNn[i] - cN[i]
+        dS = cSn[i] - cS[i]
+        dT = cTn[i] - cT[i]
+        for r in range(N.shape[1]):
+            dgen[r] += N[i, r] * dN + S[i, r] * dS + T[i, r] * dT
+    taun = tau.copy()
+    for a in range(nu):
+        taun[a] -= dgen[act[a]] / dt
+        dgen[act[a]] = 0.0
+    vn = v_next + Minv @ dgen
+    return cNn, cSn, cTn, taun, vn, it, True
 
 
-def min_norm_normal_impulses(
-    problem: ContactProblem, cN: np.ndarray, w: np.ndarray, tol: float = 1e-6,
-    max_iter: int = 100, rank_tol: float = 1e-6,
-) -> tuple[np.ndarray, bool]:
-    """Minimum-norm normal impulses among all solutions of the no-slip LCP (indeterminacy).
+def min_norm_impulses(
+    problem: ContactProblem,
+    impulses: np.ndarray,
+    tau: np.ndarray,
+    v_next: np.ndarray,
+    w: np.ndarray,
+    tol: float = 1e-6,
+    max_iter: int = 50,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, int]:
+    """Minimum-norm contact impulses among all no-slip solutions (indeterminate contact).
 
-    Every solution of the PSD LCP has the same ``Q z`` (hence the same v+), so the solution set
-    is ``{z >= 0 : z = z* + Z y, z_i = 0 where w_i > 0}`` with Z an orthonormal null-space basis
-    of ``Q_AA`` (A: contacts with w_i = 0). The minimum-norm element is found by a compiled
-    primal active-set method (projection onto that polyhedron).
+    Every solution of the no-slip MLCP (42) has the same ``v+`` (the LCP is PSD), so the
+    solution set for a given ``v+`` is the polyhedron of impulses ``c = (c_N, c_S, c_T)`` with
+
+    * the unactuated rows of eq. (37) unchanged: ``J_f^T c = J_f^T c*`` (``J_f``: the free
+      columns of ``[N; S; T]``);
+    * ``c_N >= 0`` at touching contacts (``w_i <= tol``) and ``c_N = 0`` at separating ones
+      (complementarity (36));
+    * ``c_S, c_T`` free at contacts carrying no-slip rows, 0 at contacts without (``noslip_gap``);
+
+    and the torques follow from the actuated rows of (37): ``tau = tau* - J_a^T (c - c*) / dt``.
+    This returns its unique minimum-norm element ``argmin |c|^2`` (minimum total impulse: no
+    internal forces beyond what the motion needs; continuous in the data), computed by
+    :func:`min_norm_impulse_kernel` (dual semismooth Newton, compiled). The earlier
+    implementation minimized only ``|c_N|`` and then re-derived ``c_S, c_T`` from Alg. 1's row
+    subset, which for nearly dependent tangential rows gave internal tangential impulses of up to
+    1e5 m g.
 
     Args:
-        cN: (nc,) a solution z* of the LCP [N s]; w: (nc,) its complementary slack [m/s].
-        tol: [m/s] contacts with w_i <= tol count as touching (set A).
-        rank_tol: Alg. 1 tolerance (must match the solve that produced cN).
+        impulses: (nc, 3) a solution ``c*`` [N s]; tau: (nu,) its torques [N m];
+        v_next: (nv,) its v+; w: (nc,) ``N v+ + phi/dt`` [m/s].
+        tol: [m/s] contacts with ``w_i <= tol`` count as touching.
 
     Returns:
-        (z, changed): z = argmin ||z|| over the solution set; (cN, False) if nothing to do or the
-        active-set method did not converge within ``max_iter``.
+        (impulses, tau, v_next, converged, iterations); the inputs (copied) if not converged.
     """
     p = problem
-    z, ok = _min_norm_kernel(p.Minv, p.actuated, p.S, p.T, p.N,
-                             np.ascontiguousarray(cN, dtype=np.float64),
-                             np.ascontiguousarray(w, dtype=np.float64), tol, rank_tol,
-                             max_iter)
-    return (z, True) if ok else (np.asarray(cN, dtype=np.float64), False)
+    imp = np.ascontiguousarray(impulses, dtype=np.float64)
+    out = min_norm_solution_kernel(
+        p.Minv, p.actuated, p.free, p.N, p.S, p.T,
+        np.ascontiguousarray(imp[:, 0]), np.ascontiguousarray(imp[:, 1]),
+        np.ascontiguousarray(imp[:, 2]), np.ascontiguousarray(tau, dtype=np.float64),
+        np.ascontiguousarray(v_next, dtype=np.float64), np.ascontiguousarray(w, dtype=np.float64),
+        float(tol), float(p.dt), int(max_iter),
+    )
+    cN, cS, cT, tau_n, v_n, it, ok = out
+    return np.stack([cN, cS, cT], axis=1), tau_n, v_n, bool(ok), int(it)

@@ -202,12 +202,10 @@ def warmup(methods: tuple[str, ...] | list[str] | None = None) -> float:
             solve(method, prob, None, min_norm=True)
             bad = ContactProblem(**{**prob.__dict__, "qdd_des": np.array([1e3])})
             solve(method, bad, None)
-            # the min-norm kernels run only for indeterminate active contacts, which the
-            # synthetic problem need not produce: compile them directly
-            from .consistency import min_norm_normal_impulses
-            from .lcp_noslip import retrieve_forces
+            # the min-norm kernel runs only for indeterminate active contacts, which the
+            # synthetic problem need not produce: compile it directly
+            from .consistency import min_norm_impulses
 
-            cN = np.full(nc, 1e-3)
-            min_norm_normal_impulses(prob, cN, np.zeros(nc), tol=1e-6, rank_tol=1e-6)
-            retrieve_forces(prob, cN, rank_tol=1e-6)
+            min_norm_impulses(prob, np.full((nc, 3), 1e-3), np.zeros(prob.nu), prob.v.copy(),
+                              np.zeros(nc), tol=1e-6)
     return time.perf_counter() - t0

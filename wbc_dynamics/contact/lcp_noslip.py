@@ -534,8 +534,11 @@ def solve_lcp_noslip(
             ``dt * consistency_tol`` per tick at most), not "corrected".
         correct_inconsistent: if the desired accelerations are inconsistent, solve the correction
             QP (46)-(51) and re-solve; otherwise return the flagged fallback.
-        min_norm: resolve indeterminacy by the minimum-norm normal impulses among all LCP solutions
-            (``min_norm`` flag) instead of the pivoting solver's vertex solution.
+        min_norm: resolve indeterminacy by the minimum-norm impulses ``|(c_N, c_S, c_T)|`` among
+            all solutions with the same (unique) v+ (``min_norm`` flag;
+            :func:`~wbc_dynamics.contact.consistency.min_norm_impulses`) instead of the pivoting
+            solver's vertex solution. If that projection does not converge the vertex solution
+            is returned, flagged ``min_norm_failed``.
         min_norm_tol: [m/s] contacts with ``w_i <= min_norm_tol`` count as touching in the
             min-norm selection (default: ``consistency_tol``, the accepted model mismatch; a
             smaller value makes forces jump when a contact's tiny separation velocity crosses
@@ -631,71 +634,27 @@ def solve_lcp_noslip(
             )
             res.stats.flags = (*res.stats.flags, "inconsistent_corrected", "infeasible")
             return res
-    if min_norm:
-        from .consistency import min_norm_normal_impulses
-
-        mtol = consistency_tol if min_norm_tol is None else min_norm_tol
-        cN, changed = min_norm_normal_impulses(problem, cN, w, tol=mtol, rank_tol=rank_tol)
-        if changed:
-            tau, cS, cT, v_next = retrieve_forces(
-                problem,
-                cN,
-                qdd_des=(stats.info["qdd_corrected"] if "qdd_corrected" in stats.info else None),
-                rank_tol=rank_tol,
-            )
-            nb = cN > 0.0
-        stats.add_flag("min_norm")
     impulses = np.empty((nc, 3))
     impulses[:, 0] = cN
     impulses[:, 1] = cS
     impulses[:, 2] = cT
+    if min_norm:
+        from .consistency import min_norm_impulses
+
+        mtol = consistency_tol if min_norm_tol is None else min_norm_tol
+        impulses, tau, v_next, ok, mn_it = min_norm_impulses(
+            problem, impulses, tau, v_next, w, tol=mtol
+        )
+        stats.info["min_norm_iterations"] = mn_it
+        if ok:
+            cN = impulses[:, 0]
+            nb = cN > 0.0
+            stats.add_flag("min_norm")
+        else:
+            stats.add_flag("min_norm_failed")
     stats.residual = max(float(viol), _complementarity_residual(cN, w))
     stats.info["nonbasic"] = tuple(cid for cid, f in zip(problem.contact_ids, nb, strict=True) if f)
     mstate.contact_ids = tuple(problem.contact_ids)
     mstate.impulses = impulses.copy()
     mstate.active_ids = stats.info["nonbasic"]
     return ContactResult.from_impulses(problem, tau, impulses, v_next, stats, consistent)
-
-
-@njit(cache=True)
-def _retrieve_kernel(Minv, h, v, act, qdd_des, N, S, T, dt, cN, rank_tol):
-    nu = act.shape[0]
-    nc = N.shape[0]
-    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, 0.0)
-    fstar = v - dt * (Minv @ h)
-    y = N.T @ cN
-    Wc = np.ascontiguousarray(W[:, :nG])
-    gr = -(G[:nG] @ fstar) - Wc.T @ y
-    for j in range(nG):
-        if kind[j] == 0:
-            gr[j] += v[act[idx[j]]] + dt * qdd_des[idx[j]]
-    lam = np.zeros(nG)
-    _chol_solve(L, nG, gr, lam)
-    v_next = fstar + Wc @ lam + Minv @ y
-    tau = np.zeros(nu)
-    cS = np.zeros(nc)
-    cT = np.zeros(nc)
-    for j in range(nG):
-        if kind[j] == 0:
-            tau[idx[j]] = lam[j] / dt
-        elif kind[j] == 1:
-            cS[idx[j]] = lam[j]
-        else:
-            cT[idx[j]] = lam[j]
-    return tau, cS, cT, v_next
-
-
-def retrieve_forces(
-    problem: ContactProblem,
-    cN: np.ndarray,
-    qdd_des: np.ndarray | None = None,
-    rank_tol: float = 1e-6,
-):
-    """Given normal impulses, solve eqs. (37), (38), (40), (41) for (tau, c_S, c_T, v+) (Sec. 4.5).
-
-    Uses the same Alg. 1 row selection as the solver (compiled). Returns (tau, cS, cT, v_next).
-    """
-    p = problem
-    qd = p.qdd_des if qdd_des is None else np.ascontiguousarray(qdd_des, dtype=np.float64)
-    return _retrieve_kernel(p.Minv, p.h, p.v, p.actuated, qd, p.N, p.S, p.T, float(p.dt),
-                            np.ascontiguousarray(cN, dtype=np.float64), float(rank_tol))

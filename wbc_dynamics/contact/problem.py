@@ -63,6 +63,8 @@ FLAGS: dict[str, str] = {
     "rows_dropped": "linearly dependent tangent rows were removed (Alg. 1 / Appendix E)",
     "warm_start_rejected": "a warm start was available but was not usable (e.g. singular set)",
     "min_norm": "indeterminacy resolved by selecting the minimum-norm impulses among all solutions",
+    "min_norm_failed": "the minimum-norm selection did not converge; the solver's own (vertex) "
+    "solution is returned",
     "infeasible": "the contact constraints could not be satisfied even after correction",
 }
 
