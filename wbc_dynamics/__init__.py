@@ -4,8 +4,16 @@ The dynamics core (``RobotModel``) needs only numpy and numba; the ROS 2 node li
 ``wbc_dynamics.node`` and is imported only when used.
 """
 
+from .description import CollisionGeometry, URDFWarning
 from .model import RobotModel
 from .urdf_loader import CollisionBox, CollisionSphere, URDFError
 
-__all__ = ["CollisionBox", "CollisionSphere", "RobotModel", "URDFError"]
+__all__ = [
+    "CollisionBox",
+    "CollisionGeometry",
+    "CollisionSphere",
+    "RobotModel",
+    "URDFError",
+    "URDFWarning",
+]
 __version__ = "0.1.0"

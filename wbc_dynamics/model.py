@@ -27,14 +27,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
+from .description import RobotDescription
 from .kernels import dynamics as dyn
 from .kernels import world
-from .urdf_loader import CollisionBox, CollisionSphere, ModelData, URDFError, load_model
+from .urdf_loader import (
+    CollisionBox,
+    CollisionGeometry,
+    CollisionSphere,
+    ModelData,
+    load_model,
+)
 
 STATUS_MESSAGES = {
     dyn.BAD_Q: "q contains NaN or inf",
@@ -92,7 +99,10 @@ class RobotModel:
     ``nq``, ``nv``; ``floating_base``; ``joint_names`` (movable joints in v order after the base);
     ``link_names``; ``position_lower``/``position_upper`` (rad or m), ``velocity_limit``,
     ``effort_limit`` (N m or N), arrays over ``joint_names`` (inf where the URDF gives none);
-    ``total_mass`` (kg); ``gravity`` (m/s^2, world); ``collision_spheres``, ``collision_boxes``.
+    ``total_mass`` (kg); ``gravity`` (m/s^2, world); ``collision_geometry`` (every URDF
+    collision shape, :class:`~wbc_dynamics.description.CollisionGeometry`) and the derived
+    ``collision_spheres``, ``collision_boxes``; ``description`` (the parsed URDF it was built
+    from); ``load_warnings`` (inconsistent inertias, unresolved meshes); ``locked_joints``.
     """
 
     def __init__(self, data: ModelData, warmup: bool = True) -> None:
@@ -109,8 +119,12 @@ class RobotModel:
         self.velocity_limit = data.velocity_limit.copy()
         self.effort_limit = data.effort_limit.copy()
         self.total_mass = float(data.total_mass)
+        self.collision_geometry: list[CollisionGeometry] = list(data.collision_geometry)
         self.collision_spheres: list[CollisionSphere] = list(data.collision_spheres)
         self.collision_boxes: list[CollisionBox] = list(data.collision_boxes)
+        self.description: RobotDescription | None = data.description
+        self.load_warnings: list[str] = list(data.warnings)
+        self.locked_joints: dict[str, float] = dict(data.locked_joints)
         self._gravity = np.array([0.0, 0.0, -9.81])
         self._topo = data.topo
         self._tree = data.tree
@@ -142,22 +156,44 @@ class RobotModel:
         self._eye3 = np.eye(3)
         self._origin = np.zeros(3)
         self._joint_index = {name: k for k, name in enumerate(self.joint_names)}
-        self._check_every_joint_moves_mass()
         if warmup:
             self.warmup()
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_urdf(
-        cls, source: str | os.PathLike, floating_base: bool = False, warmup: bool = True
+        cls,
+        source: str | os.PathLike | RobotDescription,
+        floating_base: bool = False,
+        warmup: bool = True,
+        *,
+        strict: bool = False,
+        package_dirs: Sequence[str | os.PathLike] | None = None,
+        locked_joints: Mapping[str, float] | None = None,
     ) -> RobotModel:
-        """Load a model from a URDF file path or a URDF XML string (ROS ``robot_description``).
+        """Load a model from a URDF file path, a URDF XML string (ROS ``robot_description``)
+        or an already parsed :class:`~wbc_dynamics.description.RobotDescription`.
 
         ``floating_base=True`` makes the URDF's root link a free-flyer (6-DoF) base.
+        ``strict=True`` rejects physically inconsistent inertias (by default they load as
+        given with one :class:`~wbc_dynamics.description.URDFWarning` per link).
+        ``package_dirs``: directories searched first for ``package://`` meshes.
+        ``locked_joints``: ``{joint: position}`` (rad or m) of movable joints to fix there (like
+        Pinocchio's ``buildReducedModel``). ``<mimic>`` joints are independent joints here.
         Kernels are compiled (or loaded from numba's cache) and run once here unless
         ``warmup=False``, so the first real call is as fast as the thousandth.
+
+        Raises:
+            URDFError: malformed dynamics content, naming the link/joint and attribute.
         """
-        return cls(load_model(source, floating_base=floating_base), warmup=warmup)
+        data = load_model(
+            source,
+            floating_base=floating_base,
+            strict=strict,
+            package_dirs=package_dirs,
+            locked_joints=locked_joints,
+        )
+        return cls(data, warmup=warmup)
 
     def copy(self) -> RobotModel:
         """An independent model (own workspaces) sharing the immutable model arrays."""
@@ -184,20 +220,6 @@ class RobotModel:
         self.points_kinematics(q, z, [link], np.zeros((1, 3)))
         _linearization.warmup(self)
         return time.perf_counter() - t0
-
-    def _check_every_joint_moves_mass(self) -> None:
-        """A joint whose subtree has no inertia about its axis makes M singular: reject the URDF."""
-        M = self.mass_matrix(self.neutral())
-        diag = np.diag(M)
-        scale = max(1.0, float(np.max(np.abs(diag)))) if diag.size else 1.0
-        off = 6 if self.floating_base else 0
-        for k, d in enumerate(diag):
-            if not d > 1e-12 * scale:
-                name = "the floating base" if k < off else f"joint '{self.joint_names[k - off]}'"
-                raise URDFError(
-                    f"{name} moves no mass (no inertia about its axis in its subtree): the "
-                    "joint-space inertia matrix would be singular"
-                )
 
     @property
     def kernel_arrays(self) -> KernelArrays:

@@ -1,0 +1,520 @@
+"""URDF -> :class:`RobotDescription`: the one parse of a robot that everything is built from.
+
+The dynamics model (:func:`wbc_dynamics.urdf_loader.load_model`) and the MuJoCo plant
+(:mod:`wbc_dynamics.sim.mujoco_model`) are both built from a :class:`RobotDescription`; nothing
+else reads URDF. The parser is a single pass of ``xml.etree`` over the document (linear in its
+size) and reads what dynamics, contacts and simulation need: links (inertials, collision
+geometry), joints (type, origin, axis, limits, ``<dynamics>``, ``<mimic>``) and the tree. Other
+elements (visuals, materials, transmissions, ``<gazebo>``, ``<ros2_control>``, sensors) are
+ignored.
+
+Validation. What cannot be dynamics is a :class:`URDFError` naming the element and attribute:
+malformed or non-finite numbers anywhere in an origin, axis, inertial, limit, dynamics or
+collision element; negative mass; magnitudes beyond :data:`MAX_LENGTH`, :data:`MAX_MASS`,
+:data:`MAX_INERTIA` (so no gravity torque or inertia can overflow); inertias with clearly
+negative principal moments; a broken tree. Inertias that are physically inconsistent but usable
+(triangle inequality violated, negative principal moments at rounding level, zero mass with
+non-zero rotational inertia, point masses) are loaded **as given** with one
+:class:`URDFWarning` per link saying what is wrong; ``strict=True`` rejects them instead.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .geometry import CollisionGeometry
+from .resources import package_roots, resolve_resource
+
+#: Largest accepted length (m): origins, collision sizes, centres of mass, joint limits of
+#: prismatic joints are finite and at most this in magnitude.
+MAX_LENGTH = 1e5
+#: Largest accepted link mass (kg).
+MAX_MASS = 1e9
+#: Largest accepted rotational inertia entry (kg m^2).
+MAX_INERTIA = 1e12
+#: A negative principal moment down to ``-INERTIA_ROUNDING * largest moment`` is rounding in the
+#: URDF's printed digits: loaded with a warning. Below that the inertia is rejected.
+INERTIA_ROUNDING = 1e-3
+#: Relative tolerance of the inertia checks (triangle inequality, zero tests).
+INERTIA_TOLERANCE = 1e-9
+
+MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
+SUPPORTED_TYPES = (*MOVABLE_TYPES, "fixed")
+
+
+class URDFError(ValueError):
+    """A URDF whose dynamics content is malformed; the message names the element."""
+
+
+class URDFWarning(UserWarning):
+    """A URDF that loads but is questionable (inconsistent inertia, unresolved mesh)."""
+
+
+@dataclass(frozen=True)
+class Inertial:
+    """A link's ``<inertial>``: ``mass`` (kg), centre of mass ``com`` (m) and the inertial
+    frame's ``rotation`` in the link frame, ``inertia`` (kg m^2) about the centre of mass in the
+    inertial frame's axes (as written in the URDF)."""
+
+    mass: float
+    com: np.ndarray
+    rotation: np.ndarray
+    inertia: np.ndarray
+
+    def inertia_in_link_axes(self) -> np.ndarray:
+        """Rotational inertia about the centre of mass in the link frame's axes (kg m^2)."""
+        return self.rotation @ self.inertia @ self.rotation.T
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """``<mimic joint=leader multiplier offset>``: q = multiplier * q_leader + offset."""
+
+    leader: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass
+class JointDescription:
+    """One URDF joint. Pose of the joint frame in the parent link frame: (``rotation``,
+    ``translation`` (m)); ``axis``: unit vector in the joint frame; limits in rad or m
+    (``lower``/``upper``, ``-inf``/``inf`` when absent or for continuous joints), rad/s or m/s
+    (``velocity``) and N m or N (``effort``, ``inf`` when absent); ``damping`` (N m s/rad or
+    N s/m) and Coulomb ``friction`` (N m or N) from ``<dynamics>``."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    axis: np.ndarray
+    lower: float = -math.inf
+    upper: float = math.inf
+    velocity: float = math.inf
+    effort: float = math.inf
+    damping: float = 0.0
+    friction: float = 0.0
+    mimic: Mimic | None = None
+
+    @property
+    def movable(self) -> bool:
+        return self.type in MOVABLE_TYPES
+
+
+@dataclass
+class LinkDescription:
+    """One URDF link: its ``inertial`` (``None`` when absent: massless), its collision shapes
+    in URDF order, and what is physically wrong with its inertia (``None`` if nothing)."""
+
+    name: str
+    inertial: Inertial | None
+    collisions: list[CollisionGeometry] = field(default_factory=list)
+    inertia_issue: str | None = None
+
+
+@dataclass
+class RobotDescription:
+    """A parsed robot: links and joints by name (URDF order), the tree, and load warnings.
+
+    ``children[link]`` lists the joints whose parent is ``link`` in document order;
+    :meth:`joints_in_tree_order` walks the tree depth-first from ``root``. ``base_dir`` is the
+    URDF file's directory (``None`` for an XML string); ``label`` names the source in messages.
+    """
+
+    name: str
+    label: str
+    base_dir: Path | None
+    links: dict[str, LinkDescription]
+    joints: dict[str, JointDescription]
+    root: str
+    children: dict[str, list[str]]
+    warnings: list[str] = field(default_factory=list)
+
+    def joints_in_tree_order(self) -> list[JointDescription]:
+        """Every joint, depth-first pre-order from the root, children in document order."""
+        order: list[JointDescription] = []
+        stack = list(reversed(self.children[self.root]))
+        while stack:
+            joint = self.joints[stack.pop()]
+            order.append(joint)
+            stack.extend(reversed(self.children[joint.child]))
+        return order
+
+    @property
+    def collision_geometry(self) -> list[CollisionGeometry]:
+        """All collision shapes, links in URDF order, shapes in URDF order within a link."""
+        return [g for link in self.links.values() for g in link.collisions]
+
+
+# ------------------------------------------------------------------------------------ numbers
+def rpy_matrix(rpy) -> np.ndarray:
+    """URDF fixed-axis roll-pitch-yaw as a rotation matrix R = Rz(y) Ry(p) Rx(r)."""
+    r, p, y = (float(x) for x in rpy)
+    cr, sr, cp, sp, cy, sy = (
+        math.cos(r),
+        math.sin(r),
+        math.cos(p),
+        math.sin(p),
+        math.cos(y),
+        math.sin(y),
+    )
+    return np.array(
+        [
+            [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr],
+        ]
+    )
+
+
+def _number(el: ET.Element, attr: str, what: str, default: float | None = None) -> float:
+    """A finite float attribute, or URDFError naming ``what`` (the element) and the attribute."""
+    text = el.get(attr)
+    if text is None:
+        if default is None:
+            raise URDFError(f"{what}: missing attribute {attr}")
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise URDFError(f"{what}: {attr}={text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise URDFError(f"{what}: {attr}={text!r} is not finite")
+    return value
+
+
+def _vector(el: ET.Element | None, attr: str, what: str, default: tuple) -> np.ndarray:
+    text = None if el is None else el.get(attr)
+    if text is None:
+        return np.array(default, dtype=float)
+    parts = text.split()
+    try:
+        values = np.array([float(x) for x in parts])
+    except ValueError:
+        raise URDFError(f"{what}: {attr}={text!r} is not {len(default)} numbers") from None
+    if values.size != len(default):
+        raise URDFError(f"{what}: {attr}={text!r} is not {len(default)} numbers")
+    if not np.all(np.isfinite(values)):
+        raise URDFError(f"{what}: {attr}={text!r} is not finite")
+    return values
+
+
+def _bounded(value: float, bound: float, what: str, unit: str) -> float:
+    if abs(value) > bound:
+        raise URDFError(f"{what} = {value:g} {unit} is beyond the accepted {bound:g} {unit}")
+    return value
+
+
+def _origin(el: ET.Element | None, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(R, p) of an ``<origin>`` element (identity when absent)."""
+    xyz = _vector(el, "xyz", f"{what} <origin>", (0.0, 0.0, 0.0))
+    rpy = _vector(el, "rpy", f"{what} <origin>", (0.0, 0.0, 0.0))
+    for k, value in enumerate(xyz):
+        _bounded(value, MAX_LENGTH, f"{what} <origin> xyz[{k}]", "m")
+    return rpy_matrix(rpy), xyz
+
+
+# ------------------------------------------------------------------------------------ inertia
+def inertia_issue(mass: float, inertia: np.ndarray) -> tuple[str | None, bool]:
+    """What is physically wrong with (mass, rotational inertia about the COM), and whether it is
+    beyond repair (clearly negative principal moments: not a usable inertia at all).
+
+    Returns ``(None, False)`` for a physically consistent inertia.
+    """
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    largest = float(np.max(np.abs(eig)))
+    if largest == 0.0:
+        if mass > 0.0:
+            return "point mass (zero rotational inertia)", False
+        return None, False
+    if mass == 0.0:
+        return "zero mass with non-zero rotational inertia", False
+    if eig[0] < -INERTIA_TOLERANCE * largest:
+        text = f"principal moments {_fmt_moments(eig)} kg m^2 include a negative one"
+        if eig[0] < -INERTIA_ROUNDING * largest:
+            return text + " (the inertia is not positive semidefinite)", True
+        return text + " (rounding)", False
+    a, b, c = eig
+    if a + b < c - INERTIA_TOLERANCE * largest:
+        return (
+            f"principal moments {_fmt_moments(eig)} kg m^2 violate the triangle inequality "
+            "(no rigid body has this inertia)",
+            False,
+        )
+    return None, False
+
+
+def _fmt_moments(eig: np.ndarray) -> str:
+    return "[" + ", ".join(f"{x:.6g}" for x in eig) + "]"
+
+
+def _inertial(link_el: ET.Element, name: str) -> Inertial | None:
+    el = link_el.find("inertial")
+    if el is None:
+        return None
+    what = f"link '{name}' <inertial>"
+    R, com = _origin(el.find("origin"), what)
+    mass_el = el.find("mass")
+    mass = 0.0 if mass_el is None else _number(mass_el, "value", f"{what} <mass>", 0.0)
+    if mass < 0.0:
+        raise URDFError(f"link '{name}': negative mass {mass} kg ({what} <mass value>)")
+    _bounded(mass, MAX_MASS, f"{what} <mass> value", "kg")
+    inertia = np.zeros((3, 3))
+    in_el = el.find("inertia")
+    if in_el is not None:
+        values = {}
+        for attr in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
+            values[attr] = _bounded(
+                _number(in_el, attr, f"{what} <inertia>", 0.0),
+                MAX_INERTIA,
+                f"{what} <inertia> {attr}",
+                "kg m^2",
+            )
+        inertia = np.array(
+            [
+                [values["ixx"], values["ixy"], values["ixz"]],
+                [values["ixy"], values["iyy"], values["iyz"]],
+                [values["ixz"], values["iyz"], values["izz"]],
+            ]
+        )
+    return Inertial(mass, com, R, inertia)
+
+
+# ------------------------------------------------------------------------------------ geometry
+def _collisions(
+    link_el: ET.Element, name: str, base_dir: Path | None, roots: list[Path]
+) -> tuple[list[CollisionGeometry], list[str]]:
+    """Collision shapes of a link and the mesh URIs that could not be resolved."""
+    shapes: list[CollisionGeometry] = []
+    unresolved: list[str] = []
+    for k, col in enumerate(link_el.findall("collision")):
+        what = f"link '{name}' <collision> #{k}"
+        geom_el = col.find("geometry")
+        if geom_el is None or len(geom_el) == 0:
+            continue
+        R, p = _origin(col.find("origin"), what)
+        g = geom_el[0]
+        kind = g.tag
+        gwhat = f"{what} <{kind}>"
+        if kind == "sphere":
+            radius = _positive(_number(g, "radius", gwhat), f"{gwhat} radius")
+            shapes.append(CollisionGeometry(name, kind, R, p, radius=radius))
+        elif kind in ("cylinder", "capsule"):
+            radius = _positive(_number(g, "radius", gwhat), f"{gwhat} radius")
+            length = _number(g, "length", gwhat)
+            if length < 0.0:
+                raise URDFError(f"{gwhat}: length={length} is negative")
+            _bounded(length, MAX_LENGTH, f"{gwhat} length", "m")
+            shapes.append(CollisionGeometry(name, kind, R, p, radius=radius, length=length))
+        elif kind == "box":
+            size = _vector(g, "size", gwhat, (math.nan,) * 3)
+            if not np.all(np.isfinite(size)):
+                raise URDFError(f"{gwhat}: missing attribute size")
+            if np.any(size < 0.0):
+                raise URDFError(f"{gwhat}: size={g.get('size')!r} has a negative extent")
+            for value in size:
+                _bounded(value, MAX_LENGTH, f"{gwhat} size", "m")
+            shapes.append(CollisionGeometry(name, kind, R, p, size=size))
+        elif kind == "mesh":
+            uri = g.get("filename")
+            if not uri:
+                raise URDFError(f"{gwhat}: missing attribute filename")
+            scale = _vector(g, "scale", gwhat, (1.0, 1.0, 1.0))
+            path = resolve_resource(uri, base_dir, roots)
+            if path is None:
+                unresolved.append(uri)
+            shapes.append(
+                CollisionGeometry(name, kind, R, p, mesh_uri=uri, mesh_path=path, mesh_scale=scale)
+            )
+        # other geometry elements (none in the URDF spec) are not collision shapes we know
+    return shapes, unresolved
+
+
+def _positive(value: float, what: str) -> float:
+    if not value > 0.0:
+        raise URDFError(f"{what} must be > 0, got {value}")
+    return _bounded(value, MAX_LENGTH, what, "m")
+
+
+# ------------------------------------------------------------------------------------ joints
+def _joint(el: ET.Element, name: str, links: dict) -> JointDescription:
+    what = f"joint '{name}'"
+    jtype = el.get("type")
+    if jtype not in SUPPORTED_TYPES:
+        raise URDFError(
+            f"{what}: type '{jtype}' is not supported (revolute, continuous, prismatic and "
+            "fixed are; a floating base is requested with floating_base=True)"
+        )
+    ends = []
+    for tag in ("parent", "child"):
+        end = el.find(tag)
+        if end is None or not end.get("link"):
+            raise URDFError(f"{what}: missing <{tag} link=...>")
+        link = end.get("link")
+        if link not in links:
+            raise URDFError(f"{what}: {tag} link '{link}' does not exist")
+        ends.append(link)
+    R, p = _origin(el.find("origin"), what)
+    joint = JointDescription(name, jtype, ends[0], ends[1], R, p, np.array([1.0, 0.0, 0.0]))
+    if jtype == "fixed":
+        return joint  # axis, limits, dynamics and mimic of a fixed joint mean nothing
+    axis = _vector(el.find("axis"), "xyz", f"{what} <axis>", (1.0, 0.0, 0.0))
+    norm = float(np.linalg.norm(axis))
+    if not norm > 1e-12:
+        raise URDFError(f"{what}: <axis xyz={axis.tolist()}> is not a direction")
+    joint.axis = axis / norm
+    lim = el.find("limit")
+    if lim is not None:
+        lwhat = f"{what} <limit>"
+        if jtype != "continuous":
+            joint.lower = _number(lim, "lower", lwhat, -math.inf)
+            joint.upper = _number(lim, "upper", lwhat, math.inf)
+            if joint.lower > joint.upper:
+                raise URDFError(f"{what}: lower limit {joint.lower} > upper limit {joint.upper}")
+        joint.velocity = _number(lim, "velocity", lwhat, math.inf)
+        joint.effort = _number(lim, "effort", lwhat, math.inf)
+        for attr in ("velocity", "effort"):
+            if getattr(joint, attr) < 0.0:
+                raise URDFError(f"{lwhat}: negative {attr} limit {getattr(joint, attr)}")
+    dyn = el.find("dynamics")
+    if dyn is not None:
+        joint.damping = _number(dyn, "damping", f"{what} <dynamics>", 0.0)
+        joint.friction = _number(dyn, "friction", f"{what} <dynamics>", 0.0)
+        for attr in ("damping", "friction"):
+            if getattr(joint, attr) < 0.0:
+                raise URDFError(f"{what} <dynamics>: negative {attr} {getattr(joint, attr)}")
+    mim = el.find("mimic")
+    if mim is not None:
+        leader = mim.get("joint")
+        if not leader:
+            raise URDFError(f"{what} <mimic>: missing attribute joint")
+        joint.mimic = Mimic(
+            leader,
+            _number(mim, "multiplier", f"{what} <mimic>", 1.0),
+            _number(mim, "offset", f"{what} <mimic>", 0.0),
+        )
+    return joint
+
+
+# ------------------------------------------------------------------------------------ document
+def read_source(source: str | os.PathLike) -> tuple[str, str, Path | None]:
+    """(URDF text, label for messages, directory of the file or None): ``source`` is a path or
+    the XML itself (a ROS ``robot_description``)."""
+    text = os.fspath(source)
+    if text.lstrip().startswith("<"):
+        return text, "<robot_description string>", None
+    if not os.path.isfile(text):
+        raise FileNotFoundError(f"URDF file not found: {text!r}")
+    with open(text, encoding="utf-8") as fh:
+        return fh.read(), text, Path(text).resolve().parent
+
+
+def parse_urdf(
+    source: str | os.PathLike,
+    *,
+    strict: bool = False,
+    package_dirs: Sequence[str | os.PathLike] | None = None,
+) -> RobotDescription:
+    """Parse a URDF (file path or XML string) into a :class:`RobotDescription`.
+
+    Args:
+        source: URDF file path, or the URDF XML itself.
+        strict: reject physically inconsistent inertias (:class:`URDFError`) instead of loading
+            them as given with a :class:`URDFWarning` per link.
+        package_dirs: directories searched first for ``package://`` mesh URIs (like
+            Pinocchio's ``package_dirs``); then AMENT_PREFIX_PATH / ROS_PACKAGE_PATH, then the
+            ancestors of the URDF's directory. See :func:`resolve_resource`.
+
+    Raises:
+        URDFError: malformed XML or dynamics content; the message names the element.
+        FileNotFoundError: ``source`` is neither XML nor an existing file.
+    """
+    xml, label, base_dir = read_source(source)
+    try:
+        root_el = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise URDFError(f"{label}: not well-formed XML: {exc}") from None
+    if root_el.tag != "robot":
+        raise URDFError(f"{label}: the root element is <{root_el.tag}>, expected <robot>")
+    roots = package_roots(package_dirs)
+
+    links: dict[str, LinkDescription] = {}
+    notes: list[str] = []
+    unresolved: list[str] = []
+    for link_el in root_el.findall("link"):
+        name = link_el.get("name")
+        if not name:
+            raise URDFError(f"{label}: a <link> has no name")
+        if name in links:
+            raise URDFError(f"{label}: duplicate link name '{name}'")
+        inertial = _inertial(link_el, name)
+        issue = None
+        if inertial is not None:
+            issue, fatal = inertia_issue(inertial.mass, inertial.inertia)
+            if issue is not None and (fatal or strict):
+                raise URDFError(f"link '{name}': {issue}")
+        shapes, missing = _collisions(link_el, name, base_dir, roots)
+        unresolved += [f"link '{name}' {uri!r}" for uri in missing]
+        links[name] = LinkDescription(name, inertial, shapes, issue)
+        if issue is not None:
+            notes.append(f"link '{name}': {issue}; loaded as given")
+    if not links:
+        raise URDFError(f"{label}: no <link> elements")
+
+    joints: dict[str, JointDescription] = {}
+    children: dict[str, list[str]] = {name: [] for name in links}
+    parent_joint: dict[str, str] = {}
+    for joint_el in root_el.findall("joint"):  # (not the <joint>s of <transmission>s)
+        name = joint_el.get("name")
+        if not name:
+            raise URDFError(f"{label}: a <joint> has no name")
+        if name in joints:
+            raise URDFError(f"joint '{name}': defined twice")
+        joint = _joint(joint_el, name, links)
+        if joint.child in parent_joint:
+            raise URDFError(
+                f"link '{joint.child}' is the child of two joints ('{parent_joint[joint.child]}'"
+                f" and '{name}'): kinematic loops are not supported"
+            )
+        parent_joint[joint.child] = name
+        children[joint.parent].append(name)
+        joints[name] = joint
+    tree_roots = [name for name in links if name not in parent_joint]
+    if len(tree_roots) != 1:
+        if not tree_roots:
+            raise URDFError(f"{label}: every link has a parent joint: the tree contains a loop")
+        raise URDFError(
+            f"{label}: the tree has {len(tree_roots)} roots {tree_roots}; expected exactly one"
+        )
+    description = RobotDescription(
+        name=root_el.get("name") or "robot",
+        label=label,
+        base_dir=base_dir,
+        links=links,
+        joints=joints,
+        root=tree_roots[0],
+        children=children,
+        warnings=notes,
+    )
+    reached = 1 + len(description.joints_in_tree_order())
+    if reached != len(links):  # a cycle detached from the root
+        detached = len(links) - reached
+        raise URDFError(f"{label}: {detached} link(s) form a loop detached from the root")
+    if unresolved:
+        notes.append(
+            f"{len(unresolved)} collision mesh(es) could not be resolved (kept with "
+            f"mesh_path=None): {', '.join(unresolved[:5])}{' ...' if len(unresolved) > 5 else ''}"
+        )
+    for note in notes:
+        warnings.warn(f"{label}: {note}", URDFWarning, stacklevel=2)
+    return description
