@@ -103,7 +103,6 @@ REJECTED = [
         ),
         "link 'a': negative mass",
     ),
-    (robot(link("a"), link("b", inertia=-0.1), joint("j", "a", "b")), "link 'b'"),
     (
         robot(link("a"), link("b"), link("c"), joint("j1", "a", "b"), joint("j2", "c", "b")),
         "link 'b' is the child of two joints",
@@ -113,7 +112,6 @@ REJECTED = [
     (robot(link("a"), joint("j1", "a", "ghost")), "joint 'j1': child link 'ghost' does not exist"),
     (robot(link("a"), link("b"), joint("jp", "a", "b", "planar")), "joint 'jp': type 'planar'"),
     (robot(link("a"), link("b"), joint("jf", "a", "b", "floating")), "joint 'jf': type 'floating'"),
-    (robot(link("a"), link("b", mass=None), joint("j1", "a", "b")), "joint 'j1' moves no mass"),
     ("<robot><link name='a'>", "not well-formed"),
 ]
 
@@ -288,3 +286,160 @@ def test_bad_collision_geometry_is_named(geometry, message):
     xml = robot(link("a", extra=f"<collision><geometry>{geometry}</geometry></collision>"))
     with pytest.raises(URDFError, match=message):
         load_model(xml)
+
+
+# ------------------------------------------------------------------ inertias
+def _inertia_link(name, mass, ixx, iyy, izz, ixy=0.0):
+    return (
+        f'<link name="{name}"><inertial><origin xyz="0 0 0.1"/><mass value="{mass}"/>'
+        f'<inertia ixx="{ixx}" iyy="{iyy}" izz="{izz}" ixy="{ixy}" ixz="0" iyz="0"/>'
+        "</inertial></link>"
+    )
+
+
+INCONSISTENT = {
+    "triangle": (_inertia_link("b", 1, 1.0, 0.1, 0.1), "violate the triangle inequality"),
+    "rounding": (
+        _inertia_link("b", 1, 0.01, 0.01, 0.02, ixy=0.01 + 1e-7),
+        r"include a negative one \(rounding\)",
+    ),
+    "negative": (_inertia_link("b", 1, -0.1, -0.1, -0.1), "not positive semidefinite"),
+    "zero mass": (_inertia_link("b", 0, 0.1, 0.1, 0.1), "zero mass with non-zero rotational"),
+    "point mass": (_inertia_link("b", 2, 0, 0, 0), r"point mass \(zero rotational inertia\)"),
+}
+
+
+@pytest.mark.parametrize("case", list(INCONSISTENT))
+def test_inconsistent_inertia_loads_as_given_with_one_warning_strict_rejects(case):
+    bad_link, what = INCONSISTENT[case]
+    xml = robot(link("a"), bad_link, link("c"), joint("j1", "a", "b"), joint("j2", "b", "c"))
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        model = RobotModel.from_urdf(xml, warmup=False)
+    about_b = [w for w in rec if "link 'b'" in str(w.message)]
+    assert len(about_b) == 1 and issubclass(about_b[0].category, URDFWarning)
+    assert re_search(what, str(about_b[0].message))
+    assert any("link 'b'" in w for w in model.load_warnings)
+    # loaded as given: the spatial inertia of b is exactly the URDF's
+    desc_inertia = model.description.links["b"].inertial.inertia
+    expected = {
+        "triangle": np.diag([1.0, 0.1, 0.1]),
+        "negative": -0.1 * np.eye(3),
+        "zero mass": 0.1 * np.eye(3),
+        "point mass": np.zeros((3, 3)),
+    }.get(case)
+    if expected is not None:
+        np.testing.assert_array_equal(desc_inertia, expected)
+    with pytest.raises(URDFError, match=f"link 'b': .*{what}"):
+        RobotModel.from_urdf(xml, strict=True)
+
+
+def re_search(pattern, text):
+    import re
+
+    return re.search(pattern, text) is not None
+
+
+def test_triangle_violation_dynamics_equal_pinocchio_as_given(tmp_path):
+    pin = pytest.importorskip("pinocchio")
+    bad_link, _ = INCONSISTENT["triangle"]
+    xml = robot(link("a"), bad_link, link("c"), joint("j1", "a", "b"), joint("j2", "b", "c"))
+    path = tmp_path / "r.urdf"
+    path.write_text(xml)
+    with pytest.warns(URDFWarning):
+        model = RobotModel.from_urdf(path)
+    pm = pin.buildModelFromUrdf(str(path))
+    q = np.array([0.3, -0.7])
+    M = pin.crba(pm, pm.createData(), q)
+    np.testing.assert_allclose(model.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, rtol=1e-12)
+
+
+def test_joint_moving_no_mass_warns_strict_rejects_and_dynamics_say_why():
+    xml = robot(link("a"), link("b", mass=None), joint("j1", "a", "b"))
+    with pytest.warns(URDFWarning, match=r"joint\(s\) 'j1' move no mass"):
+        model = RobotModel.from_urdf(xml)
+    assert model.massless_joints == ["j1"]
+    assert model.rnea([0.1], [0.0], [0.0]).tolist() == [0.0]  # inverse dynamics is fine
+    with pytest.raises(ValueError, match="singular.*'j1' move no mass; see locked_joints"):
+        model.minverse([0.1])
+    with pytest.raises(URDFError, match=r"joint\(s\) 'j1' move no mass"):
+        RobotModel.from_urdf(xml, strict=True)
+    # a negative inertia about the axis is named with its value
+    xml = robot(link("a"), _inertia_link("b", 1, -0.1, -0.1, -0.1), joint("j1", "a", "b"))
+    with pytest.warns(URDFWarning, match=r"'j1' move no mass \(inertia .*: -0\.09 kg"):
+        RobotModel.from_urdf(xml, warmup=False)
+
+
+# ------------------------------------------------------------------ what cannot be dynamics
+def _chain(j1_origin='xyz="0 0 0.2"', j2_origin='xyz="0 0 0.2"', link1="", limit=""):
+    lim = limit or '<limit lower="-1" upper="1" effort="10" velocity="2"/>'
+    return robot(
+        link("base"),
+        link1 or link("link1"),
+        link("link2"),
+        f'<joint name="j1" type="revolute"><parent link="base"/><child link="link1"/>'
+        f'<origin {j1_origin}/><axis xyz="0 1 0"/>{lim}</joint>',
+        f'<joint name="j2" type="revolute"><parent link="link1"/><child link="link2"/>'
+        f'<origin {j2_origin}/><axis xyz="0 1 0"/>{lim}</joint>',
+    )
+
+
+CANNOT_BE_DYNAMICS = [
+    (_chain(j1_origin='rpy="0 inf 0"'), r"joint 'j1' <origin>: rpy='0 inf 0' is not finite"),
+    (_chain(j2_origin='xyz="0 0 1e200"'), r"joint 'j2' <origin> xyz\[2\] = 1e\+200 m is beyond"),
+    (_chain(j2_origin='xyz="0 zero 0"'), r"joint 'j2' <origin>: xyz='0 zero 0' is not 3 numbers"),
+    (
+        _chain(limit='<limit lower="-1" upper="1" effort="nan" velocity="2"/>'),
+        r"joint 'j1' <limit>: effort='nan' is not finite",
+    ),
+    (
+        _chain(limit='<limit lower="-inf" upper="1" effort="1" velocity="2"/>'),
+        r"joint 'j1' <limit>: lower='-inf' is not finite",
+    ),
+    (
+        _chain(link1=_inertia_link("link1", 1e308, 0.1, 0.1, 0.1)),
+        r"link 'link1' <inertial> <mass> value = 1e\+308 kg is beyond the accepted 1e\+09 kg",
+    ),
+    (
+        _chain(link1=_inertia_link("link1", 1, 1e300, 1e300, 1e300)),
+        r"link 'link1' <inertial> <inertia> ixx = 1e\+300 kg m\^2 is beyond",
+    ),
+    (
+        _chain(link1=_inertia_link("link1", "inf", 0.1, 0.1, 0.1)),
+        r"link 'link1' <inertial> <mass>: value='inf' is not finite",
+    ),
+    (
+        _chain(link1=_inertia_link("link1", 1, 0.1, "nan", 0.1)),
+        r"link 'link1' <inertial> <inertia>: iyy='nan' is not finite",
+    ),
+    (_chain(link1=_inertia_link("link1", -2, 0.1, 0.1, 0.1)), r"link 'link1': negative mass"),
+    (
+        _chain().replace('<axis xyz="0 1 0"/>', '<axis xyz="0 nan 0"/>', 1),
+        r"joint 'j1' <axis>: xyz='0 nan 0' is not finite",
+    ),
+    (
+        _chain().replace('<axis xyz="0 1 0"/>', '<axis xyz="0 0 0"/>', 1),
+        r"joint 'j1': <axis xyz=\[0.0, 0.0, 0.0\]> is not a direction",
+    ),
+    (
+        _chain().replace("</joint>", '<dynamics damping="-1"/></joint>', 1),
+        r"joint 'j1' <dynamics>: negative damping",
+    ),
+]
+
+
+@pytest.mark.parametrize("xml,message", CANNOT_BE_DYNAMICS, ids=[m for _, m in CANNOT_BE_DYNAMICS])
+def test_what_cannot_be_dynamics_is_rejected_naming_element_and_attribute(xml, message):
+    with pytest.raises(URDFError, match=message):
+        RobotModel.from_urdf(xml, warmup=False)
+
+
+def test_largest_accepted_values_give_finite_dynamics():
+    """At the documented bounds (mass 1e9 kg, inertia 1e12 kg m^2, lengths 1e5 m) every
+    quantity stays finite: nothing the loader accepts overflows."""
+    xml = _chain(j2_origin='xyz="0 0 1e5"', link1=_inertia_link("link1", 1e9, 1e12, 1e12, 1e12))
+    model = RobotModel.from_urdf(xml)
+    q = np.array([0.4, -0.2])
+    v = np.array([1.0, 2.0])
+    for value in (model.gravity_torques(q), model.rnea(q, v, v), model.minverse(q)):
+        assert np.all(np.isfinite(value))

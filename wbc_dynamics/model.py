@@ -102,7 +102,8 @@ class RobotModel:
     ``total_mass`` (kg); ``gravity`` (m/s^2, world); ``collision_geometry`` (every URDF
     collision shape, :class:`~wbc_dynamics.description.CollisionGeometry`) and the derived
     ``collision_spheres``, ``collision_boxes``; ``description`` (the parsed URDF it was built
-    from); ``load_warnings`` (inconsistent inertias, unresolved meshes); ``locked_joints``.
+    from); ``load_warnings`` (inconsistent inertias, unresolved meshes, massless joints);
+    ``locked_joints``; ``massless_joints`` (M is singular: ``minverse``/``aba`` raise).
     """
 
     def __init__(self, data: ModelData, warmup: bool = True) -> None:
@@ -125,6 +126,7 @@ class RobotModel:
         self.description: RobotDescription | None = data.description
         self.load_warnings: list[str] = list(data.warnings)
         self.locked_joints: dict[str, float] = dict(data.locked_joints)
+        self.massless_joints: list[str] = list(data.massless_joints)
         self._gravity = np.array([0.0, 0.0, -9.81])
         self._topo = data.topo
         self._tree = data.tree
@@ -209,16 +211,24 @@ class RobotModel:
         self.rnea(q, z, z)
         self.rnea(q, z, z, f_ext={self.link_names[-1]: np.zeros(6)})
         self.mass_matrix(q)
-        self.minverse(q)
-        self.aba(q, z, z)
-        self.aba(q, z, z, f_ext={self.link_names[-1]: np.zeros(6)})
+        try:  # a model with massless joints compiles these too, then reports M singular
+            self.minverse(q)
+            self.aba(q, z, z)
+            self.aba(q, z, z, f_ext={self.link_names[-1]: np.zeros(6)})
+        except ValueError:
+            if not self.massless_joints:
+                raise
         link = self.link_names[-1]
         self.frame_placement(q, link)
         self.jacobian(q, link)
         self.jacobian(q, link, frame="local")
         self.jacobian_dot_times_v(q, z, link)
         self.points_kinematics(q, z, [link], np.zeros((1, 3)))
-        _linearization.warmup(self)
+        try:
+            _linearization.warmup(self)
+        except ValueError:
+            if not self.massless_joints:
+                raise
         return time.perf_counter() - t0
 
     @property
@@ -267,7 +277,11 @@ class RobotModel:
         return body, R, p
 
     def _raise(self, status: int, v: str = "v", a: str = "a") -> None:
-        raise ValueError(STATUS_MESSAGES[status].format(v=v, a=a))
+        message = STATUS_MESSAGES[status].format(v=v, a=a)
+        if status == dyn.SINGULAR and self.massless_joints:
+            names = ", ".join(repr(name) for name in self.massless_joints)
+            message += f" (the URDF's joint(s) {names} move no mass; see locked_joints)"
+        raise ValueError(message)
 
     def _external_forces(self, f_ext: Mapping[str, object] | None) -> bool:
         if f_ext is None:

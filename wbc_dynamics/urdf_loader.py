@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 #: A joint whose joint-space inertia (diagonal of M at the neutral configuration) is below this
-#: fraction of the largest one moves no mass: M would be singular, the URDF is rejected.
+#: fraction of its subtree's composite inertia (largest entry) moves no mass: M is singular.
 SINGULAR_TOLERANCE = 1e-12
 
 
@@ -101,7 +102,11 @@ class ModelData:
     locked_joints: dict[str, float] = field(default_factory=dict)
     #: movable ``<mimic>`` joints (independent in this model)
     mimic: list[MimicCoupling] = field(default_factory=list)
-    #: load warnings (inconsistent inertias, unresolved meshes), also issued as URDFWarning
+    #: movable joints whose subtree has no (or negative) inertia about their axis at the
+    #: neutral configuration: M is singular there, so M^-1 and ABA raise (lock them instead)
+    massless_joints: list[str] = field(default_factory=list)
+    #: load warnings (inconsistent inertias, unresolved meshes, massless joints), also issued
+    #: as URDFWarning
     warnings: list[str] = field(default_factory=list)
 
 
@@ -159,7 +164,9 @@ def load_model(
 
     Raises:
         URDFError: malformed content, naming the element; an unknown or non-movable locked
-            joint; a joint that moves no mass (singular joint-space inertia).
+            joint; with ``strict``, inconsistent inertias and joints that move no mass
+            (singular joint-space inertia; otherwise a warning and
+            :attr:`ModelData.massless_joints`).
     """
     if isinstance(source, RobotDescription):
         desc = source
@@ -277,7 +284,20 @@ def load_model(
         tree[i, FIRST_MOMENT : FIRST_MOMENT + 3] = (I6[i, 5, 1], I6[i, 3, 2], I6[i, 4, 0])
         tree[i, ROT_INERTIA : ROT_INERTIA + 9] = I6[i, 3:, 3:].ravel()
     lim_arr = np.array(limits, dtype=float).reshape(-1, 4)
-    _check_every_joint_moves_mass(topo, tree, Sm, I6, lim_arr, body_joint)
+    massless = _joints_moving_no_mass(topo, tree, Sm, I6, lim_arr, body_joint)
+    notes = list(desc.warnings)
+    if massless:
+        names = ", ".join(repr(name) for name, _ in massless)
+        text = (
+            f"joint(s) {names} move no mass (inertia about the axis of the moved subtree: "
+            f"{', '.join(f'{d:.3g}' for _, d in massless)} kg m^2 or kg): "
+            "the joint-space inertia matrix is singular, so minverse/aba raise; lock these "
+            "joints (locked_joints) or give their links inertia"
+        )
+        if strict:
+            raise URDFError(text)
+        notes.append(text)
+        warnings.warn(f"{desc.label}: {text}", URDFWarning, stacklevel=2)
     joint_index = {name: k for k, name in enumerate(joint_names)}
     mimic = [
         MimicCoupling(
@@ -313,7 +333,8 @@ def load_model(
         description=desc,
         locked_joints=dict(locked),
         mimic=mimic,
-        warnings=list(desc.warnings),
+        massless_joints=[name for name, _ in massless],
+        warnings=notes,
     )
 
 
@@ -337,8 +358,9 @@ def _check_locked(
     return locked
 
 
-def _check_every_joint_moves_mass(topo, tree, Sm, I6, limits, body_joint) -> None:
-    """Reject a URDF whose joint-space inertia is singular at the neutral configuration.
+def _joints_moving_no_mass(topo, tree, Sm, I6, limits, body_joint) -> list[tuple[str, float]]:
+    """(name, M diagonal entry) of the joints that make the joint-space inertia singular (or
+    indefinite) at the neutral configuration.
 
     The diagonal of M is S_i^T Ic_i S_i with Ic_i the composite inertia of body i's subtree
     (one backward pass, linear time); a joint whose subtree has no inertia about its axis makes
@@ -346,7 +368,7 @@ def _check_every_joint_moves_mass(topo, tree, Sm, I6, limits, body_joint) -> Non
     """
     nb = topo.shape[0]
     if nb == 0:
-        return
+        return []
     Ic = I6.copy()
     for i in range(nb - 1, -1, -1):
         parent = topo[i, 0]
@@ -364,17 +386,13 @@ def _check_every_joint_moves_mass(topo, tree, Sm, I6, limits, body_joint) -> Non
                 p = p + R @ (tree[i, 12:15] * x)
         X = motion_transform(R, p)
         Ic[parent] += X.T @ Ic[i] @ X
-    diag = []
+    found = []
     for i in range(nb):
         S = Sm[i, :, : topo[i, 4]]
-        diag.extend(np.einsum("ij,ik,kj->j", S, Ic[i], S))
-    diag = np.asarray(diag)
-    scale = max(1.0, float(np.max(np.abs(diag))))
-    for i in range(nb):
-        for k in range(topo[i, 4]):
-            if not diag[topo[i, 3] + k] > SINGULAR_TOLERANCE * scale:
-                name = f"joint '{body_joint[i]}'" if body_joint[i] else "the floating base"
-                raise URDFError(
-                    f"{name} moves no mass (no inertia about its axis in its subtree): the "
-                    "joint-space inertia matrix would be singular"
-                )
+        d = np.einsum("ij,ik,kj->j", S, Ic[i], S)
+        # relative to the subtree's own inertia: a light finger on a heavy robot is fine, a
+        # subtree with inertia but none about the axis (or none at all) is not
+        scale = float(np.max(np.abs(Ic[i])))
+        if not np.all(d > SINGULAR_TOLERANCE * scale) or scale == 0.0:
+            found.append((body_joint[i] or "the floating base", float(np.min(d))))
+    return found

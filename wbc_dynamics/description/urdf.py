@@ -11,11 +11,11 @@ ignored.
 Validation. What cannot be dynamics is a :class:`URDFError` naming the element and attribute:
 malformed or non-finite numbers anywhere in an origin, axis, inertial, limit, dynamics or
 collision element; negative mass; magnitudes beyond :data:`MAX_LENGTH`, :data:`MAX_MASS`,
-:data:`MAX_INERTIA` (so no gravity torque or inertia can overflow); inertias with clearly
-negative principal moments; a broken tree. Inertias that are physically inconsistent but usable
-(triangle inequality violated, negative principal moments at rounding level, zero mass with
-non-zero rotational inertia, point masses) are loaded **as given** with one
-:class:`URDFWarning` per link saying what is wrong; ``strict=True`` rejects them instead.
+:data:`MAX_INERTIA` (so no gravity torque or inertia can overflow); a broken tree. Inertias
+that are physically inconsistent (triangle inequality violated, negative principal moments --
+at rounding level or not --, zero mass with non-zero rotational inertia, point masses) are
+loaded **as given**, like Pinocchio does, with one :class:`URDFWarning` per link saying what is
+wrong; ``strict=True`` rejects them instead.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ MAX_LENGTH = 1e5
 MAX_MASS = 1e9
 #: Largest accepted rotational inertia entry (kg m^2).
 MAX_INERTIA = 1e12
-#: A negative principal moment down to ``-INERTIA_ROUNDING * largest moment`` is rounding in the
-#: URDF's printed digits: loaded with a warning. Below that the inertia is rejected.
+#: A negative principal moment down to ``-INERTIA_ROUNDING * largest moment`` is called rounding
+#: (of the URDF's printed digits) in the warning; larger ones "not positive semidefinite".
 INERTIA_ROUNDING = 1e-3
 #: Relative tolerance of the inertia checks (triangle inequality, zero tests).
 INERTIA_TOLERANCE = 1e-9
@@ -225,33 +225,34 @@ def _origin(el: ET.Element | None, what: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------ inertia
-def inertia_issue(mass: float, inertia: np.ndarray) -> tuple[str | None, bool]:
-    """What is physically wrong with (mass, rotational inertia about the COM), and whether it is
-    beyond repair (clearly negative principal moments: not a usable inertia at all).
+def inertia_issue(mass: float, inertia: np.ndarray) -> str | None:
+    """What is physically wrong with (mass (kg), rotational inertia about the COM (kg m^2)),
+    or ``None`` for a physically consistent inertia.
 
-    Returns ``(None, False)`` for a physically consistent inertia.
+    Negative principal moments are "rounding" when they are within :data:`INERTIA_ROUNDING` of
+    the largest moment (or of ``mass`` x (1 mm)^2 for a near-zero inertia), otherwise the inertia
+    "is not positive semidefinite". Both load as given (Pinocchio does too); the joint-space
+    check of :func:`wbc_dynamics.urdf_loader.load_model` reports what that does to M.
     """
     eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
     largest = float(np.max(np.abs(eig)))
     if largest == 0.0:
         if mass > 0.0:
-            return "point mass (zero rotational inertia)", False
-        return None, False
+            return "point mass (zero rotational inertia)"
+        return None
     if mass == 0.0:
-        return "zero mass with non-zero rotational inertia", False
+        return "zero mass with non-zero rotational inertia"
     if eig[0] < -INERTIA_TOLERANCE * largest:
-        text = f"principal moments {_fmt_moments(eig)} kg m^2 include a negative one"
-        if eig[0] < -INERTIA_ROUNDING * largest:
-            return text + " (the inertia is not positive semidefinite)", True
-        return text + " (rounding)", False
+        scale = max(largest, mass * 1e-6)
+        kind = "rounding" if eig[0] >= -INERTIA_ROUNDING * scale else "not positive semidefinite"
+        return f"principal moments {_fmt_moments(eig)} kg m^2 include a negative one ({kind})"
     a, b, c = eig
     if a + b < c - INERTIA_TOLERANCE * largest:
         return (
             f"principal moments {_fmt_moments(eig)} kg m^2 violate the triangle inequality "
-            "(no rigid body has this inertia)",
-            False,
+            "(no rigid body has this inertia)"
         )
-    return None, False
+    return None
 
 
 def _fmt_moments(eig: np.ndarray) -> str:
@@ -460,8 +461,8 @@ def parse_urdf(
         inertial = _inertial(link_el, name)
         issue = None
         if inertial is not None:
-            issue, fatal = inertia_issue(inertial.mass, inertial.inertia)
-            if issue is not None and (fatal or strict):
+            issue = inertia_issue(inertial.mass, inertial.inertia)
+            if issue is not None and strict:
                 raise URDFError(f"link '{name}': {issue}")
         shapes, missing = _collisions(link_el, name, base_dir, roots)
         unresolved += [f"link '{name}' {uri!r}" for uri in missing]
