@@ -203,3 +203,45 @@ def test_variant_matches_pinocchio(urdf, floating_base):
     assert model.total_mass == pytest.approx(sum(i.mass for i in pmodel.inertias), rel=1e-12)
     worst = compare_with_pinocchio(model, pmodel, N_STATES)
     assert max(worst.values()) <= RTOL, worst
+
+
+LOCKED_CASES = {
+    # a humanoid's upper body held still (the usual walking model)
+    "talos_data/robots/talos_reduced.urdf": {
+        "arm_left_1_joint": 0.3,
+        "arm_left_2_joint": 0.4,
+        "arm_right_4_joint": -1.2,
+        "head_1_joint": 0.1,
+        "torso_2_joint": 0.05,
+    },
+    # a continuous joint and a prismatic joint locked
+    "tiago_description/robots/tiago.urdf": {
+        "wheel_left_joint": 1.0,
+        "torso_lift_joint": 0.2,
+        "arm_4_joint": 1.1,
+    },
+}
+
+
+@pytest.mark.parametrize("urdf", list(LOCKED_CASES))
+@pytest.mark.parametrize("floating_base", [False, True])
+def test_locked_joints_match_pinocchio_reduced_model(urdf, floating_base):
+    assert pin is not None and ROOT is not None
+    path = str(ROOT / urdf)
+    locked = LOCKED_CASES[urdf]
+    full = pinocchio_model(path, floating_base)
+    q_ref = pin.neutral(full)
+    for name, value in locked.items():
+        jm = full.joints[full.getJointId(name)]
+        q_ref[jm.idx_q : jm.idx_q + jm.nq] = (
+            (math.cos(value), math.sin(value)) if jm.nq == 2 else value
+        )
+    reduced = pin.buildReducedModel(full, [full.getJointId(n) for n in locked], q_ref)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", URDFWarning)
+        model = RobotModel.from_urdf(path, floating_base=floating_base, locked_joints=locked)
+    assert model.locked_joints == locked
+    assert not set(locked) & set(model.joint_names)
+    assert model.nv == reduced.nv
+    worst = compare_with_pinocchio(model, reduced, N_STATES)
+    assert max(worst.values()) <= RTOL, worst
