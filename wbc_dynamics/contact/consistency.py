@@ -17,6 +17,8 @@ Both are compiled (numba) and run only for inconsistent inputs or when requested
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
@@ -28,6 +30,7 @@ __all__ = [
     "min_norm_impulses",
     "min_norm_impulse_kernel",
     "projected_inverse_inertia",
+    "sticking_consistent_problem",
 ]
 
 
@@ -324,3 +327,54 @@ def min_norm_impulses(
     )
     cN, cS, cT, tau_n, v_n, it, ok = out
     return np.stack([cN, cS, cT], axis=1), tau_n, v_n, bool(ok), int(it)
+
+
+def sticking_consistent_problem(
+    problem: ContactProblem, gap: float = 1e-6, tol: float = 1e-6
+) -> tuple[ContactProblem, float, bool]:
+    """The problem with its desired accelerations replaced by the nearest ones that the touching
+    contacts can realize while *sticking* (option ``sticking_correction`` of the Coulomb and
+    convex methods).
+
+    Sec. 4.5 QP (46)-(51) (:func:`consistent_accelerations`) with no-slip rows only at the
+    touching contacts (``phi <= gap``; eq. (34)) and ``N v+ >= -phi/dt`` at all candidates.
+    Why: a joint-space reference with PD feedback (``qdd_des + kp e + kd de``) is in general not
+    realizable with the stance feet fixed -- with 4 point feet only 6 of the 12 joint
+    accelerations are free. ``lcp_noslip`` corrects this (Sec. 4.5); the Coulomb models instead
+    realize the inconsistent part *exactly* by sliding the feet at the friction limit
+    (impulsive internal forces, saturating torques), a motion the plant does not make, and
+    ``qp_coulomb``'s kinetic-energy objective additionally prefers sliding (issue 11,
+    docs/contact_methods.md "Tracking in closed loop").
+
+    Returns:
+        (problem, max |qdd_corrected - qdd_des| [rad/s^2], changed). Unchanged (0, False) if no
+        contact touches, the robot has no actuated dofs, the correction QP fails, or the change
+        is below ``tol * (1 + max |qdd_des|)``.
+    """
+    p = problem
+    touching = p.phi <= gap
+    if p.nu == 0 or not np.any(touching):
+        return p, 0.0, False
+    S, T = p.S, p.T
+    if not np.all(touching):
+        S, T = S.copy(), T.copy()
+        S[~touching] = 0.0
+        T[~touching] = 0.0
+    pst = dataclasses.replace(p, S=S, T=T)
+    qdd, ok = consistent_accelerations(pst)
+    if not ok:
+        return p, 0.0, False
+    change = float(np.max(np.abs(qdd - p.qdd_des)))
+    if change <= tol * (1.0 + float(np.max(np.abs(p.qdd_des)))):
+        return p, change, False
+    return dataclasses.replace(p, qdd_des=qdd), change, True
+
+
+def mark_sticking_correction(res, problem: ContactProblem, change: float) -> None:
+    """Record an applied :func:`sticking_consistent_problem` correction on a result: flag
+    ``inconsistent_corrected``, ``consistent = False``, ``info["qdd_corrected"]`` and
+    ``info["qdd_correction"]`` (max |change| [rad/s^2])."""
+    res.stats.add_flag("inconsistent_corrected")
+    res.stats.info["qdd_corrected"] = problem.qdd_des.copy()
+    res.stats.info["qdd_correction"] = change
+    res.consistent = False

@@ -528,6 +528,8 @@ def solve_lcp_coulomb(
     mindiff: bool = False,
     max_mindiff_contacts: int = 6,
     mindiff_overflow: str = "lemke",
+    sticking_correction: bool = False,
+    sticking_gap: float = 1e-6,
     **_unused: Any,
 ) -> ContactResult:
     """Contact-aware inverse dynamics with Coulomb friction, LCP (64) by Lemke (Sec. 5).
@@ -548,6 +550,10 @@ def solve_lcp_coulomb(
         max_mindiff_contacts: MINDIFF is only run for ``nc <=`` this bound.
         mindiff_overflow: beyond the bound: ``"lemke"`` (default) solve with plain Lemke and
             record ``stats.info["mindiff"] = "skipped"``, or ``"error"`` -> ValueError.
+        sticking_correction: first replace the desired accelerations by the nearest ones the
+            touching contacts (``phi <= sticking_gap`` [m]) realize while sticking (Sec. 4.5
+            QP; :func:`~wbc_dynamics.contact.consistency.sticking_consistent_problem`); flag
+            ``inconsistent_corrected``, ``consistent=False`` when that changed them.
 
     Returns:
         ContactResult; ``stats.iterations`` = Lemke pivots, ``stats.residual`` = LCP violation
@@ -564,6 +570,21 @@ def solve_lcp_coulomb(
         raise ValueError(f"lcp_coulomb: friction_edges must be even and >= 4, got {kk}")
     if mindiff_overflow not in ("lemke", "error"):
         raise ValueError("lcp_coulomb: mindiff_overflow must be 'lemke' or 'error'")
+    corrected, change = False, 0.0
+    if sticking_correction:
+        from .consistency import mark_sticking_correction, sticking_consistent_problem
+
+        problem, change, corrected = sticking_consistent_problem(problem, sticking_gap)
+    res = _solve_lcp_coulomb(problem, mstate, kk, warm_start, max_pivots, tol, regularize,
+                             mindiff, max_mindiff_contacts, mindiff_overflow)
+    if corrected:
+        mark_sticking_correction(res, problem, change)
+    return res
+
+
+def _solve_lcp_coulomb(problem: ContactProblem, mstate: MethodState, kk: int, warm_start: bool,
+                       max_pivots: int | None, tol: float, regularize: bool, mindiff: bool,
+                       max_mindiff_contacts: int, mindiff_overflow: str) -> ContactResult:
     nc = problem.nc
     ids = tuple(problem.contact_ids)
     Q, q, red, D = build_coulomb_lcp(problem, kk)

@@ -102,11 +102,19 @@ import osqp
 import scipy.sparse as sp
 from numba import njit
 
+from .consistency import mark_sticking_correction, sticking_consistent_problem
 from .dispatch import fallback_result
 from .lcp_coulomb import ReducedDynamics
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
-__all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "warmup"]
+__all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES", "warmup"]
+
+#: Stage I objectives: ``"kinetic_energy"`` = eq. (69) as written (gradient w.r.t. the impulses
+#: ``J_f (v+_f + M_ff^-1 M_fa qdot_des)``); ``"contact_velocity"`` = the same QP with the linear
+#: term replaced so that its gradient is the contact velocity ``J v+`` (maximal dissipation at
+#: the contacts: the KKT conditions are those of the complementarity-free model (11)/(29)-(33)
+#: with the actuated velocities prescribed). Both coincide when ``qdot_des = 0``.
+STAGE1_OBJECTIVES = ("kinetic_energy", "contact_velocity")
 
 _INF = np.inf
 _OSQP_INF = 1e30
@@ -218,6 +226,10 @@ class _QPSolver:
         self._s.update_data_vec(q=qv, l=np.maximum(lo, -_OSQP_INF),
                                 u=None if up is None else np.minimum(up, _OSQP_INF))
         self._s.update_data_mat(P_x=Px, P_i=None, A_x=Ax, A_i=None)
+
+    def update_q(self, qv: np.ndarray) -> None:
+        """New linear term only (matrices and bounds unchanged)."""
+        self._s.update_data_vec(q=qv, l=None, u=None)
 
     def warm_start(self, x: np.ndarray) -> None:
         self._s.warm_start(np.ascontiguousarray(x, dtype=np.float64), None)
@@ -395,8 +407,8 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
 
 # --------------------------------------------------------------------------- lifted (sparse) form
 def _sparse_stage1(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
-                   st: _QPSolver | None, settings: dict[str, Any], delta: float
-                   ) -> tuple[_QPSolver, bool]:
+                   st: _QPSolver | None, settings: dict[str, Any], delta: float,
+                   dlin: np.ndarray) -> tuple[_QPSolver, bool]:
     """Stage I with the generalized free impulse ``u = J_f^T f`` lifted as nf extra variables.
 
     Same QP as the reduced form: ``1/2 u^T K_ff u + ufree^T u / dt + delta/2 |f|^2`` subject to
@@ -410,7 +422,7 @@ def _sparse_stage1(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
     P = np.zeros((n1, n1))
     P[np.arange(m), np.arange(m)] = delta
     P[m:, m:] = red.Kff
-    qv = np.concatenate([np.zeros(m), red.ufree / dt])
+    qv = np.concatenate([dlin / dt, red.ufree / dt])
     C = lay.constraint_block(problem.mu)
     ncc = C.shape[0]
     A = np.zeros((nf + nc + ncc, n1))
@@ -435,14 +447,15 @@ def _sparse_stage1(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
 
 def _sparse_stage2(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
                    f0: np.ndarray, tau1: np.ndarray, st: _QPSolver | None,
-                   settings: dict[str, Any], reg: float) -> tuple[_QPSolver, bool]:
+                   settings: dict[str, Any], reg: float, Jfix: np.ndarray
+                   ) -> tuple[_QPSolver, bool]:
     """Stage II in lifted form: the Stage I optimal set written as ``J_f^T f = J_f^T f0``
     (equivalent to ``f = f0 + W w``, ``W = ker J_f^T``) and the torque change ``t = J_a^T f``
     as nu extra variables: ``min 1/2 |tau(f0) + J_a^T f0 - t|^2 + reg/2 |f - f0|^2``."""
     m = lay.m
     Ja = red.J[:, problem.actuated]
     nu = Ja.shape[1]
-    nf = red.Jf.shape[1]
+    nf = Jfix.shape[1]
     n2 = m + nu
     P = np.zeros((n2, n2))
     P[np.arange(m), np.arange(m)] = reg
@@ -454,9 +467,9 @@ def _sparse_stage2(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
     A = np.zeros((nu + nf + ncc, n2))
     A[:nu, :m] = -Ja.T
     A[:nu, m:] = np.eye(nu)
-    A[nu:nu + nf, :m] = red.Jf.T
+    A[nu:nu + nf, :m] = Jfix.T
     A[nu + nf:, :m] = C
-    jf0 = red.Jf.T @ f0
+    jf0 = Jfix.T @ f0
     lo = np.concatenate([np.zeros(nu), jf0, np.zeros(ncc)])
     up = np.concatenate([np.zeros(nu), jf0, np.full(ncc, _INF)])
     if st is None:
@@ -478,7 +491,33 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                      polish: bool = False, stage2_reg: float = 1e-9,
                      rank_tol: float = 1e-9, stage1_reg: float = 1e-7,
                      stage2_eps: float | None = None, formulation: str = "auto",
-                     sparse_above: int = 8) -> ContactResult:
+                     sparse_above: int = 8, stage1_objective: str = "kinetic_energy",
+                     stage1_recenter: bool = True, sticking_correction: bool = False,
+                     sticking_gap: float = 1e-6) -> ContactResult:
+    corrected, change = False, 0.0
+    if sticking_correction:
+        problem, change, corrected = sticking_consistent_problem(problem, sticking_gap)
+    res = _solve_two_stage_impl(problem, mstate, method, coulomb, friction_edges=friction_edges,
+                                stage2=stage2, warm_start=warm_start, eps=eps,
+                                max_iter=max_iter, polish=polish, stage2_reg=stage2_reg,
+                                rank_tol=rank_tol, stage1_reg=stage1_reg, stage2_eps=stage2_eps,
+                                formulation=formulation, sparse_above=sparse_above,
+                                stage1_objective=stage1_objective,
+                                stage1_recenter=stage1_recenter)
+    if corrected:
+        mark_sticking_correction(res, problem, change)
+    return res
+
+
+def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: str,
+                          coulomb: bool, *, friction_edges: int | None, stage2: bool,
+                          warm_start: bool, eps: float, max_iter: int, polish: bool,
+                          stage2_reg: float, rank_tol: float, stage1_reg: float,
+                          stage2_eps: float | None, formulation: str, sparse_above: int,
+                          stage1_objective: str, stage1_recenter: bool) -> ContactResult:
+    if stage1_objective not in STAGE1_OBJECTIVES:
+        raise ValueError(f"{method}: stage1_objective must be one of {STAGE1_OBJECTIVES}, "
+                         f"got {stage1_objective!r}")
     if formulation not in ("auto", "dense", "sparse"):
         raise ValueError(f"{method}: formulation must be 'auto', 'dense' or 'sparse', "
                          f"got {formulation!r}")
@@ -501,6 +540,10 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     mu = problem.mu
     stats = SolverStats(method=method)
     info: dict[str, Any] = {"setup": False}
+    # linear term of Stage I [m/s]: eq. (98) (kinetic energy, gradient J_f(v+_f + ...)) or the
+    # contact velocity without impulses (gradient J v+: maximal dissipation at the contacts)
+    lin = red.uf if stage1_objective == "kinetic_energy" else red.Jv0
+    dlin = lin - red.uf
 
     # ---------------- Stage I (force units, c = dt f)
     # proximal term delta |f|^2 (option stage1_reg): picks the least-norm point of the Stage I
@@ -513,7 +556,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     if form == "sparse":
         reuse = st1 is not None and data.get(f"{method}_key") == key and warm_start
         st1, setup = _sparse_stage1(problem, lay, red, st1 if reuse else None,
-                                    _settings(eps, max_iter, warm_start, polish), delta)
+                                    _settings(eps, max_iter, warm_start, polish), delta, dlin)
         info["setup"] = setup
         if setup and warm_start:
             x0 = _mapped_warm_start(mstate, method, lay, ids)
@@ -527,7 +570,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
         A1 = np.vstack([red.H[:nc], C])
         mask1 = np.vstack([np.ones((nc, m), dtype=bool), lay.constraint_mask()])
         lo1 = np.concatenate([(-problem.phi / dt - red.Jv0[:nc]) / dt, np.zeros(C.shape[0])])
-        st1 = _QPSolver(Hp, red.uf / dt, A1, mask1, lo1, np.full(A1.shape[0], _INF),
+        st1 = _QPSolver(Hp, lin / dt, A1, mask1, lo1, np.full(A1.shape[0], _INF),
                         _settings(eps, max_iter, warm_start, polish))
         info["setup"] = True
         if warm_start:
@@ -536,12 +579,28 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                 st1.warm_start(x0)
                 stats.warm_start_used = True
     else:
-        Px, qv1, Ax, lo1 = _stage1_data(red.H, Hp, red.uf, red.Jv0, problem.phi, dt, mu, k,
+        Px, qv1, Ax, lo1 = _stage1_data(red.H, Hp, lin, red.Jv0, problem.phi, dt, mu, k,
                                         coulomb, st1.p_rows, st1.p_cols, st1.a_rows,
                                         st1.a_cols)
         st1.update(Px, qv1, Ax, lo1)
         stats.warm_start_used = True
     s1, it1, x1 = st1.solve()
+    if stage1_recenter and delta > 0.0 and x1 is not None and s1 in _ACCEPT:
+        # second proximal pass centred at the first solution (one proximal-point step): the
+        # first pass minimizes obj + delta/2 |f|^2, which moves the optimum by O(delta |f|)
+        # -- relative to Stage I objectives of ~1e-4 that is not negligible (issue 11:
+        # 1.83e-4 vs 1.57e-4). Centred at f1 the KKT residual of the original problem is
+        # delta |f2 - f1| = O(delta^2 |f| / curvature), while along the flat directions of the
+        # optimal face f2 stays at f1 (continuity of the selected point across ticks).
+        q1 = (np.concatenate([dlin / dt, red.ufree / dt]) if form == "sparse" else lin / dt)
+        q2 = q1.copy()
+        q2[:m] -= delta * x1[:m]
+        st1.update_q(q2)
+        st1.warm_start(x1)
+        s1b, it1b, x1b = st1.solve()
+        it1 += it1b
+        if x1b is not None and s1b in _ACCEPT:
+            s1, x1 = s1b, x1b
     if x1 is not None:
         x1 = x1[:m]
     info["stage1_status"] = _status_name(s1)
@@ -562,7 +621,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     if s1 != _SOLVED:
         stats.add_flag("iteration_limit")
     f0 = _project(x1, mu, k, coulomb)
-    info["stage1_objective"] = float(0.5 * f0 @ red.H @ f0 + red.uf @ f0 / dt)
+    info["stage1_objective"] = float(0.5 * f0 @ red.H @ f0 + lin @ f0 / dt)
     data[f"{method}_s1"] = st1
     data[f"{method}_key"] = key
     data[f"{method}_layout"] = lay
@@ -572,9 +631,13 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
     info["nullity"] = 0
     info["stage2_status"] = "skipped"
     if stage2:
+        # Stage I's optimal set: J_f^T f fixed and, for the contact-velocity objective, also
+        # its linear term (the objective is linear along ker J_f^T)
+        Jfix = red.Jf if stage1_objective == "kinetic_energy" else np.column_stack([red.Jf,
+                                                                                    dlin])
         f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start,
                          eps if stage2_eps is None else stage2_eps, max_iter,
-                         polish, stage2_reg, rank_tol, info, coulomb, k, form)
+                         polish, stage2_reg, rank_tol, info, coulomb, k, form, Jfix)
         stats.iterations += it2
         if info["stage2_status"] not in ("solved", "skipped"):
             stats.add_flag("iteration_limit")
@@ -628,14 +691,14 @@ def _mapped_warm_start(mstate: MethodState, method: str, lay: QPLayout, ids: tup
 def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLayout,
             red: ReducedDynamics, f0: np.ndarray, key, warm_start: bool, eps: float,
             max_iter: int, polish: bool, reg: float, rank_tol: float, info: dict,
-            coulomb: bool, k: int, form: str = "dense") -> tuple[np.ndarray, int]:
+            coulomb: bool, k: int, form: str, Jfix: np.ndarray) -> tuple[np.ndarray, int]:
     """Minimum-norm torques in the nullspace W of Z^T A Z (eqs. 102-112)."""
     data = mstate.data
     mu = problem.mu
     tau1, _, _ = red.recover(problem.dt * f0)     # torques of the Stage I solution
     if form == "sparse":
-        r = lay.m - (int(np.linalg.matrix_rank(red.Jf, tol=rank_tol * max(
-            1.0, float(np.abs(red.Jf).max())))) if red.Jf.shape[1] else 0)
+        r = lay.m - (int(np.linalg.matrix_rank(Jfix, tol=rank_tol * max(
+            1.0, float(np.abs(Jfix).max())))) if Jfix.shape[1] else 0)
         info["nullity"] = r
         if r == 0:
             info["stage2_status"] = "skipped"
@@ -644,7 +707,7 @@ def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLa
         st2 = data.get(f"{method}_s2")
         reuse = st2 is not None and data.get(f"{method}_key2") == skey and warm_start
         st2, setup = _sparse_stage2(problem, lay, red, f0, tau1, st2 if reuse else None,
-                                    _settings(eps, max_iter, warm_start, polish), reg)
+                                    _settings(eps, max_iter, warm_start, polish), reg, Jfix)
         if setup:
             info["setup2"] = True
         s2, it, x2 = st2.solve()
@@ -659,7 +722,8 @@ def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLa
             data.pop(f"{method}_s2", None)
         return f, it
     Ja = np.ascontiguousarray(red.J[:, problem.actuated])
-    W, P2, q2, A2, l2 = _stage2_data(red.Jf, Ja, f0, tau1, mu, k, coulomb, reg, rank_tol)
+    W, P2, q2, A2, l2 = _stage2_data(np.ascontiguousarray(Jfix), Ja, f0, tau1, mu, k, coulomb,
+                                     reg, rank_tol)
     r = W.shape[1]
     info["nullity"] = r
     if r == 0:
@@ -708,6 +772,10 @@ def solve_qp_coulomb(
     stage2_eps: float | None = None,
     formulation: str = "auto",
     sparse_above: int = 8,
+    stage1_objective: str = "kinetic_energy",
+    stage1_recenter: bool = True,
+    sticking_correction: bool = False,
+    sticking_gap: float = 1e-6,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with a k-edge friction pyramid (Sec. 6.2).
@@ -732,6 +800,14 @@ def solve_qp_coulomb(
             number of contacts) or ``"auto"``: dense for ``nc <= sparse_above``.
         stage1_reg: proximal weight ``delta`` on ``|f|^2`` in Stage I, relative to max diag H
             (least-norm Stage I point; avoids ADMM drift on the flat directions).
+        stage1_recenter: re-solve Stage I once with the proximal term centred at the first
+            solution (removes the O(delta |f|) bias of the optimum; one warm-started solve).
+        stage1_objective: ``"kinetic_energy"`` (eq. (69), default) or ``"contact_velocity"``
+            (:data:`STAGE1_OBJECTIVES`; docs/contact_methods.md "Tracking in closed loop").
+        sticking_correction: first replace the desired accelerations by the nearest ones the
+            touching contacts (``phi <= sticking_gap`` [m]) realize while sticking (Sec. 4.5
+            QP; :func:`~wbc_dynamics.contact.consistency.sticking_consistent_problem`); flag
+            ``inconsistent_corrected``, ``consistent=False`` when that changed them.
 
     Returns:
         ContactResult (see the module docstring for stats, flags and fallback).
@@ -753,6 +829,10 @@ def solve_qp_coulomb(
         stage2_eps=stage2_eps,
         formulation=formulation,
         sparse_above=sparse_above,
+        stage1_objective=stage1_objective,
+        stage1_recenter=stage1_recenter,
+        sticking_correction=sticking_correction,
+        sticking_gap=sticking_gap,
     )
 
 
@@ -772,6 +852,10 @@ def solve_qp_noslip(
     formulation: str = "auto",
     sparse_above: int = 8,
     noslip_gap: float | None = None,
+    stage1_objective: str = "kinetic_energy",
+    stage1_recenter: bool = True,
+    sticking_correction: bool = False,
+    sticking_gap: float = 1e-6,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
@@ -810,6 +894,10 @@ def solve_qp_noslip(
         stage2_eps=stage2_eps,
         formulation=formulation,
         sparse_above=sparse_above,
+        stage1_objective=stage1_objective,
+        stage1_recenter=stage1_recenter,
+        sticking_correction=sticking_correction,
+        sticking_gap=sticking_gap,
     )
     if sep is not None:
         # the zeroed rows make those impulses inert; report them as exactly zero so that
