@@ -317,9 +317,10 @@ def oracle_two_stage(o, coulomb, k, objective):
     P[:nv, :nv] = o.M
     q = np.zeros(n)
     v0 = _v0(o, qd)
-    if objective == "contact_velocity":  # 1/2 |v+ - v0|_M^2 + (J^T c) . v0
+    if objective == "contact_velocity":  # 1/2 |v+ - v0|_M^2 + (J^T c) . v0 + c_N . phi/dt
         q[:nv] = -o.M @ v0
         q[nv:] = Jc.T @ v0
+        q[nv:nv + p.nc] += p.phi / p.dt
     x = _qp(P, q, Aeq, beq, Ain, bin_)
     vplus = x[:nv]
     obj1 = 0.5 * x @ P @ x + q @ x + (0.5 * v0 @ o.M @ v0 if objective != "kinetic_energy"
@@ -336,14 +337,15 @@ def oracle_two_stage(o, coulomb, k, objective):
     q2 = -Jca.T @ gen[o.a] / p.dt**2
     Aeq2, beq2 = Jcf, Jcf @ c1
     if objective == "contact_velocity":
-        Aeq2 = np.vstack([Aeq2, Jc.T @ v0])
-        beq2 = np.concatenate([beq2, [c1 @ Jc.T @ v0]])
+        Aeq2 = np.vstack([Aeq2, q[nv:]])
+        beq2 = np.concatenate([beq2, [c1 @ q[nv:]]])
     x2 = _qp(P2, q2, Aeq2, beq2, Ain[:, nv:][np.any(Ain[:, nv:] != 0, axis=1)],
              bin_[np.any(Ain[:, nv:] != 0, axis=1)])
     x2 = np.concatenate([vplus, x2])
     tau = (gen - Jc @ x2[nv:])[o.a] / p.dt
-    return vplus, obj1, tau, (lambda v, c: 0.5 * v @ o.M @ v if objective == "kinetic_energy"
-                              else 0.5 * (v - v0) @ o.M @ (v - v0) + c @ v0)
+    return vplus, obj1, tau, (lambda v, c, cN: 0.5 * v @ o.M @ v
+                              if objective == "kinetic_energy"
+                              else 0.5 * (v - v0) @ o.M @ (v - v0) + c @ v0 + cN @ p.phi / p.dt)
 
 
 QP_CASES = [c for c in CASES if c[4] != 3e-3]
@@ -366,7 +368,10 @@ def test_two_stage_qp_matches_oracle(case, method, objective):
     p, q, v, mass = _state(robot, seed, slope, mu, off)
     o = Oracle(robot, p, q, v)
     coulomb = method == "qp_coulomb"
-    opts = {"stage1_objective": objective}
+    # the comparison is near convergence: more OSQP iterations than the real-time default
+    # (1500; a humanoid state needs ~2000 in Stage I; an iterate at the limit is flagged
+    # iteration_limit and not re-centred, and was then 1e-4 relative off in tau)
+    opts = {"stage1_objective": objective, "max_iter": 6000}
     if not coulomb:
         # no-slip rows only at touching contacts (noslip_gap, the closed-loop setting). With
         # every candidate carrying free tangential impulses (noslip_gap=None) Stage I's optimal
@@ -384,5 +389,5 @@ def test_two_stage_qp_matches_oracle(case, method, objective):
     tol = 1e3 * 1e-7
     assert np.abs(res.v_next - vref).max() <= tol * (1.0 + np.abs(vref).max())
     escale = 0.5 * vref @ o.M @ vref + 1e-3 * mass * G * p.dt  # energy scale [J]
-    assert abs(objective_of(res.v_next, gen_c) - obj_ref) <= tol * escale
+    assert abs(objective_of(res.v_next, gen_c, c[:, 0]) - obj_ref) <= tol * escale
     assert np.abs(res.tau - tau_ref).max() <= tol * (1.0 + np.abs(tau_ref).max())

@@ -435,3 +435,19 @@ def test_noslip_min_norm_loads_all_four_feet_equally(quadruped):
     np.testing.assert_allclose(mn.contact_forces[:, 2], weight / 4, rtol=1e-6)
     assert np.sum(vertex.contact_forces[:, 2]) == pytest.approx(weight, rel=1e-6)
     assert np.count_nonzero(vertex.contact_forces[:, 2] > 1e-6 * weight) <= 3  # Appendix F
+
+
+def test_solver_flag_counts_accumulate_per_tick(quadruped):
+    """Each tick's contact-solver flags are counted (the node reports them in diagnostics)."""
+    info, pm, pd = quadruped
+    q = np.array(info["standing_q"])
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True,
+                               "method": "lcp_noslip", "noslip_min_norm": True})
+    assert ctl.solver_flag_counts == {}
+    for _ in range(3):
+        out = _standing(ctl, q)
+    assert "min_norm" in out.solver_flags
+    assert ctl.solver_flag_counts["min_norm"] == 3
+    assert all(n <= 3 for n in ctl.solver_flag_counts.values())
+    ctl.reset()
+    assert ctl.solver_flag_counts == {}

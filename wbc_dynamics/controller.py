@@ -496,6 +496,9 @@ class WholeBodyController:
         self.safe_ticks = 0
         self.deadline_misses = 0
         self.warm_start_hits = 0
+        #: ticks per contact-solver flag (``wbc_dynamics.contact.FLAGS``: fallback, min_norm,
+        #: inconsistent_corrected, ...), reported in the node's diagnostics
+        self.solver_flag_counts: dict[str, int] = {}
         self.last_output: ControlOutput | None = None
         self._times = np.zeros(1024)
         self._times_n = 0
@@ -986,6 +989,7 @@ class WholeBodyController:
         self._ref_pos = self._ref_vel = False
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
+        self.solver_flag_counts = {}
         self._times_n = 0
         self.last_output = None
 
@@ -997,6 +1001,8 @@ class WholeBodyController:
             self.deadline_misses += 1
         if out.warm_start_used:
             self.warm_start_hits += 1
+        for flag in out.solver_flags:
+            self.solver_flag_counts[flag] = self.solver_flag_counts.get(flag, 0) + 1
         self._times[self._times_n % self._times.shape[0]] = dtc
         self._times_n += 1
         self.last_output = out

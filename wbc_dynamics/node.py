@@ -684,6 +684,8 @@ class WbcControllerNode(LifecycleNode):
             "internal_errors": str(self._internal_errors),
             "last_internal_error": self._last_internal_error,
         }
+        for flag, count in sorted(ctl.solver_flag_counts.items()):
+            kv[f"solver_flag_count.{flag}"] = str(count)
         for topic, per_reason in self._rejected.items():
             kv[f"rejected_{topic}"] = str(sum(per_reason.values()))
             for reason, count in sorted(per_reason.items()):

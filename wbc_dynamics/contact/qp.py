@@ -111,9 +111,11 @@ __all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES
 
 #: Stage I objectives: ``"kinetic_energy"`` = eq. (69) as written (gradient w.r.t. the impulses
 #: ``J_f (v+_f + M_ff^-1 M_fa qdot_des)``); ``"contact_velocity"`` = the same QP with the linear
-#: term replaced so that its gradient is the contact velocity ``J v+`` (maximal dissipation at
-#: the contacts: the KKT conditions are those of the complementarity-free model (11)/(29)-(33)
-#: with the actuated velocities prescribed). Both coincide when ``qdot_des = 0``.
+#: term replaced so that its gradient is the contact velocity ``J v+``, with ``phi/dt`` added on
+#: the normal rows (maximal dissipation at the contacts: the KKT conditions are those of the
+#: complementarity-free model (11)/(29)-(33) with the actuated velocities prescribed, and a
+#: candidate that is still apart gets normal force only when (70) binds). Both objectives
+#: coincide when ``qdot_des = 0`` and ``phi = 0``.
 STAGE1_OBJECTIVES = ("kinetic_energy", "contact_velocity")
 
 _INF = np.inf
@@ -493,10 +495,24 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                      stage2_eps: float | None = None, formulation: str = "auto",
                      sparse_above: int = 8, stage1_objective: str = "kinetic_energy",
                      stage1_recenter: bool = True, sticking_correction: bool = False,
-                     sticking_gap: float = 1e-6) -> ContactResult:
+                     sticking_gap: float = 1e-6, friction_gap: float | None = None
+                     ) -> ContactResult:
     corrected, change = False, 0.0
     if sticking_correction:
         problem, change, corrected = sticking_consistent_problem(problem, sticking_gap)
+    original, sep = problem, None
+    if friction_gap is not None:
+        if not np.isfinite(friction_gap):
+            raise ValueError(f"{method}: friction gap must be finite or None, got "
+                             f"{friction_gap!r}")
+        sep = problem.phi > friction_gap
+        if np.any(sep):  # eq. (34): no friction at separated candidates
+            S, T = problem.S.copy(), problem.T.copy()
+            S[sep] = 0.0
+            T[sep] = 0.0
+            problem = dataclasses.replace(problem, S=S, T=T)
+        else:
+            sep = None
     res = _solve_two_stage_impl(problem, mstate, method, coulomb, friction_edges=friction_edges,
                                 stage2=stage2, warm_start=warm_start, eps=eps,
                                 max_iter=max_iter, polish=polish, stage2_reg=stage2_reg,
@@ -504,6 +520,13 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                                 formulation=formulation, sparse_above=sparse_above,
                                 stage1_objective=stage1_objective,
                                 stage1_recenter=stage1_recenter)
+    if sep is not None:
+        # the zeroed rows make those impulses inert; report them as exactly zero so that
+        # eq. (37) holds for the original problem too
+        imp = res.impulses.copy()
+        imp[sep, 1:] = 0.0
+        res = ContactResult.from_impulses(original, res.tau, imp, res.v_next, res.stats,
+                                          res.consistent)
     if corrected:
         mark_sticking_correction(res, problem, change)
     return res
@@ -542,7 +565,11 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     info: dict[str, Any] = {"setup": False}
     # linear term of Stage I [m/s]: eq. (98) (kinetic energy, gradient J_f(v+_f + ...)) or the
     # contact velocity without impulses (gradient J v+: maximal dissipation at the contacts)
-    lin = red.uf if stage1_objective == "kinetic_energy" else red.Jv0
+    if stage1_objective == "kinetic_energy":
+        lin = red.uf
+    else:  # normal rows: the gap-stabilized velocity N v+ + phi/dt (w of eqs. (54)-(56))
+        lin = red.Jv0.copy()
+        lin[:nc] += problem.phi / dt
     dlin = lin - red.uf
 
     # ---------------- Stage I (force units, c = dt f)
@@ -585,7 +612,7 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
         st1.update(Px, qv1, Ax, lo1)
         stats.warm_start_used = True
     s1, it1, x1 = st1.solve()
-    if stage1_recenter and delta > 0.0 and x1 is not None and s1 in _ACCEPT:
+    if stage1_recenter and delta > 0.0 and x1 is not None and s1 == _SOLVED:
         # second proximal pass centred at the first solution (one proximal-point step): the
         # first pass minimizes obj + delta/2 |f|^2, which moves the optimum by O(delta |f|)
         # -- relative to Stage I objectives of ~1e-4 that is not negligible (issue 11:
@@ -599,7 +626,7 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
         st1.warm_start(x1)
         s1b, it1b, x1b = st1.solve()
         it1 += it1b
-        if x1b is not None and s1b in _ACCEPT:
+        if x1b is not None and s1b == _SOLVED:  # else keep the converged first pass
             s1, x1 = s1b, x1b
     if x1 is not None:
         x1 = x1[:m]
@@ -776,6 +803,7 @@ def solve_qp_coulomb(
     stage1_recenter: bool = True,
     sticking_correction: bool = False,
     sticking_gap: float = 1e-6,
+    friction_gap: float | None = None,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with a k-edge friction pyramid (Sec. 6.2).
@@ -808,6 +836,11 @@ def solve_qp_coulomb(
             touching contacts (``phi <= sticking_gap`` [m]) realize while sticking (Sec. 4.5
             QP; :func:`~wbc_dynamics.contact.consistency.sticking_consistent_problem`); flag
             ``inconsistent_corrected``, ``consistent=False`` when that changed them.
+        friction_gap: [m] friction only at contacts with ``phi <= friction_gap`` (eq. (34));
+            ``None`` (default): every candidate. Without it a candidate hovering within the
+            margin whose point slides tangentially can carry normal *and* friction force while
+            separating (the complementarity-free model allows separation up to mu |slip|
+            per tick; with mu = 10 that gave 10^4 N predicted on trot touchdowns).
 
     Returns:
         ContactResult (see the module docstring for stats, flags and fallback).
@@ -833,6 +866,7 @@ def solve_qp_coulomb(
         stage1_recenter=stage1_recenter,
         sticking_correction=sticking_correction,
         sticking_gap=sticking_gap,
+        friction_gap=friction_gap,
     )
 
 
@@ -866,19 +900,7 @@ def solve_qp_noslip(
     separated candidate gets no friction (its S, T rows are zeroed, so its tangential impulses
     leave the objective and Stage II sets them to zero). ``None`` (default): every candidate.
     """
-    original, sep = problem, None
-    if noslip_gap is not None:
-        if not np.isfinite(noslip_gap):
-            raise ValueError(f"noslip_gap: must be finite or None, got {noslip_gap!r}")
-        sep = problem.phi > noslip_gap
-        if np.any(sep):
-            S, T = problem.S.copy(), problem.T.copy()
-            S[sep] = 0.0
-            T[sep] = 0.0
-            problem = dataclasses.replace(problem, S=S, T=T)
-        else:
-            sep = None
-    res = _solve_two_stage(
+    return _solve_two_stage(
         problem,
         mstate,
         "qp_noslip",
@@ -898,15 +920,8 @@ def solve_qp_noslip(
         stage1_recenter=stage1_recenter,
         sticking_correction=sticking_correction,
         sticking_gap=sticking_gap,
+        friction_gap=noslip_gap,
     )
-    if sep is not None:
-        # the zeroed rows make those impulses inert; report them as exactly zero so that
-        # eq. (37) holds for the original problem too
-        imp = res.impulses.copy()
-        imp[sep, 1:] = 0.0
-        res = ContactResult.from_impulses(original, res.tau, imp, res.v_next, res.stats,
-                                          res.consistent)
-    return res
 
 
 def warmup() -> None:

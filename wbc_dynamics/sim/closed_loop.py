@@ -60,10 +60,22 @@ GAINS = {
 #: (eq. (34); a swing foot within the candidate margin must not be stopped horizontally within
 #: one tick).
 DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}, "qp_noslip": {"noslip_gap": 1e-6}}
+#: Quadruped (ground contact, joint-space PD reference): the Coulomb methods first correct the
+#: desired accelerations to those the touching feet realize while sticking, and qp_coulomb
+#: uses the contact-velocity Stage I objective with friction only at touching feet (issue 11,
+#: docs/contact_methods.md "Tracking in closed loop"; without them both track worse than PID).
+QUADRUPED_SOLVER_OPTIONS = {
+    "qp_coulomb": {"stage1_objective": "contact_velocity", "sticking_correction": True,
+                   "friction_gap": 1e-6},
+    "lcp_coulomb": {"sticking_correction": True},
+}
 
 
 def _solver_options(cfg: LoopConfig) -> dict:
     out = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
+    if cfg.robot == "quadruped":
+        for k, v in QUADRUPED_SOLVER_OPTIONS.items():
+            out.setdefault(k, {}).update(v)
     for k, v in cfg.solver_options.items():
         out.setdefault(k, {}).update(v)
     return out
