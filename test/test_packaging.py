@@ -137,9 +137,7 @@ REQUIREMENT_KEYS = {
     "numpy": "python3-numpy",
     "scipy": "python3-scipy",
     "numba": "python3-numba",
-    "urdf-parser-py": "urdfdom_py",
     "osqp": None,
-    "PyYAML": "python3-yaml",
 }
 
 
