@@ -33,8 +33,11 @@ N_STATES = 25
 def _pin_model(name: str):
     fb = robot_info(name)["floating_base"]
     path = robot_path(name)
-    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if fb else \
-        pin.buildModelFromUrdf(path)
+    pm = (
+        pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+        if fb
+        else pin.buildModelFromUrdf(path)
+    )
     return pm, pm.createData()
 
 
@@ -99,8 +102,9 @@ def test_mass_matrix_and_bias_match_core(name):
 def test_free_fall_matches_gravity_and_ground_reaction_matches_weight():
     """A free box falls at g, then rests with ground normal force = m g (contact sign/units)."""
     box = FreeBody("box", (0.1, 0.1, 0.1), 0.5, pos=(2.0, 2.0, 1.0))
-    plant = MujocoPlant(robot_path("arm"), False, free_bodies=(box,),
-                        ground=GroundOptions(height=-2.0))
+    plant = MujocoPlant(
+        robot_path("arm"), False, free_bodies=(box,), ground=GroundOptions(height=-2.0)
+    )
     plant.step(np.zeros(plant.n_joints), n=100)
     qb, vb = plant.free_body_state("box")
     t = plant.time
@@ -146,3 +150,47 @@ def test_torques_are_clamped_to_effort_limits():
     plant.step(np.full(12, 1e6))
     np.testing.assert_allclose(plant.applied_torques(), plant.effort_limit)
     assert np.all(np.isfinite(plant.effort_limit))
+
+
+INCONSISTENT_URDF = """<robot name="r"><link name="a"><inertial><mass value="1"/>
+  <inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><origin xyz="0 0 0.1"/><mass value="1"/>
+  <inertia ixx="1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="c"><inertial><mass value="1"/>
+  <inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
+  <limit effort="3" lower="-1" upper="1" velocity="1"/><dynamics damping="0.7" friction="0.2"/>
+  </joint>
+  <joint name="k" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 1 0"/>
+  <mimic joint="j" multiplier="-2" offset="0.1"/></joint></robot>"""
+
+
+def test_plant_keeps_joint_dynamics_fixes_inertias_once_and_couples_mimic():
+    from wbc_dynamics.description import parse_urdf
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        description = parse_urdf(INCONSISTENT_URDF)  # warns about link 'b' (as given)
+        plant = MujocoPlant(description, floating_base=False)
+    plant_notes = [str(w.message) for w in rec if "mujoco_model" in str(w.message)]
+    assert len(plant_notes) == 1 and "'b'" in plant_notes[0], plant_notes
+    m = plant.model
+    j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, "j")
+    assert m.dof_damping[m.jnt_dofadr[j]] == 0.7
+    assert m.dof_frictionloss[m.jnt_dofadr[j]] == 0.2
+    # the raised moments satisfy the triangle inequality; the consistent link is untouched
+    b = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "b")
+    i0, i1, i2 = sorted(m.body_inertia[b])
+    assert i0 + i1 >= i2 and i2 == pytest.approx(1.0)
+    c = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "c")
+    np.testing.assert_allclose(m.body_inertia[c], [0.01] * 3, rtol=1e-12)
+    # joint_dynamics=False: frictionless, undamped (the paper's experiments)
+    bare = MujocoPlant(description, floating_base=False, joint_dynamics=False)
+    assert not np.any(bare.model.dof_damping) and not np.any(bare.model.dof_frictionloss)
+    # mimic=True: k = -2 j + 0.1 is held by a joint equality constraint
+    coupled = MujocoPlant(description, floating_base=False, mimic=True, joint_dynamics=False)
+    assert coupled.model.neq == 1
+    coupled.set_state(np.array([0.3, -0.5]), np.zeros(2))
+    coupled.step(np.zeros(2), 2000)
+    q, _ = coupled.get_state()
+    assert q[1] == pytest.approx(-2.0 * q[0] + 0.1, abs=2e-3)

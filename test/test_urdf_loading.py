@@ -493,3 +493,64 @@ def test_loading_time_is_linear_in_the_number_of_links():
 def test_bad_locked_joints_are_named(locked, message):
     with pytest.raises(URDFError, match=message):
         load_model(WILD, locked_joints=locked)
+
+
+# ------------------------------------------------------------------ mesh files
+DAE = """<?xml version="1.0"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+<asset><unit meter="0.001" name="millimeter"/><up_axis>Y_UP</up_axis></asset>
+<library_geometries><geometry id="g"><mesh>
+<source id="g-pos"><float_array id="g-arr" count="12">0 0 0 10 0 0 0 10 0 0 0 10</float_array>
+</source><vertices id="g-v"><input semantic="POSITION" source="#g-pos"/></vertices>
+</mesh></geometry></library_geometries>
+<library_visual_scenes><visual_scene id="s"><node id="n"><translate>100 0 0</translate>
+<instance_geometry url="#g"/></node></visual_scene></library_visual_scenes>
+<scene><instance_visual_scene url="#s"/></scene></COLLADA>"""
+
+
+def test_mesh_vertices_of_stl_obj_and_collada(tmp_path):
+    import struct
+
+    from wbc_dynamics.description.meshes import (
+        MeshError,
+        convex_hull_vertices,
+        geometry_vertices,
+        mesh_vertices,
+    )
+
+    tri = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=float)
+    # binary STL whose header starts with "solid" (common; must not be read as ASCII)
+    binary = tmp_path / "b.stl"
+    body = struct.pack("<3f", 0, 0, 1) + tri.astype("<f4").tobytes() + b"\0\0"
+    binary.write_bytes(b"solid but binary".ljust(80, b" ") + struct.pack("<I", 1) + body)
+    np.testing.assert_array_equal(mesh_vertices(binary), tri)
+    ascii_stl = tmp_path / "a.stl"
+    ascii_stl.write_text(
+        "solid t\nfacet normal 0 0 1\nouter loop\n"
+        + "".join(f"vertex {x} {y} {z}\n" for x, y, z in tri)
+        + "endloop\nendfacet\nendsolid t\n"
+    )
+    np.testing.assert_array_equal(mesh_vertices(ascii_stl), tri)
+    obj = tmp_path / "m.obj"
+    obj.write_text("# x\nv 0 0 0\nv 1 0 0\nvn 0 0 1\nv 0 1 0\nf 1 2 3\n")
+    np.testing.assert_array_equal(mesh_vertices(obj), tri)
+    # Collada: millimetres, a node translation, Y up (file y becomes z)
+    dae = tmp_path / "m.dae"
+    dae.write_text(DAE)
+    expected = np.array([[0.1, 0, 0], [0.11, 0, 0], [0.1, 0, 0.01], [0.1, -0.01, 0]])
+    np.testing.assert_allclose(mesh_vertices(dae), expected, atol=1e-15)
+    # a CollisionGeometry's vertices carry the URDF scale; the hull of a tetrahedron is itself
+    xml = robot(
+        link(
+            "a",
+            extra=f'<collision><geometry><mesh filename="{dae}" scale="2 2 2"/></geometry>'
+            "</collision>",
+        )
+    )
+    geom = load_model(xml).collision_geometry[0]
+    np.testing.assert_allclose(geometry_vertices(geom), 2 * expected, atol=1e-15)
+    assert convex_hull_vertices(geometry_vertices(geom)).shape == (4, 3)
+    bad = tmp_path / "bad.dae"
+    bad.write_text("<COLLADA>")
+    with pytest.raises(MeshError, match="bad.dae"):
+        mesh_vertices(bad)

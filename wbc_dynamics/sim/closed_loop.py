@@ -510,6 +510,9 @@ class ClosedLoop:
             ground=ground,
             free_bodies=free_bodies,
             collision_links=collision,
+            # the paper's experiments (Sec. 7) and their tuning use frictionless, undamped
+            # joints; MujocoPlant keeps a URDF's <dynamics> by default
+            joint_dynamics=False,
         )
         self.limit = self.plant.effort_limit.copy()
         self.ref = make_reference(

@@ -1,20 +1,32 @@
-"""A MuJoCo plant built from the same URDF the controller uses.
+"""A MuJoCo plant built from the same parsed robot description the controller's model uses.
 
-The URDF is parsed with ``urdf_parser_py`` and translated link by link into MJCF, so the plant's
-masses, inertias and kinematics are exactly the URDF's (``test/test_sim_mujoco_model.py`` checks
-MuJoCo's mass matrix and bias forces against the dynamics core to ~1e-9):
+The URDF is parsed once (:func:`wbc_dynamics.description.parse_urdf`; pass
+``RobotModel.description`` to share the controller model's parse) and translated link by link
+into MJCF, so the plant's masses, inertias and kinematics are the URDF's
+(``test/test_sim_mujoco_model.py`` checks MuJoCo's mass matrix and bias forces against Pinocchio
+and the dynamics core to ~1e-9):
 
 * every URDF link becomes a MuJoCo body named after the link; fixed joints become welded child
   bodies (their frames are kept so contact forces can be reported per link);
 * revolute/continuous joints become hinges, prismatic joints slides (axis in the joint frame, as
   in URDF); the floating base is a MuJoCo ``freejoint`` on the root link;
-* ``<inertial>`` becomes ``<inertial pos quat mass fullinertia>`` (``inertiafromgeom`` is off, so
-  collision geometry never adds mass); links without ``<inertial>`` are massless;
-* collision primitives (sphere, box, cylinder) are copied; meshes referenced by ``package://``
-  or relative paths are resolved (``AMENT_PREFIX_PATH``/``ROS_PACKAGE_PATH``/next to the URDF)
-  and used if MuJoCo can read them (STL/OBJ), otherwise skipped with one warning;
-* joint damping, friction and armature are zero (the controller's rigid-body model has none);
-  joint position limits are enforced by MuJoCo; effort limits become motor ``ctrlrange``.
+* ``<inertial>`` becomes ``<inertial pos mass fullinertia>`` in link axes
+  (``inertiafromgeom`` is off, so collision geometry never adds mass); links without
+  ``<inertial>`` are massless. Inertias MuJoCo rejects (non-positive moments, triangle
+  inequality violated -- the dynamics core loads them as given) get the smallest increase of
+  their principal moments that MuJoCo accepts, and a moving body massless together with
+  everything welded to it (e.g. the virtual link between two joints of a hip) gets
+  :data:`MASSLESS_BODY_MASS`; one warning says which
+  links and by how much;
+* collision shapes of every kind (sphere, box, cylinder, capsule) are copied; meshes resolved
+  by the description (``package://``, relative paths): binary STL and OBJ files are given to
+  MuJoCo, Collada ``.dae`` and ASCII STL as the vertices of their convex hull
+  (:mod:`wbc_dynamics.description.meshes`; MuJoCo collides with convex hulls anyway);
+  unresolved or unreadable meshes are left out with one warning;
+* joint ``<dynamics damping friction>`` become MuJoCo ``damping`` and ``frictionloss``
+  (``joint_dynamics=False`` removes them); armature is zero; position limits are enforced by
+  MuJoCo; effort limits become motor ``ctrlrange``; ``mimic=True`` couples ``<mimic>`` joints
+  to their leaders with joint equality constraints.
 
 Environment (paper Sec. 7.5): a ground plane with Coulomb friction ``mu`` (``"low"`` = 0.1,
 ``"high"`` = :data:`HIGH_FRICTION`, standing in for the paper's infinite friction) and either a
@@ -34,10 +46,20 @@ import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+
+from ..description import (
+    Inertial,
+    JointDescription,
+    LinkDescription,
+    RobotDescription,
+    parse_urdf,
+)
+from ..description.meshes import MeshError, convex_hull_vertices, geometry_vertices
 
 try:  # pragma: no cover - exercised whenever mujoco is installed
     import mujoco
@@ -139,264 +161,174 @@ class FreeBody:
 
 
 # --------------------------------------------------------------------------------------------
-# URDF parsing (only what the plant needs; independent of the core so it can check it)
+# MJCF generation from the parsed robot description
 # --------------------------------------------------------------------------------------------
 
-
-@dataclass
-class _Geom:
-    kind: str  # sphere | box | cylinder | mesh
-    xyz: np.ndarray
-    rpy: np.ndarray
-    size: tuple = ()
-    filename: str = ""
-    scale: tuple = (1.0, 1.0, 1.0)
-
-
-@dataclass
-class _Link:
-    name: str
-    mass: float = 0.0
-    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    inertia_rpy: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    inertia: tuple = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # ixx iyy izz ixy ixz iyz
-    geoms: list = field(default_factory=list)
+#: MuJoCo reads these mesh formats itself (binary STL); other meshes (Collada .dae, ASCII STL)
+#: are given to it as the vertices of their convex hull (MuJoCo collides with convex hulls).
+MUJOCO_MESH_SUFFIXES = (".stl", ".obj")
+#: Mass (kg) and principal moments (kg m^2) given to a moving body that is massless in the URDF
+#: (MuJoCo requires mass and inertia on every body with a joint; the dynamics core merges
+#: massless bodies, or reports a massless joint when the whole subtree is massless).
+MASSLESS_BODY_MASS = 1e-6
+MASSLESS_BODY_INERTIA = 1e-10
 
 
-@dataclass
-class _Joint:
-    name: str
-    kind: str  # revolute | continuous | prismatic | fixed
-    parent: str
-    child: str
-    xyz: np.ndarray
-    rpy: np.ndarray
-    axis: np.ndarray
-    lower: float = -math.inf
-    upper: float = math.inf
-    effort: float = math.inf
+def _description(
+    urdf: str | os.PathLike | RobotDescription,
+    package_dirs: Sequence[str | os.PathLike] | None = None,
+) -> RobotDescription:
+    if isinstance(urdf, RobotDescription):
+        return urdf
+    return parse_urdf(urdf, package_dirs=package_dirs)
 
 
-@dataclass
-class ParsedURDF:
-    """The kinematic tree of a URDF (links, joints, root) as the plant builder needs it."""
-
-    name: str
-    root: str
-    links: dict
-    joints: list  # in depth-first tree order
-    children: dict  # link name -> list of joints whose parent it is
-    base_dir: Path | None
-
-
-def _floats(text: str | None, n: int, default: float, what: str) -> np.ndarray:
-    if text is None:
-        return np.full(n, default)
-    try:
-        vals = np.array([float(x) for x in text.split()])
-    except ValueError as exc:
-        raise ValueError(f"{what}: cannot parse numbers from {text!r}") from exc
-    if vals.size != n or not np.all(np.isfinite(vals)):
-        raise ValueError(f"{what}: expected {n} finite numbers, got {text!r}")
-    return vals
-
-
-def _origin(elem: ET.Element | None, what: str) -> tuple[np.ndarray, np.ndarray]:
-    if elem is None:
-        return np.zeros(3), np.zeros(3)
-    return (
-        _floats(elem.get("xyz"), 3, 0.0, f"{what} origin xyz"),
-        _floats(elem.get("rpy"), 3, 0.0, f"{what} origin rpy"),
-    )
-
-
-def parse_urdf(source: str | os.PathLike) -> ParsedURDF:
-    """Parse a URDF file path or XML string into the plant builder's tree.
-
-    Only dynamics-relevant content is read (inertials, joints, collision geometry); everything
-    else (``<transmission>``, ``<gazebo>``, ``<ros2_control>``, materials) is ignored.
-
-    Raises:
-        ValueError: naming the joint/link for missing links, unsupported joint types, several
-            roots or a kinematic loop.
-    """
-    text = str(source)
-    base_dir = None
-    if not text.lstrip().startswith("<"):
-        path = Path(text)
-        if not path.is_file():
-            raise ValueError(f"urdf: no such file {text!r}")
-        base_dir = path.resolve().parent
-        text = path.read_text()
-    try:
-        root_el = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise ValueError(f"urdf: not valid XML ({exc})") from exc
-    links: dict[str, _Link] = {}
-    for le in root_el.findall("link"):
-        name = le.get("name")
-        if not name:
-            raise ValueError("urdf: a <link> has no name")
-        link = _Link(name)
-        ine = le.find("inertial")
-        if ine is not None:
-            link.com, link.inertia_rpy = _origin(ine.find("origin"), f"link {name!r} inertial")
-            me = ine.find("mass")
-            link.mass = float(me.get("value", "0")) if me is not None else 0.0
-            if not math.isfinite(link.mass) or link.mass < 0.0:
-                raise ValueError(f"link {name!r}: invalid mass {link.mass}")
-            ie = ine.find("inertia")
-            if ie is not None:
-                link.inertia = tuple(
-                    float(ie.get(k, "0")) for k in ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
-                )
-        for ce in le.findall("collision"):
-            xyz, rpy = _origin(ce.find("origin"), f"link {name!r} collision")
-            ge = ce.find("geometry")
-            if ge is None or len(ge) == 0:
-                continue
-            g = ge[0]
-            if g.tag == "sphere":
-                link.geoms.append(_Geom("sphere", xyz, rpy, (float(g.get("radius")),)))
-            elif g.tag == "box":
-                size = _floats(g.get("size"), 3, 0.0, f"link {name!r} box size")
-                link.geoms.append(_Geom("box", xyz, rpy, tuple(0.5 * size)))
-            elif g.tag == "cylinder":
-                link.geoms.append(
-                    _Geom(
-                        "cylinder", xyz, rpy, (float(g.get("radius")), 0.5 * float(g.get("length")))
-                    )
-                )
-            elif g.tag == "mesh":
-                scale = tuple(_floats(g.get("scale"), 3, 1.0, f"link {name!r} mesh scale"))
-                link.geoms.append(_Geom("mesh", xyz, rpy, (), g.get("filename", ""), scale))
-        links[name] = link
-    joints: dict[str, _Joint] = {}
-    children: dict[str, list[_Joint]] = {n: [] for n in links}
-    child_of: dict[str, str] = {}
-    for je in root_el.findall("joint"):
-        name = je.get("name")
-        kind = je.get("type")
-        pe, ce = je.find("parent"), je.find("child")
-        parent = pe.get("link") if pe is not None else None
-        child = ce.get("link") if ce is not None else None
-        for role, ln in (("parent", parent), ("child", child)):
-            if ln not in links:
-                raise ValueError(f"joint {name!r}: {role} link {ln!r} does not exist")
-        if kind not in ("revolute", "continuous", "prismatic", "fixed"):
-            raise ValueError(f"joint {name!r}: type {kind!r} is not supported by the simulator")
-        if child in child_of:
-            raise ValueError(
-                f"joint {name!r}: link {child!r} already has parent joint "
-                f"{child_of[child]!r} (kinematic loop)"
-            )
-        xyz, rpy = _origin(je.find("origin"), f"joint {name!r}")
-        ae = je.find("axis")
-        axis = _floats(ae.get("xyz") if ae is not None else None, 3, 0.0, f"joint {name!r} axis")
-        if ae is None:
-            axis = np.array([1.0, 0.0, 0.0])
-        nrm = np.linalg.norm(axis)
-        if kind != "fixed" and nrm < 1e-12:
-            raise ValueError(f"joint {name!r}: zero axis")
-        j = _Joint(name, kind, parent, child, xyz, rpy, axis / max(nrm, 1e-300))
-        lim = je.find("limit")
-        if lim is not None:
-            j.effort = float(lim.get("effort", "inf")) if lim.get("effort") else math.inf
-            if kind in ("revolute", "prismatic"):
-                j.lower = float(lim.get("lower", "-inf"))
-                j.upper = float(lim.get("upper", "inf"))
-        joints[name] = j
-        child_of[child] = name
-        children[parent].append(j)
-    roots = [n for n in links if n not in child_of]
-    if len(roots) != 1:
-        raise ValueError(f"urdf: expected exactly one root link, found {roots}")
-    order: list[_Joint] = []
-    seen: set[str] = set()
-
-    def walk(ln: str) -> None:  # depth-first, children in document order
-        seen.add(ln)
-        for j in children[ln]:
-            order.append(j)
-            walk(j.child)
-
-    walk(roots[0])
-    if len(seen) != len(links):
-        missing = sorted(set(links) - seen)
-        raise ValueError(f"urdf: links not connected to the root: {missing}")
-    return ParsedURDF(root_el.get("name") or "robot", roots[0], links, order, children, base_dir)
-
-
-# --------------------------------------------------------------------------------------------
-# MJCF generation
-# --------------------------------------------------------------------------------------------
-
-
-def _rpy_to_quat_wxyz(rpy: np.ndarray) -> np.ndarray:
-    """URDF fixed-axis roll-pitch-yaw (R = Rz(y) Ry(p) Rx(r)) as a MuJoCo quaternion (w x y z)."""
-    r, p, y = 0.5 * np.asarray(rpy, dtype=float)
-    cr, sr, cp, sp, cy, sy = (
-        math.cos(r),
-        math.sin(r),
-        math.cos(p),
-        math.sin(p),
-        math.cos(y),
-        math.sin(y),
-    )
-    return np.array(
-        [
-            cr * cp * cy + sr * sp * sy,
-            sr * cp * cy - cr * sp * sy,
-            cr * sp * cy + sr * cp * sy,
-            cr * cp * sy - sr * sp * cy,
-        ]
-    )
+def _mat_to_quat_wxyz(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation matrix (Shepperd's method)."""
+    t = np.trace(R)
+    if t > 0.0:
+        s = 2.0 * math.sqrt(1.0 + t)
+        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    elif R[0, 0] > R[1, 1] and R[0, 0] > R[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2])
+        q = [(R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s]
+    elif R[1, 1] > R[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2])
+        q = [(R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s]
+    else:
+        s = 2.0 * math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1])
+        q = [(R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s]
+    q = np.array(q)
+    return q / np.linalg.norm(q)
 
 
 def _fmt(vals) -> str:
     return " ".join(repr(float(x)) for x in vals)
 
 
-def _resolve_mesh(filename: str, base_dir: Path | None) -> Path | None:
-    if filename.startswith("file://"):
-        p = Path(filename[7:])
-        return p if p.is_file() else None
-    if filename.startswith("package://"):
-        rest = filename[len("package://") :]
-        pkg, _, rel = rest.partition("/")
-        roots = []
-        for var in ("AMENT_PREFIX_PATH", "ROS_PACKAGE_PATH"):
-            roots += [Path(x) for x in os.environ.get(var, "").split(os.pathsep) if x]
-        cands = []
-        for r in roots:
-            cands += [r / "share" / pkg / rel, r / pkg / rel]
-        if base_dir is not None:  # package checked out next to (or above) the URDF
-            for anc in [base_dir, *base_dir.parents]:
-                if anc.name == pkg:
-                    cands.append(anc / rel)
-        for c in cands:
-            if c.is_file():
-                return c
+def mujoco_inertia(inertial: Inertial) -> tuple[np.ndarray, np.ndarray, float]:
+    """Principal axes (rotation in the link frame), principal moments (kg m^2) MuJoCo accepts,
+    and how much (kg m^2) they had to be raised.
+
+    MuJoCo requires positive moments that satisfy the triangle inequality; URDFs that violate
+    it by rounding (or more) are loaded by the dynamics core as given. The plant raises the
+    offending moments by the least amount that makes them valid (0 for a consistent inertia).
+    """
+    moments, axes = np.linalg.eigh(inertial.inertia_in_link_axes())
+    if np.linalg.det(axes) < 0.0:
+        axes[:, 0] = -axes[:, 0]
+    fixed = moments.copy()
+    floor = max(1e-9 * float(np.max(np.abs(moments))), MASSLESS_BODY_INERTIA)
+    fixed = np.maximum(fixed, floor)
+    a, b, c = fixed  # ascending
+    if a + b < c * (1.0 + 1e-9):
+        half = 0.5 * (c * (1.0 + 1e-9) - a - b)
+        fixed[0] += half
+        fixed[1] += half
+    return axes, fixed, float(np.max(np.abs(fixed - moments)))
+
+
+def _binary_stl(path: str) -> bool:
+    size = os.path.getsize(path)
+    with open(path, "rb") as fh:
+        header = fh.read(84)
+    return len(header) == 84 and size == 84 + 50 * int.from_bytes(header[80:84], "little")
+
+
+def _mesh_asset(asset: ET.Element, name: str, geo) -> str | None:
+    """Add a MuJoCo mesh asset for a resolved mesh geometry; None if it has no volume."""
+    path = geo.mesh_path
+    suffix = Path(path).suffix.lower()
+    if suffix == ".obj" or suffix == ".stl" and _binary_stl(path):
+        ET.SubElement(
+            asset, "mesh", name=name, file=path, scale=_fmt(geo.mesh_scale), inertia="shell"
+        )
+        return name
+    try:
+        hull = convex_hull_vertices(geometry_vertices(geo))
+    except MeshError:
         return None
-    p = Path(filename)
-    if not p.is_absolute() and base_dir is not None:
-        p = base_dir / p
-    return p if p.is_file() else None
+    if hull.shape[0] < 4:
+        return None
+    ET.SubElement(asset, "mesh", name=name, vertex=_fmt(hull.ravel()), inertia="shell")
+    return name
+
+
+def _welded_masses(p: RobotDescription) -> dict[str, float]:
+    """Mass (kg) of each link plus the links welded to it by fixed joints (recursively): what
+    MuJoCo needs to be non-zero on a body with a joint."""
+    mass = {
+        name: (link.inertial.mass if link.inertial is not None else 0.0)
+        for name, link in p.links.items()
+    }
+    for joint in reversed(p.joints_in_tree_order()):
+        if not joint.movable:
+            mass[joint.parent] += mass[joint.child]
+    return mass
+
+
+def plant_description(
+    p: RobotDescription, floating_base: bool
+) -> tuple[RobotDescription, list[tuple[str, float]], list[str]]:
+    """The description with the inertias the plant gives MuJoCo, and what was changed.
+
+    Returns ``(description, adjusted, massless)``: inconsistent inertias replaced by the
+    nearest ones MuJoCo accepts (:func:`mujoco_inertia`; ``adjusted`` lists (link, largest
+    change in kg m^2)), and moving bodies that are massless together with everything welded to
+    them given :data:`MASSLESS_BODY_MASS` (``massless`` lists them). A dynamics model built
+    from this description is exactly the plant's (``test_robot_corpus.py`` checks it).
+    """
+    welded = _welded_masses(p)
+    moving = {j.child for j in p.joints.values() if j.movable}
+    if floating_base:
+        moving.add(p.root)
+    links = dict(p.links)
+    adjusted: list[tuple[str, float]] = []
+    massless: list[str] = []
+    for name, link in p.links.items():
+        inertial = link.inertial
+        if inertial is not None and (inertial.mass > 0.0 or np.any(inertial.inertia)):
+            axes, moments, raised = mujoco_inertia(inertial)
+            if raised > 0.0:
+                adjusted.append((name, raised))
+                inertial = Inertial(inertial.mass, inertial.com, axes, np.diag(moments))
+        else:
+            inertial = None
+        if name in moving and welded[name] == 0.0:  # MuJoCo needs mass on a moving body
+            massless.append(name)
+            if inertial is None:
+                inertial = Inertial(0.0, np.zeros(3), np.eye(3), MASSLESS_BODY_INERTIA * np.eye(3))
+            inertial = replace(inertial, mass=MASSLESS_BODY_MASS)
+        if inertial is not link.inertial:
+            links[name] = replace(link, inertial=inertial)
+    if not adjusted and not massless:
+        return p, adjusted, massless
+    return replace(p, links=links), adjusted, massless
+
+
+def _body_name(link: str) -> str:
+    """MuJoCo body of a URDF link ("world" is MuJoCo's reserved world body)."""
+    return "world_link" if link == "world" else link
 
 
 def build_mjcf(
-    urdf: str | os.PathLike | ParsedURDF,
+    urdf: str | os.PathLike | RobotDescription,
     floating_base: bool,
     ground: GroundOptions | None = None,
     free_bodies: tuple[FreeBody, ...] = (),
     collision_links: list[str] | None = None,
     base_pos: tuple = (0.0, 0.0, 0.0),
     joint_limits: bool = True,
+    *,
+    joint_dynamics: bool = True,
+    mimic: bool = False,
+    package_dirs: Sequence[str | os.PathLike] | None = None,
 ) -> str:
-    """Translate a URDF into an MJCF string (see the module docstring for the mapping).
+    """Translate a robot description into an MJCF string (see the module docstring).
 
     Args:
-        urdf: URDF path, XML string or :func:`parse_urdf` result.
+        urdf: URDF path, XML string or parsed :class:`~wbc_dynamics.description.RobotDescription`
+            (the controller model's ``description``: one parse for both).
         floating_base: root link gets a MuJoCo free joint (else it is welded to the world).
         ground: ground plane and integrator settings; ``None`` = default rigid, high friction.
         free_bodies: extra free boxes (e.g. the grasped box).
@@ -404,8 +336,13 @@ def build_mjcf(
             all links); geometry of other links is kept for display but never collides.
         base_pos: position of the root link at the model's reference configuration [m].
         joint_limits: let MuJoCo enforce URDF position limits.
+        joint_dynamics: keep the URDF's ``<dynamics damping friction>`` as MuJoCo joint
+            ``damping`` and ``frictionloss`` (False: frictionless, undamped joints).
+        mimic: couple ``<mimic>`` joints to their leaders with MuJoCo joint equality constraints
+            (False: independent joints, like the dynamics core's default).
+        package_dirs: directories searched first for ``package://`` meshes.
     """
-    p = urdf if isinstance(urdf, ParsedURDF) else parse_urdf(urdf)
+    p = _description(urdf, package_dirs)
     g = ground or GroundOptions()
     mu = g.mu
     mj = ET.Element("mujoco", model=p.name)
@@ -451,25 +388,30 @@ def build_mjcf(
             rgba="0.8 0.8 0.8 1",
         )
     skipped: list[str] = []
+    p, adjusted, massless = plant_description(p, floating_base)
+    changed = {name for name, _ in adjusted} | set(massless)
     mesh_count = 0
 
-    def add_link(parent_el: ET.Element, link: _Link, xyz, quat, joint: _Joint | None):
+    def add_link(parent_el, link: LinkDescription, pos, quat, joint: JointDescription | None):
         nonlocal mesh_count
         if joint is None and not floating_base and link.name == "world":
             body = parent_el  # a fixed-base URDF's "world" link is MuJoCo's worldbody
         else:
-            body = ET.SubElement(parent_el, "body", name=link.name, pos=_fmt(xyz), quat=_fmt(quat))
+            body = ET.SubElement(
+                parent_el, "body", name=_body_name(link.name), pos=_fmt(pos), quat=_fmt(quat)
+            )
         if joint is None and floating_base:
             ET.SubElement(body, "freejoint", name="root")
-        elif joint is not None and joint.kind != "fixed":
+        elif joint is not None and joint.movable:
+            damping, friction = (joint.damping, joint.friction) if joint_dynamics else (0.0, 0.0)
             attrs = {
                 "name": joint.name,
-                "type": "slide" if joint.kind == "prismatic" else "hinge",
+                "type": "slide" if joint.type == "prismatic" else "hinge",
                 "axis": _fmt(joint.axis),
                 "pos": "0 0 0",
-                "damping": "0",
+                "damping": repr(damping),
                 "armature": "0",
-                "frictionloss": "0",
+                "frictionloss": repr(friction),
             }
             if (
                 joint_limits
@@ -479,33 +421,26 @@ def build_mjcf(
             ):
                 attrs["range"] = f"{joint.lower!r} {joint.upper!r}"
             ET.SubElement(body, "joint", **attrs)
-        if link.mass > 0.0 and body is not parent_el:
-            ixx, iyy, izz, ixy, ixz, iyz = link.inertia
-            inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-            R = _quat_xyzw_to_rot(np.roll(_rpy_to_quat_wxyz(link.inertia_rpy), -1))
-            inertia = R @ inertia @ R.T  # inertia about the COM in link axes
-            ET.SubElement(
-                body,
-                "inertial",
-                pos=_fmt(link.com),
-                mass=repr(link.mass),
-                fullinertia=_fmt(
-                    (
-                        inertia[0, 0],
-                        inertia[1, 1],
-                        inertia[2, 2],
-                        inertia[0, 1],
-                        inertia[0, 2],
-                        inertia[1, 2],
-                    )
-                ),
-            )
+        inertial = link.inertial  # (already what MuJoCo accepts: see plant_description)
+        if (
+            inertial is not None
+            and (inertial.mass > 0.0 or np.any(inertial.inertia))
+            and body is not parent_el
+        ):
+            attrs = {"pos": _fmt(inertial.com), "mass": repr(inertial.mass)}
+            if link.name in changed:  # principal axes: exactly the moments MuJoCo accepts
+                axes, moments, _ = mujoco_inertia(inertial)
+                attrs.update(quat=_fmt(_mat_to_quat_wxyz(axes)), diaginertia=_fmt(moments))
+            else:  # as written in the URDF (link axes)
+                full = inertial.inertia_in_link_axes()
+                attrs["fullinertia"] = _fmt(full[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]])
+            ET.SubElement(body, "inertial", **attrs)
         collides = collision_links is None or link.name in collision_links
-        for k, geo in enumerate(link.geoms):
+        for k, geo in enumerate(link.collisions):
             attrs = {
                 "name": f"{link.name}__col{k}",
-                "pos": _fmt(geo.xyz),
-                "quat": _fmt(_rpy_to_quat_wxyz(geo.rpy)),
+                "pos": _fmt(geo.center),
+                "quat": _fmt(_mat_to_quat_wxyz(geo.rotation)),
                 "mass": "0",
                 "friction": f"{mu!r} 0.005 0.0001",
                 "contype": str(_ROBOT_CONTYPE if collides else 0),
@@ -513,19 +448,24 @@ def build_mjcf(
                 "rgba": "0.3 0.4 0.8 1",
             }
             if geo.kind == "mesh":
-                path = _resolve_mesh(geo.filename, p.base_dir)
-                if path is None or path.suffix.lower() not in (".stl", ".obj"):
-                    skipped.append(geo.filename)
+                if geo.mesh_path is None:  # the description warned about it already
                     continue
-                mname = f"mesh{mesh_count}"
+                mname = _mesh_asset(asset, f"mesh{mesh_count}", geo)
+                if mname is None:
+                    skipped.append(f"link '{link.name}' {geo.mesh_uri!r}")
+                    continue
                 mesh_count += 1
-                ET.SubElement(asset, "mesh", name=mname, file=str(path), scale=_fmt(geo.scale))
                 attrs.update(type="mesh", mesh=mname)
-            else:
-                attrs.update(type=geo.kind, size=_fmt(geo.size))
+            elif geo.kind == "sphere":
+                attrs.update(type="sphere", size=_fmt([geo.radius]))
+            elif geo.kind == "box":
+                attrs.update(type="box", size=_fmt(0.5 * geo.size))
+            else:  # cylinder, capsule: radius and half-length of the cylindrical part
+                attrs.update(type=geo.kind, size=_fmt([geo.radius, 0.5 * geo.length]))
             ET.SubElement(body, "geom", **attrs)
-        for j in p.children[link.name]:
-            add_link(body, p.links[j.child], j.xyz, _rpy_to_quat_wxyz(j.rpy), j)
+        for jname in p.children[link.name]:
+            j = p.joints[jname]
+            add_link(body, p.links[j.child], j.translation, _mat_to_quat_wxyz(j.rotation), j)
         return body
 
     add_link(world, p.links[p.root], np.asarray(base_pos, float), np.array([1.0, 0, 0, 0]), None)
@@ -553,20 +493,48 @@ def build_mjcf(
             conaffinity=str(_ENV_CONAFFINITY | 1),
             rgba="0.8 0.5 0.2 1",
         )
+    movable = [j for j in p.joints_in_tree_order() if j.movable]
+    if mimic:
+        equality = ET.SubElement(mj, "equality")
+        for j in movable:
+            if j.mimic is not None and p.joints.get(j.mimic.leader, j).movable:
+                ET.SubElement(
+                    equality,
+                    "joint",
+                    name=f"{j.name}__mimic",
+                    joint1=j.name,
+                    joint2=j.mimic.leader,
+                    polycoef=_fmt([j.mimic.offset, j.mimic.multiplier, 0, 0, 0]),
+                )
     act = ET.SubElement(mj, "actuator")
-    for j in p.joints:
-        if j.kind == "fixed":
-            continue
+    for j in movable:
         attrs = {"name": j.name, "joint": j.name, "gear": "1"}
         if math.isfinite(j.effort) and j.effort > 0.0:
             attrs["ctrlrange"] = f"{-j.effort!r} {j.effort!r}"
         ET.SubElement(act, "motor", **attrs)
+    notes = []
     if skipped:
-        warnings.warn(
-            f"mujoco_model: skipped {len(skipped)} collision mesh(es) that could not be "
-            f"resolved or read (first: {skipped[0]!r})",
-            stacklevel=2,
+        notes.append(
+            f"left out {len(skipped)} collision mesh(es) that could not be read or have no "
+            f"volume: {', '.join(skipped[:5])}" + (" ..." if len(skipped) > 5 else "")
         )
+    if adjusted:
+        worst = max(adjusted, key=lambda item: item[1])
+        notes.append(
+            f"raised the principal moments of {len(adjusted)} inconsistent link inertia(s) to "
+            f"make them acceptable to MuJoCo (positive, triangle inequality): "
+            f"{', '.join(repr(name) for name, _ in adjusted[:8])}"
+            + (" ..." if len(adjusted) > 8 else "")
+            + f"; largest change {worst[1]:.3g} kg m^2 on '{worst[0]}'"
+        )
+    if massless:
+        notes.append(
+            f"gave {len(massless)} massless moving link(s) {MASSLESS_BODY_MASS:g} kg so MuJoCo "
+            f"accepts them: {', '.join(repr(n) for n in massless[:8])}"
+            + (" ..." if len(massless) > 8 else "")
+        )
+    if notes:
+        warnings.warn(f"mujoco_model ({p.name}): " + "; ".join(notes), stacklevel=2)
     return ET.tostring(mj, encoding="unicode")
 
 
@@ -594,38 +562,50 @@ class MujocoPlant:
     or N] in the same order, clamped by MuJoCo to the URDF effort limits.
 
     Args:
-        urdf: URDF path or XML string (the controller's ``robot_description``).
+        urdf: URDF path or XML string (the controller's ``robot_description``), or the parsed
+            :class:`~wbc_dynamics.description.RobotDescription` of the controller's model
+            (``RobotModel.description``), so that plant and model come from one parse.
         floating_base: free-flying root link.
         joint_order: joint names in the caller's order (default: URDF depth-first order).
-        ground, free_bodies, collision_links, joint_limits: see :func:`build_mjcf`.
+        ground, free_bodies, collision_links, joint_limits, joint_dynamics, mimic,
+        package_dirs: see :func:`build_mjcf`.
     """
 
     def __init__(
         self,
-        urdf: str | os.PathLike,
+        urdf: str | os.PathLike | RobotDescription,
         floating_base: bool = True,
         joint_order: list[str] | None = None,
         ground: GroundOptions | None = None,
         free_bodies: tuple[FreeBody, ...] = (),
         collision_links: list[str] | None = None,
         joint_limits: bool = True,
+        *,
+        joint_dynamics: bool = True,
+        mimic: bool = False,
+        package_dirs: Sequence[str | os.PathLike] | None = None,
     ) -> None:
         if mujoco is None:
             raise ImportError("MujocoPlant needs the 'mujoco' package (pip install mujoco)")
-        self.parsed = parse_urdf(urdf)
+        #: the parsed robot description the plant was built from
+        self.description = _description(urdf, package_dirs)
+        self.parsed = self.description  # (former name)
         self.ground = ground or GroundOptions()
         self.floating_base = bool(floating_base)
         self.xml = build_mjcf(
-            self.parsed,
+            self.description,
             floating_base,
             self.ground,
             free_bodies,
             collision_links,
             joint_limits=joint_limits,
+            joint_dynamics=joint_dynamics,
+            mimic=mimic,
         )
         self.model = mujoco.MjModel.from_xml_string(self.xml)
         self.data = mujoco.MjData(self.model)
-        urdf_joints = [j.name for j in self.parsed.joints if j.kind != "fixed"]
+        joints = self.description.joints
+        urdf_joints = [j.name for j in self.description.joints_in_tree_order() if j.movable]
         self.joint_names = list(joint_order) if joint_order is not None else urdf_joints
         missing = [n for n in self.joint_names if n not in urdf_joints]
         if missing or len(set(self.joint_names)) != len(urdf_joints):
@@ -642,10 +622,9 @@ class MujocoPlant:
         self.n_joints = len(self.joint_names)
         self.nq = self.n_joints + (7 if self.floating_base else 0)
         self.nv = self.n_joints + (6 if self.floating_base else 0)
-        self.effort_limit = np.array(
-            [next(j.effort for j in self.parsed.joints if j.name == n) for n in self.joint_names]
-        )
-        self._root_body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, self.parsed.root)
+        self.effort_limit = np.array([joints[n].effort for n in self.joint_names])
+        root = _body_name(self.description.root)
+        self._root_body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, root)
         self._free_body_names = [fb.name for fb in free_bodies]
         self._ground_geom = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "ground")
         self._f6 = np.zeros(6)
