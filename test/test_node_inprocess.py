@@ -168,3 +168,6 @@ def test_refused_parameter_sets_are_counted(make_node):
     res = node.set_parameters([Parameter("robot", value="humanoid")])
     assert not res[0].successful and "fixed while configured" in res[0].reason
     assert node._rejected["parameters"] == {"refused": 2}
+    node._reject("robot_description", ValueError("link 'x': bad"))   # any input topic
+    node._publish_diagnostics()
+    assert node._rejected["robot_description"] == {"invalid": 1}

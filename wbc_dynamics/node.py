@@ -485,7 +485,7 @@ class WbcControllerNode(LifecycleNode):
     def _reject(self, what: str, exc: Exception) -> None:
         """Count a rejected ``what`` input under its reason and log it (throttled per topic)."""
         reason = exc.reason if isinstance(exc, InputError) else "invalid"
-        per_reason = self._rejected[what]
+        per_reason = self._rejected.setdefault(what, {})  # e.g. a topic added later
         per_reason[reason] = per_reason.get(reason, 0) + 1
         self._last_reject = f"{what}: {exc}"
         # one throttle per topic: a flood on one topic does not hide the others' messages
