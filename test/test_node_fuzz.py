@@ -224,18 +224,29 @@ def test_hostile_joint_states_and_references_are_counted_not_fatal(robots):
         r.assert_control_resumes()
 
 
-def test_denormals_and_odd_stamps_are_valid_input(robots):
+def test_denormals_odd_stamps_and_unused_fields_are_valid_input(robots):
+    """Denormals are finite numbers; stamps are not used for acceptance (arrival time is); fields
+    the controller does not use (JointState.effort, a point's effort / time_from_start) are
+    ignored even when they hold NaN."""
     arm, _ = robots
     names, n = arm.names, arm.n
-    rejected_before = int(arm.diag()["rejected_joint_states"])
+    d0 = arm.diag()
+    ref = _ref(names, np.zeros(n))
+    ref.points[0].effort = [float("nan")] * n
+    ref.points[0].time_from_start.sec = 2**31 - 1
+    arm.client.pub_ref.publish(ref)
     now = arm.client.node.get_clock().now().nanoseconds
     q = arm.q + 1e-3
     for stamp in (now + 10**15, 0, now - 10**15, now - 10**9, now - 2 * 10**9):  # future, zero,
-        arm.client.pub_js.publish(_stamped_js(arm, names, q, np.full(n, DENORMAL), stamp))
-        arm.spin(0.01)                                  # past, backwards
+        m = _stamped_js(arm, names, q, np.full(n, DENORMAL), stamp)    # past, backwards
+        m.effort = [float("nan")] * n
+        arm.client.pub_js.publish(m)
+        arm.spin(0.01)
         q = q + 1e-4
     arm.alive()
-    assert int(arm.diag()["rejected_joint_states"]) == rejected_before
+    d1 = arm.diag()
+    assert d1["rejected_joint_states"] == d0["rejected_joint_states"]
+    assert d1["rejected_reference"] == d0["rejected_reference"]
     # the echo of the last one: denormal velocities accepted as they are, torque = core
     assert arm.client.spin(lambda: arm.client.echo_for(q - 1e-4) is not None, 2.0)
     echo = arm.client.echo_for(q - 1e-4)
