@@ -554,3 +554,54 @@ def test_mesh_vertices_of_stl_obj_and_collada(tmp_path):
     bad.write_text("<COLLADA>")
     with pytest.raises(MeshError, match="bad.dae"):
         mesh_vertices(bad)
+
+
+# ------------------------------------------------------------------ mimic
+def _mimic_urdf(mimic_k='<mimic joint="j1" multiplier="2" offset="0.1"/>', fixed_mimic=""):
+    return robot(
+        link("a"),
+        link("b"),
+        link("c"),
+        link("d"),
+        link("e"),
+        joint("j1", "a", "b"),
+        joint("k", "b", "c", extra=mimic_k),
+        joint("m", "c", "d", extra='<mimic joint="k" multiplier="-1" offset="0.3"/>'),
+        joint("f", "d", "e", "fixed", extra=fixed_mimic),
+    )
+
+
+def test_mimic_default_is_independent_and_ignored_on_fixed_joints():
+    model = RobotModel.from_urdf(_mimic_urdf(fixed_mimic='<mimic joint="nowhere"/>'), warmup=False)
+    assert model.joint_names == ["j1", "k", "m"] and model.nv == 3
+    # an unknown leader is only an error when the coupling is used
+    model = RobotModel.from_urdf(_mimic_urdf('<mimic joint="ghost"/>'), warmup=False)
+    assert model.nv == 3
+
+
+def test_coupled_mimic_chains_and_locked_leaders():
+    from wbc_dynamics.mimic import MimicModel
+
+    model = MimicModel.from_urdf(_mimic_urdf(fixed_mimic='<mimic joint="nowhere"/>'))
+    # m follows k follows j1: q_m = -(2 q_j1 + 0.1) + 0.3
+    assert model.joint_names == ["j1"] and model.nv == 1
+    assert model.mimic_joints["k"] == ("j1", 2.0, 0.1)
+    assert model.mimic_joints["m"] == ("j1", -2.0, pytest.approx(0.2, abs=1e-15))
+    np.testing.assert_allclose(model.full_configuration([0.5]), [0.5, 1.1, -0.8])
+    np.testing.assert_array_equal(model.coupling, [[1.0], [2.0], [-2.0]])
+    # dynamics on the coupling: M = G^T M_full G, rnea = G^T rnea_full(q, G v, G a)
+    q, v, a = np.array([0.2]), np.array([0.7]), np.array([-1.3])
+    G = model.coupling
+    qf = model.full_configuration(q)
+    np.testing.assert_allclose(
+        model.mass_matrix(q), G.T @ model.full.mass_matrix(qf) @ G, rtol=1e-14
+    )
+    tau = model.rnea(q, v, a)
+    np.testing.assert_allclose(model.aba(q, v, tau), a, rtol=1e-12)
+    np.testing.assert_allclose(model.minverse(q) @ model.mass_matrix(q), np.eye(1), atol=1e-12)
+    # a locked leader locks its followers where the coupling puts them
+    locked = MimicModel.from_urdf(_mimic_urdf(), locked_joints={"j1": 0.5})
+    assert locked.nv == 0
+    assert locked.full.locked_joints == pytest.approx({"j1": 0.5, "k": 1.1, "m": -0.8}, abs=1e-15)
+    with pytest.raises(URDFError, match=r"joint 'k' <mimic joint='ghost'>: the leader does not"):
+        MimicModel.from_urdf(_mimic_urdf('<mimic joint="ghost"/>'))

@@ -12,7 +12,7 @@ module turns it into the kernels' arrays in one linear pass:
 * ``locked_joints`` (name -> position) are turned into fixed joints at that position, like
   Pinocchio's ``buildReducedModel``;
 * ``<mimic>`` joints are independent joints (Pinocchio's URDF default); the coupling is kept in
-  :attr:`ModelData.mimic` for :class:`wbc_dynamics.mimic.CoupledModel`.
+  :attr:`ModelData.mimic`; :class:`wbc_dynamics.mimic.MimicModel` is the coupled option.
 """
 
 from __future__ import annotations
