@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wbc_dynamics import RobotModel, URDFWarning
+from wbc_dynamics import RobotModel, URDFError, URDFWarning
 
 try:
     import pinocchio as pin
@@ -313,3 +313,26 @@ def test_coupled_mimic_matches_pinocchio_mimic_true(urdf, floating_base):
         k, lead = model.full.joint_index(name), model.full.joint_index(leader)
         base = 7 if floating_base else 0
         assert qf[base + k] == pytest.approx(gain * qf[base + lead] + offset, abs=1e-15)
+
+
+def test_coupled_mimic_where_pinocchio_cannot():
+    """Pinocchio 4.1's mimic=True rejects talos_full_v2 ("the parent joint of the mimic joint is
+    not in the kinematic tree": a leader after its follower); ours couples it. Checked by
+    identities: rnea = M a + h with M = G^T M_full G, and aba inverts rnea. alex_psyonic_hands
+    (also rejected by Pinocchio) names a leader that does not exist: a clear error here."""
+    from wbc_dynamics.mimic import MimicModel
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", URDFWarning)
+        model = MimicModel.from_urdf(str(ROOT / "talos_data/robots/talos_full_v2.urdf"), True)
+        with pytest.raises(URDFError, match="<mimic joint='index_q1'>: the leader does not"):
+            MimicModel.from_urdf(str(ROOT / "alex_description/urdf/alex_psyonic_hands.urdf"))
+    assert len(model.mimic_joints) >= 8 and model.nv == model.full.nv - len(model.mimic_joints)
+    rng = np.random.default_rng(7)
+    q, v, a = random_state(model, rng)
+    tau = model.rnea(q, v, a)
+    M = model.mass_matrix(q)
+    np.testing.assert_allclose(
+        tau - model.nonlinear_effects(q, v), M @ a, atol=1e-9 * abs(tau).max()
+    )
+    np.testing.assert_allclose(model.aba(q, v, tau), a, rtol=1e-7, atol=1e-9)
