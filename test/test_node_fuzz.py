@@ -62,6 +62,7 @@ class Robot:
             "watchdog_rate": WATCHDOG_RATE, "diagnostics_rate": 10.0, **params})
         self.client = Client(self.ns, f"fuzz_{name}_client")
         self.streaming = True
+        self.odom_streaming = True
         self.k = 0
         self.pub_schedule = self.client.node.create_publisher(
             UInt8MultiArray, f"{self.ns}/wbc_controller/contact_schedule", 10)
@@ -84,7 +85,7 @@ class Robot:
     def _stream(self) -> None:
         if not self.streaming:
             return
-        if self.floating:
+        if self.floating and self.odom_streaming:
             self.client.pub_odom.publish(self.odom())
         self.client.send_state(self.names, self.valid_q(), np.zeros(self.n))
 
@@ -436,3 +437,19 @@ def test_fatal_error_publishes_zero_before_exit(robots, tmp_path):
     finally:
         client.close()
         stop_process(proc)
+
+
+def test_odom_stopping_alone_gives_zero_in_time_then_resumes(robots):
+    """Joint states keep coming, the base state stops: zero torque once odom is older than
+    state_timeout (every joint_states tick computes it), control resumes with odom."""
+    _, quad = robots
+    quad.assert_control_resumes()
+    quad.odom_streaming = False
+    t_stop = time.monotonic()
+    n0 = len(quad.client.cmds)
+    assert quad.client.spin(lambda: any(np.all(c == 0.0) for _, c in quad.client.cmds[n0:]), 2.0)
+    t_zero = next(t for t, c in quad.client.cmds[n0:] if np.all(c == 0.0))
+    assert t_zero - t_stop <= STATE_TIMEOUT + 0.25, t_zero - t_stop
+    assert quad.diag()["mode"] == "safe_stale_state"
+    quad.odom_streaming = True
+    quad.assert_control_resumes()
