@@ -171,6 +171,9 @@ MUJOCO_MESH_SUFFIXES = (".stl", ".obj")
 #: (MuJoCo requires mass and inertia on every body with a joint; the dynamics core merges
 #: massless bodies, or reports a massless joint when the whole subtree is massless).
 MASSLESS_BODY_MASS = 1e-6
+#: Deepest kinematic chain (links from the root) the plant accepts: MuJoCo's XML parser
+#: (tinyxml2) stops at 500 nested elements, and MJCF nests a body per link.
+MAX_TREE_DEPTH = 490
 MASSLESS_BODY_INERTIA = 1e-10
 
 
@@ -388,6 +391,15 @@ def build_mjcf(
             rgba="0.8 0.8 0.8 1",
         )
     skipped: list[str] = []
+    depth = {p.root: 1}
+    for joint in p.joints_in_tree_order():
+        depth[joint.child] = depth[joint.parent] + 1
+    if max(depth.values()) > MAX_TREE_DEPTH:
+        deepest = max(depth, key=depth.get)
+        raise ValueError(
+            f"urdf: link '{deepest}' is {depth[deepest]} links deep; MuJoCo's XML parser nests "
+            f"at most {MAX_TREE_DEPTH} bodies"
+        )
     p, adjusted, massless = plant_description(p, floating_base)
     changed = {name for name, _ in adjusted} | set(massless)
     mesh_count = 0
@@ -463,12 +475,17 @@ def build_mjcf(
             else:  # cylinder, capsule: radius and half-length of the cylindrical part
                 attrs.update(type=geo.kind, size=_fmt([geo.radius, 0.5 * geo.length]))
             ET.SubElement(body, "geom", **attrs)
-        for jname in p.children[link.name]:
-            j = p.joints[jname]
-            add_link(body, p.links[j.child], j.translation, _mat_to_quat_wxyz(j.rotation), j)
         return body
 
-    add_link(world, p.links[p.root], np.asarray(base_pos, float), np.array([1.0, 0, 0, 0]), None)
+    # depth-first with an explicit stack (no recursion limit on long chains), children in
+    # document order
+    stack = [(world, p.root, np.asarray(base_pos, float), np.array([1.0, 0, 0, 0]), None)]
+    while stack:
+        parent_el, name, pos, quat, joint = stack.pop()
+        body = add_link(parent_el, p.links[name], pos, quat, joint)
+        for jname in reversed(p.children[name]):
+            j = p.joints[jname]
+            stack.append((body, j.child, j.translation, _mat_to_quat_wxyz(j.rotation), j))
     for fb in free_bodies:
         qx, qy, qz, qw = fb.quat_xyzw
         body = ET.SubElement(
