@@ -27,7 +27,8 @@ Parameters: ``robot`` (bundled robot name, default quadruped), ``urdf_path`` /
 ``friction`` ("high" | "low" | number as text), ``ground`` ("rigid" | "compliant"),
 ``ground_height`` [m] (0), ``publish_clock`` (true), ``publish_every`` (publish state every N
 steps, 1), ``world_frame`` ("world"), ``base_frame`` (the URDF root link), ``with_box`` (arm: add
-the grasped box, false), ``initial_pose`` ("standing"/"grasp"/"neutral").
+the grasped box, false), ``initial_pose`` ("standing"/"grasp"/"neutral"),
+``joint_dynamics`` (the URDF's joint damping and friction in the plant, true).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ def _make_node_class():
                 "base_frame": "",
                 "with_box": False,
                 "initial_pose": "standing",
+                # the URDF's <dynamics damping friction> in the plant (False: ideal joints)
+                "joint_dynamics": True,
             }
             for k, v in decl.items():
                 # floating_base / friction accept text or bool / number
@@ -144,6 +147,7 @@ def _make_node_class():
                 joint_order=list(joints) if joints else None,
                 ground=ground,
                 free_bodies=bodies,
+                joint_dynamics=bool(p["joint_dynamics"]),
             )
             self.n = self.plant.n_joints
             self.floating = floating
