@@ -5,6 +5,7 @@ The dynamics core (``RobotModel``) needs only numpy and numba; the ROS 2 node li
 """
 
 from .description import CollisionGeometry, URDFWarning
+from .mimic import MimicModel
 from .model import RobotModel
 from .urdf_loader import CollisionBox, CollisionSphere, URDFError
 
@@ -12,6 +13,7 @@ __all__ = [
     "CollisionBox",
     "CollisionGeometry",
     "CollisionSphere",
+    "MimicModel",
     "RobotModel",
     "URDFError",
     "URDFWarning",
