@@ -605,3 +605,14 @@ def test_coupled_mimic_chains_and_locked_leaders():
     assert locked.full.locked_joints == pytest.approx({"j1": 0.5, "k": 1.1, "m": -0.8}, abs=1e-15)
     with pytest.raises(URDFError, match=r"joint 'k' <mimic joint='ghost'>: the leader does not"):
         MimicModel.from_urdf(_mimic_urdf('<mimic joint="ghost"/>'))
+
+
+def test_wbc_info_prints_load_warnings_and_survives_a_singular_model(tmp_path, capsys):
+    from wbc_dynamics import info
+
+    path = tmp_path / "r.urdf"
+    path.write_text(robot(link("a"), link("b", mass=None), joint("j1", "a", "b")))
+    assert info.main([str(path), "--fixed-base"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: joint(s) 'j1' move no mass" in out
+    assert "M is singular (massless joints)" in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+import warnings
 
 import numpy as np
 
@@ -36,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         path, floating, q = args.robot, not args.fixed_base, None
     t0 = time.perf_counter()
-    model = RobotModel.from_urdf(path, floating_base=floating)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # printed below from model.load_warnings
+        model = RobotModel.from_urdf(path, floating_base=floating)
     print(f"{model}  (loaded and compiled in {time.perf_counter() - t0:.2f} s)")
+    for note in model.load_warnings:
+        print(f"warning: {note}")
     if q is None or q.shape[0] != model.nq:
         q = model.neutral()
     v = np.zeros(model.nv)
@@ -45,10 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     print("joints:", ", ".join(model.joint_names))
     print("gravity torques g(q) [N m]:", model.gravity_torques(q))
     M = model.mass_matrix(q)
-    print(
-        f"M(q): {M.shape}, cond {np.linalg.cond(M):.3g}; |M M^-1 - I| = "
-        f"{np.abs(M @ model.minverse(q) - np.eye(model.nv)).max():.2e}"
+    singular = bool(model.massless_joints)  # M^-1 and ABA raise (see the warning above)
+    check = (
+        "M is singular (massless joints)"
+        if singular
+        else f"|M M^-1 - I| = {np.abs(M @ model.minverse(q) - np.eye(model.nv)).max():.2e}"
     )
+    print(f"M(q): {M.shape}, cond {np.linalg.cond(M):.3g}; {check}")
     link = model.collision_spheres[0].link if model.collision_spheres else model.link_names[-1]
     print(f"placement of {link}:\n{model.frame_placement(q, link)}")
     a = np.zeros(model.nv)
@@ -60,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         ("aba", lambda: model.aba(q, v, a)),
         (f"jacobian({link})", lambda: model.jacobian(q, link)),
     ]:
+        if singular and name in ("minverse", "aba"):
+            continue
         print(f"  {name:24s} {_time_call(fn):8.2f}")
     return 0
 
