@@ -534,10 +534,10 @@ def test_mesh_vertices_of_stl_obj_and_collada(tmp_path):
     obj = tmp_path / "m.obj"
     obj.write_text("# x\nv 0 0 0\nv 1 0 0\nvn 0 0 1\nv 0 1 0\nf 1 2 3\n")
     np.testing.assert_array_equal(mesh_vertices(obj), tri)
-    # Collada: millimetres, a node translation, Y up (file y becomes z)
+    # Collada: millimetres, a node translation; <up_axis> Y_UP is ignored (as ROS tools do)
     dae = tmp_path / "m.dae"
     dae.write_text(DAE)
-    expected = np.array([[0.1, 0, 0], [0.11, 0, 0], [0.1, 0, 0.01], [0.1, -0.01, 0]])
+    expected = np.array([[0.1, 0, 0], [0.11, 0, 0], [0.1, 0.01, 0], [0.1, 0, 0.01]])
     np.testing.assert_allclose(mesh_vertices(dae), expected, atol=1e-15)
     # a CollisionGeometry's vertices carry the URDF scale; the hull of a tetrahedron is itself
     xml = robot(

@@ -3,8 +3,9 @@
 Used where a mesh's shape matters without a graphics library: the MuJoCo plant (for formats
 MuJoCo cannot read) and contact candidates (support points of the convex hull). Vertices are
 returned in the mesh file's frame scaled to metres (Collada ``<unit meter>`` and node
-transforms applied; a ``Y_UP``/``X_UP`` file is rotated so its up axis is z, the ROS
-convention); the URDF ``scale`` is applied by :func:`geometry_vertices`.
+transforms applied; ``<up_axis>`` is ignored, as ROS tools do: tiago's ``Y_UP`` collision
+meshes coincide with its STL visuals only unrotated); the URDF ``scale`` is applied by
+:func:`geometry_vertices`.
 """
 
 from __future__ import annotations
@@ -131,15 +132,12 @@ def _node_transform(node: ET.Element) -> np.ndarray:
 
 def _dae_vertices(path: Path) -> np.ndarray:
     root = ET.parse(path).getroot()
-    scale, up = 1.0, "Z_UP"
+    scale = 1.0
     asset = _child(root, "asset")
     if asset is not None:
         unit = _child(asset, "unit")
         if unit is not None and unit.get("meter"):
             scale = float(unit.get("meter"))
-        up_el = _child(asset, "up_axis")
-        if up_el is not None and up_el.text:
-            up = up_el.text.strip()
     positions: dict[str, np.ndarray] = {}
     for geom in root.iter():
         if _local(geom) != "geometry":
@@ -181,8 +179,4 @@ def _dae_vertices(path: Path) -> np.ndarray:
                     walk(node, np.eye(4))
             break
     vertices = np.vstack(placed) if placed else np.vstack([*positions.values(), np.empty((0, 3))])
-    if up == "Y_UP":  # file y -> z
-        vertices = vertices @ np.array([[1.0, 0, 0], [0, 0, 1.0], [0, -1.0, 0]])
-    elif up == "X_UP":  # file x -> z
-        vertices = vertices @ np.array([[0, 0, 1.0], [0, 1.0, 0], [-1.0, 0, 0]])
     return vertices * scale
