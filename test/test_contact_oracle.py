@@ -391,3 +391,83 @@ def test_two_stage_qp_matches_oracle(case, method, objective):
     escale = 0.5 * vref @ o.M @ vref + 1e-3 * mass * G * p.dt  # energy scale [J]
     assert abs(objective_of(res.v_next, gen_c, c[:, 0]) - obj_ref) <= tol * escale
     assert np.abs(res.tau - tau_ref).max() <= tol * (1.0 + np.abs(tau_ref).max())
+
+
+# ----------------------------------------------------------------------------- lcp_coulomb
+LCP_CASES = [c for c in QP_CASES if c[1] % 2 == 0] + [c for c in QP_CASES if c[1] % 2][::4]
+
+
+@pytest.mark.parametrize("case", LCP_CASES, ids=_case_id)
+def test_lcp_coulomb_solves_the_lcp_and_min_norm_is_the_oracle_selection(case):
+    """lcp_coulomb: the returned impulses satisfy the Sec. 5 conditions at the returned v+
+    (independent M, rows): eq. (37) to 1e-8, c_N >= 0, N v+ >= -phi/dt, complementarity,
+    pyramid, maximal dissipation at sliding contacts -- to 1e-8 relative (Lemke is exact up to
+    its 1e-9 acceptance). ``min_norm=True`` keeps v+ and returns the minimum of
+    |c_N|^2 + |beta|^2 over the impulses of touching sticking contacts with the same J_f^T c
+    (Clarabel, 1e-6 relative: the min-norm kernel stops at 1e-10 relative residuals).
+    ``sticking_correction=True`` (the closed-loop setting) makes the touching contacts stick,
+    so the contact forces are indeterminate (several feet / sole corners)."""
+    robot, seed, slope, mu, off = case
+    p, q, v, mass = _state(robot, seed, slope, mu, off)
+    o = Oracle(robot, p, q, v)
+    k = p.friction_edges
+    vert = solve("lcp_coulomb", p, SolverState(), sticking_correction=True)
+    res = solve("lcp_coulomb", p, SolverState(), sticking_correction=True, min_norm=True)
+    if "fallback" in vert.stats.flags:
+        pytest.skip(f"Lemke ray termination on this state ({vert.stats.info})")
+    assert "min_norm" in res.stats.flags
+    mgdt = mass * G * p.dt
+    for r in (vert, res):
+        c = r.impulses
+        gen = o.N.T @ c[:, 0] + o.S.T @ c[:, 1] + o.T.T @ c[:, 2]
+        lhs = o.M @ (r.v_next - o.fstar)
+        rhs = gen.copy()
+        rhs[o.a] += p.dt * r.tau
+        assert np.abs(lhs - rhs).max() <= 1e-8 * max(1.0, np.abs(lhs).max())
+        wN = o.N @ r.v_next + p.phi / p.dt
+        vscale = 1.0 + np.abs(r.v_next).max()
+        cscale = mgdt + np.abs(c).max()  # penetrating states need impulses of ~20 m g dt
+        assert c[:, 0].min() >= -1e-12 * cscale and wN.min() >= -1e-8 * vscale
+        assert np.abs(c[:, 0] * wN).max() <= 1e-8 * cscale * vscale
+        cs, sn = _edges(k)
+        facet = np.cos(np.pi / k) * p.mu * c[:, 0]
+        for j in range(k):  # facets of the pyramid spanned by the edges
+            th = (2 * j + 1) * np.pi / k
+            assert np.all(np.cos(th) * c[:, 1] + np.sin(th) * c[:, 2] <= facet + 1e-9 * cscale)
+    np.testing.assert_allclose(res.v_next, vert.v_next, atol=1e-8 * vscale)
+    # oracle selection at the same v+
+    vp = vert.v_next
+    wN = o.N @ vp + p.phi / p.dt
+    edge_v = np.stack([cs[j] * (o.S @ vp) + sn[j] * (o.T @ vp) for j in range(k)], axis=1)
+    stick = (wN <= 1e-6) & (np.abs(edge_v).max(axis=1) <= 1e-6)
+    c0 = vert.impulses
+    gen0 = o.N.T @ c0[:, 0] + o.S.T @ c0[:, 1] + o.T.T @ c0[:, 2]
+    idx = np.flatnonzero(stick)
+    if idx.size == 0:
+        np.testing.assert_allclose(res.impulses, vert.impulses, atol=1e-12 * mgdt)
+        return
+    assert np.linalg.norm(res.impulses) <= np.linalg.norm(vert.impulses) * (1 + 1e-9)
+    fixed = np.ones(p.nc, bool)
+    fixed[idx] = False
+    gen_fixed = (o.N[fixed].T @ c0[fixed, 0] + o.S[fixed].T @ c0[fixed, 1]
+                 + o.T[fixed].T @ c0[fixed, 2])
+    cols = []  # per sticking contact: N row then its k edge rows
+    for i in idx:
+        cols.append(o.N[i])
+        cols += [cs[j] * o.S[i] + sn[j] * o.T[i] for j in range(k)]
+    Jv = np.array(cols).T  # (nv, ns (1 + k))
+    nvar = Jv.shape[1]
+    Aeq = Jv[o.f]
+    beq = (gen0 - gen_fixed)[o.f]
+    cone = np.zeros((idx.size, nvar))
+    for r, i in enumerate(idx):
+        cone[r, r * (k + 1)] = -p.mu[i]
+        cone[r, r * (k + 1) + 1: (r + 1) * (k + 1)] = 1.0
+    Ain = np.vstack([-np.eye(nvar), cone])
+    x = _qp(np.eye(nvar), np.zeros(nvar), Aeq, beq, Ain, np.zeros(Ain.shape[0]))
+    ref = np.zeros((idx.size, 3))
+    for r in range(idx.size):
+        blk = x[r * (k + 1):(r + 1) * (k + 1)]
+        ref[r] = [blk[0], blk[1:] @ cs, blk[1:] @ sn]
+    np.testing.assert_allclose(res.impulses[idx], ref, atol=1e-6 * (mgdt + np.abs(ref).max()))
+    np.testing.assert_allclose(res.impulses[fixed], vert.impulses[fixed], atol=1e-12 * cscale)

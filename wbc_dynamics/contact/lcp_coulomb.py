@@ -530,6 +530,8 @@ def solve_lcp_coulomb(
     mindiff_overflow: str = "lemke",
     sticking_correction: bool = False,
     sticking_gap: float = 1e-6,
+    min_norm: bool = False,
+    min_norm_tol: float = 1e-6,
     **_unused: Any,
 ) -> ContactResult:
     """Contact-aware inverse dynamics with Coulomb friction, LCP (64) by Lemke (Sec. 5).
@@ -554,6 +556,10 @@ def solve_lcp_coulomb(
             touching contacts (``phi <= sticking_gap`` [m]) realize while sticking (Sec. 4.5
             QP; :func:`~wbc_dynamics.contact.consistency.sticking_consistent_problem`); flag
             ``inconsistent_corrected``, ``consistent=False`` when that changed them.
+        min_norm: among the LCP solutions with Lemke's v+, return the minimum-norm impulses
+            (:func:`min_norm_coulomb_impulses`; flag ``min_norm``, or ``min_norm_failed`` with
+            Lemke's vertex kept). ``min_norm_tol`` [m/s]: separation / slip speed below which
+            a contact counts as touching / sticking.
 
     Returns:
         ContactResult; ``stats.iterations`` = Lemke pivots, ``stats.residual`` = LCP violation
@@ -576,7 +582,8 @@ def solve_lcp_coulomb(
 
         problem, change, corrected = sticking_consistent_problem(problem, sticking_gap)
     res = _solve_lcp_coulomb(problem, mstate, kk, warm_start, max_pivots, tol, regularize,
-                             mindiff, max_mindiff_contacts, mindiff_overflow)
+                             mindiff, max_mindiff_contacts, mindiff_overflow,
+                             min_norm_tol if min_norm else -1.0)
     if corrected:
         mark_sticking_correction(res, problem, change)
     return res
@@ -584,7 +591,8 @@ def solve_lcp_coulomb(
 
 def _solve_lcp_coulomb(problem: ContactProblem, mstate: MethodState, kk: int, warm_start: bool,
                        max_pivots: int | None, tol: float, regularize: bool, mindiff: bool,
-                       max_mindiff_contacts: int, mindiff_overflow: str) -> ContactResult:
+                       max_mindiff_contacts: int, mindiff_overflow: str,
+                       min_norm_tol: float) -> ContactResult:
     nc = problem.nc
     ids = tuple(problem.contact_ids)
     Q, q, red, D = build_coulomb_lcp(problem, kk)
@@ -637,7 +645,16 @@ def _solve_lcp_coulomb(problem: ContactProblem, mstate: MethodState, kk: int, wa
             return res
         z = sol.z
     tau, v_next, _ = red.recover(z[:m])
-    imp = pyramid_to_local(z[:nc], z[nc:m].reshape(nc, kk), D)
+    zsel = z
+    if min_norm_tol >= 0.0:
+        c_mn = min_norm_coulomb_impulses(problem, red, z[:m], v_next, kk, min_norm_tol)
+        if c_mn is None:
+            stats.add_flag("min_norm_failed")
+        else:
+            zsel = np.concatenate([c_mn, z[m:]])
+            tau, v_next, _ = red.recover(c_mn)
+            stats.add_flag("min_norm")
+    imp = pyramid_to_local(zsel[:nc], zsel[nc:m].reshape(nc, kk), D)
     stats.residual = sol.residual if sol is not None else lcp_residual(Q, q, z)
     comp, neg = _model_residuals(red.J, v_next, problem.phi, float(problem.dt), problem.mu, z, kk)
     info["complementarity"] = comp
@@ -651,6 +668,57 @@ def _solve_lcp_coulomb(problem: ContactProblem, mstate: MethodState, kk: int, wa
     mstate.impulses = imp
     mstate.active_ids = tuple(cid for i, cid in enumerate(ids) if z[i] > 0.0)
     return ContactResult.from_impulses(problem, tau, imp, v_next, stats)
+
+
+def min_norm_coulomb_impulses(problem: ContactProblem, red: ReducedDynamics, c: np.ndarray,
+                              v_next: np.ndarray, k: int, tol: float) -> np.ndarray | None:
+    """Minimum-norm LCP (64) impulses with the same v+ (indeterminate contact).
+
+    At a fixed ``v+`` the LCP conditions leave free exactly the impulses of the contacts that
+    touch (``N v+ + phi/dt <= tol``) and stick (every edge velocity ``|F_j v+| <= tol``): any
+    ``c_N >= 0`` and edge impulses ``beta >= 0`` with ``1^T beta <= mu c_N`` that keep the
+    unactuated rows of eq. (37) (``J_f^T c``) unchanged. Separating contacts keep zero, sliding
+    ones Lemke's impulses (on the cone boundary, opposing the slip). Among these the minimum of
+    ``|c_N|^2 + |beta|^2`` is returned (compiled dual Newton,
+    :func:`~wbc_dynamics.contact.consistency.min_norm_impulse_kernel`, with the cone slack as a
+    variable of weight 1e-6); the torques then follow from eq. (90). ``c``: (nc (1 + k),)
+    impulses ``[c_N; beta]`` (contact-major edges). Returns None if it did not converge.
+    """
+    from .consistency import min_norm_impulse_kernel
+
+    p = problem
+    nc = p.nc
+    J = red.J  # [N; F] rows
+    wN = p.N @ v_next + p.phi / p.dt
+    slip = np.abs(J[nc:] @ v_next).reshape(nc, k).max(axis=1)
+    free_c = np.flatnonzero((wN <= tol) & (slip <= tol))
+    if free_c.size == 0:
+        return c.copy()
+    rows = [np.concatenate([[i], nc + i * k + np.arange(k)]) for i in free_c]
+    var = np.concatenate(rows)  # the c entries that may change
+    nf = p.free.shape[0]
+    ns = free_c.size
+    A = np.zeros((nf + ns, var.size + ns))
+    A[:nf, :var.size] = J[var][:, p.free].T
+    for r, i in enumerate(free_c):  # mu c_N - 1^T beta - s = 0
+        base = r * (k + 1)
+        A[nf + r, base] = p.mu[i]
+        A[nf + r, base + 1:base + 1 + k] = -1.0
+        A[nf + r, var.size + r] = -1.0
+    x0 = np.concatenate([c[var], [p.mu[i] * c[i] - c[nc + i * k: nc + (i + 1) * k].sum()
+                                  for i in free_c]])
+    b = A @ x0
+    w = np.ones(A.shape[1])
+    w[var.size:] = 1e-6
+    As = A / np.sqrt(w)
+    kind = np.ones(A.shape[1], dtype=np.int64)  # every variable >= 0
+    scale = max(float(np.abs(As).max() * np.abs(x0 * np.sqrt(w)).max()), 1e-300)
+    y, _, ok = min_norm_impulse_kernel(np.ascontiguousarray(As), b, kind, 50, 1e-10 * scale)
+    if not ok:
+        return None
+    out = c.copy()
+    out[var] = (y / np.sqrt(w))[:var.size]
+    return out
 
 
 def warmup_problem() -> ContactProblem:
@@ -681,4 +749,5 @@ def warmup() -> None:
     ms = MethodState()
     solve_lcp_coulomb(p, ms)            # cold
     solve_lcp_coulomb(p, ms)            # warm basis path
+    solve_lcp_coulomb(p, MethodState(), min_norm=True)
     solve_lcp_coulomb(p, MethodState(), mindiff=True)
