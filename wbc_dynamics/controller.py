@@ -135,6 +135,12 @@ class ControllerConfig:
         noslip_min_norm: ``lcp_noslip`` returns the minimum-norm impulses among the
             indeterminate solutions instead of the vertex solution of Alg. 2 (symmetric loads on
             several feet; needed on compliant plants where an unloaded foot drifts off).
+        coulomb_tracking: ``lcp_coulomb`` / ``qp_coulomb`` first correct the commanded
+            accelerations to those the touching contacts realize while sticking (Sec. 4.5),
+            ``lcp_coulomb`` returns the minimum-norm impulses with Lemke's v+, ``qp_coulomb``
+            uses the contact-velocity Stage I objective with friction only where
+            ``phi <= max(noslip_gap, 1e-6)`` (docs/contact_methods.md "Tracking in closed
+            loop"; with the paper's forms both track worse than PID on a joint-space reference).
         warm_start: keep the contact solver's warm start across ticks.
     """
 
@@ -163,6 +169,7 @@ class ControllerConfig:
     separation_tolerance: float = 0.0
     noslip_gap: float = -1.0
     noslip_min_norm: bool = False
+    coulomb_tracking: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -450,6 +457,11 @@ class WholeBodyController:
             "lcp_noslip": {**gap, **({"min_norm": True} if cfg.noslip_min_norm else {})},
             "qp_noslip": dict(gap),
         }
+        if cfg.coulomb_tracking:
+            self._solver_options["lcp_coulomb"] = {"sticking_correction": True, "min_norm": True}
+            self._solver_options["qp_coulomb"] = {
+                "sticking_correction": True, "stage1_objective": "contact_velocity",
+                "friction_gap": max(float(cfg.noslip_gap), 1e-6)}
 
         # buffers
         nq, nv = int(model.nq), int(model.nv)

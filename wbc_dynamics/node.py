@@ -97,6 +97,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
                    "[m] (eq. 34); negative = all candidates"),
     "noslip_min_norm": (_T.BOOL, False, "lcp_noslip: minimum-norm impulses instead of the "
                         "vertex solution of Alg. 2"),
+    "coulomb_tracking": (_T.BOOL, False, "lcp_coulomb/qp_coulomb: sticking-consistent "
+                         "accelerations, min-norm / contact-velocity forms (issue 11)"),
     "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
@@ -136,6 +138,7 @@ STRUCTURAL = (
     "separation_tolerance",
     "noslip_gap",
     "noslip_min_norm",
+    "coulomb_tracking",
     "warm_start",
     "control_rate",
     "control_mode",
@@ -175,6 +178,7 @@ _CONFIG_FIELDS = (
     "separation_tolerance",
     "noslip_gap",
     "noslip_min_norm",
+    "coulomb_tracking",
 )
 
 

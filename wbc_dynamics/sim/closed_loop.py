@@ -45,7 +45,10 @@ __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
 CONTACT_METHODS = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
 #: ``lcp_noslip_mn`` = ``lcp_noslip`` with ``min_norm=True`` (minimum-norm impulses instead of
 #: the paper's warm-started vertex solution; an option of the contact solver).
-CONTROLLERS = (*CONTACT_METHODS, "lcp_noslip_mn", "id_prev", "pid", "none")
+#: ``qp_coulomb_paper`` / ``lcp_coulomb_paper`` = the method as the paper writes it (without
+#: :data:`QUADRUPED_SOLVER_OPTIONS`), for comparison.
+CONTROLLERS = (*CONTACT_METHODS, "lcp_noslip_mn", "qp_coulomb_paper", "lcp_coulomb_paper",
+               "id_prev", "pid", "none")
 
 #: PD feedback gains of the ID controllers [1/s^2, 1/s] and PID baseline gains (torque units:
 #: N m/rad, N m/(rad s), N m s/rad), per robot.
@@ -73,7 +76,7 @@ QUADRUPED_SOLVER_OPTIONS = {
 
 def _solver_options(cfg: LoopConfig) -> dict:
     out = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
-    if cfg.robot == "quadruped":
+    if cfg.robot == "quadruped" and not cfg.controller.endswith("_paper"):
         for k, v in QUADRUPED_SOLVER_OPTIONS.items():
             out.setdefault(k, {}).update(v)
     for k, v in cfg.solver_options.items():
@@ -519,6 +522,8 @@ class ClosedLoop:
             cfg.robot, cfg.reference, self.joint_names, **cfg.reference_options
         )
         c = cfg.controller
+        if c.endswith("_paper"):
+            c = c[: -len("_paper")]
         if c == "lcp_noslip_mn":
             c = "lcp_noslip"
             opts = {k: dict(v) for k, v in cfg.solver_options.items()}
