@@ -7,6 +7,8 @@ the returned v+ and forces.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from contact_methods_helpers import (
@@ -207,3 +209,28 @@ def test_bad_options():
     p = quadruped_problem()
     with pytest.raises(ValueError, match="friction_edges"):
         solve("lcp_coulomb", p, SolverState(), friction_edges=5)
+
+
+@pytest.mark.parametrize("method", ["lcp_coulomb", "qp_coulomb"])
+def test_sticking_correction_makes_the_stance_feet_stick(method):
+    """sticking_correction: random joint accelerations (not realizable with four fixed feet)
+    are replaced by the nearest realizable ones; then every touching foot sticks (zero contact
+    velocity in v+), the flag and the correction are reported, and lcp_noslip finds the
+    corrected accelerations consistent (no Sec. 4.5 correction of its own)."""
+    rng = np.random.default_rng(3)
+    p = quadruped_problem(qdd=3.0 * rng.standard_normal(12), mu=10.0)
+    assert np.all(p.phi <= 1e-9)
+    plain = solve(method, p, SolverState())
+    slip_plain = np.hypot(p.S @ plain.v_next, p.T @ plain.v_next).max()
+    opts = {"stage1_objective": "contact_velocity"} if method == "qp_coulomb" else {}
+    res = solve(method, p, SolverState(), sticking_correction=True, **opts)
+    assert "inconsistent_corrected" in res.stats.flags and not res.consistent
+    qdd_c = res.stats.info["qdd_corrected"]
+    assert res.stats.info["qdd_correction"] == pytest.approx(np.abs(qdd_c - p.qdd_des).max())
+    slip = np.hypot(p.S @ res.v_next, p.T @ res.v_next).max()
+    assert slip_plain > 1e-3 and slip < 1e-6  # the plain solve slides the feet [m/s]
+    # the corrected accelerations are realized (eq. (38)) and lcp_noslip accepts them as is
+    np.testing.assert_allclose((res.v_next[p.actuated] - p.v[p.actuated]) / p.dt, qdd_c,
+                               atol=1e-8 * (1 + np.abs(qdd_c).max()))
+    ns = solve("lcp_noslip", dataclasses.replace(p, qdd_des=qdd_c), SolverState())
+    assert "inconsistent_corrected" not in ns.stats.flags and "fallback" not in ns.stats.flags

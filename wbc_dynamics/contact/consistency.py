@@ -348,8 +348,9 @@ def sticking_consistent_problem(
 
     Returns:
         (problem, max |qdd_corrected - qdd_des| [rad/s^2], changed). Unchanged (0, False) if no
-        contact touches, the robot has no actuated dofs, the correction QP fails, or the change
-        is below ``tol * (1 + max |qdd_des|)``.
+        contact touches, the robot has no actuated dofs or the change is below
+        ``tol * (1 + max |qdd_des|)``; (nan, False) if the correction QP failed (the callers
+        flag ``sticking_correction_failed`` and solve with the given accelerations).
     """
     p = problem
     touching = p.phi <= gap
@@ -363,7 +364,7 @@ def sticking_consistent_problem(
     pst = dataclasses.replace(p, S=S, T=T)
     qdd, ok = consistent_accelerations(pst)
     if not ok:
-        return p, 0.0, False
+        return p, float("nan"), False
     change = float(np.max(np.abs(qdd - p.qdd_des)))
     if change <= tol * (1.0 + float(np.max(np.abs(p.qdd_des)))):
         return p, change, False
@@ -373,7 +374,11 @@ def sticking_consistent_problem(
 def mark_sticking_correction(res, problem: ContactProblem, change: float) -> None:
     """Record an applied :func:`sticking_consistent_problem` correction on a result: flag
     ``inconsistent_corrected``, ``consistent = False``, ``info["qdd_corrected"]`` and
-    ``info["qdd_correction"]`` (max |change| [rad/s^2])."""
+    ``info["qdd_correction"]`` (max |change| [rad/s^2]); a failed correction (``change`` nan)
+    only sets the flag ``sticking_correction_failed``."""
+    if not change == change:  # nan: the correction QP failed
+        res.stats.add_flag("sticking_correction_failed")
+        return
     res.stats.add_flag("inconsistent_corrected")
     res.stats.info["qdd_corrected"] = problem.qdd_des.copy()
     res.stats.info["qdd_correction"] = change

@@ -584,7 +584,7 @@ def solve_lcp_coulomb(
     res = _solve_lcp_coulomb(problem, mstate, kk, warm_start, max_pivots, tol, regularize,
                              mindiff, max_mindiff_contacts, mindiff_overflow,
                              min_norm_tol if min_norm else -1.0)
-    if corrected:
+    if corrected or change != change:  # applied, or failed (nan)
         mark_sticking_correction(res, problem, change)
     return res
 

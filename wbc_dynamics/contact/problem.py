@@ -65,6 +65,8 @@ FLAGS: dict[str, str] = {
     "min_norm": "indeterminacy resolved by selecting the minimum-norm impulses among all solutions",
     "min_norm_failed": "the minimum-norm selection did not converge; the solver's own (vertex) "
     "solution is returned",
+    "sticking_correction_failed": "the sticking-consistency correction of the desired "
+    "accelerations failed; the method solved with the accelerations as given",
     "infeasible": "the contact constraints could not be satisfied even after correction",
 }
 

@@ -527,7 +527,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
         imp[sep, 1:] = 0.0
         res = ContactResult.from_impulses(original, res.tau, imp, res.v_next, res.stats,
                                           res.consistent)
-    if corrected:
+    if corrected or change != change:  # applied, or failed (nan)
         mark_sticking_correction(res, problem, change)
     return res
 
