@@ -1,0 +1,184 @@
+"""Time one control tick, ``WholeBodyController.update()``, against Pinocchio, in one run.
+
+For each shipped configuration (``config/<robot>.yaml``: the model, contact links, contact options
+and gains the product ships with) and every inverse-dynamics method -- ``lcp_noslip`` with and
+without ``noslip_min_norm``, ``lcp_coulomb``, ``qp_coulomb``, ``qp_noslip``, ``none`` -- the
+controller ticks on the robot's standing state (fresh joint and base state, reference = the
+standing pose, zero velocities). Each tick's wall-clock time is sampled separately.
+
+The reference is Pinocchio (``pin``) computing the arithmetic such a tick needs at the same
+state, through its Python API: ``rnea`` + ``computeMinverse`` + ``forwardKinematics`` +
+``computeJointJacobians`` + ``updateFramePlacements`` + one ``getFrameJacobian``
+(LOCAL_WORLD_ALIGNED) per contact link. Tick and reference are sampled in interleaved blocks so
+both see the same machine load; the ratios are what to compare across machines and runs.
+
+Ratios: ``median ratio = median(tick) / median(reference)``; ``p99 ratio = p99(tick) /
+median(reference)`` (the tail of the tick against the typical reference: stricter than a p99 /
+p99 ratio, which a noisy machine inflates on both sides).
+
+    python benchmarks/bench_tick.py [--robots quadruped humanoid] [--ticks 3000] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+
+import numpy as np
+import yaml
+
+from wbc_dynamics.controller import ControllerConfig, WholeBodyController
+from wbc_dynamics.robots import robot_info, robot_path
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config")
+
+#: (label, method, noslip_min_norm or None = as shipped)
+VARIANTS: tuple[tuple[str, str, bool | None], ...] = (
+    ("lcp_noslip + min_norm", "lcp_noslip", True),
+    ("lcp_noslip", "lcp_noslip", False),
+    ("lcp_coulomb", "lcp_coulomb", None),
+    ("qp_coulomb", "qp_coulomb", None),
+    ("qp_noslip", "qp_noslip", None),
+    ("none", "none", None),
+)
+
+
+def shipped_config(robot: str) -> dict:
+    """The controller fields of ``config/<robot>.yaml`` (node-only parameters dropped)."""
+    with open(os.path.join(CONFIG_DIR, f"{robot}.yaml")) as f:
+        params = yaml.safe_load(f)["/**"]["ros__parameters"]
+    names = {f.name for f in dataclasses.fields(ControllerConfig)}
+    return {k: v for k, v in params.items() if k in names}
+
+
+def standing_controller(cfg: dict) -> tuple[WholeBodyController, np.ndarray]:
+    """Controller for ``cfg`` holding the robot's standing state; returns it and the model q."""
+    robot = cfg["robot"]
+    ctl = WholeBodyController(cfg)
+    q = np.asarray(robot_info(robot)["standing_q"], dtype=np.float64)
+    m = ctl.model
+    off = 7 if m.floating_base else 0
+    by_name = dict(zip(m.joint_names, q[off:], strict=True))
+    qj = np.array([by_name[j] for j in ctl.joint_names])
+    zeros = np.zeros(ctl.n)
+    ctl.set_joint_state(qj, zeros, 0.0)
+    if m.floating_base:
+        ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
+    ctl.set_reference(zeros, 0.0, position=qj, velocity=zeros)
+    return ctl, q
+
+
+def pinocchio_reference(robot: str, floating: bool, contact_links: list[str], q_ours: np.ndarray,
+                        joint_names: list[str]):
+    """A closure doing Pinocchio's share of the tick at the same state."""
+    import pinocchio as pin
+
+    path = robot_path(robot)
+    pm = (pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating
+          else pin.buildModelFromUrdf(path))
+    pd = pm.createData()
+    q = pin.neutral(pm)
+    off = 7 if floating else 0
+    q[:off] = q_ours[:off]
+    ours = dict(zip(joint_names, q_ours[off:], strict=True))
+    for jid in range(1, pm.njoints):
+        if pm.joints[jid].nq == 1:
+            q[pm.joints[jid].idx_q] = ours[pm.names[jid]]
+    v = np.zeros(pm.nv)
+    a = np.zeros(pm.nv)
+    fids = [pm.getFrameId(link) for link in contact_links]
+    lwa = pin.LOCAL_WORLD_ALIGNED
+
+    def reference() -> None:
+        pin.rnea(pm, pd, q, v, a)
+        pin.computeMinverse(pm, pd, q)
+        pin.forwardKinematics(pm, pd, q)
+        pin.computeJointJacobians(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+        for fid in fids:
+            pin.getFrameJacobian(pm, pd, fid, lwa)
+
+    return reference
+
+
+def _sample(fn, n: int, out: np.ndarray, start: int) -> None:
+    clock = time.perf_counter
+    for i in range(n):
+        t0 = clock()
+        fn()
+        out[start + i] = clock() - t0
+
+
+def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ticks: int,
+                  block: int = 250) -> dict:
+    cfg = shipped_config(robot)
+    cfg["method"] = method
+    if min_norm is not None:
+        cfg["noslip_min_norm"] = min_norm
+    t0 = time.perf_counter()
+    ctl, q = standing_controller(cfg)
+    t_build = time.perf_counter() - t0
+    ref = pinocchio_reference(robot, ctl.model.floating_base, ctl.contact_links, q,
+                              list(ctl.model.joint_names))
+    out = ctl.update(0.0)
+    assert out.mode == "control", f"{robot}/{label}: tick in safe mode {out.mode}"
+    update = lambda: ctl.update(0.0)  # noqa: E731
+    for _ in range(200):  # warm caches and the solver's warm start
+        update()
+        ref()
+    t_tick = np.empty(ticks)
+    t_ref = np.empty(ticks)
+    for s in range(0, ticks, block):  # interleaved blocks: both see the same load
+        k = min(block, ticks - s)
+        _sample(update, k, t_tick, s)
+        _sample(ref, k, t_ref, s)
+    ref_med = float(np.median(t_ref))
+    return {
+        "robot": robot, "nv": int(ctl.model.nv), "variant": label,
+        "contacts": len(ctl.last_output.contact_ids),
+        "flags": ",".join(ctl.last_output.solver_flags),
+        "median_us": float(np.median(t_tick)) * 1e6,
+        "p99_us": float(np.percentile(t_tick, 99)) * 1e6,
+        "pin_median_us": ref_med * 1e6, "pin_p99_us": float(np.percentile(t_ref, 99)) * 1e6,
+        "median_ratio": float(np.median(t_tick)) / ref_med,
+        "p99_ratio": float(np.percentile(t_tick, 99)) / ref_med,
+        "build_s": t_build,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--robots", nargs="*", default=["quadruped", "humanoid"])
+    parser.add_argument("--variants", nargs="*", default=[v[0] for v in VARIANTS],
+                        help="subset of: " + ", ".join(repr(v[0]) for v in VARIANTS))
+    parser.add_argument("--ticks", type=int, default=3000, help="sampled ticks per variant")
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    args = parser.parse_args(argv)
+    rows = []
+    for robot in args.robots:
+        for label, method, min_norm in VARIANTS:
+            if label in args.variants:
+                rows.append(bench_variant(robot, label, method, min_norm, args.ticks))
+                r = rows[-1]
+                if not args.markdown:
+                    print(f"{r['robot']:10s} {r['variant']:22s} contacts {r['contacts']:2d}  "
+                          f"tick median {r['median_us']:7.1f} us  p99 {r['p99_us']:7.1f} us | "
+                          f"pin median {r['pin_median_us']:6.1f} us | ratio median "
+                          f"{r['median_ratio']:5.1f}x  p99 {r['p99_ratio']:5.1f}x  "
+                          f"[{r['flags']}]", flush=True)
+    if args.markdown:
+        print("| config | nv | method | contacts | tick median [µs] | tick p99 [µs] | "
+              "Pinocchio median [µs] | median ratio | p99 ratio |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['robot']}.yaml | {r['nv']} | {r['variant']} | {r['contacts']} | "
+                  f"{r['median_us']:.1f} | {r['p99_us']:.1f} | {r['pin_median_us']:.1f} | "
+                  f"{r['median_ratio']:.1f}× | {r['p99_ratio']:.1f}× |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
