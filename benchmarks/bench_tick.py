@@ -17,6 +17,7 @@ median(reference)`` (the tail of the tick against the typical reference: stricte
 p99 ratio, which a noisy machine inflates on both sides).
 
     python benchmarks/bench_tick.py [--robots quadruped humanoid] [--ticks 3000] [--markdown]
+    python benchmarks/bench_tick.py --tiny      # smoke mode (used by test/test_bench_tick.py)
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def _sample(fn, n: int, out: np.ndarray, start: int) -> None:
 
 
 def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ticks: int,
-                  block: int = 250) -> dict:
+                  block: int = 250, warm: int = 200) -> dict:
     cfg = shipped_config(robot)
     cfg["method"] = method
     if min_norm is not None:
@@ -125,7 +126,7 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
     out = ctl.update(0.0)
     assert out.mode == "control", f"{robot}/{label}: tick in safe mode {out.mode}"
     update = lambda: ctl.update(0.0)  # noqa: E731
-    for _ in range(200):  # warm caches and the solver's warm start
+    for _ in range(warm):  # warm caches and the solver's warm start
         update()
         ref()
     t_tick = np.empty(ticks)
@@ -148,6 +149,28 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
     }
 
 
+def run(robots: list[str], variants: list[str], ticks: int, warm: int = 200,
+        echo: bool = False) -> list[dict]:
+    """Benchmark rows (see :func:`bench_variant`) for every robot and variant label."""
+    unknown = set(variants) - {v[0] for v in VARIANTS}
+    if unknown:
+        raise ValueError(f"--variants: unknown {sorted(unknown)}")
+    rows = []
+    for robot in robots:
+        for label, method, min_norm in VARIANTS:
+            if label in variants:
+                rows.append(bench_variant(robot, label, method, min_norm, ticks,
+                                          block=min(250, ticks), warm=warm))
+                r = rows[-1]
+                if echo:
+                    print(f"{r['robot']:10s} {r['variant']:22s} contacts {r['contacts']:2d}  "
+                          f"tick median {r['median_us']:7.1f} us  p99 {r['p99_us']:7.1f} us | "
+                          f"pin median {r['pin_median_us']:6.1f} us | ratio median "
+                          f"{r['median_ratio']:5.1f}x  p99 {r['p99_ratio']:5.1f}x  "
+                          f"[{r['flags']}]", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,19 +179,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="subset of: " + ", ".join(repr(v[0]) for v in VARIANTS))
     parser.add_argument("--ticks", type=int, default=3000, help="sampled ticks per variant")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--tiny", action="store_true",
+                        help="smoke mode: 40 sampled ticks, 5 warm ticks (ratios meaningless)")
     args = parser.parse_args(argv)
-    rows = []
-    for robot in args.robots:
-        for label, method, min_norm in VARIANTS:
-            if label in args.variants:
-                rows.append(bench_variant(robot, label, method, min_norm, args.ticks))
-                r = rows[-1]
-                if not args.markdown:
-                    print(f"{r['robot']:10s} {r['variant']:22s} contacts {r['contacts']:2d}  "
-                          f"tick median {r['median_us']:7.1f} us  p99 {r['p99_us']:7.1f} us | "
-                          f"pin median {r['pin_median_us']:6.1f} us | ratio median "
-                          f"{r['median_ratio']:5.1f}x  p99 {r['p99_ratio']:5.1f}x  "
-                          f"[{r['flags']}]", flush=True)
+    ticks, warm = (40, 5) if args.tiny else (args.ticks, 200)
+    rows = run(args.robots, args.variants, ticks, warm, echo=not args.markdown)
     if args.markdown:
         print("| config | nv | method | contacts | tick median [µs] | tick p99 [µs] | "
               "Pinocchio median [µs] | median ratio | p99 ratio |")

@@ -671,6 +671,11 @@ class ContactModel:
         q = self.robot.neutral()
         bq = [np.array([0, 0, 0, 0, 0, 0, 1.0]) for _ in self.bodies]
         self.candidates(q, bq)
+        if self.passive_impact:  # compiled only when the configuration uses it
+            nv = self.nv
+            rows = np.eye(3, nv)
+            passive_impact_kernel(rows, rows, rows, np.eye(nv), np.array([0.0, 1.0, -1.0]),
+                                  self.dt, 0.0, 1e-9, np.full(nv, -1.0), np.zeros((3, 3)))
 
     def _box_poses(self, body_q):
         nbx = len(self.bodies)
@@ -829,23 +834,62 @@ def apply_passive_impact(problem: ContactProblem, separation_tolerance: float = 
     sticking, every dof passive -- no actuator torque acts within the impact; the kinetic
     energy does not increase when ``b = 0``). ``problem.v`` is replaced by it and
     ``problem.impact_impulses`` ((nc, 3) [N s], local n/s/t, zero off A) is set. Returns the
-    impulses.
+    impulses. The arithmetic is one compiled call (:func:`passive_impact_kernel`).
     """
-    nc = problem.nc
-    out = np.zeros((nc, 3))
-    vn = problem.N @ problem.v
-    phi = problem.phi
-    arriving = (phi > 0.0) & (vn * problem.dt < -phi)
-    A = np.flatnonzero(((phi <= 0.0) & (vn <= separation_tolerance)) | arriving)
-    if A.size:
-        m = A.size
-        J = np.vstack([problem.N[A], problem.S[A], problem.T[A]])
-        b = np.zeros(3 * m)
-        b[:m] = -np.maximum(phi[A], 0.0) / problem.dt
-        W = problem.Minv @ J.T
-        lam = np.linalg.lstsq(J @ W, b - J @ problem.v, rcond=rcond)[0]
-        if np.all(np.isfinite(lam)):
-            problem.v = problem.v + W @ lam
-            out[A, 0], out[A, 1], out[A, 2] = lam[:m], lam[m:2 * m], lam[2 * m:]
+    out = np.zeros((problem.nc, 3))
+    v_post = np.array(problem.v, dtype=np.float64)
+    c = np.ascontiguousarray
+    passive_impact_kernel(c(problem.N), c(problem.S), c(problem.T), c(problem.Minv),
+                          c(problem.phi), float(problem.dt), float(separation_tolerance),
+                          float(rcond), v_post, out)
+    problem.v = v_post
     problem.impact_impulses = out
     return out
+
+
+@njit(cache=True)
+def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v, impulses):
+    """Compiled :func:`apply_passive_impact`: ``v`` (nv,) is updated in place to the post-impact
+    velocity, ``impulses`` (nc, 3) [N s] (local n/s/t) receives the impact impulses (zero off the
+    impact set). Returns the size of the impact set. If the least-squares solve gives a
+    non-finite result, ``v`` and ``impulses`` are left unchanged (as the Python version did).
+    """
+    nc = N.shape[0]
+    nv = N.shape[1]
+    active = np.empty(nc, dtype=np.int64)
+    m = 0
+    for i in range(nc):
+        vn = 0.0
+        for c in range(nv):
+            vn += N[i, c] * v[c]
+        if (phi[i] <= 0.0 and vn <= separation_tolerance) or (phi[i] > 0.0 and vn * dt < -phi[i]):
+            active[m] = i
+            m += 1
+    if m == 0:
+        return 0
+    r = 3 * m
+    J = np.empty((r, nv))
+    b = np.zeros(r)
+    for k in range(m):
+        i = active[k]
+        for c in range(nv):
+            J[k, c] = N[i, c]
+            J[m + k, c] = S[i, c]
+            J[2 * m + k, c] = T[i, c]
+        b[k] = -max(phi[i], 0.0) / dt
+    W = Minv @ J.T
+    G = J @ W
+    rhs = b - J @ v
+    lam = np.linalg.lstsq(G, rhs, rcond)[0]
+    for k in range(r):
+        if not np.isfinite(lam[k]):
+            return m
+    dv = W @ lam
+    for c in range(nv):
+        v[c] += dv[c]
+    for k in range(m):
+        i = active[k]
+        impulses[i, 0] = lam[k]
+        impulses[i, 1] = lam[m + k]
+        impulses[i, 2] = lam[2 * m + k]
+    return m

@@ -1,0 +1,40 @@
+"""benchmarks/bench_tick.py in its smoke mode: it runs every shipped variant and reports ratios.
+
+Times are never asserted (a shared, noisy machine); only that the benchmark produces its
+ratios -- finite, positive, and equal to the tick time over Pinocchio's reference time.
+"""
+
+import importlib.util
+import math
+import os
+
+import pytest
+
+pytest.importorskip("pinocchio")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "benchmarks", "bench_tick.py")
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_tick", BENCH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_tick_tiny_reports_ratios_for_every_variant(capsys):
+    bench = _bench()
+    labels = [v[0] for v in bench.VARIANTS]
+    rows = bench.run(["quadruped"], labels, ticks=20, warm=2)
+    assert [r["variant"] for r in rows] == labels
+    for r in rows:
+        for key in ("median_ratio", "p99_ratio"):
+            assert math.isfinite(r[key]) and r[key] > 0.0, (r["variant"], key, r[key])
+        assert r["median_ratio"] == pytest.approx(r["median_us"] / r["pin_median_us"])
+        assert r["p99_ratio"] >= r["median_ratio"]
+        assert r["contacts"] == (0 if r["variant"] == "none" else 4)
+    assert bench.main(["--robots", "quadruped", "--variants", "lcp_noslip", "--tiny",
+                       "--markdown"]) == 0
+    table = capsys.readouterr().out
+    assert "| quadruped.yaml | 18 | lcp_noslip | 4 |" in table and "median ratio" in table
