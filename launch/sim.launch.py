@@ -4,10 +4,16 @@
     ros2 launch wbc_dynamics sim.launch.py method:=qp_coulomb reference:=trot friction:=low
     ros2 launch wbc_dynamics sim.launch.py robot:=arm method:=none reference:=sinusoid
 
-Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom; takes
-effort_controller/commands), ``wbc_controller`` (config/<robot>.yaml with use_sim_time and the
-arguments below) and ``wbc_reference`` (publishes wbc_controller/reference), all on simulated
-time. For an in-process loop without DDS see ``python -m wbc_dynamics.sim.demo``.
+Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom), ``wbc_controller``
+(config/<robot>.yaml with use_sim_time and the arguments below) and ``wbc_reference`` (publishes
+wbc_controller/reference and, for the trot, wbc_controller/contact_schedule), all on simulated
+time. By default the simulator runs in ``lockstep``: it holds the robot in its initial pose until
+the controller's first command, then advances one step only when the command computed for that
+step's state has arrived (``wbc_controller/joint_commands``, matched by stamp), so a slow first
+start or a loaded machine slows the simulation down instead of letting the robot fall.
+``mode:=realtime`` is the free-running alternative (the simulator applies the latest
+``effort_controller/commands`` at ``sim_rate`` and reports missed commands and its real-time
+factor in /diagnostics). For an in-process loop without DDS see ``python -m wbc_dynamics.sim.demo``.
 
 Arguments
     robot         quadruped | arm (bundled robots; arm runs without the box)
@@ -15,8 +21,12 @@ Arguments
     reference     quadruped: stand | shift | trot; arm: stand | sinusoid
     friction      high | low (the simulator's ground; the controller gets the same mu)
     ground        rigid | compliant
-    sim_rate      simulator step rate [Hz]; real_time_factor: pacing (0 = as fast as possible)
-    kp, kd        PD gains of the controller [1/s^2], [1/s]
+    mode          lockstep | realtime (simulator stepping, see above)
+    sim_rate      simulator step rate [Hz] (= the controller's control_rate)
+    real_time_factor  pacing: upper bound of simulated / wall time (0 = as fast as possible)
+    duration      simulated seconds after which the simulator stops stepping (0 = unlimited)
+    kp, kd        PD gains of the controller [1/s^2], [1/s] (empty: config/<robot>.yaml's)
+    namespace     namespace of the three nodes
 """
 
 from __future__ import annotations
@@ -26,51 +36,19 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-ARGS = (
-    ("robot", "quadruped", "quadruped | arm"),
-    ("method", "qp_coulomb", "controller method"),
-    ("reference", "shift", "reference kind"),
-    ("friction", "high", "high | low"),
-    ("ground", "rigid", "rigid | compliant"),
-    ("sim_rate", "1000.0", "simulator rate [Hz]"),
-    ("real_time_factor", "1.0", "simulator pacing (0 = as fast as possible)"),
-    ("kp", "300.0", "controller position gain [1/s^2]"),
-    ("kd", "35.0", "controller velocity gain [1/s]"),
-)
-MU = {"high": 10.0, "low": 0.1}  # = wbc_dynamics.sim.mujoco_model.HIGH_FRICTION / LOW_FRICTION
+from wbc_dynamics.sim.launch_plan import SIM_LAUNCH_ARGS, sim_launch_plan
 
 
 def _nodes(context, *args, **kwargs):
-    def cfg(name: str) -> str:
-        return LaunchConfiguration(name).perform(context)
-
     from ament_index_python.packages import get_package_share_directory
 
-    share = get_package_share_directory("wbc_dynamics")
-    robot = cfg("robot")
-    friction = cfg("friction")
-    mu = MU.get(friction)
-    if mu is None:
-        mu = float(friction)
-    sim_rate = float(cfg("sim_rate"))
-    sim = Node(package="wbc_dynamics", executable="wbc_sim", name="wbc_sim", output="screen",
-               parameters=[{"robot": robot, "friction": friction, "ground": cfg("ground"),
-                            "sim_rate": sim_rate,
-                            "real_time_factor": float(cfg("real_time_factor")),
-                            "initial_pose": "standing" if robot == "quadruped" else "grasp"}])
-    ctl = Node(package="wbc_dynamics", executable="wbc_controller", name="wbc_controller",
-               output="screen",
-               parameters=[f"{share}/config/{robot}.yaml",
-                           {"use_sim_time": True, "method": cfg("method"), "friction": mu,
-                            "control_rate": sim_rate, "kp": [float(cfg("kp"))],
-                            "kd": [float(cfg("kd"))]}])
-    ref = Node(package="wbc_dynamics", executable="wbc_reference", name="wbc_reference",
-               output="screen",
-               parameters=[{"use_sim_time": True, "robot": robot, "kind": cfg("reference"),
-                            "topic": "wbc_controller/reference", "rate": 200.0}])
-    return [sim, ctl, ref]
+    values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in SIM_LAUNCH_ARGS}
+    ns = values["namespace"]
+    plan = sim_launch_plan(values, get_package_share_directory("wbc_dynamics"))
+    return [Node(package="wbc_dynamics", executable=n.executable, name=n.name, namespace=ns,
+                 output="screen", parameters=n.parameters) for n in plan]
 
 
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription([*(DeclareLaunchArgument(n, default_value=d, description=h)
-                                for n, d, h in ARGS), OpaqueFunction(function=_nodes)])
+                                for n, d, h in SIM_LAUNCH_ARGS), OpaqueFunction(function=_nodes)])

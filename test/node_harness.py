@@ -25,11 +25,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def start_controller(namespace: str, params: dict, extra_args: tuple[str, ...] = ()
-                     ) -> subprocess.Popen:
-    """``python -m wbc_dynamics.node`` in namespace ``namespace`` with ``-p`` parameters."""
-    args = [sys.executable, "-m", "wbc_dynamics.node", *extra_args, "--ros-args",
+def start_module(module: str, namespace: str, params: dict, extra_args: tuple[str, ...] = (),
+                 params_file: str | None = None) -> subprocess.Popen:
+    """``python -m <module>`` (a node's console entry) in namespace ``namespace`` with ``-p``
+    parameters (after ``params_file``, so they override it); output captured."""
+    args = [sys.executable, "-m", module, *extra_args, "--ros-args",
             "-r", f"__ns:={namespace}", "--log-level", "warn"]
+    if params_file:
+        args += ["--params-file", params_file]
     for k, v in params.items():
         if isinstance(v, bool):
             v = "true" if v else "false"
@@ -39,8 +42,15 @@ def start_controller(namespace: str, params: dict, extra_args: tuple[str, ...] =
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
+    env["RCUTILS_LOGGING_BUFFERED_STREAM"] = "0"
     return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+
+
+def start_controller(namespace: str, params: dict, extra_args: tuple[str, ...] = ()
+                     ) -> subprocess.Popen:
+    """``python -m wbc_dynamics.node`` in namespace ``namespace`` with ``-p`` parameters."""
+    return start_module("wbc_dynamics.node", namespace, params, extra_args)
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> str:

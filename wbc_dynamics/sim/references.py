@@ -415,18 +415,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``wbc_reference``: publish a reference as trajectory_msgs/JointTrajectory at a rate.
 
     ROS parameters (or the same names as ``--options``): ``robot`` (quadruped), ``kind`` (trot),
-    ``rate`` (200 Hz), ``topic`` (``reference``), ``use_sim_time``. Time of the reference is
-    the node clock (simulated time with ``use_sim_time``) since the first publish.
+    ``rate`` (200 Hz), ``topic`` (``wbc_controller/reference``), ``use_sim_time``. Time of the
+    reference is the node clock (simulated time with ``use_sim_time``) since the first publish.
+    A gait with a contact schedule (the trot) also publishes its stance mask
+    (std_msgs/UInt8MultiArray, 1 = stance, 0 = swing) on ``schedule_topic``
+    (``wbc_controller/contact_schedule``) in the order of ``contact_links`` (default: the
+    reference's foot links), which must be the controller's ``contact_links`` order.
     """
     ap = argparse.ArgumentParser(prog="wbc_reference", description=main.__doc__,
                                  allow_abbrev=False)
     ap.add_argument("--robot", default="quadruped")
     ap.add_argument("--kind", default="trot")
     ap.add_argument("--rate", type=float, default=200.0)
-    ap.add_argument("--topic", default="reference")
+    ap.add_argument("--topic", default="wbc_controller/reference")
+    ap.add_argument("--schedule-topic", default="wbc_controller/contact_schedule")
     args, ros_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
     import rclpy
     from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import UInt8MultiArray
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     rclpy.init(args=[sys.argv[0], *ros_args])
@@ -438,6 +445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             self.declare_parameter("kind", args.kind)
             self.declare_parameter("rate", args.rate)
             self.declare_parameter("topic", args.topic)
+            self.declare_parameter("schedule_topic", args.schedule_topic)
+            self.declare_parameter("contact_links", Parameter.Type.STRING_ARRAY)
             robot = self.get_parameter("robot").value
             kind = self.get_parameter("kind").value
             rate = float(self.get_parameter("rate").value)
@@ -445,6 +454,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ValueError(f"rate: must be > 0, got {rate}")
             self.ref = make_reference(robot, kind)
             self.pub = self.create_publisher(JointTrajectory, self.get_parameter("topic").value, 10)
+            self.pub_schedule = None
+            if hasattr(self.ref, "swing_active"):
+                feet = list(self.ref.foot_links)
+                links = self.get_parameter_or(
+                    "contact_links", Parameter("contact_links", value=None)).value
+                links = list(links) if links else feet
+                unknown = [ln for ln in feet if ln not in links]
+                if unknown:
+                    raise ValueError(f"contact_links: {links} lacks the gait's feet {unknown}")
+                # mask index i = links[i]; links that are not feet of the gait stay in stance
+                self._foot_of = [feet.index(ln) if ln in feet else -1 for ln in links]
+                self.pub_schedule = self.create_publisher(
+                    UInt8MultiArray, self.get_parameter("schedule_topic").value, 10)
             self.t0 = None
             self.timer = self.create_timer(1.0 / rate, self.tick)
 
@@ -453,6 +475,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             t = now.nanoseconds * 1e-9
             if self.t0 is None:
                 self.t0 = t
+            if self.pub_schedule is not None:
+                swing = self.ref.swing_active(t - self.t0)
+                self.pub_schedule.publish(UInt8MultiArray(
+                    data=[0 if i >= 0 and swing[i] else 1 for i in self._foot_of]))
             q, qd, qdd = self.ref.sample(t - self.t0)
             msg = JointTrajectory()
             msg.header.stamp = now.to_msg()

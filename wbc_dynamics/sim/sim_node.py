@@ -1,34 +1,75 @@
 """ROS 2 node ``wbc_sim``: a MuJoCo robot that behaves like a robot driven by ros2_control.
 
 The plant is :class:`~wbc_dynamics.sim.mujoco_model.MujocoPlant`, built from the same URDF the
-controller uses. It steps at ``sim_rate`` (paced to ``real_time_factor`` x wall time; 0 = as fast
-as possible) and after every step publishes the simulated time and the robot state.
+controller uses. After every step it publishes the simulated time and the robot state.
+
+Modes (parameter ``mode``)
+    ``lockstep`` -- the simulator publishes the state of step k and advances only when the
+    command computed *for that state* has arrived: a ``sensor_msgs/JointState`` on
+    ``stamped_command_topic`` (the controller's ``~/joint_commands`` record, whose
+    ``header.stamp`` is the stamp of the joint state it was computed from, ``effort`` the
+    torques) with exactly the stamp of state k. Commands with another stamp (late, or for a
+    re-sent state) are ignored and counted. If no matching command arrives within
+    ``lockstep_timeout`` seconds of *wall* time, the step is taken anyway with the fallback
+    command (below) and counted in ``missed_commands``; from then on the simulation steps at the
+    real-time pace (one step period of wall time, with the fallback command, each step counted
+    as missed) until a command matches the pending state again, so a controller that died does
+    not stall every step by ``lockstep_timeout``. While it waits, the state is re-sent
+    every ``resend_period`` wall seconds (a best-effort subscriber may have dropped it). Optional
+    pacing: ``real_time_factor`` > 0 is an upper bound on the simulation speed (0 = as fast as
+    the controller answers).
+    ``realtime`` -- free-running: steps at ``sim_rate`` paced to ``real_time_factor`` x wall
+    time (0 = as fast as possible) and applies the latest ``effort_controller/commands``
+    (std_msgs/Float64MultiArray, ros2_control's effort ForwardCommandController topic). Steps
+    taken without a command newer than the previous step count as ``missed_commands``.
+
+Start (both modes, ``start_paused``, default true): like Gazebo / mujoco_ros2_control starting
+paused, the simulation does not step -- the robot stays in its initial pose, /clock stands
+still -- until the first valid command arrives (the controller is configured, warmed and
+active); the initial state is re-sent every ``resend_period`` meanwhile. No timeout applies
+before that first command (a first start compiles the controller's kernels for minutes).
+
+Fallback command (documented safe behaviour): the latest valid command while it is younger than
+``command_timeout`` seconds of simulated time, zero torque after that (the conservative reading
+of "no fresh command"; ros2_control itself would hold the last one). ``stale_steps`` counts the
+zero-torque steps.
 
 Publications
     ``/clock`` (rosgraph_msgs/Clock) -- simulated time (run the other nodes with
     ``use_sim_time: true``), if ``publish_clock``.
+    ``odom`` (nav_msgs/Odometry) -- floating base only: pose of the base link in ``world_frame``,
+    twist in the child (base) frame, as the controller expects. Published before
+    ``joint_states`` of the same step.
     ``joint_states`` (sensor_msgs/JointState) -- position, velocity and the *applied* effort of
     every joint (configured order), stamped with simulated time.
-    ``odom`` (nav_msgs/Odometry) -- floating base only: pose of the base link in ``world_frame``,
-    twist in the child (base) frame, as the controller expects.
     ``~/contact_wrench/<link>`` (geometry_msgs/WrenchStamped) -- measured contact force on each
     contact link, world axes (frame ``world_frame``), torque zero (force at the contact point).
     ``~/normal_force`` (std_msgs/Float64) -- sum of measured contact normal forces [N].
+    ``/diagnostics`` (diagnostic_msgs/DiagnosticArray) -- status ``"<fqn>: simulator"``: mode,
+    state (holding / running / waiting / finished), simulated time, steps, matched commands,
+    missed commands, stale (zero-torque) steps, rejected / ignored commands, re-sent states,
+    measured real-time factor over the last period, base height and its minimum over all steps
+    (floating base).
 Subscriptions
-    ``effort_controller/commands`` (std_msgs/Float64MultiArray) -- ``data[i]`` = effort of the
-    i-th configured joint (the topic of ros2_control's effort ForwardCommandController). A
-    message of the wrong length or with non-finite values is rejected (throttled error). A
-    command older than ``command_timeout`` (simulated time) is replaced by zero torque -- the
-    conservative reading of "no fresh command" (ros2_control itself would hold the last one).
+    ``effort_controller/commands`` (std_msgs/Float64MultiArray, realtime mode) -- ``data[i]`` =
+    effort of the i-th configured joint.
+    ``stamped_command_topic`` (sensor_msgs/JointState, lockstep mode; default
+    ``wbc_controller/joint_commands``) -- efforts by joint name, stamp = state stamp.
+    A message of the wrong length, with unknown joints or non-finite values is rejected
+    (throttled error, counted).
 
 Parameters: ``robot`` (bundled robot name, default quadruped), ``urdf_path`` /
 ``robot_description`` (override the model), ``floating_base`` (default from the bundled robot),
-``joints``, ``sim_rate`` [Hz] (1000), ``real_time_factor`` (1.0), ``command_timeout`` [s] (0.05),
-``friction`` ("high" | "low" | number as text), ``ground`` ("rigid" | "compliant"),
-``ground_height`` [m] (0), ``publish_clock`` (true), ``publish_every`` (publish state every N
-steps, 1), ``world_frame`` ("world"), ``base_frame`` (the URDF root link), ``with_box`` (arm: add
-the grasped box, false), ``initial_pose`` ("standing"/"grasp"/"neutral"),
-``joint_dynamics`` (the URDF's joint damping and friction in the plant, true).
+``joints``, ``mode`` ("realtime" | "lockstep"), ``sim_rate`` [Hz] (1000), ``real_time_factor``
+(1.0), ``command_timeout`` [s] (0.05), ``lockstep_timeout`` [s wall] (1.0), ``resend_period``
+[s wall] (0.1), ``start_paused`` (true), ``duration`` [s simulated] (0 = unlimited; the
+simulation then stops stepping and keeps publishing diagnostics), ``stamped_command_topic``,
+``diagnostics_rate`` [Hz wall] (1), ``friction`` ("high" | "low" | number as text), ``ground``
+("rigid" | "compliant"), ``ground_height`` [m] (0), ``publish_clock`` (true),
+``publish_every`` (realtime: publish state every N steps, 1), ``world_frame`` ("world"),
+``base_frame`` (the URDF root link), ``with_box`` (arm: add the grasped box, false),
+``initial_pose`` ("standing"/"grasp"/"neutral"), ``joint_dynamics`` (the URDF's joint damping and
+friction in the plant, true).
 """
 
 from __future__ import annotations
@@ -43,8 +84,17 @@ import numpy as np
 __all__ = ["SimNode", "main"]
 
 
+MODES = ("realtime", "lockstep")
+
+
+def _stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
 def _make_node_class():
     import rclpy
+    from builtin_interfaces.msg import Time
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
     from rcl_interfaces.msg import ParameterDescriptor
@@ -69,9 +119,16 @@ def _make_node_class():
                 "urdf_path": "",
                 "robot_description": "",
                 "floating_base": "",
+                "mode": "realtime",
                 "sim_rate": 1000.0,
                 "real_time_factor": 1.0,
                 "command_timeout": 0.05,
+                "lockstep_timeout": 1.0,
+                "resend_period": 0.1,
+                "start_paused": True,
+                "duration": 0.0,
+                "stamped_command_topic": "wbc_controller/joint_commands",
+                "diagnostics_rate": 1.0,
                 "friction": "high",
                 "ground": "rigid",
                 "ground_height": 0.0,
@@ -103,15 +160,25 @@ def _make_node_class():
                 floating = str(fb).lower() == "true"
             else:
                 raise ValueError(f"floating_base: expected true/false, got {fb!r}")
+            self.mode = str(p["mode"])
+            if self.mode not in MODES:
+                raise ValueError(f"mode: {self.mode!r} is not one of {list(MODES)}")
             rate = float(p["sim_rate"])
             if not (math.isfinite(rate) and rate > 0):
                 raise ValueError(f"sim_rate: must be > 0, got {rate}")
             rtf = float(p["real_time_factor"])
             if not (math.isfinite(rtf) and rtf >= 0):
                 raise ValueError(f"real_time_factor: must be >= 0, got {rtf}")
+            for nm in ("command_timeout", "lockstep_timeout", "resend_period", "diagnostics_rate"):
+                v = float(p[nm])
+                if not (math.isfinite(v) and v > 0):
+                    raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
             self.command_timeout = float(p["command_timeout"])
-            if not (self.command_timeout > 0):
-                raise ValueError("command_timeout: must be > 0")
+            self.lockstep_timeout = float(p["lockstep_timeout"])
+            self.resend_period = float(p["resend_period"])
+            self.duration = float(p["duration"])
+            if not (math.isfinite(self.duration) and self.duration >= 0):
+                raise ValueError(f"duration: must be >= 0 (0 = unlimited), got {self.duration!r}")
             friction = str(p["friction"])
             if friction not in ("high", "low"):
                 try:
@@ -158,12 +225,35 @@ def _make_node_class():
             self.base_frame = str(p["base_frame"]) or self.plant.parsed.root
             self.publish_clock = bool(p["publish_clock"])
             self.publish_every = max(1, int(p["publish_every"]))
+            if self.mode == "lockstep" and self.publish_every != 1:
+                raise ValueError("publish_every: lockstep publishes every step (must be 1)")
             self.rate, self.rtf = rate, rtf
             # command state
             self.tau_cmd = np.zeros(self.n)
             self.t_cmd = -math.inf
-            self.rejected = 0
-            self.steps = 0
+            self._joint_index = {jn: i for i, jn in enumerate(self.plant.joint_names)}
+            self._name_map: tuple[tuple[str, ...], np.ndarray] | None = None
+            self.started = not bool(p["start_paused"])
+            self.finished = False
+            self.counts = {
+                "steps": 0,
+                "matched_commands": 0,
+                "missed_commands": 0,
+                "stale_steps": 0,
+                "rejected_commands": 0,
+                "ignored_commands": 0,
+                "resent_states": 0,
+            }
+            self._cmd_seq = 0  # valid commands received (realtime: new command per step?)
+            self._cmd_seq_at_step = 0
+            self._state_ns = 0  # stamp of the last published state [ns]
+            self._t_sent = time.monotonic()  # wall time the pending state was (re-)sent
+            self._t_published = self._t_sent  # wall time it was first published
+            self._ready: np.ndarray | None = None  # lockstep: matched command held by pacing
+            self._base_z_min = math.inf  # lowest base height over all steps [m]
+            self._degraded = False  # lockstep: a command was missed and none has matched since
+            # wall time of one step at the requested pace (as fast as possible: one step period)
+            self._step_wall = 1.0 / (rate * rtf) if rtf > 0 else 1.0 / rate
             # messages and endpoints
             # reliable: matches both reliable (ros2 topic echo, robot_state_publisher) and
             # best-effort subscribers (the controller)
@@ -181,20 +271,39 @@ def _make_node_class():
                 for ln in self.contact_links
             }
             self.pub_normal = self.create_publisher(Float64, "~/normal_force", 10)
-            self.create_subscription(
-                Float64MultiArray, "effort_controller/commands", self._on_command, qos_cmd
-            )
+            self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            if self.mode == "realtime":
+                self.create_subscription(
+                    Float64MultiArray, "effort_controller/commands", self._on_command, qos_cmd
+                )
+            else:
+                # depth 10: a command must not be superseded by the record of a re-sent state
+                self.create_subscription(
+                    JointState, str(p["stamped_command_topic"]), self._on_stamped_command,
+                    QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
+                               reliability=ReliabilityPolicy.RELIABLE),
+                )
             self._Clock, self._JointState, self._Odometry = Clock, JointState, Odometry
-            self._WrenchStamped, self._Float64 = WrenchStamped, Float64
+            self._WrenchStamped, self._Float64, self._Time = WrenchStamped, Float64, Time
+            self._Diag, self._DiagStatus, self._KeyValue = (
+                DiagnosticArray, DiagnosticStatus, KeyValue)
             self._wall0 = time.monotonic()
             self._sim0 = self.plant.time
-            period = 1.0 / (rate * rtf) if rtf > 0 else 0.0
-            self.timer = self.create_timer(max(period, 1e-4), self._on_timer)
+            self._diag_prev = (time.monotonic(), self.plant.time)
+            if self.mode == "realtime":
+                period = 1.0 / (rate * rtf) if rtf > 0 else 0.0
+                self.timer = self.create_timer(max(period, 1e-4), self._on_timer)
+            else:
+                # lockstep steps from the command callback; this timer only re-sends, times
+                # out and paces
+                self.timer = self.create_timer(min(0.002, self._step_wall), self._on_lockstep_timer)
+            self.create_timer(1.0 / float(p["diagnostics_rate"]), self._publish_diagnostics)
             self._publish()
             self.get_logger().info(
                 f"simulating {self.plant.parsed.name}: {self.n} joints, "
-                f"{'floating' if floating else 'fixed'} base, {rate:g} Hz, real-time factor "
-                f"{rtf:g}, ground {p['ground']} mu={ground.mu:g}"
+                f"{'floating' if floating else 'fixed'} base, {self.mode} at {rate:g} Hz, "
+                f"real-time factor {rtf:g}, ground {p['ground']} mu={ground.mu:g}"
+                + ("; paused until the first command" if not self.started else "")
             )
 
         def _initial_q(self, info, pose: str) -> np.ndarray:
@@ -217,63 +326,163 @@ def _make_node_class():
             return q
 
         # ---- command input ---------------------------------------------------------------
-        def _on_command(self, msg) -> None:
-            data = np.asarray(msg.data, dtype=float)
-            if data.shape != (self.n,) or not np.all(np.isfinite(data)):
-                self.rejected += 1
-                what = (
-                    f"expected {self.n} values, got {data.shape[0]}"
-                    if data.shape != (self.n,)
-                    else "non-finite value"
-                )
-                self.get_logger().error(
-                    f"effort command rejected: {what}", throttle_duration_sec=1.0
-                )
-                return
-            self.tau_cmd[:] = data
+        def _reject(self, what: str) -> None:
+            self.counts["rejected_commands"] += 1
+            self.get_logger().error(f"effort command rejected: {what}", throttle_duration_sec=1.0)
+
+        def _accept(self, tau: np.ndarray) -> None:
+            self.tau_cmd[:] = tau
             self.t_cmd = self.plant.time
+            self._cmd_seq += 1
+            if not self.started:
+                self.started = True
+                self._wall0, self._sim0 = time.monotonic(), self.plant.time
+                self.get_logger().info("first command received: simulation running")
+
+        def _on_command(self, msg) -> None:
+            """realtime: ros2_control-style unstamped effort command."""
+            data = np.asarray(msg.data, dtype=float)
+            if data.shape != (self.n,):
+                return self._reject(f"expected {self.n} values, got {data.shape[0]}")
+            if not np.all(np.isfinite(data)):
+                return self._reject("non-finite value")
+            self._accept(data)
+
+        def _efforts_by_name(self, msg) -> np.ndarray | None:
+            names = tuple(msg.name)
+            if self._name_map is None or self._name_map[0] != names:
+                unknown = [jn for jn in names if jn not in self._joint_index]
+                missing = [jn for jn in self.plant.joint_names if jn not in names]
+                if unknown or missing or len(set(names)) != len(names):
+                    self._reject(f"joints must name each simulated joint once; unknown "
+                                 f"{unknown}, missing {missing}")
+                    return None
+                self._name_map = (names, np.array([names.index(jn) for jn in
+                                                   self.plant.joint_names], dtype=np.int64))
+            eff = np.asarray(msg.effort, dtype=float)
+            if eff.shape != (len(names),):
+                self._reject(f"expected {len(names)} efforts, got {eff.shape[0]}")
+                return None
+            if not np.all(np.isfinite(eff)):
+                self._reject("non-finite effort")
+                return None
+            return eff[self._name_map[1]]
+
+        def _on_stamped_command(self, msg) -> None:
+            """lockstep: the command for the pending state (matched by stamp) advances one step.
+
+            Every message is validated first (a malformed one is a counted rejection whatever
+            its stamp); a valid one for another state is counted as ignored.
+            """
+            if self.finished:
+                return
+            tau = self._efforts_by_name(msg)
+            if tau is None:
+                return
+            if _stamp_ns(msg.header.stamp) != self._state_ns:
+                self.counts["ignored_commands"] += 1  # late, or for a re-sent state
+                return
+            self.counts["matched_commands"] += 1
+            if self._degraded:
+                self._degraded = False
+                self.get_logger().info("commands match the states again: lockstep resumed")
+            self._accept(tau)
+            self._ready = self.tau_cmd.copy()
+            self._advance_lockstep()
 
         # ---- stepping --------------------------------------------------------------------
+        def _fallback(self) -> np.ndarray:
+            if (self.plant.time - self.t_cmd) <= self.command_timeout:
+                return self.tau_cmd
+            self.counts["stale_steps"] += 1
+            return np.zeros(self.n)
+
+        def _ahead_of_wall(self) -> bool:
+            if self.rtf <= 0:
+                return False
+            return self.plant.time - self._sim0 > (time.monotonic() - self._wall0) * self.rtf
+
+        def _advance_lockstep(self) -> None:
+            if self._ready is None or self._ahead_of_wall():
+                return  # paced: the timer steps when wall time has caught up
+            tau, self._ready = self._ready, None
+            self.step_once(tau)
+
+        def _on_lockstep_timer(self) -> None:
+            if self.finished:
+                return
+            if self._ready is not None:
+                self._advance_lockstep()
+                return
+            now = time.monotonic()
+            # after a miss the controller is known to be late or gone: do not stall every step
+            # for lockstep_timeout again, wait one real-time period per step until a command
+            # matches again (then lockstep resumes)
+            wait = self._step_wall if self._degraded else self.lockstep_timeout
+            if self.started and now - self._t_published > wait:
+                self.counts["missed_commands"] += 1
+                if not self._degraded:
+                    self._degraded = True
+                    self.get_logger().warning(
+                        f"no command for the state at t={self.plant.time:.3f} s within "
+                        f"{self.lockstep_timeout:g} s: stepping in real time with the fallback "
+                        "command until commands match the states again")
+                self.step_once(self._fallback())
+            elif now - self._t_sent > self.resend_period:
+                self.counts["resent_states"] += 1
+                self._publish(resend=True)
+
         def _on_timer(self) -> None:
-            if self.rtf > 0:  # catch up with wall time (bounded: never more than 20 steps)
+            """realtime: catch up with wall time (bounded: never more than 20 steps)."""
+            if self.finished:
+                return
+            if not self.started:
+                if time.monotonic() - self._t_sent > self.resend_period:
+                    self.counts["resent_states"] += 1
+                    self._publish(resend=True)
+                return
+            if self.rtf > 0:
                 target = self._sim0 + (time.monotonic() - self._wall0) * self.rtf
                 n = int(min(20, max(1, round((target - self.plant.time) * self.rate))))
             else:
                 n = 20
             for _ in range(n):
-                self.step_once()
+                if self._cmd_seq == self._cmd_seq_at_step:
+                    self.counts["missed_commands"] += 1
+                self._cmd_seq_at_step = self._cmd_seq
+                self.step_once(self._fallback())
+                if self.finished:
+                    return
 
-        def step_once(self) -> None:
-            """Apply the current command (or zero if stale) for one step and publish."""
-            fresh = (self.plant.time - self.t_cmd) <= self.command_timeout
-            self.plant.step(self.tau_cmd if fresh else np.zeros(self.n))
-            self.steps += 1
-            if self.steps % self.publish_every == 0:
+        def step_once(self, tau: np.ndarray | None = None) -> None:
+            """Apply ``tau`` (default: the fallback command) for one step and publish."""
+            self.plant.step(self._fallback() if tau is None else tau)
+            self.counts["steps"] += 1
+            if self.floating:
+                self._base_z_min = min(self._base_z_min, float(self.plant.get_state()[0][2]))
+            if self.duration > 0 and self.plant.time >= self.duration - 0.5 / self.rate:
+                self.finished = True
+                self.get_logger().info(f"duration {self.duration:g} s reached: stopped")
+            if self.counts["steps"] % self.publish_every == 0 or self.finished:
                 self._publish()
 
         def _stamp(self):
-            t = self.plant.time
-            from builtin_interfaces.msg import Time
+            sec, nsec = divmod(int(round(self.plant.time * 1e9)), 1_000_000_000)
+            return self._Time(sec=sec, nanosec=nsec)
 
-            sec, nsec = divmod(int(round(t * 1e9)), 1_000_000_000)
-            return Time(sec=sec, nanosec=nsec)
-
-        def _publish(self) -> None:
+        def _publish(self, resend: bool = False) -> None:
             stamp = self._stamp()
+            self._state_ns = _stamp_ns(stamp)
+            self._t_sent = time.monotonic()
+            if not resend:
+                self._t_published = self._t_sent
             if self.publish_clock:
                 c = self._Clock()
                 c.clock = stamp
                 self.pub_clock.publish(c)
             q, v = self.plant.get_state()
             o, ov = (7, 6) if self.floating else (0, 0)
-            js = self._JointState()
-            js.header.stamp = stamp
-            js.name = list(self.plant.joint_names)
-            js.position = q[o:].tolist()
-            js.velocity = v[ov:].tolist()
-            js.effort = self.plant.applied_torques().tolist() if self.steps else [0.0] * self.n
-            self.pub_js.publish(js)
-            if self.pub_odom is not None:
+            if self.pub_odom is not None:  # before joint_states: the controller ticks on those
                 od = self._Odometry()
                 od.header.stamp = stamp
                 od.header.frame_id = self.world_frame
@@ -285,6 +494,16 @@ def _make_node_class():
                 tl.x, tl.y, tl.z = (float(x) for x in v[0:3])
                 ta.x, ta.y, ta.z = (float(x) for x in v[3:6])
                 self.pub_odom.publish(od)
+            js = self._JointState()
+            js.header.stamp = stamp
+            js.name = list(self.plant.joint_names)
+            js.position = q[o:].tolist()
+            js.velocity = v[ov:].tolist()
+            js.effort = (self.plant.applied_torques().tolist() if self.counts["steps"]
+                         else [0.0] * self.n)
+            self.pub_js.publish(js)
+            if resend:
+                return
             forces = self.plant.link_contact_forces()
             for ln, pub in self.pub_wrench.items():
                 f = forces.get(ln, np.zeros(3))
@@ -294,6 +513,32 @@ def _make_node_class():
                 w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in f)
                 pub.publish(w)
             self.pub_normal.publish(self._Float64(data=float(self.plant.total_normal_force())))
+
+        # ---- diagnostics -----------------------------------------------------------------
+        def _publish_diagnostics(self) -> None:
+            wall, sim = time.monotonic(), self.plant.time
+            w0, s0 = self._diag_prev
+            self._diag_prev = (wall, sim)
+            rtf = (sim - s0) / (wall - w0) if wall > w0 else 0.0
+            state = ("finished" if self.finished else "running" if self.started
+                     else "holding (waiting for the first command)")
+            st = self._DiagStatus()
+            st.name = f"{self.get_fully_qualified_name()}: simulator"
+            st.hardware_id = self.plant.parsed.name
+            bad = self.counts["missed_commands"] or self.counts["stale_steps"]
+            st.level = self._DiagStatus.WARN if bad or not self.started else self._DiagStatus.OK
+            st.message = f"{self.mode}, {state}"
+            kv = {"mode": self.mode, "state": state, "sim_time": f"{sim:.6f}",
+                  "real_time_factor": f"{rtf:.3f}",
+                  **{k: str(v) for k, v in self.counts.items()}}
+            if self.floating:
+                kv["base_height"] = f"{self.plant.get_state()[0][2]:.5f}"
+                kv["base_height_min"] = f"{self._base_z_min:.5f}"
+            st.values = [self._KeyValue(key=k, value=v) for k, v in kv.items()]
+            arr = self._Diag()
+            arr.header.stamp = self._stamp()
+            arr.status = [st]
+            self.pub_diag.publish(arr)
 
     return SimNode, rclpy
 
@@ -316,12 +561,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except ValueError as exc:  # a bad parameter, named in the message
+        print(f"wbc_sim: {exc}", file=sys.stderr)
+        return 2
     except Exception:  # noqa: BLE001 - a timer firing while the context shuts down
         if rclpy.ok():
             raise
-    except ValueError as exc:
-        print(f"wbc_sim: {exc}", file=sys.stderr)
-        return 2
     finally:
         if node is not None:
             node.destroy_node()
