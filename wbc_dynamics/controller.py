@@ -506,6 +506,8 @@ class WholeBodyController:
         # statistics
         self.ticks = 0
         self.safe_ticks = 0
+        #: safe ticks per mode (safe_stale_state, safe_stale_reference, ...), in the diagnostics
+        self.safe_tick_counts: dict[str, int] = {}
         self.deadline_misses = 0
         self.warm_start_hits = 0
         #: ticks per contact-solver flag (``wbc_dynamics.contact.FLAGS``: fallback, min_norm,
@@ -1002,6 +1004,7 @@ class WholeBodyController:
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
         self.solver_flag_counts = {}
+        self.safe_tick_counts = {}
         self._times_n = 0
         self.last_output = None
 
@@ -1009,6 +1012,7 @@ class WholeBodyController:
         self.ticks += 1
         if out.safe:
             self.safe_ticks += 1
+            self.safe_tick_counts[out.mode] = self.safe_tick_counts.get(out.mode, 0) + 1
         if dtc > self.dt:
             self.deadline_misses += 1
         if out.warm_start_used:

@@ -688,6 +688,8 @@ class WbcControllerNode(LifecycleNode):
             "internal_errors": str(self._internal_errors),
             "last_internal_error": self._last_internal_error,
         }
+        for mode, count in sorted(ctl.safe_tick_counts.items()):
+            kv[f"safe_ticks.{mode}"] = str(count)
         for flag, count in sorted(ctl.solver_flag_counts.items()):
             kv[f"solver_flag_count.{flag}"] = str(count)
         for topic, per_reason in self._rejected.items():
