@@ -47,9 +47,9 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension, UInt8MultiArray
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
@@ -81,6 +81,10 @@ _T = Parameter.Type
 PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "robot_description": (_T.STRING, "", "URDF XML (ROS convention); first model source"),
     "urdf_path": (_T.STRING, "", "URDF file path; used if robot_description is empty"),
+    "robot_description_topic": (_T.STRING, "/robot_description",
+                                "if robot_description, urdf_path and robot are all empty: the "
+                                "URDF from this std_msgs/String topic (transient local, as "
+                                "robot_state_publisher publishes it)"),
     "robot": (_T.STRING, "", "bundled robot name; used if both of the above are empty"),
     "floating_base": (_T.BOOL, False, "load the model with a free-flyer base (needs odom)"),
     "joints": (_T.STRING_ARRAY, None, "configured joint order of commands (unset = URDF order)"),
@@ -205,7 +209,8 @@ class WbcControllerNode(LifecycleNode):
         # rejected inputs: topic -> reason -> count (InputError.reason; "invalid" for a
         # ValueError of the controller); every topic listed in /diagnostics even at 0
         self._rejected: dict[str, dict[str, int]] = {
-            t: {} for t in ("joint_states", "reference", "odom", "contact_schedule", "parameters")
+            t: {} for t in ("joint_states", "reference", "odom", "contact_schedule", "parameters",
+                            "robot_description")
         }
         self._last_reject = ""
         # exceptions no input should cause (bugs): counted, logged, never fatal (see _guard)
@@ -213,6 +218,19 @@ class WbcControllerNode(LifecycleNode):
         self._last_internal_error = ""
         self._odom_parser = OdometryParser()
         self._reject_loggers: dict[str, Any] = {}
+        # model from the robot_description topic when no model parameter is set (ROS bring-up:
+        # robot_state_publisher latches the URDF); kept for every later configure
+        self._topic_description: str | None = None
+        self._last_configure_error = ""
+        self._description_sub = None
+        if self._model_from_topic():
+            topic = str(self._param("robot_description_topic"))
+            self._description_sub = self.create_subscription(
+                String, topic, self._guard(self._on_robot_description),
+                QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                           reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL))
+            self.get_logger().info(f"no model parameter set: waiting for the URDF on {topic}")
 
     # ------------------------------------------------------------------ helpers
     def _param(self, name: str) -> Any:
@@ -227,8 +245,47 @@ class WbcControllerNode(LifecycleNode):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
+    def _model_from_topic(self) -> bool:
+        """No robot_description / urdf_path / robot parameter: the model comes from the topic."""
+        return not any(str(self._param(k) or "").strip()
+                       for k in ("robot_description", "urdf_path", "robot"))
+
     def _config(self) -> ControllerConfig:
-        return ControllerConfig(**{k: self._param(k) for k in _CONFIG_FIELDS})
+        values = {k: self._param(k) for k in _CONFIG_FIELDS}
+        if self._model_from_topic():
+            if self._topic_description is None:
+                raise ValueError(
+                    "robot_description: no model yet: robot_description, urdf_path and robot are "
+                    f"empty and no URDF arrived on {self._param('robot_description_topic')}")
+            values["robot_description"] = self._topic_description
+        return ControllerConfig(**values)
+
+    def _on_robot_description(self, msg: String) -> None:
+        """URDF on the robot_description topic: kept for configure; with ``autostart`` an
+        unconfigured node configures and activates itself with it. A URDF the controller cannot
+        use is a counted rejection (``rejected_robot_description``) naming the element; the node
+        stays unconfigured and waits for the next one."""
+        text = str(msg.data)
+        if not text.lstrip().startswith("<"):
+            self._reject("robot_description", InputError(
+                "bad_value", "robot_description: expected URDF XML text (starting with '<')"))
+            return
+        if self.controller is not None:
+            self._topic_description = text
+            self.get_logger().info("new robot_description kept for the next configure (the "
+                                   "running controller keeps its model until cleanup)")
+            return
+        previous, self._topic_description = self._topic_description, text
+        if not self.get_parameter("autostart").value:
+            return
+        try:
+            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                raise ValueError(self._last_configure_error or "configure failed")
+        except ValueError as exc:
+            self._topic_description = previous
+            self._reject("robot_description", exc)
+            return
+        self.trigger_activate()
 
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -243,6 +300,7 @@ class WbcControllerNode(LifecycleNode):
                     raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
             ctl = WholeBodyController(self._config())
         except Exception as exc:  # noqa: BLE001 - any failure = a failed transition, logged
+            self._last_configure_error = str(exc)
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.controller = ctl
@@ -741,7 +799,9 @@ def main(args: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_signal)
     code = 0
-    if node.get_parameter("autostart").value:
+    # (a model from the robot_description topic: the node configures itself when it arrives)
+    if node.get_parameter("autostart").value and not (
+            node._model_from_topic() and node._topic_description is None):
         if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
             node.get_logger().fatal("configuration failed; exiting")
             code = 1
