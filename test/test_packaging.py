@@ -79,14 +79,19 @@ def test_ament_resources_launch_and_config_are_installed(prefix):
     assert (share / "wbc_dynamics" / "robots" / "quadruped.urdf").is_file()
 
 
+#: no model parameter and no robot_description topic (else the node waits for the topic)
+NO_MODEL_ARGS = ("--ros-args", "-p", "robot_description_topic:=''")
+
+
 def test_installed_launcher_runs_the_installed_node(prefix):
-    """The launcher imports the installed package and starts the node; without a robot model it
-    exits with status 1 and an error naming the missing parameters (DDS env from conftest)."""
+    """The launcher imports the installed package and starts the node; without a robot model (and
+    without the robot_description topic) it exits with status 1 and an error naming the missing
+    parameters (DDS env from conftest)."""
     site = next(prefix.glob("lib/python3*/site-packages"))
     env = dict(os.environ, PYTHONPATH=str(site))
     exe = prefix / "lib" / "wbc_dynamics" / "wbc_controller"
-    proc = subprocess.run([sys.executable, str(exe)], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=str(prefix))
+    proc = subprocess.run([sys.executable, str(exe), *NO_MODEL_ARGS], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=str(prefix))
     assert proc.returncode == 1, proc.stderr
     assert "robot_description/urdf_path/robot: no robot model given" in proc.stderr
 
@@ -208,7 +213,7 @@ def test_colcon_build_ament_index_and_colcon_test(tmp_path):
     run_env = dict(env, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(install))
     # the installed node starts from the install space alone (no robot given: it says so and
     # exits 1 before compiling anything; wbc_info's compile is covered by the fresh-venv test)
-    proc = subprocess.run([sys.executable, libexec / "wbc_controller"], env=run_env,
+    proc = subprocess.run([sys.executable, libexec / "wbc_controller", *NO_MODEL_ARGS], env=run_env,
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "robot_description/urdf_path/robot: no robot model given" in proc.stderr

@@ -84,7 +84,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "robot_description_topic": (_T.STRING, "/robot_description",
                                 "if robot_description, urdf_path and robot are all empty: the "
                                 "URDF from this std_msgs/String topic (transient local, as "
-                                "robot_state_publisher publishes it)"),
+                                "robot_state_publisher publishes it); empty = no topic (configure "
+                                "then fails without a model)"),
     "robot": (_T.STRING, "", "bundled robot name; used if both of the above are empty"),
     "floating_base": (_T.BOOL, False, "load the model with a free-flyer base (needs odom)"),
     "joints": (_T.STRING_ARRAY, None, "configured joint order of commands (unset = URDF order)"),
@@ -246,9 +247,10 @@ class WbcControllerNode(LifecycleNode):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _model_from_topic(self) -> bool:
-        """No robot_description / urdf_path / robot parameter: the model comes from the topic."""
-        return not any(str(self._param(k) or "").strip()
-                       for k in ("robot_description", "urdf_path", "robot"))
+        """No robot_description / urdf_path / robot parameter and a robot_description_topic:
+        the model comes from the topic."""
+        return bool(str(self._param("robot_description_topic") or "").strip()) and not any(
+            str(self._param(k) or "").strip() for k in ("robot_description", "urdf_path", "robot"))
 
     def _config(self) -> ControllerConfig:
         values = {k: self._param(k) for k in _CONFIG_FIELDS}
