@@ -914,6 +914,12 @@ class WholeBodyController:
             separation_tolerance=float(cfg.separation_tolerance),
         )
         cm.excluded_links = self._swing_links
+        from .contact.tick import NoslipTick
+
+        opts = self._solver_options["lcp_noslip"]
+        #: the compiled lcp_noslip tick on this model (see _contact_id)
+        cm.noslip_tick = NoslipTick(cm, noslip_gap=opts.get("noslip_gap"),
+                                    min_norm=bool(opts.get("min_norm", False)))
         return cm
 
     def _contact_id(self, method: str, out: ControlOutput, model: Any = None) -> None:
@@ -922,6 +928,22 @@ class WholeBodyController:
 
         cm = self._contact_model if model is None else model
         _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
+        if method == "lcp_noslip":
+            # the whole tick in one compiled call; the general path below only for its rare
+            # cases (no contact, pivot limit, failed correction: documented fallbacks)
+            fused = cm.noslip_tick
+            mstate = self.solver_state.get(method) if self._cfg.warm_start else None
+            if fused.run(self._q, self._v, self._qdd_model, mstate):
+                if mstate is not None:
+                    self.solver_state.ticks += 1
+                nc = fused.nc
+                _gather(fused.out.tau, self._cfg_to_model, 0, self._tau)
+                out.contact_ids = fused.contact_ids()
+                out.contact_points = cm.data.points[:nc].copy()
+                out.contact_forces = fused.out.forces_world[:nc].copy()
+                out.solver_flags = fused.flags
+                out.warm_start_used = fused.warm_start_used
+                return
         prob = cm.build(self._q, self._v, self._qdd_model)
         state = self.solver_state if self._cfg.warm_start else None
         res = solve(method, prob, state, **self._solver_options.get(method, {}))

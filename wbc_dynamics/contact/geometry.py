@@ -30,12 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from ..kernels.dynamics import forward_kinematics
+from ..kernels import world
+from ..kernels.dynamics import OK, forward_kinematics
 from ..kernels.kinematics import point_jacobian_filled
+from ..kernels.linalg import psd_pinv_solve
 from .problem import ContactProblem
 
 __all__ = ["HalfSpace", "SphereObstacle", "FreeBody", "ContactModel", "contact_frame"]
@@ -461,6 +464,131 @@ def contact_kernel(
     return k
 
 
+class ContactGeometry(NamedTuple):
+    """The constant description of a :class:`ContactModel`'s candidates, for compiled kernels.
+
+    Robot spheres: ``sph_body`` (ns,) body index, ``sph_r`` (ns, 3) centre in the body frame
+    [m], ``sph_rad`` (ns,) radius [m]. Features: half-spaces ``hs`` (nh, 4) [n, d] and their
+    ``hs_mu``; sphere obstacles ``es`` (ne, 4) [centre, R] and ``es_mu``; free boxes ``bx_a``
+    (nbx, 3) half extents, ``bx_mu``, ``bx_col`` (first column of the box's 6 dofs).
+    A candidate's *slot* is ``sphere * n_features + feature`` (its identity as an integer).
+    """
+
+    sph_body: np.ndarray
+    sph_r: np.ndarray
+    sph_rad: np.ndarray
+    hs: np.ndarray
+    hs_mu: np.ndarray
+    es: np.ndarray
+    es_mu: np.ndarray
+    bx_a: np.ndarray
+    bx_mu: np.ndarray
+    bx_col: np.ndarray
+
+
+class ContactData(NamedTuple):
+    """Everything the compiled contact kernels share within one tick (like Pinocchio's Data).
+
+    Dynamics workspaces of :mod:`wbc_dynamics.kernels.world` (``W``, ``SC``, ``FP``,
+    ``fext``, ``a_zero``); contact kinematics workspaces (``Xup``, ``Rw``, ``pw``, ``Rtmp``,
+    ``P``, ``Jfull``); the raw candidates of :func:`contact_kernel` (``cand_*``, ``Ncand``,
+    ``Scand``, ``Tcand``, ``Fcand``: every pair within the margin, in kernel order); and the
+    tick's assembled problem, rows ``0..nc-1`` valid: ``Minv`` (nv, nv), ``h`` (nv,) = C v + g,
+    ``v`` (nv,) (post-impact if the passive impact is on), ``N``/``S``/``T`` (cap, nv), ``phi``
+    (after the dead band), ``mu``, ``points`` (cap, 3) world [m], ``frames`` (cap, 3, 3)
+    columns (n, s, t), ``slot`` (cap,) candidate identity (see :class:`ContactGeometry`),
+    ``impact`` (cap, 3) passive-impact impulses [N s]. ``Minv_robot``/``h_robot`` are the robot
+    blocks: the same arrays as ``Minv``/``h`` when no free body is appended.
+    """
+
+    W: np.ndarray
+    SC: np.ndarray
+    FP: np.ndarray
+    fext: np.ndarray
+    a_zero: np.ndarray
+    Xup: np.ndarray
+    Rw: np.ndarray
+    pw: np.ndarray
+    Rtmp: np.ndarray
+    P: np.ndarray
+    Jfull: np.ndarray
+    cand_phi: np.ndarray
+    cand_p: np.ndarray
+    Fcand: np.ndarray
+    Ncand: np.ndarray
+    Scand: np.ndarray
+    Tcand: np.ndarray
+    cand_mu: np.ndarray
+    cand_sph: np.ndarray
+    cand_feat: np.ndarray
+    Minv_robot: np.ndarray
+    h_robot: np.ndarray
+    Minv: np.ndarray
+    h: np.ndarray
+    v: np.ndarray
+    N: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+    phi: np.ndarray
+    mu: np.ndarray
+    points: np.ndarray
+    frames: np.ndarray
+    slot: np.ndarray
+    impact: np.ndarray
+
+
+@njit(cache=True)
+def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded, margin,
+                    phi_deadband, dynamics):
+    """Candidates, M^-1 and h of one tick into ``d`` (:class:`ContactData`), compiled.
+
+    One forward-kinematics pass gives every candidate (:func:`contact_kernel`); the candidates
+    on ``excluded`` spheres (bool per sphere) are dropped and the rest packed into rows
+    ``0..nc-1`` of ``d.N`` ... ``d.slot`` with the dead band applied to phi. With ``dynamics``,
+    ``d.Minv_robot`` = M^-1 (seed 000 Alg. 1 / seed 003 IMMAmb) and ``d.h_robot`` = C v + g
+    (RNEA) are computed and ``d.v[:nv_robot] = v``. Returns nc >= 0, or ``-status`` of the
+    dynamics kernels (:data:`wbc_dynamics.model.STATUS_MESSAGES`) for invalid q / v.
+    """
+    if dynamics:
+        st = world.minverse(q, d.Minv_robot, d.FP, topo, tree, Sm, d.W, d.SC)
+        if st != OK:
+            return -st
+        st = world.rnea(q, v, d.a_zero, d.fext, False, True, d.h_robot, topo, tree, Sm, I6,
+                        gravity, d.W, d.SC)
+        if st != OK:
+            return -st
+        for c in range(v.shape[0]):
+            d.v[c] = v[c]
+    k = contact_kernel(topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body,
+                       geo.sph_r, geo.sph_rad, geo.hs, geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p,
+                       geo.bx_a, geo.bx_mu, geo.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand,
+                       d.Ncand, d.Scand, d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat)
+    nfeat = geo.hs.shape[0] + geo.es.shape[0] + geo.bx_a.shape[0]
+    nv = d.N.shape[1]
+    nc = 0
+    for i in range(k):
+        s = d.cand_sph[i]
+        if excluded[s]:
+            continue
+        phi = d.cand_phi[i]
+        if phi_deadband > 0.0:
+            phi = 0.0 if phi < phi_deadband else phi - phi_deadband
+        d.phi[nc] = phi
+        d.mu[nc] = d.cand_mu[i]
+        d.slot[nc] = s * nfeat + d.cand_feat[i]
+        for a in range(3):
+            d.points[nc, a] = d.cand_p[i, a]
+            d.impact[nc, a] = 0.0
+            for b in range(3):
+                d.frames[nc, a, b] = d.Fcand[i, a, b]
+        for c in range(nv):
+            d.N[nc, c] = d.Ncand[i, c]
+            d.S[nc, c] = d.Scand[i, c]
+            d.T[nc, c] = d.Tcand[i, c]
+        nc += 1
+    return nc
+
+
 def _quat_to_rot(qx: float, qy: float, qz: float, qw: float) -> np.ndarray:
     n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
     qx, qy, qz, qw = qx / n, qy / n, qz / n, qw / n
@@ -667,15 +795,69 @@ class ContactModel:
         return int(self._sph_body.shape[0])
 
     def warmup(self) -> None:
-        """Compile / load the kernels and run them once (call at start-up, not in a tick)."""
+        """Allocate the tick's :class:`ContactData`, then compile / load the kernels and run them
+        once (call at start-up, not in a tick)."""
+        self._allocate_data()
         q = self.robot.neutral()
         bq = [np.array([0, 0, 0, 0, 0, 0, 1.0]) for _ in self.bodies]
         self.candidates(q, bq)
+        self.build(q, np.zeros(self.robot.nv), np.zeros(self.actuated.shape[0]), bq,
+                   [np.zeros(6) for _ in self.bodies])
         if self.passive_impact:  # compiled only when the configuration uses it
             nv = self.nv
             rows = np.eye(3, nv)
             passive_impact_kernel(rows, rows, rows, np.eye(nv), np.array([0.0, 1.0, -1.0]),
                                   self.dt, 0.0, 1e-9, np.full(nv, -1.0), np.zeros((3, 3)))
+
+    def _allocate_data(self) -> None:
+        """The compiled kernels' shared buffers (:class:`ContactGeometry`, :class:`ContactData`)
+        and the slot -> contact identity table."""
+        r = self.robot
+        nvr, nv, cap = r.nv, self.nv, self._cap
+        nb = r.kernel_arrays.topo.shape[0]
+        self.geometry = ContactGeometry(
+            self._sph_body, self._sph_r, self._sph_rad, self._hs, self._hs_mu, self._es,
+            self._es_mu, self._bx_a, self._bx_mu, self._bx_col)
+        W, SC = world.workspace(nb)
+        Minv_robot, h_robot = np.zeros((nvr, nvr)), np.zeros(nvr)
+        self.data = ContactData(
+            W=W, SC=SC, FP=np.zeros((nb + 1, 6, nvr)), fext=np.zeros((nb, 6)),
+            a_zero=np.zeros(nvr), Xup=self._Xup, Rw=self._Rw, pw=self._pw, Rtmp=self._Rtmp,
+            P=self._P, Jfull=self._Jfull, cand_phi=self._out_phi, cand_p=self._out_p,
+            Fcand=self._out_F, Ncand=self._out_N, Scand=self._out_S, Tcand=self._out_T,
+            cand_mu=self._out_mu, cand_sph=self._out_sph, cand_feat=self._out_feat,
+            Minv_robot=Minv_robot, h_robot=h_robot,
+            Minv=Minv_robot if nv == nvr else np.zeros((nv, nv)),
+            h=h_robot if nv == nvr else np.zeros(nv), v=np.zeros(nv),
+            N=np.zeros((cap, nv)), S=np.zeros((cap, nv)), T=np.zeros((cap, nv)),
+            phi=np.zeros(cap), mu=np.zeros(cap), points=np.zeros((cap, 3)),
+            frames=np.zeros((cap, 3, 3)), slot=np.zeros(cap, dtype=np.int64),
+            impact=np.zeros((cap, 3)))
+        nfeat = len(self.feature_names)
+        self.slot_ids: tuple = tuple(self._ids[(s, f)] for s in range(self.n_spheres)
+                                     for f in range(nfeat))
+        self._ids_cache: dict[bytes, tuple] = {}
+        self._excluded_seen: object = None
+        self._excluded = np.zeros(self.n_spheres, dtype=np.bool_)
+
+    def excluded_mask(self) -> np.ndarray:
+        """(n_spheres,) bool: spheres on ``excluded_links`` (recomputed when the set changes)."""
+        ex = self.excluded_links
+        if ex is not self._excluded_seen:
+            self._excluded[:] = [sid[0] in ex for sid in self.sphere_ids]
+            self._excluded_seen = ex
+        return self._excluded
+
+    def ids_of(self, slots: np.ndarray) -> tuple:
+        """Contact identities of the slots ``slots`` (a cached tuple per slot pattern)."""
+        key = slots.tobytes()
+        ids = self._ids_cache.get(key)
+        if ids is None:
+            if len(self._ids_cache) > 4096:
+                self._ids_cache.clear()
+            ids = tuple(self.slot_ids[i] for i in slots.tolist())
+            self._ids_cache[key] = ids
+        return ids
 
     def _box_poses(self, body_q):
         nbx = len(self.bodies)
@@ -691,49 +873,39 @@ class ContactModel:
             R[i] = _quat_to_rot(*qb[3:])
         return R, p
 
-    def candidates(self, q, body_q=()):
-        """Run the geometry kernel; returns the number of candidates (rows in the buffers)."""
+    def _check_q(self, q) -> np.ndarray:
         r = self.robot
         q = np.ascontiguousarray(q, dtype=np.float64)
         if q.shape != (r.nq,) or not np.all(np.isfinite(q)):
             raise ValueError(f"q: expected finite ({r.nq},), got shape {q.shape}")
+        return q
+
+    def candidates(self, q, body_q=()):
+        """Run the geometry kernel; returns the number of candidates (rows in the buffers)."""
+        q = self._check_q(q)
         bR, bp = self._box_poses(body_q)
-        arrays = r.kernel_arrays
+        arrays = self.robot.kernel_arrays
+        d, g = self.data, self.geometry
         k = contact_kernel(
-            arrays.topo,
-            arrays.tree,
-            arrays.Sm,
-            q,
-            self._Xup,
-            self._Rw,
-            self._pw,
-            self._Rtmp,
-            self._P,
-            self._Jfull,
-            self._sph_body,
-            self._sph_r,
-            self._sph_rad,
-            self._hs,
-            self._hs_mu,
-            self._es,
-            self._es_mu,
-            bR,
-            bp,
-            self._bx_a,
-            self._bx_mu,
-            self._bx_col,
-            self.margin,
-            self._out_phi,
-            self._out_p,
-            self._out_F,
-            self._out_N,
-            self._out_S,
-            self._out_T,
-            self._out_mu,
-            self._out_sph,
-            self._out_feat,
+            arrays.topo, arrays.tree, arrays.Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull,
+            g.sph_body, g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, bR, bp, g.bx_a,
+            g.bx_mu, g.bx_col, self.margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand,
+            d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat,
         )
         return int(k)
+
+    def assemble(self, q, v, body_q=(), dynamics: bool = True) -> int:
+        """One compiled :func:`assemble_kernel` call into :attr:`data` (no free-body blocks, no
+        impact); returns nc. Raises ValueError (the core's message) for an invalid q / v."""
+        r = self.robot
+        bR, bp = self._box_poses(body_q)
+        arrays = r.kernel_arrays
+        k = assemble_kernel(arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
+                            self.geometry, self.data, q, v, bR, bp, self.excluded_mask(),
+                            self.margin, self.phi_deadband, dynamics)
+        if k < 0:
+            r._raise(-k)
+        return k
 
     def build(
         self,
@@ -753,68 +925,62 @@ class ContactModel:
                 [x y z qx qy qz qw] and (6,) body-frame twist.
             Minv, h: optionally precomputed robot M^-1 and C v + g (saves a pass if the caller
                 already has them).
+
+        Kinematics, candidates, M^-1 and h are one compiled call (:func:`assemble_kernel`);
+        the returned problem holds copies (it stays valid after the next build).
         """
         r = self.robot
         if len(body_q) != len(self.bodies) or len(body_v) != len(self.bodies):
             raise ValueError(f"body_q/body_v: expected {len(self.bodies)} entries each")
-        k = self.candidates(q, body_q)
+        q = self._check_q(q)
         v = np.array(v, dtype=np.float64)
         if v.shape != (r.nv,):
             raise ValueError(f"v: expected ({r.nv},), got {v.shape}")
-        Mr = r.minverse(q) if Minv is None else np.asarray(Minv, dtype=np.float64)
-        hr = r.nonlinear_effects(q, v) if h is None else np.asarray(h, dtype=np.float64)
-        if self.bodies:
-            nv = self.nv
-            Mi = np.zeros((nv, nv))
-            Mi[: r.nv, : r.nv] = Mr
-            hh = np.zeros(nv)
-            hh[: r.nv] = hr
-            vv = np.zeros(nv)
-            vv[: r.nv] = v
-            for i, b in enumerate(self.bodies):
-                c = r.nv + 6 * i
-                qb = np.asarray(body_q[i], dtype=float)
-                vb = np.asarray(body_v[i], dtype=float)
-                Mi[c : c + 6, c : c + 6] = b.model.minverse(qb)
-                hh[c : c + 6] = b.model.nonlinear_effects(qb, vb)
-                vv[c : c + 6] = vb
-            Mr, hr, v = Mi, hh, vv
-        sph = self._out_sph[:k]
-        feat = self._out_feat[:k]
-        phi = self._out_phi[:k].copy()
-        if self.phi_deadband > 0.0:
-            phi = np.where(phi < self.phi_deadband, 0.0, phi - self.phi_deadband)
-        ids = tuple(self._ids[(int(s), int(f))] for s, f in zip(sph, feat, strict=True))
         qdd = np.array(qdd_des, dtype=np.float64)
         nu = self.actuated.shape[0]
         if qdd.shape != (nu,) or not np.isfinite(qdd).all():
             raise ValueError(f"qdd_des: expected a finite ({nu},) vector, got {qdd!r}")
+        d = self.data
+        k = self.assemble(q, v, body_q, dynamics=Minv is None or h is None)
+        nvr = r.nv
+        if Minv is not None:
+            d.Minv_robot[:] = Minv
+        if h is not None:
+            d.h_robot[:] = h
+            d.v[:nvr] = v
+        if self.bodies:
+            d.Minv[:] = 0.0
+            d.Minv[:nvr, :nvr] = d.Minv_robot
+            d.h[:nvr] = d.h_robot
+            for i, b in enumerate(self.bodies):
+                c = nvr + 6 * i
+                qb = np.asarray(body_q[i], dtype=float)
+                vb = np.asarray(body_v[i], dtype=float)
+                d.Minv[c : c + 6, c : c + 6] = b.model.minverse(qb)
+                d.h[c : c + 6] = b.model.nonlinear_effects(qb, vb)
+                d.v[c : c + 6] = vb
         prob = ContactProblem(
             dt=self.dt,
-            Minv=Mr,
-            h=hr,
-            v=v,
+            Minv=d.Minv.copy(),
+            h=d.h.copy(),
+            v=d.v.copy(),
             actuated=self.actuated,
             free=self.free,
             qdd_des=qdd,
-            N=self._out_N[:k].copy(),
-            S=self._out_S[:k].copy(),
-            T=self._out_T[:k].copy(),
-            phi=phi,
-            mu=self._out_mu[:k].copy(),
-            contact_ids=ids,
-            points=self._out_p[:k].copy(),
-            frames=self._out_F[:k].copy(),
+            N=d.N[:k].copy(),
+            S=d.S[:k].copy(),
+            T=d.T[:k].copy(),
+            phi=d.phi[:k].copy(),
+            mu=d.mu[:k].copy(),
+            contact_ids=self.ids_of(d.slot[:k]),
+            points=d.points[:k].copy(),
+            frames=d.frames[:k].copy(),
             friction_edges=self.friction_edges,
             dof_names=self.dof_names,
             # every array above comes from validated inputs (q, v checked by the core kernels,
             # qdd_des by the caller) through this model's own kernels
             validated=True,
         )
-        if self.excluded_links and k:
-            keep = [i for i, cid in enumerate(ids) if cid[0] not in self.excluded_links]
-            if len(keep) != k:
-                prob = prob.subset(keep)
         if self.passive_impact and prob.nc:
             apply_passive_impact(prob, self.separation_tolerance)
         return prob
@@ -829,7 +995,8 @@ def apply_passive_impact(problem: ContactProblem, separation_tolerance: float = 
     (``phi_i > 0`` and ``N_i v < -phi_i / dt``). With ``J = [N_A; S_A; T_A]`` and the target
     ``b = [-max(phi_A, 0) / dt; 0; 0]`` (touching: stop; arriving: just close the gap by the end
     of the tick, eq. (35) with equality), the impulses ``lam = (J M^-1 J^T)^+ (b - J v)``
-    (least squares for dependent rows, relative singular-value cut ``rcond``) give the
+    (minimum-norm least squares for dependent rows, rank cut at relative pivot ``rcond``:
+    :func:`~wbc_dynamics.kernels.linalg.psd_pinv_solve`) give the
     post-impact velocity ``v + M^-1 J^T lam`` (seed 004, Sec. 2.3.4 impact model: inelastic,
     sticking, every dof passive -- no actuator torque acts within the impact; the kinetic
     energy does not increase when ``b = 0``). ``problem.v`` is replaced by it and
@@ -879,8 +1046,14 @@ def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v
         b[k] = -max(phi[i], 0.0) / dt
     W = Minv @ J.T
     G = J @ W
+    for i in range(r):  # exactly symmetric
+        for j in range(i + 1, r):
+            g = 0.5 * (G[i, j] + G[j, i])
+            G[i, j] = g
+            G[j, i] = g
     rhs = b - J @ v
-    lam = np.linalg.lstsq(G, rhs, rcond)[0]
+    lam = np.empty(r)
+    psd_pinv_solve(G, rhs, rcond, lam)  # = lstsq(G, rhs, rcond) without LAPACK's overhead
     for k in range(r):
         if not np.isfinite(lam[k]):
             return m

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import chol_solve
 from .dispatch import fallback_result
 from .lemke import PIVOT_LIMIT, STATUS_NAMES, lcp_residual, solve_lcp
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
@@ -83,17 +84,7 @@ def _cholesky(A: np.ndarray, L: np.ndarray) -> bool:
 
 @njit(cache=True)
 def _chol_solve_inplace(L: np.ndarray, b: np.ndarray) -> None:
-    n = L.shape[0]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
+    chol_solve(L, L.shape[0], b, b)
 
 
 @njit(cache=True)

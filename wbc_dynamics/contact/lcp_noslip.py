@@ -36,6 +36,7 @@ import dataclasses
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import chol_solve as _chol_solve
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
 __all__ = ["solve_lcp_noslip", "lcp_noslip_kernel", "STATUS"]
@@ -82,21 +83,6 @@ def _chol_append(L, k, x, d, tol_rel):
         L[k, i] = y[i]
     L[k, k] = np.sqrt(delta)
     return True
-
-
-@njit(cache=True)
-def _chol_solve(L, k, b, out):
-    """Solve (L L^T) out = b with L[:k,:k] lower triangular."""
-    for i in range(k):
-        s = b[i]
-        for j in range(i):
-            s -= L[i, j] * out[j]
-        out[i] = s / L[i, i]
-    for i in range(k - 1, -1, -1):
-        s = out[i]
-        for j in range(i + 1, k):
-            s -= L[j, i] * out[j]
-        out[i] = s / L[i, i]
 
 
 @njit(cache=True)

@@ -1,0 +1,120 @@
+"""Small dense linear algebra for the compiled tick, without LAPACK's per-call overhead.
+
+numba's ``np.linalg.lstsq`` costs ~20 us per call on a 12 x 12 matrix (workspace queries and
+copies around LAPACK's SVD), more than the arithmetic of a whole contact tick; this does the
+same job for the small positive semidefinite blocks a tick has (a few dozen rows at most).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["chol_solve", "psd_pinv_solve"]
+
+
+@njit(cache=True, error_model="numpy")
+def chol_solve(L, k, b, out):
+    """Solve ``(L L^T) out = b`` with ``L[:k, :k]`` lower triangular (``out`` may be ``b``)."""
+    for i in range(k):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * out[j]
+        out[i] = s / L[i, i]
+    for i in range(k - 1, -1, -1):
+        s = out[i]
+        for j in range(i + 1, k):
+            s -= L[j, i] * out[j]
+        out[i] = s / L[i, i]
+
+
+@njit(cache=True, error_model="numpy")
+def psd_pinv_solve(A, b, rcond, out):
+    """``out = A^+ b``: the minimum-norm least-squares solution for a symmetric positive
+    semidefinite ``A`` (n x n, overwritten), as ``np.linalg.lstsq(A, b, rcond)`` gives it.
+
+    Rank-revealing Cholesky with diagonal pivoting (Higham, Accuracy and Stability, Sec. 10.3):
+    ``P A P^T = L L^T`` with ``L`` n x r, pivots ``<= rcond * max diag(A)`` ending the
+    factorization (rank r). The minimum-norm solution in the permuted coordinates is
+    ``L (L^T L)^-2 L^T P b`` (``= A^-1 b`` when r = n). The rank decision is made on Cholesky
+    pivots instead of singular values: the same for the well-separated ranks of contact
+    Jacobians (independent rows, or rows dependent to rounding). Returns r; non-finite input
+    gives a non-finite ``out``.
+    """
+    n = A.shape[0]
+    for i in range(n):
+        finite = np.isfinite(b[i])
+        for c in range(n):
+            finite = finite and np.isfinite(A[i, c])
+        if not finite:
+            for c in range(n):
+                out[c] = np.nan
+            return 0
+    perm = np.arange(n)
+    dmax = 0.0
+    for i in range(n):
+        dmax = max(dmax, A[i, i])
+    r = 0
+    for k in range(n):
+        j = k
+        for i in range(k + 1, n):
+            if A[i, i] > A[j, j]:
+                j = i
+        if not (A[j, j] > rcond * dmax):
+            break
+        if j != k:  # symmetric swap of rows/columns k and j
+            for c in range(n):
+                t = A[k, c]
+                A[k, c] = A[j, c]
+                A[j, c] = t
+            for c in range(n):
+                t = A[c, k]
+                A[c, k] = A[c, j]
+                A[c, j] = t
+            t2 = perm[k]
+            perm[k] = perm[j]
+            perm[j] = t2
+        piv = np.sqrt(A[k, k])
+        A[k, k] = piv
+        for i in range(k + 1, n):
+            A[i, k] /= piv
+        # trailing block, both triangles (the symmetric swaps above read whole rows/columns)
+        for i in range(k + 1, n):
+            lik = A[i, k]
+            for c in range(k + 1, n):
+                A[i, c] -= lik * A[c, k]
+        r += 1
+    # y = L^T P b (r)
+    y = np.zeros(r)
+    for a in range(r):
+        s = 0.0
+        for i in range(a, n):
+            s += A[i, a] * b[perm[i]]
+        y[a] = s
+    # C = L^T L (r x r, SPD), Cholesky C = U U^T (lower U)
+    C = np.zeros((r, r))
+    for a in range(r):
+        for c in range(a + 1):
+            s = 0.0
+            for i in range(a, n):
+                s += A[i, a] * A[i, c]
+            C[a, c] = s
+    for a in range(r):
+        for c in range(a + 1):
+            s = C[a, c]
+            for k in range(c):
+                s -= C[a, k] * C[c, k]
+            if a == c:
+                C[a, a] = np.sqrt(s) if s > 0.0 else np.nan
+            else:
+                C[a, c] = s / C[c, c]
+    # u = C^-1 C^-1 y
+    chol_solve(C, r, y, y)
+    chol_solve(C, r, y, y)
+    # out = P^T L u
+    for i in range(n):
+        s = 0.0
+        for a in range(min(i + 1, r)):
+            s += A[i, a] * y[a]
+        out[perm[i]] = s
+    return r
