@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import bound_entry
 from .consistency import min_norm_solution_kernel
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
 from .lcp_noslip import lcp_noslip_kernel
@@ -197,6 +198,15 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
     return nc, TICK_OK, flags, warm_used, n_active
 
 
+_F64 = np.dtype(np.float64)
+
+
+def _plain(x, n: int) -> bool:
+    """x is a C-contiguous float64 (n,) ndarray (the types the bound entry point expects)."""
+    return (type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,)
+            and x.flags.c_contiguous)
+
+
 class NoslipTick:
     """The controller's compiled ``lcp_noslip`` tick for one :class:`ContactModel` (no free
     bodies) and fixed options; see :func:`lcp_noslip_tick`.
@@ -231,6 +241,7 @@ class NoslipTick:
         self._no_box_R = np.zeros((0, 3, 3))
         self._no_box_p = np.zeros((0, 3))
         self._flags: dict[int, tuple[str, ...]] = {}
+        self._entry = None  # lcp_noslip_tick's entry point for these buffers (bound_entry)
         self.nc = 0
         self.flags: tuple[str, ...] = ()
         self.warm_start_used = False
@@ -256,10 +267,15 @@ class NoslipTick:
             self._active_written = mstate.active_ids
         r = cm.robot
         arrays = r.kernel_arrays
-        nc, code, bits, warm_used, n_active = lcp_noslip_tick(
-            arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity, cm.geometry, cm.data,
-            self.options, o, q, v, qdd, cm.actuated, cm.free, cm.excluded_mask(), use_warm,
-            self._no_box_R, self._no_box_p)
+        args = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity, cm.geometry, cm.data,
+                self.options, o, q, v, qdd, cm.actuated, cm.free, cm.excluded_mask(), use_warm,
+                self._no_box_R, self._no_box_p)
+        if self._entry is None:
+            self._entry = bound_entry(lcp_noslip_tick, args)
+        if _plain(q, r.nq) and _plain(v, r.nv) and _plain(qdd, cm.actuated.shape[0]):
+            nc, code, bits, warm_used, n_active = self._entry(*args)
+        else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
+            nc, code, bits, warm_used, n_active = lcp_noslip_tick(*args)
         if nc < 0:
             r._raise(-nc)
         if code != TICK_OK:
