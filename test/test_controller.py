@@ -210,24 +210,68 @@ def test_bad_inputs_rejected_with_joint_name_and_state_kept(arm):
                                atol=1e-9)
 
 
-def test_first_tick_compiles_nothing(quadruped):
-    """Construction warms every kernel: the first and later ticks add no numba signature
-    (deterministic; tick times are measured by benchmarks/bench_node.py, not asserted here)."""
+#: every method and option the product ships (config/*.yaml fields), for the no-compilation test
+SHIPPED_VARIANTS = {
+    "lcp_noslip": {"method": "lcp_noslip"},
+    "lcp_noslip_min_norm": {"method": "lcp_noslip", "noslip_min_norm": True},
+    "lcp_noslip_shipped_quadruped": {"method": "lcp_noslip", "noslip_min_norm": True,
+                                     "passive_impact": True, "separation_tolerance": 0.05,
+                                     "phi_deadband": 1e-4, "noslip_gap": 1e-6},
+    "lcp_coulomb": {"method": "lcp_coulomb"},
+    "lcp_coulomb_tracking": {"method": "lcp_coulomb", "coulomb_tracking": True,
+                             "passive_impact": True, "separation_tolerance": 0.05,
+                             "phi_deadband": 1e-4, "noslip_gap": 1e-6},
+    "qp_coulomb": {"method": "qp_coulomb"},
+    "qp_coulomb_tracking": {"method": "qp_coulomb", "coulomb_tracking": True,
+                            "passive_impact": True, "noslip_gap": 1e-6},
+    "qp_noslip": {"method": "qp_noslip", "noslip_gap": 1e-6},
+    "none": {"method": "none"},
+}
+
+
+@pytest.mark.parametrize("variant", sorted(SHIPPED_VARIANTS))
+def test_ticks_compile_nothing_for_every_method_and_option(quadruped, variant):
+    """Construction warms every kernel the configuration can reach: no tick adds a numba
+    signature -- standing, perturbed and inconsistent states (the Sec. 4.5 / sticking
+    corrections, min-norm selections), touchdowns with the passive impact, a swing foot, a
+    flight phase (no contact: the general path) and stale references (deterministic; tick
+    times are measured by benchmarks/bench_tick.py, not asserted here)."""
     info, pm, pd = quadruped
     ctl = WholeBodyController({"robot": "quadruped", "floating_base": True,
-                               "method": "lcp_noslip"})
+                               "kp": [3000.0], "kd": [110.0], **SHIPPED_VARIANTS[variant]})
     q = np.array(info["standing_q"])
+    rng = np.random.default_rng(3)
     ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
     ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
     ctl.set_reference(np.zeros(12), 0.0, position=q[7:], velocity=np.zeros(12))
     before = compiled_signature_counts()
     out = ctl.update(0.0)
-    for k in range(200):
-        ctl.set_joint_state(q[7:] + 1e-4 * k, np.zeros(12), 0.0)
-        ctl.update(0.0)
-    assert out.mode == "control" and len(out.contact_ids) == 4
+    first = (out.mode, len(out.contact_ids))
+    modes, flags = set(), set()
+    for k in range(120):
+        t = 1e-3 * k + (1.0 if k >= 100 else 0.0)  # last ticks: the reference goes stale
+        dz = 0.2 if 60 <= k < 65 else rng.uniform(-0.002, 0.003)  # flight phase, touchdowns
+        ctl.set_base_state(q[:3] + [0.0, 0.0, dz], q[3:7], rng.normal(0.0, 0.1, 3),
+                           rng.normal(0.0, 0.2, 3), t)
+        ctl.set_joint_state(q[7:] + rng.normal(0.0, 0.02, 12), rng.normal(0.0, 0.5, 12), t)
+        if k < 100:
+            ctl.set_reference(rng.normal(0.0, 20.0, 12), t, position=q[7:],
+                              velocity=np.zeros(12))
+        ctl.set_contact_schedule(["LF_foot"] if 30 <= k < 45 else [])
+        o = ctl.update(t)
+        modes.add(o.mode)
+        flags.update(o.solver_flags)
+    assert first == ("control", 0 if variant == "none" else 4)
+    assert {"control", "safe_stale_reference"} <= modes, modes
+    cfg = SHIPPED_VARIANTS[variant]
+    if variant != "none":  # the paths were reached: flight phase, corrections, min-norm
+        assert "no_contacts" in flags
+    if cfg["method"] == "lcp_noslip" or cfg.get("coulomb_tracking"):
+        assert "inconsistent_corrected" in flags
+    if cfg.get("noslip_min_norm") or cfg.get("coulomb_tracking"):
+        assert "min_norm" in flags
     assert not grown_since(before)
-    assert ctl.timing_stats()["count"] == 201
+    assert ctl.timing_stats()["count"] == 121
 
 
 def test_base_state_validation(quadruped):
