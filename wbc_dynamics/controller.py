@@ -914,13 +914,25 @@ class WholeBodyController:
             separation_tolerance=float(cfg.separation_tolerance),
         )
         cm.excluded_links = self._swing_links
-        from .contact.tick import NoslipTick
-
-        opts = self._solver_options["lcp_noslip"]
-        #: the compiled lcp_noslip tick on this model (see _contact_id)
-        cm.noslip_tick = NoslipTick(cm, noslip_gap=opts.get("noslip_gap"),
-                                    min_norm=bool(opts.get("min_norm", False)))
+        #: the compiled ticks on this model, by (method, options) (see _compiled_tick)
+        cm.compiled_ticks = {}
         return cm
+
+    def _compiled_tick(self, cm: Any, method: str) -> Any:
+        """The method's whole-tick compiled call on ``cm`` for the options in force -- the
+        configuration's, over ``solver_state.options`` as ``solve`` merges them -- or None if
+        the method or an option has no compiled tick (the general path then runs)."""
+        from .contact.tick import compiled_tick
+
+        opts = self._solver_options.get(method, {})
+        extra = self.solver_state.options.get(method)
+        if extra:
+            opts = {**extra, **opts}
+        key = (method, tuple(sorted(opts.items())))
+        ticks = cm.compiled_ticks
+        if key not in ticks:
+            ticks[key] = compiled_tick(cm, method, opts)
+        return ticks[key]
 
     def _contact_id(self, method: str, out: ControlOutput, model: Any = None) -> None:
         """Contact-aware inverse dynamics (seed 004) of self._qdd_cmd; fills out's contact data."""
@@ -928,10 +940,10 @@ class WholeBodyController:
 
         cm = self._contact_model if model is None else model
         _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
-        if method == "lcp_noslip":
+        fused = self._compiled_tick(cm, method)
+        if fused is not None:
             # the whole tick in one compiled call; the general path below only for its rare
             # cases (no contact, pivot limit, failed correction: documented fallbacks)
-            fused = cm.noslip_tick
             mstate = self.solver_state.get(method) if self._cfg.warm_start else None
             if fused.run(self._q, self._v, self._qdd_model, mstate):
                 if mstate is not None:
@@ -944,6 +956,7 @@ class WholeBodyController:
                 out.solver_flags = fused.flags
                 out.warm_start_used = fused.warm_start_used
                 return
+            fused.export_warm(mstate)
         prob = cm.build(self._q, self._v, self._qdd_model)
         state = self.solver_state if self._cfg.warm_start else None
         res = solve(method, prob, state, **self._solver_options.get(method, {}))

@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.linalg import chol_solve
+from .consistency import min_norm_impulse_kernel
 from .dispatch import fallback_result
 from .lemke import PIVOT_LIMIT, STATUS_NAMES, lcp_residual, solve_lcp
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
@@ -675,41 +676,81 @@ def min_norm_coulomb_impulses(problem: ContactProblem, red: ReducedDynamics, c: 
     variable of weight 1e-6); the torques then follow from eq. (90). ``c``: (nc (1 + k),)
     impulses ``[c_N; beta]`` (contact-major edges). Returns None if it did not converge.
     """
-    from .consistency import min_norm_impulse_kernel
-
     p = problem
-    nc = p.nc
-    J = red.J  # [N; F] rows
-    wN = p.N @ v_next + p.phi / p.dt
-    slip = np.abs(J[nc:] @ v_next).reshape(nc, k).max(axis=1)
-    free_c = np.flatnonzero((wN <= tol) & (slip <= tol))
-    if free_c.size == 0:
-        return c.copy()
-    rows = [np.concatenate([[i], nc + i * k + np.arange(k)]) for i in free_c]
-    var = np.concatenate(rows)  # the c entries that may change
-    nf = p.free.shape[0]
-    ns = free_c.size
-    A = np.zeros((nf + ns, var.size + ns))
-    A[:nf, :var.size] = J[var][:, p.free].T
-    for r, i in enumerate(free_c):  # mu c_N - 1^T beta - s = 0
-        base = r * (k + 1)
-        A[nf + r, base] = p.mu[i]
-        A[nf + r, base + 1:base + 1 + k] = -1.0
-        A[nf + r, var.size + r] = -1.0
-    x0 = np.concatenate([c[var], [p.mu[i] * c[i] - c[nc + i * k: nc + (i + 1) * k].sum()
-                                  for i in free_c]])
-    b = A @ x0
-    w = np.ones(A.shape[1])
-    w[var.size:] = 1e-6
-    As = A / np.sqrt(w)
-    kind = np.ones(A.shape[1], dtype=np.int64)  # every variable >= 0
-    scale = max(float(np.abs(As).max() * np.abs(x0 * np.sqrt(w)).max()), 1e-300)
-    y, _, ok = min_norm_impulse_kernel(np.ascontiguousarray(As), b, kind, 50, 1e-10 * scale)
-    if not ok:
-        return None
+    out, ok = min_norm_coulomb_kernel(red.J, p.N, p.phi, float(p.dt), p.mu, p.free,
+                                      np.ascontiguousarray(c, dtype=np.float64),
+                                      np.ascontiguousarray(v_next, dtype=np.float64), k, tol)
+    return out if ok else None
+
+
+@njit(cache=True)
+def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol):
+    """Compiled :func:`min_norm_coulomb_impulses`: returns (impulses (nc (1 + k),), ok)."""
+    nc = N.shape[0]
+    nv = N.shape[1]
+    free_c = np.empty(nc, dtype=np.int64)
+    ns = 0
+    for i in range(nc):
+        wn = phi[i] / dt
+        for col in range(nv):
+            wn += N[i, col] * v_next[col]
+        slip = 0.0
+        for j in range(k):
+            sv = 0.0
+            for col in range(nv):
+                sv += J[nc + i * k + j, col] * v_next[col]
+            slip = max(slip, abs(sv))
+        if wn <= tol and slip <= tol:
+            free_c[ns] = i
+            ns += 1
     out = c.copy()
-    out[var] = (y / np.sqrt(w))[:var.size]
-    return out
+    if ns == 0:
+        return out, True
+    nvar = ns * (k + 1)
+    var = np.empty(nvar, dtype=np.int64)
+    for r in range(ns):
+        i = free_c[r]
+        var[r * (k + 1)] = i
+        for j in range(k):
+            var[r * (k + 1) + 1 + j] = nc + i * k + j
+    nf = free.shape[0]
+    ncol = nvar + ns
+    A = np.zeros((nf + ns, ncol))
+    for col in range(nvar):
+        for f in range(nf):
+            A[f, col] = J[var[col], free[f]]
+    x0 = np.empty(ncol)
+    for col in range(nvar):
+        x0[col] = c[var[col]]
+    for r in range(ns):  # mu c_N - 1^T beta - s = 0
+        i = free_c[r]
+        base = r * (k + 1)
+        A[nf + r, base] = mu[i]
+        sb = 0.0
+        for j in range(k):
+            A[nf + r, base + 1 + j] = -1.0
+            sb += c[nc + i * k + j]
+        A[nf + r, nvar + r] = -1.0
+        x0[nvar + r] = mu[i] * c[i] - sb
+    b = A @ x0
+    sw = np.ones(ncol)  # sqrt of the weights: 1, slack 1e-6
+    for col in range(nvar, ncol):
+        sw[col] = np.sqrt(1e-6)
+    amax = 0.0
+    xmax = 0.0
+    for col in range(ncol):
+        for r in range(nf + ns):
+            A[r, col] /= sw[col]
+            amax = max(amax, abs(A[r, col]))
+        xmax = max(xmax, abs(x0[col] * sw[col]))
+    kind = np.ones(ncol, dtype=np.int64)  # every variable >= 0
+    scale = max(amax * xmax, 1e-300)
+    y, _, ok = min_norm_impulse_kernel(A, b, kind, 50, 1e-10 * scale)
+    if not ok:
+        return out, False
+    for col in range(nvar):
+        out[var[col]] = y[col] / sw[col]
+    return out, True
 
 
 def warmup_problem() -> ContactProblem:

@@ -29,10 +29,20 @@ from numba import njit
 from ..kernels.linalg import bound_entry
 from .consistency import min_norm_solution_kernel
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
+from .lcp_coulomb import (
+    _assemble_lcp,
+    _coulomb_rows,
+    _recover_kernel,
+    _reduce_kernel,
+    min_norm_coulomb_kernel,
+    pyramid_directions,
+)
 from .lcp_noslip import lcp_noslip_kernel
+from .lemke import SUCCESS, _solve_lcp_kernel
 from .problem import MethodState
 
-__all__ = ["NoslipOptions", "NoslipTick", "lcp_noslip_tick", "TICK_OK", "TICK_GENERIC"]
+__all__ = ["NoslipOptions", "NoslipTick", "lcp_noslip_tick", "CoulombTick", "lcp_coulomb_tick",
+           "compiled_tick", "TICK_OK", "TICK_GENERIC"]
 
 #: the kernel solved the tick
 TICK_OK = 0
@@ -45,9 +55,16 @@ _WARM_REJECTED = 2
 _CORRECTED = 4
 _MIN_NORM = 8
 _MIN_NORM_FAILED = 16
+_REGULARIZED = 32
+_STICKING_FAILED = 64
 _FLAG_NAMES = ((_ROWS_DROPPED, "rows_dropped"), (_WARM_REJECTED, "warm_start_rejected"),
                (_CORRECTED, "inconsistent_corrected"), (_MIN_NORM, "min_norm"),
                (_MIN_NORM_FAILED, "min_norm_failed"))
+# lcp_coulomb's order: the solve's flags, then the sticking correction's (added afterwards)
+_COULOMB_FLAG_NAMES = ((_WARM_REJECTED, "warm_start_rejected"), (_REGULARIZED, "regularized"),
+                       (_MIN_NORM_FAILED, "min_norm_failed"), (_MIN_NORM, "min_norm"),
+                       (_CORRECTED, "inconsistent_corrected"),
+                       (_STICKING_FAILED, "sticking_correction_failed"))
 
 
 class NoslipOptions(NamedTuple):
@@ -71,6 +88,25 @@ class NoslipOptions(NamedTuple):
     tol: float
 
 
+class CoulombOptions(NamedTuple):
+    """Options of :func:`lcp_coulomb_tick` (``solve_lcp_coulomb``'s, mindiff off): ``D`` (k, 2)
+    pyramid edge directions; ``sticking_correction`` with ``sticking_gap`` [m]; ``min_norm``
+    with ``min_norm_tol`` [m/s]; ``tol`` Lemke's relative LCP tolerance; the contact model's
+    ``margin``, ``phi_deadband``, ``passive_impact``, ``separation_tolerance``, ``dt``."""
+
+    margin: float
+    phi_deadband: float
+    passive_impact: bool
+    separation_tolerance: float
+    dt: float
+    D: np.ndarray
+    sticking_correction: bool
+    sticking_gap: float
+    min_norm: bool
+    min_norm_tol: float
+    tol: float
+
+
 class NoslipOutput(NamedTuple):
     """Output buffers of :func:`lcp_noslip_tick` (rows ``0..nc-1`` valid): ``tau`` (nu,) [N m]
     in the actuated order, ``impulses`` (cap, 3) [N s] local (n, s, t), ``forces_world``
@@ -85,6 +121,33 @@ class NoslipOutput(NamedTuple):
 
 
 @njit(cache=True)
+def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R, bx_p):
+    """The problem of the tick into ``d`` (``assemble_kernel``) and, if configured, the passive
+    impact on ``d.v``; returns nc (< 0: invalid q / v)."""
+    nc = assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded,
+                         o.margin, o.phi_deadband, True)
+    if nc > 0 and o.passive_impact:
+        passive_impact_kernel(d.N[:nc], d.S[:nc], d.T[:nc], d.Minv, d.phi[:nc], o.dt,
+                              o.separation_tolerance, 1e-9, d.v, d.impact[:nc])
+    return nc
+
+
+@njit(cache=True)
+def _write_result(d, out, dt, tau, cN, cS, cT):
+    """Torques, local impulses and world forces [N] (frames of ``d``) into ``out``."""
+    for a in range(tau.shape[0]):
+        out.tau[a] = tau[a]
+    inv_dt = 1.0 / dt
+    for i in range(cN.shape[0]):
+        out.impulses[i, 0] = cN[i]
+        out.impulses[i, 1] = cS[i]
+        out.impulses[i, 2] = cT[i]
+        for r in range(3):
+            out.forces_world[i, r] = (d.frames[i, r, 0] * cN[i] + d.frames[i, r, 1] * cS[i]
+                                      + d.frames[i, r, 2] * cT[i]) * inv_dt
+
+
+@njit(cache=True)
 def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act, free, excluded,
                     use_warm, bx_R, bx_p):
     """One ``lcp_noslip`` tick (see the module doc); ``d`` :class:`ContactData`, ``o``
@@ -95,8 +158,8 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
     Returns (nc, code, flag bits, warm_used, n_active); nc < 0 is ``-status`` of the core
     kernels for an invalid q / v.
     """
-    nc = assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded,
-                         o.margin, o.phi_deadband, True)
+    nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
+                               bx_p)
     if nc <= 0:
         return nc, TICK_GENERIC, 0, False, 0
     dt = o.dt
@@ -104,9 +167,6 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
     S = d.S[:nc]
     T = d.T[:nc]
     phi = d.phi[:nc]
-    if o.passive_impact:
-        passive_impact_kernel(N, S, T, d.Minv, phi, dt, o.separation_tolerance, 1e-9, d.v,
-                              d.impact[:nc])
     nv = N.shape[1]
     if o.noslip_gap >= 0.0:  # eq. (34): no-slip rows only at touching candidates
         for i in range(nc):
@@ -176,16 +236,7 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
     for i in range(nc):
         if not (np.isfinite(cN[i]) and np.isfinite(cS[i]) and np.isfinite(cT[i])):
             return nc, TICK_GENERIC, flags, warm_used, 0
-    for a in range(nu):
-        out.tau[a] = tau[a]
-    inv_dt = 1.0 / dt
-    for i in range(nc):
-        out.impulses[i, 0] = cN[i]
-        out.impulses[i, 1] = cS[i]
-        out.impulses[i, 2] = cT[i]
-        for r in range(3):
-            out.forces_world[i, r] = (d.frames[i, r, 0] * cN[i] + d.frames[i, r, 1] * cS[i]
-                                      + d.frames[i, r, 2] * cT[i]) * inv_dt
+    _write_result(d, out, dt, tau, cN, cS, cT)
     n_active = 0
     if use_warm:
         out.warm_slots[:] = False
@@ -207,44 +258,205 @@ def _plain(x, n: int) -> bool:
             and x.flags.c_contiguous)
 
 
-class NoslipTick:
-    """The controller's compiled ``lcp_noslip`` tick for one :class:`ContactModel` (no free
-    bodies) and fixed options; see :func:`lcp_noslip_tick`.
+class CoulombOutput(NamedTuple):
+    """Output buffers of :func:`lcp_coulomb_tick` (rows ``0..nc-1`` valid): ``tau``,
+    ``impulses``, ``forces_world``, ``active_slots`` as in :class:`NoslipOutput`; the Lemke
+    warm start by candidate slot: ``basic`` (n_slots, k + 2) bool (c_N, the k edges, lambda)
+    and ``known`` (n_slots,) bool (slots of the previous tick), both input and output."""
 
-    Args:
-        cm: the contact model (its ``data`` buffers are used).
-        noslip_gap, min_norm: the ``solve_lcp_noslip`` options (``None``/False = defaults).
+    tau: np.ndarray
+    impulses: np.ndarray
+    forces_world: np.ndarray
+    active_slots: np.ndarray
+    basic: np.ndarray
+    known: np.ndarray
+
+
+@njit(cache=True)
+def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des, act, free,
+                     excluded, use_warm, bx_R, bx_p):
+    """One ``lcp_coulomb`` tick (Sec. 5, LCP (64) by Lemke), as ``build`` + ``solve``: the
+    contact assembly and passive impact of :func:`lcp_noslip_tick`, the sticking correction
+    (``consistency.sticking_consistent_problem``), the reduced dynamics, Lemke with the
+    previous basis by slot, the minimum-norm selection and the world forces; ``o``
+    :class:`CoulombOptions`, ``out`` :class:`CoulombOutput`.
+
+    Returns (nc, code, flag bits, warm_used, n_active) as :func:`lcp_noslip_tick`.
     """
+    nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
+                               bx_p)
+    if nc <= 0:
+        return nc, TICK_GENERIC, 0, False, 0
+    dt = o.dt
+    N = d.N[:nc]
+    S = d.S[:nc]
+    T = d.T[:nc]
+    phi = d.phi[:nc]
+    mu = d.mu[:nc]
+    nv = N.shape[1]
+    nu = act.shape[0]
+    flags = 0
+    qdd = qdd_des
+    if o.sticking_correction and nu > 0:
+        # consistency.sticking_consistent_problem: Sec. 4.5 QP with no-slip rows only at the
+        # touching contacts (eps_rel 1e-6, dep_tol 1e-4, change tolerance 1e-6)
+        S2 = S.copy()
+        T2 = T.copy()
+        touching = 0
+        for i in range(nc):
+            if phi[i] <= o.sticking_gap:
+                touching += 1
+            else:
+                for c in range(nv):
+                    S2[i, c] = 0.0
+                    T2[i, c] = 0.0
+        if touching > 0:
+            dmax = -np.inf
+            for a in range(nu):
+                dmax = max(dmax, d.Minv[act[a], act[a]])
+            corr = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd_des, N, S2, T2, phi, dt,
+                                     np.zeros(nc, dtype=np.bool_), 4 * nc + 20, 1e-6, 1e-10,
+                                     1e-6 * dmax, 1e-4, 1e-9)
+            qdd_c = np.empty(nu)
+            ok = corr[8] == 0
+            change = 0.0
+            qmax = 0.0
+            for a in range(nu):
+                qdd_c[a] = (corr[4][act[a]] - d.v[act[a]]) / dt
+                ok = ok and np.isfinite(qdd_c[a])
+                change = max(change, abs(qdd_c[a] - qdd_des[a]))
+                qmax = max(qmax, abs(qdd_des[a]))
+            if not ok:
+                flags |= _STICKING_FAILED
+            elif change > 1e-6 * (1.0 + qmax):
+                qdd = qdd_c
+                flags |= _CORRECTED
+    D = o.D
+    kk = D.shape[0]
+    m = nc * (1 + kk)
+    J = _coulomb_rows(N, S, T, D)
+    red = _reduce_kernel(d.Minv, d.h, d.v, act, free, qdd, dt, J)
+    if not red[0]:
+        return nc, TICK_GENERIC, flags, False, 0
+    L, tau0, fstar, H, Jv0 = red[1], red[2], red[3], red[7], red[8]
+    Q, qv = _assemble_lcp(H, Jv0, phi, dt, mu, kk)
+    n = qv.shape[0]
+    # the previous basis by slot (lcp_coulomb._warm_mask)
+    warm = np.zeros(n, dtype=np.bool_)
+    mask_given = False
+    if use_warm:
+        any_known = False
+        for i in range(nc):
+            sl = d.slot[i]
+            if out.known[sl]:
+                any_known = True
+                warm[i] = out.basic[sl, 0]
+                for j in range(kk):
+                    warm[nc + i * kk + j] = out.basic[sl, 1 + j]
+                warm[m + i] = out.basic[sl, 1 + kk]
+        any_set = False
+        for i in range(n):
+            any_set = any_set or warm[i]
+        mask_given = any_known and any_set
+        if not mask_given:
+            warm[:] = False
+    z = np.zeros(n)
+    basic = np.zeros(n, dtype=np.bool_)
+    qs = 0.0
+    qmin = np.inf
+    for i in range(n):
+        qs = max(qs, abs(qv[i]))
+        qmin = min(qmin, qv[i])
+    warm_used = False
+    if qs > 0.0 and qmin < 0.0:  # lemke.solve_lcp
+        qn = qv / qs
+        w = np.zeros(n)
+        basis = np.zeros(n, dtype=np.int64)
+        status, _piv, wflag, eps, _viol = _solve_lcp_kernel(
+            Q, qn, warm, mask_given, 50 * n + 10, 1e-9, o.tol, True, 1e-12, 1e-2, 100.0, 1e-6,
+            z, w, basis)
+        if status != SUCCESS:
+            return nc, TICK_GENERIC, flags, False, 0
+        for i in range(n):
+            z[i] *= qs
+            if n <= basis[i] < 2 * n:
+                basic[basis[i] - n] = True
+        warm_used = wflag == 1
+        if mask_given and wflag == 2:
+            flags |= _WARM_REJECTED
+        if eps > 0.0:
+            flags |= _REGULARIZED
+    c = z[:m].copy()
+    tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c)
+    if o.min_norm:
+        c_mn, ok = min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, kk,
+                                           o.min_norm_tol)
+        if ok:
+            c = c_mn
+            tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c)
+            flags |= _MIN_NORM
+        else:
+            flags |= _MIN_NORM_FAILED
+    for a in range(nu):
+        if not np.isfinite(tau[a]):
+            return nc, TICK_GENERIC, flags, warm_used, 0
+    for col in range(nv):
+        if not np.isfinite(v_next[col]):
+            return nc, TICK_GENERIC, flags, warm_used, 0
+    cN = c[:nc].copy()
+    cS = np.zeros(nc)  # pyramid_to_local
+    cT = np.zeros(nc)
+    for i in range(nc):
+        for j in range(kk):
+            cS[i] += c[nc + i * kk + j] * D[j, 0]
+            cT[i] += c[nc + i * kk + j] * D[j, 1]
+        if not (np.isfinite(cN[i]) and np.isfinite(cS[i]) and np.isfinite(cT[i])):
+            return nc, TICK_GENERIC, flags, warm_used, 0
+    _write_result(d, out, dt, tau, cN, cS, cT)
+    n_active = 0
+    for i in range(nc):
+        if z[i] > 0.0:
+            out.active_slots[n_active] = d.slot[i]
+            n_active += 1
+    if use_warm:  # lcp_coulomb._store_basic
+        out.known[:] = False
+        for i in range(nc):
+            sl = d.slot[i]
+            out.known[sl] = True
+            out.basic[sl, 0] = basic[i]
+            for j in range(kk):
+                out.basic[sl, 1 + j] = basic[nc + i * kk + j]
+            out.basic[sl, 1 + kk] = basic[m + i]
+    return nc, TICK_OK, flags, warm_used, n_active
 
-    def __init__(self, cm: ContactModel, noslip_gap: float | None = None,
-                 min_norm: bool = False) -> None:
+
+class _CompiledTick:
+    """The controller's compiled tick of one method on one :class:`ContactModel` (no free
+    bodies) with fixed options: calls the method's kernel and keeps the
+    :class:`~wbc_dynamics.contact.problem.MethodState` exactly as ``solve`` would."""
+
+    kernel = None  # the method's compiled tick
+    flag_names: tuple = ()
+
+    def __init__(self, cm: ContactModel, options, out) -> None:
         if cm.bodies:
-            raise ValueError("NoslipTick: free bodies are not supported (use build + solve)")
+            raise ValueError(f"{type(self).__name__}: free bodies are not supported (use build "
+                             "+ solve)")
         self.cm = cm
-        ctol = 1e-3  # solve_lcp_noslip's consistency_tol default
-        self.options = NoslipOptions(
-            margin=float(cm.margin), phi_deadband=float(cm.phi_deadband),
-            passive_impact=bool(cm.passive_impact),
-            separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
-            noslip_gap=-1.0 if noslip_gap is None else float(noslip_gap),
-            min_norm=bool(min_norm), min_norm_tol=ctol, consistency_tol=ctol, rank_tol=1e-6,
-            tol=1e-10)
-        if noslip_gap is not None and not (np.isfinite(noslip_gap) and noslip_gap >= 0.0):
-            raise ValueError(f"noslip_gap: must be finite and >= 0 or None, got {noslip_gap!r}")
-        cap = cm.data.N.shape[0]
-        self.out = NoslipOutput(tau=np.zeros(cm.actuated.shape[0]), impulses=np.zeros((cap, 3)),
-                                forces_world=np.zeros((cap, 3)),
-                                warm_slots=np.zeros(len(cm.slot_ids), dtype=np.bool_),
-                                active_slots=np.zeros(cap, dtype=np.int64))
+        self.options = options
+        self.out = out
         self._slot_of = {cid: i for i, cid in enumerate(cm.slot_ids)}
-        self._active_written: object = ()
         self._no_box_R = np.zeros((0, 3, 3))
         self._no_box_p = np.zeros((0, 3))
         self._flags: dict[int, tuple[str, ...]] = {}
-        self._entry = None  # lcp_noslip_tick's entry point for these buffers (bound_entry)
+        self._entry = None  # the kernel's entry point for these buffers (bound_entry)
         self.nc = 0
         self.flags: tuple[str, ...] = ()
         self.warm_start_used = False
+
+    def _sync_warm(self, mstate: MethodState) -> None:
+        """Bring the compiled warm start in line with ``mstate`` if the general path (or a
+        reset) changed it."""
 
     def run(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray,
             mstate: MethodState | None) -> bool:
@@ -253,36 +465,33 @@ class NoslipTick:
 
         Returns True if solved (results in :attr:`out`, :attr:`nc`, :attr:`flags`,
         :attr:`warm_start_used`, :meth:`contact_ids`); False if the caller must run the general
-        path for this tick. Raises ValueError (the core's message) for an invalid q / v.
+        path for this tick (then call :meth:`export_warm` first). Raises ValueError (the core's
+        message) for an invalid q / v.
         """
         cm = self.cm
         o = self.out
         use_warm = mstate is not None
-        if use_warm and mstate.active_ids is not self._active_written:
-            o.warm_slots[:] = False  # the general path (or a reset) changed the warm start
-            for cid in mstate.active_ids:
-                i = self._slot_of.get(cid)
-                if i is not None:
-                    o.warm_slots[i] = True
-            self._active_written = mstate.active_ids
+        if use_warm:
+            self._sync_warm(mstate)
         r = cm.robot
         arrays = r.kernel_arrays
         args = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity, cm.geometry, cm.data,
                 self.options, o, q, v, qdd, cm.actuated, cm.free, cm.excluded_mask(), use_warm,
                 self._no_box_R, self._no_box_p)
+        kernel = type(self).kernel
         if self._entry is None:
-            self._entry = bound_entry(lcp_noslip_tick, args)
+            self._entry = bound_entry(kernel, args)
         if _plain(q, r.nq) and _plain(v, r.nv) and _plain(qdd, cm.actuated.shape[0]):
             nc, code, bits, warm_used, n_active = self._entry(*args)
         else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
-            nc, code, bits, warm_used, n_active = lcp_noslip_tick(*args)
+            nc, code, bits, warm_used, n_active = kernel(*args)
         if nc < 0:
             r._raise(-nc)
         if code != TICK_OK:
             return False
         flags = self._flags.get(bits)
         if flags is None:
-            flags = tuple(name for bit, name in _FLAG_NAMES if bits & bit)
+            flags = tuple(name for bit, name in self.flag_names if bits & bit)
             self._flags[bits] = flags
         self.nc = nc
         self.flags = flags
@@ -292,9 +501,136 @@ class NoslipTick:
             mstate.impulses = o.impulses[:nc].copy()
             mstate.active_ids = cm.ids_of(o.active_slots[:n_active])
             mstate.data["tau"] = o.tau.copy()
-            self._active_written = mstate.active_ids
+            self._stored(mstate)
         return True
+
+    def _stored(self, mstate: MethodState) -> None:
+        """Mark ``mstate`` as written by this tick (see :meth:`_sync_warm`)."""
+
+    def export_warm(self, mstate: MethodState | None) -> None:
+        """Write the compiled warm start into ``mstate`` in ``solve``'s own form (before the
+        general path runs)."""
 
     def contact_ids(self) -> tuple:
         """Identities of this tick's contact rows."""
         return self.cm.ids_of(self.cm.data.slot[: self.nc])
+
+
+class NoslipTick(_CompiledTick):
+    """Compiled ``lcp_noslip`` tick (:func:`lcp_noslip_tick`).
+
+    Args:
+        cm: the contact model (its ``data`` buffers are used).
+        noslip_gap, min_norm: the ``solve_lcp_noslip`` options (``None``/False = defaults).
+    """
+
+    kernel = lcp_noslip_tick
+    flag_names = _FLAG_NAMES
+
+    def __init__(self, cm: ContactModel, noslip_gap: float | None = None,
+                 min_norm: bool = False) -> None:
+        if noslip_gap is not None and not (np.isfinite(noslip_gap) and noslip_gap >= 0.0):
+            raise ValueError(f"noslip_gap: must be finite and >= 0 or None, got {noslip_gap!r}")
+        ctol = 1e-3  # solve_lcp_noslip's consistency_tol default
+        options = NoslipOptions(
+            margin=float(cm.margin), phi_deadband=float(cm.phi_deadband),
+            passive_impact=bool(cm.passive_impact),
+            separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
+            noslip_gap=-1.0 if noslip_gap is None else float(noslip_gap),
+            min_norm=bool(min_norm), min_norm_tol=ctol, consistency_tol=ctol, rank_tol=1e-6,
+            tol=1e-10)
+        cap = cm.data.N.shape[0]
+        out = NoslipOutput(tau=np.zeros(cm.actuated.shape[0]), impulses=np.zeros((cap, 3)),
+                           forces_world=np.zeros((cap, 3)),
+                           warm_slots=np.zeros(len(cm.slot_ids), dtype=np.bool_),
+                           active_slots=np.zeros(cap, dtype=np.int64))
+        super().__init__(cm, options, out)
+        self._active_written: object = ()
+
+    def _sync_warm(self, mstate: MethodState) -> None:
+        if mstate.active_ids is not self._active_written:
+            ws = self.out.warm_slots
+            ws[:] = False
+            for cid in mstate.active_ids:
+                i = self._slot_of.get(cid)
+                if i is not None:
+                    ws[i] = True
+            self._active_written = mstate.active_ids
+
+    def _stored(self, mstate: MethodState) -> None:
+        self._active_written = mstate.active_ids
+
+
+class CoulombTick(_CompiledTick):
+    """Compiled ``lcp_coulomb`` tick (:func:`lcp_coulomb_tick`), MINDIFF off.
+
+    Args:
+        cm: the contact model. sticking_correction, min_norm: the ``solve_lcp_coulomb``
+            options (``coulomb_tracking`` sets both).
+    """
+
+    kernel = lcp_coulomb_tick
+    flag_names = _COULOMB_FLAG_NAMES
+
+    def __init__(self, cm: ContactModel, sticking_correction: bool = False,
+                 min_norm: bool = False) -> None:
+        k = int(cm.friction_edges)
+        options = CoulombOptions(
+            margin=float(cm.margin), phi_deadband=float(cm.phi_deadband),
+            passive_impact=bool(cm.passive_impact),
+            separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
+            D=np.array(pyramid_directions(k)), sticking_correction=bool(sticking_correction),
+            sticking_gap=1e-6, min_norm=bool(min_norm), min_norm_tol=1e-6, tol=1e-9)
+        cap = cm.data.N.shape[0]
+        nslot = len(cm.slot_ids)
+        out = CoulombOutput(tau=np.zeros(cm.actuated.shape[0]), impulses=np.zeros((cap, 3)),
+                            forces_world=np.zeros((cap, 3)),
+                            active_slots=np.zeros(cap, dtype=np.int64),
+                            basic=np.zeros((nslot, k + 2), dtype=np.bool_),
+                            known=np.zeros(nslot, dtype=np.bool_))
+        super().__init__(cm, options, out)
+        self.k = k
+        #: stands in mstate.data["lcp_coulomb_basic"] while the basis lives in ``out``
+        self._token: dict = {}
+
+    def _sync_warm(self, mstate: MethodState) -> None:
+        prev = mstate.data.get("lcp_coulomb_basic")
+        if prev is self._token:
+            return
+        o = self.out
+        o.known[:] = False
+        if prev and mstate.data.get("lcp_coulomb_k") == self.k:
+            for cid, b in prev.items():
+                i = self._slot_of.get(cid)
+                if i is not None:
+                    o.known[i] = True
+                    o.basic[i] = b
+        mstate.data["lcp_coulomb_basic"] = self._token
+
+    def _stored(self, mstate: MethodState) -> None:
+        mstate.data["lcp_coulomb_basic"] = self._token
+        mstate.data["lcp_coulomb_k"] = self.k
+
+    def export_warm(self, mstate: MethodState | None) -> None:
+        if mstate is None or mstate.data.get("lcp_coulomb_basic") is not self._token:
+            return
+        o = self.out
+        ids = self.cm.slot_ids
+        mstate.data["lcp_coulomb_basic"] = {ids[i]: o.basic[i].copy()
+                                            for i in np.flatnonzero(o.known)}
+
+
+def compiled_tick(cm: ContactModel, method: str, options: dict) -> _CompiledTick | None:
+    """The compiled tick of ``method`` with ``solve``'s keyword ``options`` on ``cm``, or None
+    if the method, an option or the model (free bodies) has none (then use build + solve)."""
+    if cm.bodies:
+        return None
+    if method == "lcp_noslip" and set(options) <= {"noslip_gap", "min_norm"}:
+        gap = options.get("noslip_gap")
+        if gap is not None and not (np.isfinite(gap) and gap >= 0.0):
+            return None  # solve's own validation reports it
+        return NoslipTick(cm, noslip_gap=gap, min_norm=bool(options.get("min_norm", False)))
+    if method == "lcp_coulomb" and set(options) <= {"sticking_correction", "min_norm"}:
+        return CoulombTick(cm, sticking_correction=bool(options.get("sticking_correction")),
+                           min_norm=bool(options.get("min_norm", False)))
+    return None

@@ -125,14 +125,14 @@ def bound_entry(dispatcher, args: tuple):
 
     A numba dispatcher types every argument on every call; for a kernel that takes the tick's
     named buffers (a few NamedTuples of ~60 arrays) that costs ~10 us per call, a fifth of a
-    tick. The entry point of the already selected overload skips it. The caller must pass
+    tick. The entry point of the overload for these types skips it. The caller must pass
     arguments of the same types on every call (fixed buffers; it checks the per-call arrays
-    itself). Compiles (at start-up) if the types are new; returns the dispatcher itself if
-    numba does not expose the overload.
+    itself). Compiles or loads from the cache (at start-up) without running the kernel;
+    returns the dispatcher itself if numba does not expose the overload.
     """
-    dispatcher(*args)
     try:
         sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+        dispatcher.compile(sig)
         return dispatcher.overloads[sig].entry_point
-    except (AttributeError, KeyError):
+    except (AttributeError, KeyError, TypeError):
         return dispatcher
