@@ -922,14 +922,17 @@ class WholeBodyController:
         """The method's whole-tick compiled call on ``cm`` for the options in force -- the
         configuration's, over ``solver_state.options`` as ``solve`` merges them -- or None if
         the method or an option has no compiled tick (the general path then runs)."""
+        ticks = cm.compiled_ticks
+        extra = self.solver_state.options.get(method)
+        if not extra and method in ticks:  # the configuration's options (every tick)
+            return ticks[method]
         from .contact.tick import compiled_tick
 
         opts = self._solver_options.get(method, {})
-        extra = self.solver_state.options.get(method)
+        key = method
         if extra:
             opts = {**extra, **opts}
-        key = (method, tuple(sorted(opts.items())))
-        ticks = cm.compiled_ticks
+            key = (method, tuple(sorted(opts.items())))
         if key not in ticks:
             ticks[key] = compiled_tick(cm, method, opts)
         return ticks[key]

@@ -35,6 +35,7 @@ import numpy as np
 from .description import RobotDescription
 from .kernels import dynamics as dyn
 from .kernels import world
+from .kernels.linalg import bound_entry
 from .urdf_loader import (
     CollisionBox,
     CollisionGeometry,
@@ -158,6 +159,12 @@ class RobotModel:
         self._eye3 = np.eye(3)
         self._origin = np.zeros(3)
         self._joint_index = {name: k for k, name in enumerate(self.joint_names)}
+        self._entries: dict = {}
+        q0, z = self.neutral(), np.zeros(nv)
+        self._bind(world.rnea, (q0, z, z, self._fext, False, True, z.copy(), *self._k_rnea))
+        self._bind(world.crba, (q0, np.empty((nv, nv)), *self._k_kin))
+        self._bind(world.minverse, (q0, np.empty((nv, nv)), self._FP, *self._k_kin))
+        self._bind(world.aba, (q0, z, z, self._fext, False, z.copy(), *self._k_aba))
         if warmup:
             self.warmup()
 
@@ -276,6 +283,17 @@ class RobotModel:
         R, p = self._data.link_pose[link]
         return body, R, p
 
+    def _bound(self, kernel):
+        """``kernel``'s compiled entry point for this model's argument types (bound at warm-up,
+        see :func:`wbc_dynamics.kernels.linalg.bound_entry`): skips numba's per-call typing of
+        the ~14 arguments, half of a single call's cost. Only for the kernels whose per-call
+        arrays the public methods have checked (float64, C-contiguous, right shape)."""
+        entry = self._entries.get(kernel)
+        return kernel if entry is None else entry
+
+    def _bind(self, kernel, args: tuple) -> None:
+        self._entries[kernel] = bound_entry(kernel, args)
+
     def _raise(self, status: int, v: str = "v", a: str = "a") -> None:
         message = STATUS_MESSAGES[status].format(v=v, a=a)
         if status == dyn.SINGULAR and self.massless_joints:
@@ -317,7 +335,7 @@ class RobotModel:
             a = _vector(a, nv, "a")
         use_fext = self._external_forces(f_ext)
         tau = np.empty(nv)
-        st = world.rnea(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
+        st = self._bound(world.rnea)(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
         if st:
             self._raise(st)
         return tau
@@ -337,7 +355,7 @@ class RobotModel:
         ):
             q = _vector(q, self.nq, "q")
         M = np.empty((self.nv, self.nv))
-        st = world.crba(q, M, *self._k_kin)
+        st = self._bound(world.crba)(q, M, *self._k_kin)
         if st:
             self._raise(st)
         return M
@@ -370,7 +388,7 @@ class RobotModel:
         ):
             q = _vector(q, self.nq, "q")
         Minv = np.empty((self.nv, self.nv))
-        st = world.minverse(q, Minv, self._FP, *self._k_kin)
+        st = self._bound(world.minverse)(q, Minv, self._FP, *self._k_kin)
         if st:
             self._raise(st)
         return Minv
@@ -394,7 +412,7 @@ class RobotModel:
             tau = _vector(tau, nv, "tau")
         use_fext = self._external_forces(f_ext)
         ddq = np.empty(nv)
-        st = world.aba(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
+        st = self._bound(world.aba)(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
         if st:
             self._raise(st, a="tau")
         return ddq

@@ -450,6 +450,7 @@ class _CompiledTick:
         self._no_box_p = np.zeros((0, 3))
         self._flags: dict[int, tuple[str, ...]] = {}
         self._entry = None  # the kernel's entry point for these buffers (bound_entry)
+        self._ids: tuple = ()
         self.nc = 0
         self.flags: tuple[str, ...] = ()
         self.warm_start_used = False
@@ -474,17 +475,24 @@ class _CompiledTick:
         if use_warm:
             self._sync_warm(mstate)
         r = cm.robot
-        arrays = r.kernel_arrays
-        args = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity, cm.geometry, cm.data,
-                self.options, o, q, v, qdd, cm.actuated, cm.free, cm.excluded_mask(), use_warm,
-                self._no_box_R, self._no_box_p)
-        kernel = type(self).kernel
         if self._entry is None:
-            self._entry = bound_entry(kernel, args)
-        if _plain(q, r.nq) and _plain(v, r.nv) and _plain(qdd, cm.actuated.shape[0]):
-            nc, code, bits, warm_used, n_active = self._entry(*args)
+            arrays = r.kernel_arrays
+            # the fixed buffers (the model's arrays are shared, gravity is updated in place)
+            self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
+                          cm.geometry, cm.data, self.options, o)
+            self._tail = (cm.actuated, cm.free, cm.excluded_mask())
+            self._dims = (r.nq, r.nv, cm.actuated.shape[0])
+            self._entry = bound_entry(type(self).kernel, (
+                *self._head, q, v, qdd, *self._tail, use_warm, self._no_box_R,
+                self._no_box_p))
+        cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
+        nq, nv, nu = self._dims
+        if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu):
+            call = self._entry
         else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
-            nc, code, bits, warm_used, n_active = kernel(*args)
+            call = type(self).kernel
+        nc, code, bits, warm_used, n_active = call(*self._head, q, v, qdd, *self._tail,
+                                                   use_warm, self._no_box_R, self._no_box_p)
         if nc < 0:
             r._raise(-nc)
         if code != TICK_OK:
@@ -496,8 +504,9 @@ class _CompiledTick:
         self.nc = nc
         self.flags = flags
         self.warm_start_used = bool(warm_used)
+        self._ids = cm.ids_of(cm.data.slot[:nc])
         if use_warm:
-            mstate.contact_ids = cm.ids_of(cm.data.slot[:nc])
+            mstate.contact_ids = self._ids
             mstate.impulses = o.impulses[:nc].copy()
             mstate.active_ids = cm.ids_of(o.active_slots[:n_active])
             mstate.data["tau"] = o.tau.copy()
@@ -513,7 +522,7 @@ class _CompiledTick:
 
     def contact_ids(self) -> tuple:
         """Identities of this tick's contact rows."""
-        return self.cm.ids_of(self.cm.data.slot[: self.nc])
+        return self._ids
 
 
 class NoslipTick(_CompiledTick):
