@@ -180,8 +180,14 @@ def test_bad_configuration_raises_named_errors():
     m, pm, cm, q0 = quadruped()
     with pytest.raises(ValueError, match="q"):
         cm.build(np.full(m.nq, np.nan), np.zeros(m.nv), np.zeros(12))
-    with pytest.raises(ValueError, match="contact_links"):
-        ContactModel(m, contact_links=["base_link"], features=[HalfSpace.ground()])
+    with pytest.raises(ValueError, match="contact link 'LF_shank': no collision geometry"):
+        ContactModel(m, contact_links=["LF_shank"], features=[HalfSpace.ground()])
+    with pytest.raises(ValueError, match=r"contact_points\['LF_shank'\]\[0\]: radius"):
+        ContactModel(m, contact_links=["LF_shank"], features=[HalfSpace.ground()],
+                     points={"LF_shank": [((0.0, 0.0, -0.1), -0.01)]})
+    with pytest.raises(ValueError, match="not contact links"):
+        ContactModel(m, contact_links=["LF_foot"], features=[HalfSpace.ground()],
+                     points={"LF_shank": [((0.0, 0.0, -0.1), 0.01)]})
     with pytest.raises(ValueError, match="link"):
         ContactModel(m, contact_links=["no_such_link"], features=[HalfSpace.ground()])
     with pytest.raises(ValueError, match="margin"):

@@ -101,13 +101,29 @@ class ControllerConfig:
     Attributes:
         robot: bundled robot name ("quadruped", "arm", "branched", "humanoid") or "".
         robot_description: URDF XML string or "".
-        urdf_path: path of a URDF file or "".
+        urdf_path: path of a URDF file, or ``package://PKG/REL`` (resolved like mesh URIs:
+            AMENT_PREFIX_PATH, ROS_PACKAGE_PATH, pip-installed ROS packages), or "".
         floating_base: load the model with a free-flyer root (base state then required).
         joints: configured joint order of every input/output array; empty = URDF movable-joint
-            order. Must name every movable joint of the model exactly once.
+            order. May be a subset: a movable joint that is neither listed here nor in
+            ``locked_joints`` is locked at 0 (clipped into its limits) with a warning
+            (:attr:`WholeBodyController.load_warnings`), or rejected with ``strict_joints``.
+        locked_joints: movable joints held fixed in the model (Pinocchio's reduced model): not
+            controlled, absent from every array; their mass moves with their parent.
+        locked_positions: [rad or m] positions of ``locked_joints``, one per joint or a single
+            value for all (default 0).
+        strict_joints: every movable joint must be in ``joints`` or ``locked_joints`` (error
+            listing the others).
         method: "none" | "lcp_noslip" | "lcp_coulomb" | "qp_coulomb" | "qp_noslip".
-        contact_links: links whose collision spheres may touch the ground (contact methods).
-            Empty = the bundled robot's ``contact_links`` (if ``robot`` is set).
+        contact_links: links that may touch the ground (contact methods); their contact points
+            come from their URDF collision geometry of any shape
+            (:mod:`wbc_dynamics.contact.candidates`) unless declared below. Empty = the bundled
+            robot's ``contact_links`` (if ``robot`` is set), else the links of the declared
+            contact points.
+        contact_point_links: one link name per declared contact point; a link with declared
+            points uses them instead of its collision geometry.
+        contact_point_positions: [m] 3 numbers per declared point: its centre in the link frame.
+        contact_point_radii: [m] one radius per declared point or one for all (0 = a point).
         friction: Coulomb friction coefficient mu of the ground (>= 0).
         ground_height: height of the horizontal ground plane in the world frame [m].
         control_rate: nominal control rate [Hz]; sets the time step ``dt = 1 / control_rate`` of
@@ -149,8 +165,14 @@ class ControllerConfig:
     urdf_path: str = ""
     floating_base: bool = False
     joints: list[str] = field(default_factory=list)
+    locked_joints: list[str] = field(default_factory=list)
+    locked_positions: list[float] = field(default_factory=lambda: [0.0])
+    strict_joints: bool = False
     method: str = "none"
     contact_links: list[str] = field(default_factory=list)
+    contact_point_links: list[str] = field(default_factory=list)
+    contact_point_positions: list[float] = field(default_factory=list)
+    contact_point_radii: list[float] = field(default_factory=lambda: [0.0])
     friction: float = 0.8
     ground_height: float = 0.0
     control_rate: float = 1000.0
@@ -339,6 +361,84 @@ def _finite_positive(name: str, value: Any) -> float:
     return v
 
 
+def _locked_joints(cfg: ControllerConfig, description: Any, warnings: list[str]) -> dict:
+    """{joint: position} to lock: ``locked_joints`` at ``locked_positions`` plus, unless
+    ``strict_joints``, the movable joints ``joints`` leaves out (at 0 clipped into limits)."""
+    movable = [j for j in description.joints_in_tree_order() if j.movable]
+    by_name = {j.name: j for j in movable}
+    names = [str(j) for j in cfg.locked_joints]
+    for j in names:
+        if j not in by_name:
+            raise ValueError(f"locked_joints: '{j}' is not a movable joint of the URDF "
+                             f"(movable joints: {list(by_name)})")
+        if names.count(j) > 1:
+            raise ValueError(f"locked_joints: joint '{j}' listed twice")
+    try:
+        pos = np.atleast_1d(np.asarray(cfg.locked_positions, dtype=np.float64)).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"locked_positions: expected numbers, got {cfg.locked_positions!r}") from None
+    if pos.shape[0] == 1:
+        pos = np.full(len(names), pos[0])
+    elif pos.shape[0] != len(names):
+        raise ValueError(f"locked_positions: expected 1 or {len(names)} values (one per locked "
+                         f"joint), got {pos.shape[0]}")
+    locked = {j: float(p) for j, p in zip(names, pos, strict=True)}
+    listed = {str(j) for j in cfg.joints}
+    both = sorted(listed & set(names))
+    if both:
+        raise ValueError(f"joints / locked_joints: {both} are in both lists")
+    if listed:
+        rest = [j.name for j in movable if j.name not in listed and j.name not in locked]
+        if rest and cfg.strict_joints:
+            raise ValueError(
+                f"joints: movable joint(s) {rest} are neither configured nor locked "
+                "(strict_joints); list them in joints or locked_joints"
+            )
+        for name in rest:
+            lo, hi = by_name[name].lower, by_name[name].upper
+            locked[name] = min(max(0.0, lo), hi) if lo <= hi else 0.0
+        if rest:
+            warnings.append(
+                f"joints: {len(rest)} movable joint(s) not configured are locked at 0 (clipped "
+                f"into their limits): {rest}; set locked_joints / locked_positions to choose, or "
+                "strict_joints to make this an error"
+            )
+    return locked
+
+
+def _declared_contact_points(cfg: ControllerConfig) -> dict[str, list]:
+    """{link: [(centre (3,), radius), ...]} from the flat ``contact_point_*`` fields (the form
+    ROS parameters can carry), validated with errors naming the field and point."""
+    links = [str(x) for x in cfg.contact_point_links]
+    try:
+        pos = np.asarray(cfg.contact_point_positions, dtype=np.float64).reshape(-1)
+        rad = np.atleast_1d(np.asarray(cfg.contact_point_radii, dtype=np.float64)).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(
+            "contact_point_positions / contact_point_radii: expected numbers") from None
+    n = len(links)
+    if pos.shape[0] != 3 * n:
+        raise ValueError(f"contact_point_positions: expected 3 numbers per point of "
+                         f"contact_point_links ({3 * n}), got {pos.shape[0]}")
+    if n and rad.shape[0] == 1:
+        rad = np.full(n, rad[0])
+    elif n and rad.shape[0] != n:
+        raise ValueError(f"contact_point_radii: expected 1 or {n} values (one per point), got "
+                         f"{rad.shape[0]}")
+    out: dict[str, list] = {}
+    for i, ln in enumerate(links):
+        c = pos[3 * i: 3 * i + 3]
+        if not (np.all(np.isfinite(c)) and np.all(np.abs(c) <= 1e3)):
+            raise ValueError(f"contact_point_positions: point {i} on '{ln}' = {c.tolist()} must "
+                             "be finite, |x| <= 1e3 m")
+        if not (math.isfinite(rad[i]) and 0.0 <= rad[i] <= 1e3):
+            raise ValueError(f"contact_point_radii: point {i} on '{ln}' = {rad[i]!r} must be "
+                             "finite and in [0, 1e3] m")
+        out.setdefault(ln, []).append((c.copy(), float(rad[i])))
+    return out
+
+
 def _load_urdf_text(cfg: ControllerConfig) -> tuple[str, str]:
     """(URDF XML or path, human-readable source) from the first non-empty model source."""
     if cfg.robot_description.strip():
@@ -347,6 +447,14 @@ def _load_urdf_text(cfg: ControllerConfig) -> tuple[str, str]:
         return cfg.robot_description, "robot_description"
     if cfg.urdf_path.strip():
         path = os.path.expanduser(cfg.urdf_path.strip())
+        if path.startswith("package://"):
+            from .description import package_roots, resolve_resource
+
+            resolved = resolve_resource(path, None, package_roots())
+            if resolved is None:
+                raise ValueError(f"urdf_path: {path!r} not found (searched AMENT_PREFIX_PATH, "
+                                 "ROS_PACKAGE_PATH and pip-installed ROS packages)")
+            path = resolved
         if not os.path.isfile(path):
             raise ValueError(f"urdf_path: file not found: {path!r}")
         return path, f"urdf_path {path}"
@@ -393,11 +501,19 @@ class WholeBodyController:
             cfg, joints=list(cfg.joints), contact_links=list(cfg.contact_links)
         )
         cfg = self._cfg
+        #: warnings of the configuration (locked joints chosen for the user, ...), also logged
+        #: by the node; the model's own load warnings are in ``model.load_warnings``
+        self.load_warnings: list[str] = []
         if model is None:
+            from .description import parse_urdf
             from .model import RobotModel
 
             source, self.model_source = _load_urdf_text(cfg)
-            model = RobotModel.from_urdf(source, floating_base=bool(cfg.floating_base))
+            description = parse_urdf(source)
+            locked = _locked_joints(cfg, description, self.load_warnings)
+            model = RobotModel.from_urdf(
+                description, floating_base=bool(cfg.floating_base), locked_joints=locked
+            )
         else:
             self.model_source = "model argument"
             if bool(model.floating_base) != bool(cfg.floating_base):
@@ -495,6 +611,13 @@ class WholeBodyController:
             from .robots import robot_info
 
             self._contact_links = list(robot_info(cfg.robot.strip())["contact_links"])
+        self._contact_points = _declared_contact_points(cfg)
+        for ln in self._contact_points:
+            if ln not in self._contact_links:
+                if cfg.contact_links:
+                    raise ValueError(f"contact_point_links: link '{ln}' is not in contact_links "
+                                     f"({list(cfg.contact_links)})")
+                self._contact_links.append(ln)
         from .contact import SolverState
 
         self.solver_state = SolverState()
@@ -912,6 +1035,7 @@ class WholeBodyController:
             friction_edges=int(cfg.friction_edges), phi_deadband=float(cfg.phi_deadband),
             passive_impact=bool(cfg.passive_impact),
             separation_tolerance=float(cfg.separation_tolerance),
+            points=self._contact_points or None,
         )
         cm.excluded_links = self._swing_links
         #: the compiled ticks on this model, by (method, options) (see _compiled_tick)

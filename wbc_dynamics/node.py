@@ -26,6 +26,7 @@ entry point configures and activates the node itself (parameter ``autostart``, d
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import inspect
 import math
@@ -90,7 +91,20 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "floating_base": (_T.BOOL, False, "load the model with a free-flyer base (needs odom)"),
     "joints": (_T.STRING_ARRAY, None, "configured joint order of commands (unset = URDF order)"),
     "method": (_T.STRING, "none", "inverse dynamics method: " + " | ".join(METHODS)),
-    "contact_links": (_T.STRING_ARRAY, None, "contact links (unset = bundled robot's)"),
+    "locked_joints": (_T.STRING_ARRAY, None, "movable joints held fixed in the model (not "
+                      "controlled)"),
+    "locked_positions": (_T.DOUBLE_ARRAY, [0.0], "positions of locked_joints [rad or m], one "
+                         "per joint or one for all"),
+    "strict_joints": (_T.BOOL, False, "joints + locked_joints must name every movable joint "
+                      "(else the others are locked at 0 with a warning)"),
+    "contact_links": (_T.STRING_ARRAY, None, "contact links (unset = bundled robot's / the "
+                      "declared points' links); points from their collision geometry"),
+    "contact_point_links": (_T.STRING_ARRAY, None, "declared contact points: link of each "
+                            "(replace that link's collision geometry)"),
+    "contact_point_positions": (_T.DOUBLE_ARRAY, None, "declared contact points: x y z in the "
+                                "link frame [m], 3 per point"),
+    "contact_point_radii": (_T.DOUBLE_ARRAY, [0.0], "declared contact points: radius [m], one "
+                            "per point or one for all"),
     "friction": (_T.DOUBLE, 0.8, "ground friction coefficient mu (>= 0)"),
     "ground_height": (_T.DOUBLE, 0.0, "ground plane height in the world frame [m]"),
     "friction_edges": (_T.INTEGER, 4, "friction pyramid edges (even, >= 4)"),
@@ -134,7 +148,13 @@ STRUCTURAL = (
     "robot",
     "floating_base",
     "joints",
+    "locked_joints",
+    "locked_positions",
+    "strict_joints",
     "contact_links",
+    "contact_point_links",
+    "contact_point_positions",
+    "contact_point_radii",
     "ground_height",
     "friction_edges",
     "contact_margin",
@@ -157,34 +177,9 @@ STRUCTURAL = (
     "marker_scale",
 )
 
-_CONFIG_FIELDS = (
-    "robot_description",
-    "urdf_path",
-    "robot",
-    "floating_base",
-    "joints",
-    "method",
-    "contact_links",
-    "friction",
-    "ground_height",
-    "control_rate",
-    "kp",
-    "kd",
-    "effort_limits",
-    "safe_mode",
-    "safe_damping",
-    "state_timeout",
-    "reference_timeout",
-    "friction_edges",
-    "warm_start",
-    "contact_margin",
-    "phi_deadband",
-    "passive_impact",
-    "separation_tolerance",
-    "noslip_gap",
-    "noslip_min_norm",
-    "coulomb_tracking",
-)
+#: Every ControllerConfig field is a node parameter of the same name (one conversion path).
+_CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(ControllerConfig))
+assert set(_CONFIG_FIELDS) <= set(PARAMETERS), set(_CONFIG_FIELDS) - set(PARAMETERS)
 
 
 def _sanitize(name: str) -> str:

@@ -39,6 +39,7 @@ from ..kernels import world
 from ..kernels.dynamics import OK, forward_kinematics
 from ..kernels.kinematics import point_jacobian_filled
 from ..kernels.linalg import psd_pinv_solve
+from .candidates import contact_points
 from .problem import ContactProblem
 
 __all__ = ["HalfSpace", "SphereObstacle", "FreeBody", "ContactModel", "contact_frame"]
@@ -606,8 +607,9 @@ class ContactModel:
 
     Args:
         robot: the robot's RobotModel (fixed or floating base).
-        contact_links: links whose collision spheres are contact candidates (default: all links
-            carrying spheres).
+        contact_links: links whose contact points are candidates (default: every link with
+            collision spheres or declared points). A link's points come from its URDF collision
+            geometry of any shape (:mod:`wbc_dynamics.contact.candidates`) unless declared.
         features: static environment features (HalfSpace / SphereObstacle).
         bodies: contacted free bodies (FreeBody), appended to the system in order.
         margin: [m] candidates with phi <= margin enter the problem (eqs. 35/36).
@@ -615,6 +617,8 @@ class ContactModel:
         friction_edges: k of the friction pyramid (Coulomb methods).
         extra_points: optional {link: [(center (3,) link frame, radius), ...]} additional contact
             spheres (e.g. several samples per foot, Sec. 8.4.2 benchmark).
+        points: optional {link: [(center (3,) link frame [m], radius [m]), ...]} declared contact
+            points; they replace that link's collision geometry.
         actuated_joints: names of actuated joints (default: all movable joints).
         phi_deadband: [m] (default 0 = eqs. (35)/(36) literally) signed distances below it are
             reported as 0 (touching) and larger ones reduced by it. For compliant plants /
@@ -660,6 +664,7 @@ class ContactModel:
         phi_deadband: float = 0.0,
         passive_impact: bool = False,
         separation_tolerance: float = 0.0,
+        points: dict[str, list[tuple[Sequence[float], float]]] | None = None,
     ) -> None:
         if not np.isfinite(separation_tolerance) or separation_tolerance < 0:
             raise ValueError(f"ContactModel.separation_tolerance: must be finite and >= 0, got "
@@ -679,29 +684,19 @@ class ContactModel:
         self.margin = float(margin)
         self.dt = float(dt)
         self.friction_edges = int(friction_edges)
-        spheres = list(robot.collision_spheres)
         if contact_links is None:
-            contact_links = sorted({s.link for s in spheres})
+            # spheres are the shapes meant for contact (foot balls, fingertips); other shapes
+            # (shanks, bodies) become candidates only on links named in contact_links
+            contact_links = sorted({g.link for g in robot.collision_geometry if g.kind == "sphere"}
+                                   | set(points or {}))
         links = list(contact_links)
-        for link in links:
-            robot.link_frame(link)  # ValueError naming an unknown link
+        self.contact_points = contact_points(robot, links, points, extra_points)
         sph: list[tuple[str, int, np.ndarray, float]] = []
-        for link in links:
-            k = 0
-            for s in spheres:
-                if s.link == link:
-                    sph.append((link, k, np.asarray(s.center, float), float(s.radius)))
-                    k += 1
-            for center, radius in (extra_points or {}).get(link, []):
-                sph.append((link, k, np.asarray(center, float), float(radius)))
-                k += 1
-        unknown = set(extra_points or {}) - set(links)
-        if unknown:
-            raise ValueError(
-                f"ContactModel.extra_points: links {sorted(unknown)} not in contact_links"
-            )
-        if not sph:
-            raise ValueError(f"ContactModel.contact_links: no collision spheres on {links}")
+        per_link: dict[str, int] = {}
+        for pt in self.contact_points:
+            k = per_link.get(pt.link, 0)
+            per_link[pt.link] = k + 1
+            sph.append((pt.link, k, pt.center, pt.radius))
         self.sphere_ids = [(link, k) for link, k, _, _ in sph]
         self._sph_body = np.empty(len(sph), dtype=np.int64)
         self._sph_r = np.empty((len(sph), 3))

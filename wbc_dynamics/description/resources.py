@@ -9,7 +9,9 @@ from pathlib import Path
 
 def package_roots(package_dirs: Sequence[str | os.PathLike] | None = None) -> list[Path]:
     """Directories searched for ``package://NAME/...``, in order: ``package_dirs``, then the
-    ``share`` directories of ``AMENT_PREFIX_PATH`` and the entries of ``ROS_PACKAGE_PATH``."""
+    ``share`` directories of ``AMENT_PREFIX_PATH``, the entries of ``ROS_PACKAGE_PATH``, and
+    the ``cmeel.prefix/share`` directories of the Python environment (ROS packages installed
+    from the package index as cmeel wheels, e.g. ``pip install example-robot-data``)."""
     roots = [Path(d) for d in (package_dirs or ())]
     for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
         if prefix:
@@ -17,6 +19,15 @@ def package_roots(package_dirs: Sequence[str | os.PathLike] | None = None) -> li
     for entry in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
         if entry:
             roots.append(Path(entry))
+    import site
+    import sys
+
+    seen: set[Path] = set()
+    for entry in [*sys.path, *site.getsitepackages()]:
+        share = Path(entry or ".") / "cmeel.prefix" / "share"
+        if share not in seen and share.is_dir():
+            seen.add(share)
+            roots.append(share)
     return roots
 
 
