@@ -39,6 +39,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
+        (f"share/{PACKAGE}/config/robots", glob("config/robots/*.yaml")),
         (f"share/{PACKAGE}/robots", glob(f"{PACKAGE}/robots/*.urdf")),
         (f"lib/{PACKAGE}", glob("scripts/lib/*")),
     ],

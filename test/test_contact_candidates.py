@@ -178,9 +178,11 @@ def test_lowest_candidate_distance_equals_mujocos_geom_distance(shape, tmp_path)
         d_ours = float(np.min(cm._out_phi[:k]))
         worst = max(worst, abs(d_ours - d_mj))
         # exact shapes: candidates never report a deeper contact than the shape (up to
-        # MuJoCo's float32 mesh); the fitted sphere of a round mesh may, within tol
+        # MuJoCo's float32 mesh); a round mesh's sphere contains the mesh: never shallower
         if shape != "ball mesh":
             assert d_ours >= d_mj - 1e-7
+        else:
+            assert d_ours <= d_mj + 1e-7
     assert worst <= tol, f"{shape}: |phi - MuJoCo distance| up to {worst:.2e} m (tol {tol:.1e})"
 
 

@@ -143,6 +143,7 @@ REQUIREMENT_KEYS = {
     "scipy": "python3-scipy",
     "numba": "python3-numba",
     "osqp": None,
+    "PyYAML": "python3-yaml",
 }
 
 

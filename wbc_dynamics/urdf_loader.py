@@ -36,7 +36,7 @@ from .description import (
     parse_urdf,
     spheres_of,
 )
-from .description.urdf import INERTIA_TOLERANCE
+from .description.urdf import INERTIA_TOLERANCE, axis_rotation
 from .kernels.dynamics import FREE_FLYER, PRISMATIC, REVOLUTE
 from .kernels.world import FIRST_MOMENT, MASS, ROT_INERTIA, TREE_COLS
 
@@ -137,12 +137,6 @@ def motion_transform(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     return X
 
 
-def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rotation by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
-    K = _skew(axis)
-    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
-
-
 def load_model(
     source: str | os.PathLike | RobotDescription,
     floating_base: bool = False,
@@ -225,10 +219,9 @@ def load_model(
         if joint.type == "fixed" or jname in locked:
             if jname in locked:
                 x = locked[jname]
-                if joint.type == "prismatic":
-                    p_joint = p_joint + R_joint @ (joint.axis * x)
-                else:
-                    R_joint = R_joint @ _axis_rotation(joint.axis, x)
+                R_move, p_move = joint.motion(x)
+                p_joint = p_joint + R_joint @ p_move
+                R_joint = R_joint @ R_move
             child_body, Rc, pc = body, R_joint, p_joint
         else:
             body_parent.append(body)
@@ -381,7 +374,7 @@ def _joints_moving_no_mass(topo, tree, Sm, I6, limits, body_joint) -> list[tuple
             lower, upper = limits[k, 0], limits[k, 1]
             x = min(max(0.0, lower), upper)
             if topo[i, 1] == REVOLUTE:
-                R = R @ _axis_rotation(tree[i, 12:15], x)
+                R = R @ axis_rotation(tree[i, 12:15], x)
             else:
                 p = p + R @ (tree[i, 12:15] * x)
         X = motion_transform(R, p)

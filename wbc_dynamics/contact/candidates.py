@@ -17,9 +17,11 @@ start-up. How each shape becomes spheres (``ContactPoint.source`` says which rul
   hull is round -- every hull vertex within ``MESH_SPHERE_TOLERANCE`` of a least-squares sphere
   and the hull filling at least ``MESH_SPHERE_FILL`` of that sphere's volume (the ball and disc
   feet of go2 and solo12; a box's corners also lie on a sphere, but fill a small part of it) --
-  that sphere; otherwise the hull vertices that are
-  extreme in the 26 directions of a cube's faces, edges and corners (``mesh support`` points,
-  radius 0: a flat sole gives its corners, a rounded shell its outermost points).
+  the sphere about its centre that contains the hull (a contact is never seen later than the
+  mesh makes it; at most ``MESH_SPHERE_TOLERANCE`` of the radius early); otherwise the hull
+  vertices that are extreme in the 26 directions of a cube's faces, edges and corners
+  (``mesh support`` points, radius 0: a flat sole gives its corners, a rounded shell its
+  outermost points; a sole with rounded edges rocks on them -- declare its corners instead).
 
 Configured points (``points`` argument: ``{link: [(centre (3,) in the link frame [m], radius
 [m]), ...]}``) replace the link's collision geometry; ``extra_points`` are added to it.
@@ -99,9 +101,9 @@ def _fit_sphere(points: np.ndarray) -> tuple[np.ndarray, float, float]:
 @functools.lru_cache(maxsize=256)
 def _mesh_points(path: str, scale: tuple[float, float, float]) -> tuple[tuple, ...]:
     """((centre, radius, source), ...) of a mesh in its geometry frame; cached per file+scale."""
-    from ..description.meshes import convex_hull_vertices, mesh_vertices
-
     from scipy.spatial import ConvexHull, QhullError
+
+    from ..description.meshes import convex_hull_vertices, mesh_vertices
 
     hull = convex_hull_vertices(mesh_vertices(path) * np.asarray(scale))
     if hull.shape[0] >= 4:
@@ -111,7 +113,11 @@ def _mesh_points(path: str, scale: tuple[float, float, float]) -> tuple[tuple, .
         except QhullError:  # flat
             fill = 0.0
         if r > 0.0 and err <= MESH_SPHERE_TOLERANCE and fill >= MESH_SPHERE_FILL:
-            return ((tuple(c), r, "mesh sphere"),)
+            # the sphere about the fitted centre that contains the hull: the controller never
+            # sees a touchdown later than the mesh makes it (a radius 1 mm short left solo12's
+            # feet "hovering" in the controller while MuJoCo's mesh carried the load)
+            outer = float(np.max(np.linalg.norm(hull - c, axis=1)))
+            return ((tuple(c), outer, "mesh sphere"),)
     idx = sorted({int(np.argmax(hull @ d)) for d in _DIRECTIONS})
     return tuple((tuple(hull[i]), 0.0, "mesh support") for i in idx)
 

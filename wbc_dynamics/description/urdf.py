@@ -20,11 +20,12 @@ wrong; ``strict=True`` rejects them instead.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import warnings
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,6 +111,15 @@ class JointDescription:
     def movable(self) -> bool:
         return self.type in MOVABLE_TYPES
 
+    def motion(self, x: float) -> tuple[np.ndarray, np.ndarray]:
+        """(rotation, translation) of the child frame in the joint frame at position ``x``
+        (rad about ``axis`` or m along it; identity for a fixed joint)."""
+        if self.type == "prismatic":
+            return np.eye(3), self.axis * x
+        if self.type in ("revolute", "continuous"):
+            return axis_rotation(self.axis, x), np.zeros(3)
+        return np.eye(3), np.zeros(3)
+
 
 @dataclass
 class LinkDescription:
@@ -150,6 +160,22 @@ class RobotDescription:
             stack.extend(reversed(self.children[joint.child]))
         return order
 
+    def with_locked_joints(self, locked: Mapping[str, float]) -> RobotDescription:
+        """A copy in which the movable joints ``locked`` (name -> position, rad or m) are fixed
+        joints at that position (their motion folded into the joint origin) -- the same reduced
+        robot as ``load_model(..., locked_joints=locked)``, for consumers of the description
+        such as the MuJoCo plant."""
+        joints = dict(self.joints)
+        for name, x in locked.items():
+            if name not in joints or not joints[name].movable:
+                raise URDFError(f"locked_joints: '{name}' is not a movable joint of {self.label}")
+            j = joints[name]
+            R_move, p_move = j.motion(float(x))
+            joints[name] = dataclasses.replace(
+                j, type="fixed", rotation=j.rotation @ R_move,
+                translation=j.translation + j.rotation @ p_move, mimic=None)
+        return dataclasses.replace(self, joints=joints)
+
     @property
     def collision_geometry(self) -> list[CollisionGeometry]:
         """All collision shapes, links in URDF order, shapes in URDF order within a link."""
@@ -157,6 +183,13 @@ class RobotDescription:
 
 
 # ------------------------------------------------------------------------------------ numbers
+def axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
+    x, y, z = (float(a) for a in axis)
+    K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
+
+
 def rpy_matrix(rpy) -> np.ndarray:
     """URDF fixed-axis roll-pitch-yaw as a rotation matrix R = Rz(y) Ry(p) Rx(r)."""
     r, p, y = (float(x) for x in rpy)

@@ -33,12 +33,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..robots import robot_info, robot_path
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
-from .references import make_reference
+from .references import ArmSinusoid, Standing, make_reference
 
 __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
 
@@ -228,29 +229,31 @@ class LoopResult:
 class _WBC:
     """The product's WholeBodyController (quadruped: ground contact; arm without box: none)."""
 
-    def __init__(self, cfg: LoopConfig, method: str, mu: float, joint_names: list[str]) -> None:
-        from ..controller import WholeBodyController
+    def __init__(self, cfg: LoopConfig, method: str, mu: float, joint_names: list[str],
+                 config: Any = None) -> None:
+        from ..controller import ControllerConfig, WholeBodyController
 
-        info = robot_info(cfg.robot)
-        g = GAINS[cfg.robot]
-        self.ctl = WholeBodyController(
-            {
-                "robot": cfg.robot,
-                "floating_base": info["floating_base"],
-                "joints": joint_names,
-                "method": method,
-                "friction": mu,
-                "control_rate": cfg.control_rate,
-                "kp": [cfg.kp if cfg.kp is not None else g["kp"]],
-                "kd": [cfg.kd if cfg.kd is not None else g["kd"]],
-                "state_timeout": 1.0,
-                "reference_timeout": 1.0,
-                "phi_deadband": cfg.phi_deadband,
-                "passive_impact": cfg.passive_impact,
-                "separation_tolerance": cfg.separation_tolerance,
-            }
-        )
-        self.floating = info["floating_base"]
+        overrides = {
+            "method": method,
+            "friction": mu,
+            "control_rate": cfg.control_rate,
+            "state_timeout": 1.0,
+            "reference_timeout": 1.0,
+            "phi_deadband": cfg.phi_deadband,
+            "passive_impact": cfg.passive_impact,
+            "separation_tolerance": cfg.separation_tolerance,
+        }
+        if config is None:  # a bundled robot
+            info = robot_info(cfg.robot)
+            g = GAINS[cfg.robot]
+            config = ControllerConfig(
+                robot=cfg.robot, floating_base=info["floating_base"], joints=joint_names,
+                kp=[cfg.kp if cfg.kp is not None else g["kp"]],
+                kd=[cfg.kd if cfg.kd is not None else g["kd"]])
+        else:  # a robot configuration: its gains unless the loop sets them
+            overrides.update({k: [v] for k, v in (("kp", cfg.kp), ("kd", cfg.kd)) if v is not None})
+        self.ctl = WholeBodyController(dataclasses.replace(config, **overrides))
+        self.floating = self.ctl.floating_base
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
         self.ctl.solver_state.options.update(_solver_options(cfg))
@@ -470,8 +473,6 @@ class ClosedLoop:
     """Plant + reference + controller for one :class:`LoopConfig` (see module docstring)."""
 
     def __init__(self, cfg: LoopConfig) -> None:
-        if cfg.robot not in GAINS:
-            raise ValueError(f"robot: closed loop supports {sorted(GAINS)}, got {cfg.robot!r}")
         if cfg.controller not in CONTROLLERS:
             raise ValueError(f"controller: {cfg.controller!r} is not one of {list(CONTROLLERS)}")
         if not (cfg.control_rate > 0 and cfg.sim_substeps >= 1 and cfg.duration > 0):
@@ -479,6 +480,10 @@ class ClosedLoop:
         if not (math.isfinite(cfg.grasp_force) and cfg.grasp_force >= 0.0):
             raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")
         self.cfg = cfg
+        self.setup = None
+        if cfg.robot not in GAINS:
+            self._init_configured(cfg)
+            return
         info = robot_info(cfg.robot)
         self.info = info
         self.joint_names = list(info["joint_names"])
@@ -562,6 +567,57 @@ class ClosedLoop:
         self.q_start, _ = self.plant.get_state()
         self.hand_box_offset = self._box_in_hand() if cfg.robot == "arm" else None
 
+    def _init_configured(self, cfg: LoopConfig) -> None:
+        """A robot configuration (:func:`wbc_dynamics.robot_config.load_robot_setup`): the
+        controller from its YAML, the plant from the controller's own parsed description (locked
+        joints fixed there too), the standing pose from the YAML / SRDF / computed contact."""
+        from ..robot_config import load_robot_setup, standing_configuration
+
+        setup = load_robot_setup(cfg.robot)
+        self.setup = setup
+        c = cfg.controller
+        if c not in (*CONTACT_METHODS, "none", "lcp_noslip_mn"):
+            raise ValueError(f"controller: {c!r} is available for bundled robots only; a robot "
+                             f"configuration runs {[*CONTACT_METHODS, 'none', 'lcp_noslip_mn']}")
+        method = "lcp_noslip" if c == "lcp_noslip_mn" else c
+        self.sim_mu = GroundOptions(friction=cfg.friction).mu
+        mu_ctl = self.sim_mu if cfg.controller_friction is None else cfg.controller_friction
+        self.ctl = _WBC(cfg, method, mu_ctl, [], config=setup.controller)
+        ctl = self.ctl.ctl
+        if c == "lcp_noslip_mn":
+            self.ctl.ctl.solver_state.options.setdefault("lcp_noslip", {})["min_norm"] = True
+        self.ctl.ctl.solver_state.options.update(
+            {k: dict(v) for k, v in cfg.solver_options.items()})
+        self.joint_names = list(ctl.joint_names)
+        floating = ctl.floating_base
+        self.info = {"floating_base": floating, "base_link": ctl.model.root_link}
+        model = ctl.model
+        description = model.description.with_locked_joints(model.locked_joints)
+        dt_sim = 1.0 / (cfg.control_rate * cfg.sim_substeps)
+        ground = GroundOptions(friction=cfg.friction, compliant=cfg.compliant, timestep=dt_sim,
+                               height=float(ctl.config.ground_height) if floating else None)
+        self.plant = MujocoPlant(description, floating, joint_order=self.joint_names,
+                                 ground=ground, joint_dynamics=False)
+        self.limit = self.plant.effort_limit.copy()
+        q_joints = setup.standing_joint_positions(self.joint_names, model)
+        if cfg.reference == "stand":
+            self.ref = Standing(self.joint_names, q_joints)
+        elif cfg.reference == "sinusoid":
+            # prismatic joints (grippers) are held; the revolute ones oscillate
+            joints = model.description.joints
+            held = [j for j in self.joint_names if joints[j].type == "prismatic"]
+            self.ref = ArmSinusoid(self.joint_names, q_joints, held, squeeze=0.0,
+                                   **cfg.reference_options)
+        else:
+            raise ValueError(f"reference: {cfg.reference!r}: a robot configuration runs 'stand' "
+                             "or 'sinusoid'")
+        q0 = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
+        self.plant.set_state(q0, np.zeros(self.plant.nv))
+        self.q_start, _ = self.plant.get_state()
+        self.standing_height = float(q0[2]) if floating else 0.0
+        self.hand_box_offset = None
+        self.box_mass = 0.0
+
     def _settle(self, duration: float) -> None:
         """Let the robot come to rest on its contacts under the PID baseline holding the
         reference's t = 0 pose (soft contacts need a small penetration to carry the load), then
@@ -613,8 +669,10 @@ class ClosedLoop:
         q, _ = self.plant.get_state()
         if not np.all(np.isfinite(q)):
             return "state not finite"
-        if self.cfg.robot == "quadruped":
-            h0 = self.info["standing_height"]
+        if self.setup is not None and not self.info["floating_base"]:
+            return ""
+        if self.cfg.robot == "quadruped" or self.setup is not None:
+            h0 = self.info["standing_height"] if self.setup is None else self.standing_height
             x, y, z, w = q[3:7]
             up_z = 1.0 - 2.0 * (x * x + y * y)  # z of the base's z axis in world
             if q[2] < 0.5 * h0:
@@ -665,7 +723,10 @@ class ClosedLoop:
             log["q"][k], log["qd"][k] = q[o:], v[ov:]
             log["q_des"][k], log["qd_des"][k] = ref[0], ref[1]
             log["tau"][k] = self.plant.applied_torques()
-            base[k] = q[0:3] if floating else self.plant.body_pose("box")[0]
+            if floating:
+                base[k] = q[0:3]
+            elif self.setup is None:
+                base[k] = self.plant.body_pose("box")[0]
             npred[k] = normal
             nsim[k] = self._sim_normal()
             if slip is not None:
@@ -702,7 +763,7 @@ class ClosedLoop:
         )
 
     def _sim_normal(self) -> float:
-        if self.cfg.robot == "quadruped":
+        if self.cfg.robot == "quadruped" or self.setup is not None:
             return self.plant.total_normal_force("ground")
         return self.plant.total_normal_force("box")
 
