@@ -166,7 +166,8 @@ def test_runtime_parameters_validated_all_or_nothing(arm):
 
 @pytest.mark.parametrize("cfg, match", [
     ({"robot": "arm", "joints": ["joint_1", "nope"]}, "joint 'nope' is not a movable joint"),
-    ({"robot": "arm", "joints": ["joint_1"]}, r"movable joint\(s\) \['joint_2'"),
+    ({"robot": "arm", "joints": ["joint_1"], "strict_joints": True},
+     r"movable joint\(s\) \['joint_2'.*neither configured nor locked"),
     ({"robot": "arm", "joints": ["joint_1", "joint_1"]}, "listed twice"),
     ({"robot": "arm", "kp": [1.0, 2.0]}, "kp: expected 1 or 11"),
     ({"robot": "arm", "control_rate": 0.0}, "control_rate"),

@@ -131,3 +131,36 @@ def test_arm_tracks_a_sinusoid_5s_in_the_mujoco_closed_loop(robot):
     assert np.mean(np.abs(r.q - r.q_des)) < 0.005
     assert np.max(np.abs(r.q - r.q_des)) < 0.02
     assert np.ptp(r.q_des[:, 0]) > 0.19  # the reference moves 0.1 rad either way
+
+
+def test_wbc_info_prints_what_configuring_needs(capsys):
+    from wbc_dynamics.info import main
+
+    assert main(["talos"]) == 0
+    out = capsys.readouterr().out
+    assert "30 controlled joints" in out and "locked joints: gripper_left_joint=0" in out
+    assert "leg_left_6_link                8 points (8 box corner)" in out
+    assert "standing pose (SRDF half_sitting)" in out and "standing base height" in out
+    path = load_robot_setup("go2").controller.urdf_path
+    from wbc_dynamics.description import package_roots, resolve_resource
+
+    assert main([resolve_resource(path, None, package_roots())]) == 0
+    out = capsys.readouterr().out
+    assert "FL_foot" in out and "1 points (1 mesh sphere)" in out
+
+
+def test_demo_runs_a_configuration_and_a_urdf_with_a_yaml(capsys, tmp_path):
+    from wbc_dynamics.description import package_roots, resolve_resource
+    from wbc_dynamics.sim.demo import main
+
+    assert main(["--robot", "panda", "--short", "--quiet", "--plot", ""]) == 0
+    out = capsys.readouterr().out
+    assert "panda in MuJoCo" in out and "reference: sinusoid" in out
+    setup = load_robot_setup("a1")
+    urdf = resolve_resource(setup.controller.urdf_path, None, package_roots())
+    plot = tmp_path / "a1.png"
+    assert main(["--robot", urdf, "--config", setup.path, "--short", "--quiet",
+                 "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "result          : did not fall" in out and plot.stat().st_size > 10_000
+    assert main(["--robot", urdf, "--short"]) == 2  # a URDF needs its parameters

@@ -30,15 +30,17 @@ from wbc_dynamics.sim.launch_plan import sim_launch_plan  # noqa: E402
 DURATION = 5.0  # simulated seconds per reference
 
 
-def _run_loop(reference: str, method: str, tag: str) -> dict:
+def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
+              duration: float = DURATION) -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
     ns = f"/rosloop{os.getpid()}{tag}"
-    plan = sim_launch_plan({"method": method, "reference": reference, "mode": "lockstep",
-                            "real_time_factor": "0", "duration": str(DURATION)}, REPO)
+    plan = sim_launch_plan({"robot": robot, "method": method, "reference": reference,
+                            "mode": "lockstep", "real_time_factor": "0",
+                            "duration": str(duration)}, REPO)
 
     def start(n):
         files = [p for p in n.parameters if isinstance(p, str)]
@@ -139,3 +141,21 @@ def test_ros_closed_loop_keeps_the_quadruped_up(ros_env, reference, method):
     # fall > reference_timeout behind (then the controller holds the robot in its safe mode,
     # seen once at 38 % of the ticks while 4 other jobs ran): bounded loosely
     assert safe <= 0.4 * ticks, safe_modes
+
+
+@pytest.mark.parametrize("robot", ["go1", "talos_reduced"])
+def test_ros_closed_loop_keeps_a_configured_vendor_robot_up(ros_env, robot):
+    """sim.launch.py robot:=<configuration>: the simulator, controller and reference all take
+    the robot from config/robots/<robot>.yaml (example-robot-data URDF, its contact geometry,
+    SRDF standing pose with the computed base height); method and reference are the
+    configuration's defaults (lcp_noslip, stand)."""
+    duration = 3.0
+    got = _run_loop("", "", robot, robot=robot, duration=duration)
+    sim, ctl = got["sim"], got["ctl"]
+    steps = int(sim["steps"])
+    assert steps >= int(duration * 1000) - 1, sim
+    assert int(sim["missed_commands"]) == 0 and int(sim["stale_steps"]) == 0, sim
+    z0 = got["z"][0][1]
+    assert z0 > 0.2, got["z"][:3]  # standing on its feet, not at z = 0
+    assert float(sim["base_height_min"]) > 0.95 * z0, (sim["base_height_min"], z0)
+    assert ctl is not None and ctl["mode"] == "control" and ctl["method"] == "lcp_noslip", ctl

@@ -1,4 +1,6 @@
-"""``wbc_info``: load a bundled robot (or any URDF) and print its dynamics and call timings."""
+"""``wbc_info``: load a bundled robot, a robot configuration (config/robots) or any URDF and
+print what configuring it needs -- joints, contact candidates per link and where they come
+from, mass, load warnings -- then its dynamics and call timings."""
 
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--fixed-base", action="store_true", help="force a fixed base")
     args = parser.parse_args(argv)
+    from .robot_config import robot_config_names
+
+    if args.robot in robot_config_names() or args.robot.endswith((".yaml", ".yml")):
+        return _print_robot_config(args.robot)
     if args.robot in ROBOT_NAMES:
         info = robot_info(args.robot)
         path, floating = robot_path(args.robot), info["floating_base"] and not args.fixed_base
@@ -47,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         q = model.neutral()
     v = np.zeros(model.nv)
     np.set_printoptions(precision=4, suppress=True, linewidth=110)
-    print("joints:", ", ".join(model.joint_names))
+    print(f"mass {model.total_mass:.3f} kg; {len(model.joint_names)} movable joints:",
+          ", ".join(model.joint_names))
+    _print_contact_candidates(model, sorted({g.link for g in model.collision_geometry}))
     print("gravity torques g(q) [N m]:", model.gravity_torques(q))
     M = model.mass_matrix(q)
     singular = bool(model.massless_joints)  # M^-1 and ABA raise (see the warning above)
@@ -71,6 +79,60 @@ def main(argv: list[str] | None = None) -> int:
         if singular and name in ("minverse", "aba"):
             continue
         print(f"  {name:24s} {_time_call(fn):8.2f}")
+    return 0
+
+
+def _print_contact_candidates(model, links, points=None) -> None:
+    """Per link: how many contact points it gives and from which shapes (or why none)."""
+    from collections import Counter
+
+    from .contact.candidates import contact_points
+
+    print("contact candidates per link (contact_links takes any of these; declared points "
+          "replace a link's geometry):")
+    for link in links:
+        try:
+            pts = contact_points(model, [link], {link: points[link]} if points and link in points
+                                 else None)
+        except ValueError as exc:
+            print(f"  {link:28s} none: {exc}")
+            continue
+        kinds = ", ".join(f"{n} {src}" for src, n in Counter(p.source for p in pts).items())
+        lowest = min(pts, key=lambda p: p.center[2] - p.radius)
+        print(f"  {link:28s} {len(pts):3d} points ({kinds}); lowest in the link frame at z = "
+              f"{lowest.center[2] - lowest.radius:+.4f} m")
+
+
+def _print_robot_config(name: str) -> int:
+    """A robot configuration: its controller as the YAML builds it."""
+    from .controller import WholeBodyController
+    from .robot_config import load_robot_setup, standing_configuration
+
+    setup = load_robot_setup(name)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # printed below
+        ctl = WholeBodyController(setup.controller)
+    model = ctl.model
+    np.set_printoptions(precision=4, suppress=True, linewidth=110)
+    print(f"{setup.path}: {model}  (controller built in {time.perf_counter() - t0:.2f} s, "
+          f"source {ctl.model_source})")
+    for note in [*model.load_warnings, *ctl.load_warnings]:
+        print(f"warning: {note}")
+    print(f"mass {model.total_mass:.3f} kg; method {ctl.method}; {ctl.n} controlled joints:",
+          ", ".join(ctl.joint_names))
+    if model.locked_joints:
+        print("locked joints:", ", ".join(f"{j}={x:g}" for j, x in model.locked_joints.items()))
+    if ctl.contact_links:
+        _print_contact_candidates(model, ctl.contact_links, ctl._contact_points)
+    q_joints = setup.standing_joint_positions(ctl.joint_names, model)
+    q = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
+    where = ("standing.positions" if setup.standing.get("positions") else
+             f"SRDF {setup.standing.get('pose', 'standing')}" if setup.standing.get("srdf")
+             else "0 clipped into limits")
+    print(f"standing pose ({where}):", q_joints)
+    if model.floating_base:
+        print(f"standing base height (lowest contact point on the ground): {q[2]:.4f} m")
     return 0
 
 

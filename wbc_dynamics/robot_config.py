@@ -43,6 +43,7 @@ __all__ = [
     "load_robot_setup",
     "robot_config_dirs",
     "robot_config_names",
+    "robot_setup_state",
     "srdf_group_state",
     "standing_configuration",
 ]
@@ -216,10 +217,16 @@ def standing_configuration(controller: Any, joint_positions: np.ndarray,
     contact point of the controller's contact links touches the ground (``ground_height``):
     the model's own kinematics, no second IK. Fixed base: the joints only.
     """
-    model = controller.model
+    return _standing(controller.model, controller.joint_names, controller.contact_links,
+                     controller._contact_points, float(controller.config.ground_height),
+                     joint_positions, base_height)
+
+
+def _standing(model, joint_names, contact_links, points, ground_height, joint_positions,
+              base_height) -> np.ndarray:
     q = np.asarray(model.neutral(), dtype=float).copy()
     off = 7 if model.floating_base else 0
-    for i, j in enumerate(controller.joint_names):
+    for i, j in enumerate(joint_names):
         q[off + model.joint_index(j)] = joint_positions[i]
     if not model.floating_base:
         return q
@@ -228,11 +235,35 @@ def standing_configuration(controller: Any, joint_positions: np.ndarray,
     if base_height is not None:
         q[2] = float(base_height)
         return q
+    if not contact_links:
+        raise ValueError("standing base height: no contact links to stand on (set "
+                         "standing.base_height)")
     from .contact.geometry import ContactModel, HalfSpace
 
-    cm = ContactModel(model, contact_links=controller.contact_links,
-                      features=[HalfSpace.ground(0.0)], margin=1e3,
-                      points=controller._contact_points or None)
+    cm = ContactModel(model, contact_links=contact_links, features=[HalfSpace.ground(0.0)],
+                      margin=1e3, points=points or None)
     k = cm.candidates(q)
-    q[2] = float(controller.config.ground_height) - float(np.min(cm._out_phi[:k]))
+    q[2] = ground_height - float(np.min(cm._out_phi[:k]))
     return q
+
+
+def robot_setup_state(setup: RobotSetup) -> tuple[Any, list[str], np.ndarray]:
+    """(model, configured joint names, standing q) of a configuration without building a
+    controller (the simulator's view): the model exactly as the controller loads it (same
+    parse, same locked joints), joints in the configured order, the standing configuration."""
+    from .controller import _declared_contact_points, _load_urdf_text, _locked_joints
+    from .description import parse_urdf
+    from .model import RobotModel
+
+    cfg = setup.controller
+    source, _ = _load_urdf_text(cfg)
+    description = parse_urdf(source)
+    locked = _locked_joints(cfg, description, [])
+    model = RobotModel.from_urdf(description, floating_base=bool(cfg.floating_base),
+                                 locked_joints=locked, warmup=False)
+    joints = [str(j) for j in cfg.joints] or list(model.joint_names)
+    q_joints = setup.standing_joint_positions(joints, model)
+    points = _declared_contact_points(cfg)
+    q = _standing(model, joints, list(cfg.contact_links) or list(points), points,
+                  float(cfg.ground_height), q_joints, setup.standing.get("base_height"))
+    return model, joints, q

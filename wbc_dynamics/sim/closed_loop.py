@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ import numpy as np
 
 from ..robots import robot_info, robot_path
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
-from .references import ArmSinusoid, Standing, make_reference
+from .references import make_reference
 
 __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
 
@@ -90,7 +91,9 @@ class LoopConfig:
     """One closed-loop run.
 
     Attributes:
-        robot: "quadruped" or "arm".
+        robot: "quadruped" or "arm" (bundled), or a robot configuration: a name in
+            ``config/robots`` or a YAML path (:func:`wbc_dynamics.robot_config.load_robot_setup`).
+        urdf: robot configuration only: a URDF path replacing the configuration's model source.
         controller: one of :data:`CONTROLLERS`.
         reference: "stand" / "shift" / "trot" (quadruped), "stand" / "sinusoid" (arm).
         duration: simulated time [s].
@@ -130,6 +133,7 @@ class LoopConfig:
     """
 
     robot: str = "quadruped"
+    urdf: str = ""
     controller: str = "qp_coulomb"
     reference: str = "trot"
     duration: float = 3.0
@@ -574,6 +578,10 @@ class ClosedLoop:
         from ..robot_config import load_robot_setup, standing_configuration
 
         setup = load_robot_setup(cfg.robot)
+        if cfg.urdf:
+            setup.controller = dataclasses.replace(
+                setup.controller, urdf_path=os.path.abspath(cfg.urdf), robot_description="",
+                robot="")
         self.setup = setup
         c = cfg.controller
         if c not in (*CONTACT_METHODS, "none", "lcp_noslip_mn"):
@@ -599,19 +607,12 @@ class ClosedLoop:
         self.plant = MujocoPlant(description, floating, joint_order=self.joint_names,
                                  ground=ground, joint_dynamics=False)
         self.limit = self.plant.effort_limit.copy()
+        self.ref = make_reference(setup, cfg.reference, self.joint_names,
+                                  **cfg.reference_options)
         q_joints = setup.standing_joint_positions(self.joint_names, model)
-        if cfg.reference == "stand":
-            self.ref = Standing(self.joint_names, q_joints)
-        elif cfg.reference == "sinusoid":
-            # prismatic joints (grippers) are held; the revolute ones oscillate
-            joints = model.description.joints
-            held = [j for j in self.joint_names if joints[j].type == "prismatic"]
-            self.ref = ArmSinusoid(self.joint_names, q_joints, held, squeeze=0.0,
-                                   **cfg.reference_options)
-        else:
-            raise ValueError(f"reference: {cfg.reference!r}: a robot configuration runs 'stand' "
-                             "or 'sinusoid'")
         q0 = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
+        o = 7 if floating else 0  # model order -> the plant's (configured) joint order
+        q0 = np.concatenate([q0[:o], [q0[o + model.joint_index(j)] for j in self.joint_names]])
         self.plant.set_state(q0, np.zeros(self.plant.nv))
         self.q_start, _ = self.plant.get_state()
         self.standing_height = float(q0[2]) if floating else 0.0

@@ -12,6 +12,8 @@ Exit code: 0 if the robot did not fall, 1 if it fell, 2 for a usage/set-up error
     python -m wbc_dynamics.sim.demo               # 5 s weight shift, lcp_noslip, rigid ground
     python -m wbc_dynamics.sim.demo --short       # 1.5 s (CI)
     python -m wbc_dynamics.sim.demo --method qp_coulomb --friction low --compliant
+    python -m wbc_dynamics.sim.demo --robot go2            # a robot configuration (config/robots)
+    python -m wbc_dynamics.sim.demo --robot my.urdf --config my.yaml   # your URDF + parameters
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def summarize(res, stream=sys.stdout) -> dict:
     m = res.metrics()
     cfg = res.config
     w = stream.write
-    w("\n\n=== wbc_dynamics demo: quadruped in MuJoCo ===\n")
+    w(f"\n\n=== wbc_dynamics demo: {cfg.robot} in MuJoCo ===\n")
     mn = cfg.solver_options.get(cfg.controller, {}).get("min_norm")
     w(
         f"controller      : {cfg.controller}{' (min-norm impulses)' if mn else ''}"
@@ -141,20 +143,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ..controller import CONTACT_METHODS
 
     ap = argparse.ArgumentParser(prog="wbc_demo", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--robot", default="quadruped",
+                    help="bundled 'quadruped' (default), a robot configuration name "
+                    "(config/robots: go1, talos, ...) or YAML path, or a URDF path (then "
+                    "--config gives its parameters)")
+    ap.add_argument("--config", default="",
+                    help="controller parameters YAML for a --robot URDF (the format of "
+                    "config/robots/*.yaml; its urdf_path is replaced)")
     ap.add_argument("--short", action="store_true", help="1.5 s of simulated time (CI)")
     ap.add_argument("--duration", type=float, default=5.0, help="simulated seconds (default 5)")
     ap.add_argument(
         "--method",
-        default="lcp_noslip",
+        default="",
         help=f"controller: {', '.join(CONTACT_METHODS)}, none, pid, id_prev "
-        "(default lcp_noslip with minimum-norm impulses)",
+        "(default: lcp_noslip with minimum-norm impulses; a robot configuration's method)",
     )
     ap.add_argument("--vertex", action="store_true",
                     help="lcp_noslip: the paper's warm-started vertex solution instead of the "
                     "minimum-norm impulses (min_norm=True)")
-    ap.add_argument("--reference", default="shift", choices=["shift", "stand", "trot"],
-                    help="shift: stand and sway the weight between the feet (default); trot: "
-                    "the Sec. 7.6 gait (see docs/simulation.md for which controllers manage it)")
+    ap.add_argument("--reference", default="", choices=["", "shift", "stand", "trot", "sinusoid"],
+                    help="quadruped: shift (default; stand and sway the weight between the "
+                    "feet), stand, trot (the Sec. 7.6 gait, docs/simulation.md); robot "
+                    "configurations: stand (default, legged) or sinusoid (default, fixed base)")
     ap.add_argument("--friction", default="high", help="'high', 'low' or a number")
     ap.add_argument("--compliant", action="store_true", help="compliant instead of rigid ground")
     ap.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")
@@ -178,10 +188,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (math.isfinite(duration) and duration > 0):
         print("wbc_demo: --duration must be > 0", file=sys.stderr)
         return 2
+    robot, urdf = args.robot, ""
+    if robot.endswith(".urdf") or args.config:
+        if not args.config:
+            print("wbc_demo: --robot URDF needs --config YAML (its controller parameters)",
+                  file=sys.stderr)
+            return 2
+        robot, urdf = args.config, robot
+    method, reference = args.method, args.reference
+    if robot != "quadruped":
+        from ..robot_config import load_robot_setup
+
+        try:
+            setup = load_robot_setup(robot)
+        except ValueError as exc:
+            print(f"wbc_demo: {exc}", file=sys.stderr)
+            return 2
+        method = method or setup.controller.method
+        reference = reference or ("stand" if setup.controller.floating_base else "sinusoid")
     cfg = LoopConfig(
-        robot="quadruped",
-        controller=args.method,
-        reference=args.reference,
+        robot=robot,
+        urdf=urdf,
+        controller=method or "lcp_noslip",
+        reference=reference or "shift",
         duration=duration,
         control_rate=args.rate,
         friction=friction,
@@ -189,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         solver_options={} if args.vertex else {"lcp_noslip": {"min_norm": True}},
     )
     print(
-        f"wbc_demo: building the MuJoCo plant and the controller ({args.method}); compiling "
+        f"wbc_demo: building the MuJoCo plant and the controller ({cfg.controller}); compiling "
         "kernels on first use ...",
         flush=True,
     )
@@ -213,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = plot(
             res,
             args.plot,
-            f"quadruped {cfg.reference}, {cfg.controller}: joint tracking "
+            f"{cfg.robot} {cfg.reference}, {cfg.controller}: joint tracking "
             "(solid: simulated, dashed: reference)",
         )
         print(f"plot            : {os.path.abspath(path)}")

@@ -15,9 +15,12 @@ __all__ = ["SIM_LAUNCH_ARGS", "FRICTION_MU", "NodePlan", "sim_launch_plan"]
 
 #: (name, default, description) of the launch arguments.
 SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
-    ("robot", "quadruped", "quadruped | arm"),
-    ("method", "qp_coulomb", "controller method"),
-    ("reference", "shift", "reference kind"),
+    ("robot", "quadruped", "quadruped | arm (bundled) | a robot configuration (config/robots "
+     "name such as go1, talos, panda, or a YAML path)"),
+    ("method", "", "controller method (empty: qp_coulomb for the bundled robots, the robot "
+     "configuration's method)"),
+    ("reference", "", "reference kind (empty: quadruped shift, arm sinusoid; a configuration: "
+     "stand with a floating base, sinusoid with a fixed one)"),
     ("friction", "high", "high | low | a number"),
     ("ground", "rigid", "rigid | compliant"),
     ("mode", "lockstep", "lockstep | realtime"),
@@ -57,25 +60,43 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
         raise ValueError(f"sim.launch.py: unknown arguments {unknown}; known: {sorted(a)}")
     a.update({k: str(v) for k, v in args.items()})
     robot = a["robot"]
+    bundled = robot in ("quadruped", "arm")
+    setup = None
+    if not bundled:
+        from ..robot_config import load_robot_setup
+
+        setup = load_robot_setup(robot)  # ValueError naming the known configurations
+    method = a["method"] or ("qp_coulomb" if bundled else setup.controller.method)
+    reference = a["reference"] or (
+        {"quadruped": "shift", "arm": "sinusoid"}[robot] if bundled
+        else "stand" if setup.controller.floating_base else "sinusoid")
     friction = a["friction"]
     try:
         mu = FRICTION_MU[friction] if friction in FRICTION_MU else float(friction)
     except ValueError:
         raise ValueError(f"friction: expected high | low | a number, got {friction!r}") from None
     sim_rate = float(a["sim_rate"])
-    sim = NodePlan("wbc_sim", "wbc_dynamics.sim.sim_node", "wbc_sim", [{
-        "robot": robot, "friction": friction, "ground": a["ground"], "mode": a["mode"],
+    sim_params = {
+        "friction": friction, "ground": a["ground"], "mode": a["mode"],
         "sim_rate": sim_rate, "real_time_factor": float(a["real_time_factor"]),
-        "duration": float(a["duration"]),
-        "initial_pose": "standing" if robot == "quadruped" else "grasp"}])
-    overrides: dict = {"use_sim_time": True, "method": a["method"], "friction": mu,
+        "duration": float(a["duration"])}
+    if bundled:
+        sim_params.update(robot=robot,
+                          initial_pose="standing" if robot == "quadruped" else "grasp")
+        params_file = os.path.join(share_dir, "config", f"{robot}.yaml")
+    else:  # model, joints and standing pose from the configuration, as the controller's
+        sim_params.update(robot_config=setup.path,
+                          ground_height=float(setup.controller.ground_height))
+        params_file = setup.path
+    sim = NodePlan("wbc_sim", "wbc_dynamics.sim.sim_node", "wbc_sim", [sim_params])
+    overrides: dict = {"use_sim_time": True, "method": method, "friction": mu,
                        "control_rate": sim_rate}
     for gain in ("kp", "kd"):
         if a[gain].strip():
             overrides[gain] = [float(a[gain])]
     ctl = NodePlan("wbc_controller", "wbc_dynamics.node", "wbc_controller",
-                   [os.path.join(share_dir, "config", f"{robot}.yaml"), overrides])
+                   [params_file, overrides])
     ref = NodePlan("wbc_reference", "wbc_dynamics.sim.references", "wbc_reference", [{
-        "use_sim_time": True, "robot": robot, "kind": a["reference"],
+        "use_sim_time": True, "robot": robot if bundled else setup.path, "kind": reference,
         "topic": "wbc_controller/reference", "rate": 200.0}])
     return [sim, ctl, ref]

@@ -377,13 +377,19 @@ def make_reference(
     """Build a reference for a bundled robot.
 
     Args:
-        robot: "quadruped" (kinds "stand", "shift", "trot") or "arm" (kinds "stand", "sinusoid").
+        robot: "quadruped" (kinds "stand", "shift", "trot") or "arm" (kinds "stand", "sinusoid"),
+            or a robot configuration (``config/robots`` name, YAML path or a
+            :class:`~wbc_dynamics.robot_config.RobotSetup`; kinds "stand": hold
+            its standing pose, "sinusoid": its revolute joints oscillate about it, prismatic
+            joints (grippers) held).
         kind: see above.
         joint_names: output joint order (default: the robot's ``joint_names``).
         options: forwarded to the reference class (e.g. ``speed=0.1`` for the trot).
     """
     from ..robots import robot_info, robot_path
 
+    if not isinstance(robot, str) or robot not in ("quadruped", "arm"):
+        return _configured_reference(robot, kind, joint_names, **options)
     info = robot_info(robot)
     names = list(joint_names) if joint_names else list(info["joint_names"])
     order = [info["joint_names"].index(j) for j in names]
@@ -409,6 +415,27 @@ def make_reference(
         f"kind: unknown reference {kind!r} for robot {robot!r} (quadruped: stand, "
         "shift, trot; arm: stand, sinusoid)"
     )
+
+
+def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = None,
+                          **options) -> Reference:
+    """Reference of a robot configuration (name, path or RobotSetup) about its standing pose
+    (see make_reference)."""
+    from ..robot_config import RobotSetup, load_robot_setup, robot_setup_state
+
+    setup = robot if isinstance(robot, RobotSetup) else load_robot_setup(robot)
+    model, joints, q = robot_setup_state(setup)
+    names = list(joint_names) if joint_names else joints
+    o = 7 if model.floating_base else 0
+    q_stand = np.array([q[o + model.joint_index(j)] for j in names])
+    if kind == "stand":
+        return Standing(names, q_stand)
+    if kind == "sinusoid":
+        held = [j for j in names if model.description.joints[j].type == "prismatic"]
+        options.setdefault("squeeze", 0.0)
+        return ArmSinusoid(names, q_stand, held, **options)
+    raise ValueError(f"kind: unknown reference {kind!r} for the robot configuration {robot!r} "
+                     "(stand, sinusoid)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -58,7 +58,10 @@ Subscriptions
     A message of the wrong length, with unknown joints or non-finite values is rejected
     (throttled error, counted).
 
-Parameters: ``robot`` (bundled robot name, default quadruped), ``urdf_path`` /
+Parameters: ``robot`` (bundled robot name, default quadruped), ``robot_config`` (a robot
+configuration, ``config/robots`` name or YAML path: model with its locked joints, joint order,
+contact links and the standing pose -- joints from its SRDF / YAML, base height from its contact
+points -- come from it, as the controller loads them), ``urdf_path`` /
 ``robot_description`` (override the model), ``floating_base`` (default from the bundled robot),
 ``joints``, ``mode`` ("realtime" | "lockstep"), ``sim_rate`` [Hz] (1000), ``real_time_factor``
 (1.0), ``command_timeout`` [s] (0.05), ``lockstep_timeout`` [s wall] (1.0), ``resend_period``
@@ -116,6 +119,9 @@ def _make_node_class():
             T = Parameter.Type
             decl = {
                 "robot": "quadruped",
+                # a robot configuration (config/robots name or YAML path): model, joints,
+                # locked joints, contact links and standing pose from it (overrides robot)
+                "robot_config": "",
                 "urdf_path": "",
                 "robot_description": "",
                 "floating_base": "",
@@ -151,6 +157,23 @@ def _make_node_class():
             robot = str(p["robot"])
             info = robot_info(robot) if robot in ROBOT_NAMES else None
             source = p["robot_description"] or p["urdf_path"] or (robot_path(robot) if info else "")
+            configured = None  # (q0 in the plant's joint order, contact links) of a config
+            if str(p["robot_config"]).strip():
+                from ..robot_config import load_robot_setup, robot_setup_state
+
+                setup = load_robot_setup(str(p["robot_config"]).strip())
+                model, joints, q_model = robot_setup_state(setup)
+                info = None
+                source = model.description.with_locked_joints(model.locked_joints)
+                p["floating_base"] = "true" if model.floating_base else "false"
+                if float(p["ground_height"]) != float(setup.controller.ground_height):
+                    raise ValueError(
+                        f"ground_height: {p['ground_height']} differs from the robot "
+                        f"configuration's {setup.controller.ground_height}")
+                o = 7 if model.floating_base else 0
+                q_plant = np.concatenate(
+                    [q_model[:o], [q_model[o + model.joint_index(j)] for j in joints]])
+                configured = (q_plant, list(setup.controller.contact_links))
             if not source:
                 raise ValueError("robot/urdf_path/robot_description: no robot model given")
             fb = p["floating_base"]
@@ -218,9 +241,13 @@ def _make_node_class():
             )
             self.n = self.plant.n_joints
             self.floating = floating
-            q0 = self._initial_q(info, str(p["initial_pose"]))
+            if configured is not None:
+                q0 = configured[0]
+                self.contact_links = configured[1]
+            else:
+                q0 = self._initial_q(info, str(p["initial_pose"]))
+                self.contact_links = list(info["contact_links"]) if info else []
             self.plant.set_state(q0, np.zeros(self.plant.nv))
-            self.contact_links = list(info["contact_links"]) if info else []
             self.world_frame = str(p["world_frame"])
             self.base_frame = str(p["base_frame"]) or self.plant.parsed.root
             self.publish_clock = bool(p["publish_clock"])
