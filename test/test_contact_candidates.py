@@ -227,3 +227,62 @@ def test_controller_contact_points_from_flat_parameters_and_locked_joints():
     g_red = ctl.model.rnea(q_red, np.zeros(ctl.model.nv), np.zeros(ctl.model.nv))
     keep = [0, 1, 2, 3, 4, 5] + [6 + full.joint_index(j) for j in ctl.model.joint_names]
     np.testing.assert_allclose(g_red, g_full[keep], rtol=1e-12, atol=1e-12)
+
+
+def test_passive_joints_get_zero_torque_and_the_actuated_accelerations_are_realized():
+    """method none: forward dynamics of the commanded torques (0 on the passive joint) gives the
+    commanded accelerations on every actuated joint -- fixed base (arm) and floating base
+    (quadruped, base free). Contact method: the controller's torques equal the contact
+    solver's on a ContactModel whose actuated joints leave the passive one out."""
+    from wbc_dynamics.contact import SolverState, solve
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.controller import WholeBodyController
+    from wbc_dynamics.robots import robot_info
+
+    rng = np.random.default_rng(3)
+    for robot, passive in (("arm", "joint_4"), ("quadruped", "LF_kfe")):
+        info = robot_info(robot)
+        fb = info["floating_base"]
+        ctl = WholeBodyController({"robot": robot, "floating_base": fb, "method": "none",
+                                   "passive_joints": [passive], "state_timeout": 1e9,
+                                   "reference_timeout": 1e9})
+        m = ctl.model
+        n = ctl.n
+        for _ in range(5):
+            q = m.neutral()
+            o = 7 if fb else 0
+            q[o:] = rng.uniform(-0.5, 0.5, n)
+            v = rng.normal(size=m.nv)
+            if fb:
+                ctl.set_base_state(q[:3], q[3:7], v[:3], v[3:6], 0.0)
+            ctl.set_joint_state(q[o:], v[m.nv - n:], 0.0)
+            qdd = rng.normal(size=n)
+            ctl.set_reference(qdd, 0.0)
+            out = ctl.update(0.0)
+            assert out.mode == "control"
+            k = ctl.joint_names.index(passive)
+            assert out.tau[k] == 0.0
+            a = m.aba(q, v, np.r_[np.zeros(m.nv - n), out.tau])
+            act = [i for i in range(n) if i != k]
+            np.testing.assert_allclose(a[m.nv - n:][act], qdd[act], rtol=1e-9, atol=1e-9)
+
+    cfg = {"robot": "quadruped", "floating_base": True, "method": "lcp_noslip",
+           "passive_joints": ["LF_haa"], "state_timeout": 1e9, "reference_timeout": 1e9,
+           "warm_start": False}
+    ctl = WholeBodyController(cfg)
+    m = ctl.model
+    q = np.asarray(robot_info("quadruped")["standing_q"], float)
+    v = np.zeros(m.nv)
+    ctl.set_base_state(q[:3], q[3:7], v[:3], v[3:6], 0.0)
+    ctl.set_joint_state(q[7:], v[6:], 0.0)
+    qdd = rng.normal(size=12) * 0.1
+    ctl.set_reference(qdd, 0.0)
+    out = ctl.update(0.0)
+    assert out.mode == "control" and out.tau[ctl.joint_names.index("LF_haa")] == 0.0
+    act = [j for j in m.joint_names if j != "LF_haa"]
+    cm = ContactModel(m, contact_links=ctl.contact_links, features=[HalfSpace.ground(0.0, 0.8)],
+                      actuated_joints=act, dt=ctl.dt)
+    prob = cm.build(q, v, np.array([qdd[ctl.joint_names.index(j)] for j in act]))
+    res = solve("lcp_noslip", prob, SolverState())
+    np.testing.assert_allclose([out.tau[ctl.joint_names.index(j)] for j in act], res.tau,
+                               rtol=1e-9, atol=1e-9)

@@ -114,6 +114,10 @@ class ControllerConfig:
             value for all (default 0).
         strict_joints: every movable joint must be in ``joints`` or ``locked_joints`` (error
             listing the others).
+        passive_joints: configured joints without a motor (in the model, measured): their
+            torque is always 0 and their acceleration is whatever the dynamics give (solved
+            for like the floating base's: ``P`` of seed 004 eqs. (37)-(39) selects only the
+            other joints); their desired accelerations and gains are ignored.
         method: "none" | "lcp_noslip" | "lcp_coulomb" | "qp_coulomb" | "qp_noslip".
         contact_links: links that may touch the ground (contact methods); their contact points
             come from their URDF collision geometry of any shape
@@ -168,6 +172,7 @@ class ControllerConfig:
     locked_joints: list[str] = field(default_factory=list)
     locked_positions: list[float] = field(default_factory=lambda: [0.0])
     strict_joints: bool = False
+    passive_joints: list[str] = field(default_factory=list)
     method: str = "none"
     contact_links: list[str] = field(default_factory=list)
     contact_point_links: list[str] = field(default_factory=list)
@@ -547,6 +552,18 @@ class WholeBodyController:
             )
         self.joint_names: list[str] = joints
         self.n = n = len(joints)
+        passive = [str(j) for j in cfg.passive_joints]
+        for j in passive:
+            if j not in joints:
+                raise ValueError(f"passive_joints: '{j}' is not a configured joint ({joints})")
+            if passive.count(j) > 1:
+                raise ValueError(f"passive_joints: joint '{j}' listed twice")
+        self.passive_joints: list[str] = passive
+        #: model indices of the actuated joints (model order); None = every joint actuated
+        self._act_model = None
+        if passive:
+            self._act_model = np.array(
+                [i for i, j in enumerate(model_joints) if j not in passive], dtype=np.int64)
         self._joint_index = {j: i for i, j in enumerate(joints)}
         self._cfg_to_model = np.array([model_joints.index(j) for j in joints], dtype=np.int64)
 
@@ -622,6 +639,9 @@ class WholeBodyController:
 
         self.solver_state = SolverState()
         self._qdd_model = np.zeros(n)
+        n_act = n if self._act_model is None else self._act_model.shape[0]
+        self._qdd_act = np.zeros(n_act)
+        self._tau_model = np.zeros(n)
         self._warmed: set[str] = set()
         if self._params["method"] != "none":
             self._ensure_contact_model(self._params["method"])
@@ -968,7 +988,7 @@ class WholeBodyController:
         out = self._fresh_output(mode)
         method = p["method"]
         try:
-            if method == "none" and not self.floating_base:
+            if method == "none" and not self.floating_base and self._act_model is None:
                 _scatter(self._qdd_cmd, idx, 0, self._a)
                 tau_full = m.rnea(self._q, self._v, self._a)
                 _gather(tau_full, idx, 0, self._tau)
@@ -986,19 +1006,34 @@ class WholeBodyController:
         return out
 
     def _free_base_id(self) -> None:
-        """Floating base, no contacts: tau = Y^-1 (qdd_cmd + P Minv h), Y = P Minv P^T."""
+        """No contacts, unactuated DoFs (floating base, passive joints) accelerating freely:
+        tau_A = Y^-1 (qdd_A + P_A M^-1 h), Y = P_A M^-1 P_A^T, P_A selecting the actuated
+        joints (seed 004 eqs. (37)-(39) with zero contact impulses)."""
         m = self.model
         Minv = m.minverse(self._q)
         h = m.nonlinear_effects(self._q, self._v)
         ov = self._off_v
-        Y = Minv[ov:, ov:]
-        rhs = Minv[ov:, :] @ h
-        # rhs in model joint order; qdd_cmd scattered into model order
         _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._a[ov:])
-        rhs += self._a[ov:]
+        if self._act_model is None:
+            Y = Minv[ov:, ov:]
+            rhs = Minv[ov:, :] @ h + self._a[ov:]
+        else:
+            A = ov + self._act_model
+            Y = Minv[np.ix_(A, A)]
+            rhs = Minv[A, :] @ h + self._a[A]
         L = np.linalg.cholesky(Y)
-        tau_model = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
-        _gather(tau_model, self._cfg_to_model, 0, self._tau)
+        tau_act = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+        self._gather_actuated(tau_act)
+
+    def _gather_actuated(self, tau_act: np.ndarray) -> None:
+        """Actuated torques (model order of the actuated joints) -> self._tau (configured
+        order), 0 on passive joints."""
+        if self._act_model is None:
+            _gather(tau_act, self._cfg_to_model, 0, self._tau)
+            return
+        self._tau_model[:] = 0.0
+        np.put(self._tau_model, self._act_model, tau_act)
+        _gather(self._tau_model, self._cfg_to_model, 0, self._tau)
 
     # ------------------------------------------------------------------ contacts
     def _ensure_contact_model(self, method: str | None = None) -> None:
@@ -1036,6 +1071,8 @@ class WholeBodyController:
             passive_impact=bool(cfg.passive_impact),
             separation_tolerance=float(cfg.separation_tolerance),
             points=self._contact_points or None,
+            actuated_joints=None if self._act_model is None else
+            [self.model.joint_names[i] for i in self._act_model],
         )
         cm.excluded_links = self._swing_links
         #: the compiled ticks on this model, by (method, options) (see _compiled_tick)
@@ -1067,16 +1104,20 @@ class WholeBodyController:
 
         cm = self._contact_model if model is None else model
         _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
+        qdd = self._qdd_model
+        if self._act_model is not None:
+            np.take(self._qdd_model, self._act_model, out=self._qdd_act)
+            qdd = self._qdd_act
         fused = self._compiled_tick(cm, method)
         if fused is not None:
             # the whole tick in one compiled call; the general path below only for its rare
             # cases (no contact, pivot limit, failed correction: documented fallbacks)
             mstate = self.solver_state.get(method) if self._cfg.warm_start else None
-            if fused.run(self._q, self._v, self._qdd_model, mstate):
+            if fused.run(self._q, self._v, qdd, mstate):
                 if mstate is not None:
                     self.solver_state.ticks += 1
                 nc = fused.nc
-                _gather(fused.out.tau, self._cfg_to_model, 0, self._tau)
+                self._gather_actuated(fused.out.tau)
                 out.contact_ids = fused.contact_ids()
                 out.contact_points = cm.data.points[:nc].copy()
                 out.contact_forces = fused.out.forces_world[:nc].copy()
@@ -1084,10 +1125,10 @@ class WholeBodyController:
                 out.warm_start_used = fused.warm_start_used
                 return
             fused.export_warm(mstate)
-        prob = cm.build(self._q, self._v, self._qdd_model)
+        prob = cm.build(self._q, self._v, qdd)
         state = self.solver_state if self._cfg.warm_start else None
         res = solve(method, prob, state, **self._solver_options.get(method, {}))
-        _gather(res.tau, self._cfg_to_model, 0, self._tau)
+        self._gather_actuated(res.tau)
         out.contact_ids = res.contact_ids
         out.contact_points = prob.points if prob.points is not None else np.zeros((0, 3))
         out.contact_forces = res.contact_forces_world

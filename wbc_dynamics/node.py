@@ -97,6 +97,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
                          "per joint or one for all"),
     "strict_joints": (_T.BOOL, False, "joints + locked_joints must name every movable joint "
                       "(else the others are locked at 0 with a warning)"),
+    "passive_joints": (_T.STRING_ARRAY, None, "configured joints without a motor: torque 0, "
+                       "acceleration solved for"),
     "contact_links": (_T.STRING_ARRAY, None, "contact links (unset = bundled robot's / the "
                       "declared points' links); points from their collision geometry"),
     "contact_point_links": (_T.STRING_ARRAY, None, "declared contact points: link of each "
@@ -151,6 +153,7 @@ STRUCTURAL = (
     "locked_joints",
     "locked_positions",
     "strict_joints",
+    "passive_joints",
     "contact_links",
     "contact_point_links",
     "contact_point_positions",
@@ -301,6 +304,8 @@ class WbcControllerNode(LifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
         self.controller = ctl
+        for note in [*getattr(ctl.model, "load_warnings", []), *ctl.load_warnings]:
+            self.get_logger().warning(note)  # inconsistent inertias, joints locked for the user
         self._control_mode = cm
         # event-mode rate cap: token bucket, average <= 1.5 x control_rate, bursts of up to 5
         # ticks pass (publisher jitter), a flood of joint_states cannot overload the node
