@@ -164,3 +164,46 @@ def test_demo_runs_a_configuration_and_a_urdf_with_a_yaml(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "result          : did not fall" in out and plot.stat().st_size > 10_000
     assert main(["--robot", urdf, "--short"]) == 2  # a URDF needs its parameters
+
+
+@pytest.mark.parametrize("robot", ["go1", "anymal_c", "solo12", "g1", "talos"])
+def test_task_space_sway_moves_the_base_with_the_feet_still(robot):
+    """reference "sway" (BaseSway): the base sways sideways by 30 % of the support polygon's
+    half-width while the feet (soles: their pose) stay -- joint trajectories from the model's
+    Jacobians and Jdot v. The reference itself keeps the feet still to 1 mm; in MuJoCo the
+    robot follows it (6 s, shipped method)."""
+    from wbc_dynamics.sim.closed_loop import LoopConfig, run
+    from wbc_dynamics.sim.references import BaseSway, make_reference
+
+    setup = load_robot_setup(robot)
+    ref = make_reference(setup, "sway")
+    assert isinstance(ref, BaseSway) and ref.amplitude > 0.02
+    # kinematic check of the reference: feet still while the base moves
+    from wbc_dynamics.robot_config import robot_setup_state
+
+    model, joints, q0 = robot_setup_state(setup)
+
+    def task_points(q):
+        out = []
+        for ln, c, rows in ref.tasks:
+            T = model.frame_placement(q, ln)
+            out.append(T[:3, :3] @ c + T[:3, 3])
+            if rows.stop == 6:  # a sole keeps its orientation too: two more of its points
+                out += [T[:3, :3] @ [0.1, 0.0, 0.0] + T[:3, 3], T[:3, :3] @ [0, 0.1, 0] + T[:3, 3]]
+        return np.array(out)
+
+    p0 = task_points(q0)
+    worst = 0.0
+    for t in np.linspace(0.0, ref.ramp + ref.period, 25):
+        q = q0.copy()
+        q[1] += ref._base(t)[0]
+        q_ref = ref.sample(t)[0]
+        q[7:] = [q_ref[joints.index(j)] for j in model.joint_names]
+        worst = max(worst, float(np.abs(task_points(q) - p0).max()))
+    assert worst < 1e-3, f"feet move {worst * 1e3:.2f} mm in the reference"
+    r = run(LoopConfig(robot=robot, controller=setup.controller.method, reference="sway",
+                       duration=6.0))
+    assert not r.failed, r.failure
+    y = r.base_pos[:, 1]
+    assert 1.4 * ref.amplitude < np.ptp(y[2000:]) < 2.6 * ref.amplitude
+    assert np.max(np.abs(r.q - r.q_des)) < 0.05

@@ -48,8 +48,10 @@ def _bar(frac: float, info: dict, t_wall0: float, stream) -> None:
     stream.flush()
 
 
-def summarize(res, stream=sys.stdout) -> dict:
-    """Print the run's summary; returns the metrics dict."""
+def summarize(res, stream=None) -> dict:
+    """Print the run's summary (to ``stream``, default the current sys.stdout); returns the
+    metrics dict."""
+    stream = sys.stdout if stream is None else stream
     m = res.metrics()
     cfg = res.config
     w = stream.write
@@ -161,10 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--vertex", action="store_true",
                     help="lcp_noslip: the paper's warm-started vertex solution instead of the "
                     "minimum-norm impulses (min_norm=True)")
-    ap.add_argument("--reference", default="", choices=["", "shift", "stand", "trot", "sinusoid"],
+    ap.add_argument("--reference", default="", choices=["", "shift", "stand", "trot", "sway", "sinusoid"],
                     help="quadruped: shift (default; stand and sway the weight between the "
                     "feet), stand, trot (the Sec. 7.6 gait, docs/simulation.md); robot "
-                    "configurations: stand (default, legged) or sinusoid (default, fixed base)")
+                    "configurations: stand (default, legged), sway (the base sways over the "
+                    "feet, from the model's Jacobians), sinusoid (default, fixed base)")
     ap.add_argument("--friction", default="high", help="'high', 'low' or a number")
     ap.add_argument("--compliant", action="store_true", help="compliant instead of rigid ground")
     ap.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")

@@ -379,7 +379,8 @@ def make_reference(
     Args:
         robot: "quadruped" (kinds "stand", "shift", "trot") or "arm" (kinds "stand", "sinusoid"),
             or a robot configuration (``config/robots`` name, YAML path or a
-            :class:`~wbc_dynamics.robot_config.RobotSetup`; kinds "stand": hold
+            :class:`~wbc_dynamics.robot_config.RobotSetup`; kinds "sway": :class:`BaseSway`,
+            "stand": hold
             its standing pose, "sinusoid": its revolute joints oscillate about it, prismatic
             joints (grippers) held).
         kind: see above.
@@ -417,6 +418,131 @@ def make_reference(
     )
 
 
+class BaseSway:
+    """Task-space reference for any legged robot: the base sways sideways over the support
+    polygon (amplitude ``fraction`` of the polygon's half-width, ``frequency``, faded in over
+    ``ramp``) while every contact link stays where it stands.
+
+    The joint trajectories come from the model's own kinematics, not a separate IK: with the
+    stacked contact-link Jacobians ``J = [J_b J_j]`` (world-aligned; 6 rows per link with three
+    or more contact points -- a sole keeps its orientation --, else the 3 rows of its contact
+    point), ``qd_j = J_j^+ (-J_b v_b - Kp e)`` and ``qdd_j = J_j^+ (-J_b a_b - Jdot v -
+    Kd J v - Kp e)`` (``e``: drift of the contact links from their standing pose), integrated
+    once at construction over the ramp and one period at 1 kHz; :meth:`sample` interpolates,
+    repeating the period.
+
+    Args:
+        model: the controller's floating-base RobotModel.
+        q_stand: (nq,) standing configuration (base upright on the ground).
+        contact_points: the controller's :class:`~wbc_dynamics.contact.candidates.ContactPoint`
+            list (which links stand, and where).
+        joint_names: output joint order.
+    """
+
+    def __init__(self, model, q_stand, contact_points, joint_names: Sequence[str],
+                 fraction: float = 0.3, frequency: float = 0.5, ramp: float = 1.0,
+                 dt: float = 1e-3, kp: float = 100.0, kd: float = 20.0) -> None:
+        if not model.floating_base:
+            raise ValueError("sway: needs a floating-base robot")
+        self.joint_names = list(joint_names)
+        q = np.asarray(q_stand, dtype=float).copy()
+        # the points touching the ground in the standing pose (lowest point within 1 mm of the
+        # lowest of all), per link: a link standing on >= 3 of them (a sole) keeps its pose,
+        # otherwise its (lowest) contact point keeps its position
+        low = {}
+        for pt in contact_points:
+            T = model.frame_placement(q, pt.link)
+            z = float((T[:3, :3] @ pt.center + T[:3, 3])[2] - pt.radius)
+            low.setdefault(pt.link, []).append((z, pt))
+        ground = min(z for zs in low.values() for z, _ in zs)
+        tasks = []  # (link, point in the link frame, task rows)
+        for link, zs in low.items():
+            touching = [pt for z, pt in sorted(zs, key=lambda x: x[0]) if z <= ground + 1e-3]
+            if len(touching) >= 3:
+                tasks.append((link, np.zeros(3), slice(0, 6)))
+            elif touching:
+                tasks.append((link, np.asarray(touching[0].center, float), slice(0, 3)))
+        #: (link, point in the link frame, rows of its task: 0:6 pose, 0:3 point position)
+        self.tasks = tasks
+        world_pts = np.array([model.frame_placement(q, ln)[:3, :3] @ c
+                              + model.frame_placement(q, ln)[:3, 3] for ln, c, _ in tasks])
+        width = float(np.ptp(world_pts[:, 1])) if len(world_pts) > 1 else 0.0
+        self.amplitude = fraction * 0.5 * width
+        self.frequency, self.ramp, self.dt = float(frequency), float(ramp), float(dt)
+        self.period = 1.0 / self.frequency
+        T0 = [model.frame_placement(q, ln) for ln, _, _ in tasks]
+        nv = model.nv
+        order = [model.joint_index(j) for j in self.joint_names]
+        K = int(round((self.ramp + self.period) / dt)) + 1
+        self._q = np.zeros((K, len(order)))
+        self._qd = np.zeros_like(self._q)
+        self._qdd = np.zeros_like(self._q)
+        p0 = q[:3].copy()
+        qd_j = np.zeros(nv - 6)
+        for k in range(K):
+            t = k * dt
+            y, vy, ay = self._base(t)
+            q[:3] = p0 + [0.0, y, 0.0]
+            R = _quat_matrix(q[3:7])
+            vb = np.r_[R.T @ [0.0, vy, 0.0], 0.0, 0.0, 0.0]  # base twist, base frame
+            ab = np.r_[R.T @ [0.0, ay, 0.0], 0.0, 0.0, 0.0]
+            rows, bias, err = [], [], []
+            v = np.r_[vb, qd_j]
+            for (ln, c, sl), T_ref in zip(tasks, T0, strict=True):
+                J = model.jacobian(q, ln, c)[sl]
+                Jdv = model.jacobian_dot_times_v(q, v, ln, c)[sl]
+                T = model.frame_placement(q, ln)
+                e = np.r_[T[:3, :3] @ c + T[:3, 3] - (T_ref[:3, :3] @ c + T_ref[:3, 3]),
+                          _rotation_error(T[:3, :3], T_ref[:3, :3])][sl]
+                rows.append(J)
+                bias.append(Jdv)
+                err.append(e)
+            J = np.vstack(rows)
+            Jdv = np.concatenate(bias)
+            e = np.concatenate(err)
+            Jb, Jj = J[:, :6], J[:, 6:]
+            qd_j = np.linalg.lstsq(Jj, -Jb @ vb - kp * e, rcond=None)[0]
+            v = np.r_[vb, qd_j]
+            qdd_j = np.linalg.lstsq(Jj, -Jb @ ab - Jdv - kd * (J @ v) - kp * e, rcond=None)[0]
+            self._q[k] = q[7:][order]
+            self._qd[k] = qd_j[order]
+            self._qdd[k] = qdd_j[order]
+            q[7:] += dt * qd_j + 0.5 * dt * dt * qdd_j
+
+    def _base(self, t: float) -> tuple[float, float, float]:
+        """Lateral base offset [m], velocity, acceleration at t (smoothstep fade-in)."""
+        w = 2.0 * math.pi * self.frequency
+        r, dr, ddr = _smoothstep(t / self.ramp)
+        dr, ddr = dr / self.ramp, ddr / (self.ramp * self.ramp)
+        s, ds, dds = math.sin(w * t), w * math.cos(w * t), -w * w * math.sin(w * t)
+        A = self.amplitude
+        return A * r * s, A * (dr * s + r * ds), A * (ddr * s + 2 * dr * ds + r * dds)
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if t > self.ramp:  # periodic after the fade-in
+            t = self.ramp + math.fmod(t - self.ramp, self.period)
+        x = max(t, 0.0) / self.dt
+        k = min(int(x), self._q.shape[0] - 2)
+        f = min(x - k, 1.0)
+        out = []
+        for tab in (self._q, self._qd, self._qdd):
+            out.append((1.0 - f) * tab[k] + f * tab[k + 1])
+        return out[0], out[1], out[2]
+
+
+def _quat_matrix(quat) -> np.ndarray:
+    x, y, z, w = quat
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _rotation_error(R: np.ndarray, R_ref: np.ndarray) -> np.ndarray:
+    """Small-angle rotation error (world axes) [rad] taking R_ref to R."""
+    E = R @ R_ref.T
+    return 0.5 * np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
+
+
 def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = None,
                           **options) -> Reference:
     """Reference of a robot configuration (name, path or RobotSetup) about its standing pose
@@ -430,12 +556,20 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
     q_stand = np.array([q[o + model.joint_index(j)] for j in names])
     if kind == "stand":
         return Standing(names, q_stand)
+    if kind == "sway":
+        from ..contact.candidates import contact_points
+        from ..controller import _declared_contact_points
+
+        cfg = setup.controller
+        points = _declared_contact_points(cfg)
+        pts = contact_points(model, list(cfg.contact_links) or list(points), points)
+        return BaseSway(model, q, pts, names, **options)
     if kind == "sinusoid":
         held = [j for j in names if model.description.joints[j].type == "prismatic"]
         options.setdefault("squeeze", 0.0)
         return ArmSinusoid(names, q_stand, held, **options)
     raise ValueError(f"kind: unknown reference {kind!r} for the robot configuration {robot!r} "
-                     "(stand, sinusoid)")
+                     "(stand, sway, sinusoid)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
