@@ -163,7 +163,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--vertex", action="store_true",
                     help="lcp_noslip: the paper's warm-started vertex solution instead of the "
                     "minimum-norm impulses (min_norm=True)")
-    ap.add_argument("--reference", default="", choices=["", "shift", "stand", "trot", "sway", "sinusoid"],
+    ap.add_argument("--reference", default="",
+                    choices=["", "shift", "stand", "trot", "sway", "sinusoid"],
                     help="quadruped: shift (default; stand and sway the weight between the "
                     "feet), stand, trot (the Sec. 7.6 gait, docs/simulation.md); robot "
                     "configurations: stand (default, legged), sway (the base sways over the "
