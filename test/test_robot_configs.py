@@ -207,3 +207,25 @@ def test_task_space_sway_moves_the_base_with_the_feet_still(robot):
     y = r.base_pos[:, 1]
     assert 1.4 * ref.amplitude < np.ptp(y[2000:]) < 2.6 * ref.amplitude
     assert np.max(np.abs(r.q - r.q_des)) < 0.05
+
+
+@pytest.mark.parametrize("robot", ["anymal_c", "solo12"])
+def test_foot_trot_from_the_contact_links_walks_forward(robot):
+    """reference "trot" (FootTrot): diagonal pairs found from the feet's standing positions,
+    swing trajectories of the contact points from the model's Jacobians; the controller gets
+    the gait's contact schedule. anymal_c and solo12 trot forward 6 s with lcp_noslip
+    (go1 / a1 / go2 fall: docs/robots.md)."""
+    from wbc_dynamics.sim.closed_loop import LoopConfig, run
+    from wbc_dynamics.sim.references import FootTrot, make_reference
+
+    ref = make_reference(robot, "trot")
+    assert isinstance(ref, FootTrot) and sorted(ref.pair.tolist()) == [0, 0, 1, 1]
+    assert ref.swing_active(0.1).sum() == 2 and ref.swing_active(0.35).sum() == 2
+    assert not np.any(ref.swing_active(0.1) & ref.swing_active(0.35))
+    r = run(LoopConfig(robot=robot, controller="lcp_noslip", reference="trot", duration=6.0))
+    assert not r.failed, r.failure
+    travel = r.base_pos[-1, 0] - r.base_pos[0, 0]
+    expected = ref._base_x(6.0)[0]
+    assert 0.6 * expected < travel < 1.4 * expected, (travel, expected)
+    assert abs(r.base_pos[-1, 1] - r.base_pos[0, 1]) < 0.25 * expected
+    assert np.min(r.base_pos[:, 2]) > 0.85 * r.base_pos[0, 2]

@@ -546,14 +546,7 @@ class ClosedLoop:
             self.ctl = _BoxGraspID(cfg, c, mu_ctl, self.box_mass, self.limit)
         else:
             self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names)
-            if cfg.contact_schedule and hasattr(self.ref, "swing_active"):
-                feet = list(self.ref.foot_links)
-                ref = self.ref
-
-                def swing(t: float) -> set:
-                    return {f for f, s in zip(feet, ref.swing_active(t), strict=True) if s}
-
-                self.ctl.schedule = swing
+            self._schedule_swing()
         # initial state: the reference's pose at t = 0, at rest
         # quadruped: the reference's pose at t = 0 on the ground, settled; arm: the grasp pose
         # in which the fingertips just touch the box (the reference then squeezes)
@@ -609,6 +602,7 @@ class ClosedLoop:
         self.limit = self.plant.effort_limit.copy()
         self.ref = make_reference(setup, cfg.reference, self.joint_names,
                                   **cfg.reference_options)
+        self._schedule_swing()
         q_joints = setup.standing_joint_positions(self.joint_names, model)
         q0 = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
         o = 7 if floating else 0  # model order -> the plant's (configured) joint order
@@ -618,6 +612,19 @@ class ClosedLoop:
         self.standing_height = float(q0[2]) if floating else 0.0
         self.hand_box_offset = None
         self.box_mass = 0.0
+
+    def _schedule_swing(self) -> None:
+        """A gait reference's swing feet become the controller's contact schedule."""
+        if not (self.cfg.contact_schedule and hasattr(self.ref, "swing_active")
+                and isinstance(self.ctl, _WBC)):
+            return
+        feet = list(self.ref.foot_links)
+        ref = self.ref
+
+        def swing(t: float) -> set:
+            return {f for f, s in zip(feet, ref.swing_active(t), strict=True) if s}
+
+        self.ctl.schedule = swing
 
     def _settle(self, duration: float) -> None:
         """Let the robot come to rest on its contacts under the PID baseline holding the

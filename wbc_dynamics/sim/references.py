@@ -418,38 +418,36 @@ def make_reference(
     )
 
 
-class BaseSway:
-    """Task-space reference for any legged robot: the base sways sideways over the support
-    polygon (amplitude ``fraction`` of the polygon's half-width, ``frequency``, faded in over
-    ``ramp``) while every contact link stays where it stands.
+class TaskSpaceReference:
+    """Joint-space reference of any legged robot from task-space targets: a base trajectory and,
+    per standing contact link, a target pose (soles: 6 rows) or point position (point feet: 3
+    rows). Subclasses give :meth:`targets`.
 
     The joint trajectories come from the model's own kinematics, not a separate IK: with the
-    stacked contact-link Jacobians ``J = [J_b J_j]`` (world-aligned; 6 rows per link with three
-    or more contact points -- a sole keeps its orientation --, else the 3 rows of its contact
-    point), ``qd_j = J_j^+ (-J_b v_b - Kp e)`` and ``qdd_j = J_j^+ (-J_b a_b - Jdot v -
-    Kd J v - Kp e)`` (``e``: drift of the contact links from their standing pose), integrated
-    once at construction over the ramp and one period at 1 kHz; :meth:`sample` interpolates,
-    repeating the period.
+    stacked contact-link Jacobians ``J = [J_b J_j]`` (world-aligned),
+    ``qd_j = J_j^+ (xd_des - J_b v_b - Kp e)`` and
+    ``qdd_j = J_j^+ (xdd_des - J_b a_b - Jdot v - Kd (J v - xd_des) - Kp e)`` (``e``: the links'
+    error to their targets), integrated once at construction at 1 kHz over ``horizon`` seconds
+    (``period``: repeated after that, from ``horizon - period``); :meth:`sample` interpolates.
 
     Args:
         model: the controller's floating-base RobotModel.
         q_stand: (nq,) standing configuration (base upright on the ground).
         contact_points: the controller's :class:`~wbc_dynamics.contact.candidates.ContactPoint`
-            list (which links stand, and where).
+            list: a link standing on three or more points (lowest within 1 mm of the lowest of
+            all) keeps its pose, otherwise its lowest point keeps its position.
         joint_names: output joint order.
     """
 
     def __init__(self, model, q_stand, contact_points, joint_names: Sequence[str],
-                 fraction: float = 0.3, frequency: float = 0.5, ramp: float = 1.0,
-                 dt: float = 1e-3, kp: float = 100.0, kd: float = 20.0) -> None:
+                 horizon: float, period: float | None = None, dt: float = 1e-3,
+                 kp: float = 100.0, kd: float = 20.0) -> None:
         if not model.floating_base:
-            raise ValueError("sway: needs a floating-base robot")
+            raise ValueError(f"{type(self).__name__}: needs a floating-base robot")
         self.joint_names = list(joint_names)
         q = np.asarray(q_stand, dtype=float).copy()
-        # the points touching the ground in the standing pose (lowest point within 1 mm of the
-        # lowest of all), per link: a link standing on >= 3 of them (a sole) keeps its pose,
-        # otherwise its (lowest) contact point keeps its position
-        low = {}
+        self.q_stand = q.copy()
+        low: dict[str, list] = {}
         for pt in contact_points:
             T = model.frame_placement(q, pt.link)
             z = float((T[:3, :3] @ pt.center + T[:3, 3])[2] - pt.radius)
@@ -464,50 +462,84 @@ class BaseSway:
                 tasks.append((link, np.asarray(touching[0].center, float), slice(0, 3)))
         #: (link, point in the link frame, rows of its task: 0:6 pose, 0:3 point position)
         self.tasks = tasks
-        world_pts = np.array([model.frame_placement(q, ln)[:3, :3] @ c
-                              + model.frame_placement(q, ln)[:3, 3] for ln, c, _ in tasks])
-        width = float(np.ptp(world_pts[:, 1])) if len(world_pts) > 1 else 0.0
-        self.amplitude = fraction * 0.5 * width
-        self.frequency, self.ramp, self.dt = float(frequency), float(ramp), float(dt)
-        self.period = 1.0 / self.frequency
-        T0 = [model.frame_placement(q, ln) for ln, _, _ in tasks]
-        nv = model.nv
+        self.T_stand = [model.frame_placement(q, ln) for ln, _, _ in tasks]
+        #: (k, 3) world positions of the task points standing
+        self.p_stand = np.array([T[:3, :3] @ c + T[:3, 3]
+                                 for (_, c, _), T in zip(tasks, self.T_stand, strict=True)])
+        self.dt, self.horizon = float(dt), float(horizon)
+        self.period = float(period) if period else None
+        self._setup()
         order = [model.joint_index(j) for j in self.joint_names]
-        K = int(round((self.ramp + self.period) / dt)) + 1
+        K = int(round(self.horizon / dt)) + 1
         self._q = np.zeros((K, len(order)))
         self._qd = np.zeros_like(self._q)
         self._qdd = np.zeros_like(self._q)
-        p0 = q[:3].copy()
-        qd_j = np.zeros(nv - 6)
+        qd_j = np.zeros(model.nv - 6)
         for k in range(K):
             t = k * dt
-            y, vy, ay = self._base(t)
-            q[:3] = p0 + [0.0, y, 0.0]
+            (pb, vb_w, ab_w), feet = self.targets(t)
+            q[:3] = pb
             R = _quat_matrix(q[3:7])
-            vb = np.r_[R.T @ [0.0, vy, 0.0], 0.0, 0.0, 0.0]  # base twist, base frame
-            ab = np.r_[R.T @ [0.0, ay, 0.0], 0.0, 0.0, 0.0]
-            rows, bias, err = [], [], []
+            vb = np.r_[R.T @ vb_w, 0.0, 0.0, 0.0]  # base twist, base frame (no rotation)
+            ab = np.r_[R.T @ ab_w, 0.0, 0.0, 0.0]
             v = np.r_[vb, qd_j]
-            for (ln, c, sl), T_ref in zip(tasks, T0, strict=True):
-                J = model.jacobian(q, ln, c)[sl]
-                Jdv = model.jacobian_dot_times_v(q, v, ln, c)[sl]
+            Js, bias, err, xd, xdd = [], [], [], [], []
+            for i, (ln, c, sl) in enumerate(tasks):
+                p_des, v_des, a_des = feet[i]
                 T = model.frame_placement(q, ln)
-                e = np.r_[T[:3, :3] @ c + T[:3, 3] - (T_ref[:3, :3] @ c + T_ref[:3, 3]),
-                          _rotation_error(T[:3, :3], T_ref[:3, :3])][sl]
-                rows.append(J)
-                bias.append(Jdv)
-                err.append(e)
-            J = np.vstack(rows)
-            Jdv = np.concatenate(bias)
-            e = np.concatenate(err)
+                e = np.r_[T[:3, :3] @ c + T[:3, 3] - p_des,
+                          _rotation_error(T[:3, :3], self.T_stand[i][:3, :3])]
+                Js.append(model.jacobian(q, ln, c)[sl])
+                bias.append(model.jacobian_dot_times_v(q, v, ln, c)[sl])
+                err.append(e[sl])
+                xd.append(np.r_[v_des, 0.0, 0.0, 0.0][sl])
+                xdd.append(np.r_[a_des, 0.0, 0.0, 0.0][sl])
+            J, Jdv = np.vstack(Js), np.concatenate(bias)
+            e, xd, xdd = np.concatenate(err), np.concatenate(xd), np.concatenate(xdd)
             Jb, Jj = J[:, :6], J[:, 6:]
-            qd_j = np.linalg.lstsq(Jj, -Jb @ vb - kp * e, rcond=None)[0]
+            qd_j = np.linalg.lstsq(Jj, xd - Jb @ vb - kp * e, rcond=None)[0]
             v = np.r_[vb, qd_j]
-            qdd_j = np.linalg.lstsq(Jj, -Jb @ ab - Jdv - kd * (J @ v) - kp * e, rcond=None)[0]
+            qdd_j = np.linalg.lstsq(Jj, xdd - Jb @ ab - Jdv - kd * (J @ v - xd) - kp * e,
+                                    rcond=None)[0]
             self._q[k] = q[7:][order]
             self._qd[k] = qd_j[order]
             self._qdd[k] = qdd_j[order]
             q[7:] += dt * qd_j + 0.5 * dt * dt * qdd_j
+
+    def _setup(self) -> None:
+        """Subclass hook run before the integration (tasks and standing poses are known)."""
+
+    def targets(self, t: float):
+        """((base position, velocity, acceleration) world [m, m/s, m/s^2], [(task point
+        position, velocity, acceleration) world per task]) at t [s]."""
+        raise NotImplementedError
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.period and t > self.horizon:  # repeat the last period
+            t = self.horizon - self.period + math.fmod(t - self.horizon, self.period)
+        x = min(max(t, 0.0), self.horizon) / self.dt
+        k = min(int(x), self._q.shape[0] - 2)
+        f = min(x - k, 1.0)
+        return tuple((1.0 - f) * tab[k] + f * tab[k + 1]
+                     for tab in (self._q, self._qd, self._qdd))
+
+
+class BaseSway(TaskSpaceReference):
+    """The base sways sideways over the support polygon (amplitude ``fraction`` of the polygon's
+    half-width, ``frequency``, faded in over ``ramp``) while every standing contact link stays
+    where it stands (:class:`TaskSpaceReference`)."""
+
+    def __init__(self, model, q_stand, contact_points, joint_names: Sequence[str],
+                 fraction: float = 0.3, frequency: float = 0.5, ramp: float = 1.0,
+                 **kwargs) -> None:
+        self.fraction, self.frequency, self.ramp = float(fraction), float(frequency), float(ramp)
+        period = 1.0 / self.frequency
+        super().__init__(model, q_stand, contact_points, joint_names,
+                         horizon=self.ramp + period, period=period, **kwargs)
+
+    def _setup(self) -> None:
+        width = float(np.ptp(self.p_stand[:, 1])) if len(self.p_stand) > 1 else 0.0
+        self.amplitude = self.fraction * 0.5 * width
 
     def _base(self, t: float) -> tuple[float, float, float]:
         """Lateral base offset [m], velocity, acceleration at t (smoothstep fade-in)."""
@@ -518,16 +550,104 @@ class BaseSway:
         A = self.amplitude
         return A * r * s, A * (dr * s + r * ds), A * (ddr * s + 2 * dr * ds + r * dds)
 
-    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if t > self.ramp:  # periodic after the fade-in
-            t = self.ramp + math.fmod(t - self.ramp, self.period)
-        x = max(t, 0.0) / self.dt
-        k = min(int(x), self._q.shape[0] - 2)
-        f = min(x - k, 1.0)
-        out = []
-        for tab in (self._q, self._qd, self._qdd):
-            out.append((1.0 - f) * tab[k] + f * tab[k + 1])
-        return out[0], out[1], out[2]
+    def targets(self, t: float):
+        y, vy, ay = self._base(t)
+        base = (self.q_stand[:3] + [0.0, y, 0.0], np.array([0.0, vy, 0.0]),
+                np.array([0.0, ay, 0.0]))
+        zero = np.zeros(3)
+        return base, [(p, zero, zero) for p in self.p_stand]
+
+
+class FootTrot(TaskSpaceReference):
+    """A trot for any quadruped from its four contact links (no joint-name conventions): the
+    diagonal pairs (front-left + hind-right, front-right + hind-left, found from the feet's
+    standing positions) swing in turn, each for half of ``period``, lifting ``height`` and
+    landing ahead so that every foot stays centred under the base moving forward at ``speed``
+    (faded in over ``ramp``). Defaults scale with the robot: height 15 %, speed 30 % of the
+    standing base height per second. ``swing_active(t)`` / ``foot_links`` give the contact
+    schedule (the controller's swing links)."""
+
+    def __init__(self, model, q_stand, contact_points, joint_names: Sequence[str],
+                 speed: float | None = None, height: float | None = None,
+                 period: float = 0.5, ramp: float = 1.0, horizon: float = 12.0,
+                 **kwargs) -> None:
+        z = float(np.asarray(q_stand)[2])
+        self.speed = 0.3 * z if speed is None else float(speed)
+        self.step_height = 0.15 * z if height is None else float(height)
+        self.gait_period, self.ramp = float(period), float(ramp)
+        super().__init__(model, q_stand, contact_points, joint_names, horizon=horizon,
+                         period=None, **kwargs)
+
+    def _setup(self) -> None:
+        if len(self.tasks) != 4 or any(sl.stop != 3 for _, _, sl in self.tasks):
+            raise ValueError("trot: needs four point feet (contact links), got "
+                             f"{[ln for ln, _, _ in self.tasks]}")
+        self.foot_links = [ln for ln, _, _ in self.tasks]
+        rel = self.p_stand[:, :2] - self.q_stand[:2]
+        front = rel[:, 0] > np.median(rel[:, 0])
+        left = rel[:, 1] > np.median(rel[:, 1])
+        #: pair 0 (front-left, hind-right) swings first
+        self.pair = np.where(front == left, 0, 1)
+        if sorted(self.pair.tolist()) != [0, 0, 1, 1]:
+            raise ValueError("trot: cannot pair the feet diagonally from their positions")
+
+    def _base_x(self, t: float) -> tuple[float, float, float]:
+        """Forward base travel [m], speed, acceleration (speed faded in over ramp)."""
+        v, r = self.speed, self.ramp
+        if t <= 0.0:
+            return 0.0, 0.0, 0.0
+        if t < r:  # integral of the quintic ramp: x = v r (2.5 s^4 - 3 s^5 + s^6), s = t/r
+            s = t / r
+            sv, dsv, _ = _smoothstep(s)
+            return v * r * (2.5 * s**4 - 3 * s**5 + s**6), v * sv, v * dsv / r
+        return v * r * 0.5 + v * (t - r), v, 0.0
+
+    def swing_active(self, t: float) -> np.ndarray:
+        """(4,) bool: which feet (``foot_links`` order) are in swing at t."""
+        phase = math.fmod(max(t, 0.0), self.gait_period) / self.gait_period
+        swinging = 0 if phase < 0.5 else 1
+        return self.pair == swinging
+
+    def targets(self, t: float):
+        x, vx, ax = self._base_x(t)
+        base = (self.q_stand[:3] + [x, 0.0, 0.0], np.array([vx, 0.0, 0.0]),
+                np.array([ax, 0.0, 0.0]))
+        half = 0.5 * self.gait_period
+        feet = []
+        for i, p0 in enumerate(self.p_stand):
+            # swings of foot i: [t0, t0 + half) with t0 = pair * half + m * period
+            offset = self.pair[i] * half
+            m = math.floor((t - offset) / self.gait_period)
+            t_lift = offset + m * self.gait_period
+            in_swing = t >= 0.0 and t - t_lift < half and t_lift >= 0.0
+            if in_swing:
+                # land where the base will be at mid-stance after this swing (Raibert's neutral
+                # point): the foot stays centred under the base
+                x_lift = self._land(t_lift - self.gait_period, offset)
+                x_land = self._land(t_lift, offset)
+                s, ds, dds = _smoothstep((t - t_lift) / half)
+                ds, dds = ds / half, dds / (half * half)
+                bump = math.sin(math.pi * (t - t_lift) / half)
+                dbump = math.pi / half * math.cos(math.pi * (t - t_lift) / half)
+                ddbump = -((math.pi / half) ** 2) * bump
+                h = self.step_height
+                feet.append((p0 + [x_lift + s * (x_land - x_lift), 0.0, h * bump * bump],
+                             np.array([ds * (x_land - x_lift), 0.0, 2 * h * bump * dbump]),
+                             np.array([dds * (x_land - x_lift), 0.0,
+                                       2 * h * (dbump * dbump + bump * ddbump)])))
+            else:
+                last = t_lift if t - t_lift >= half else t_lift - self.gait_period
+                feet.append((p0 + [self._land(last, offset), 0.0, 0.0], np.zeros(3),
+                             np.zeros(3)))
+        return base, feet
+
+    def _land(self, t_lift: float, offset: float) -> float:
+        """Forward offset [m] of a foot that lifted at t_lift (< 0: never lifted yet): the base
+        travel at the middle of the stance that follows its landing."""
+        if t_lift < offset - 1e-12:
+            return 0.0
+        half = 0.5 * self.gait_period
+        return self._base_x(t_lift + half + 0.5 * half)[0]
 
 
 def _quat_matrix(quat) -> np.ndarray:
@@ -564,12 +684,20 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
         points = _declared_contact_points(cfg)
         pts = contact_points(model, list(cfg.contact_links) or list(points), points)
         return BaseSway(model, q, pts, names, **options)
+    if kind == "trot":
+        from ..contact.candidates import contact_points
+        from ..controller import _declared_contact_points
+
+        cfg = setup.controller
+        points = _declared_contact_points(cfg)
+        pts = contact_points(model, list(cfg.contact_links) or list(points), points)
+        return FootTrot(model, q, pts, names, **options)
     if kind == "sinusoid":
         held = [j for j in names if model.description.joints[j].type == "prismatic"]
         options.setdefault("squeeze", 0.0)
         return ArmSinusoid(names, q_stand, held, **options)
     raise ValueError(f"kind: unknown reference {kind!r} for the robot configuration {robot!r} "
-                     "(stand, sway, sinusoid)")
+                     "(stand, sway, trot, sinusoid)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
