@@ -2,7 +2,8 @@
 
     python benchmarks/robot_table.py [--duration 5] [--robots go1,talos] [--methods lcp_noslip]
 
-Legged robots stand (``reference="stand"``), fixed-base arms track the joint sinusoid (method
+Legged robots stand (``reference="stand"``) with every method and sway (``reference="sway"``)
+with their configuration's method; fixed-base arms track the joint sinusoid (method
 ``none``); rigid ground, high friction, 1 kHz, in-process (``wbc_dynamics.sim.closed_loop``).
 Prints a markdown table: stands / FALLS (when, why), mean and max |q - q_des|, lowest base height
 relative to the start, the controller's mean and p99 tick time, and the solver flags that fired.
@@ -31,7 +32,7 @@ def run_one(robot: str, method: str, reference: str, duration: float) -> dict:
     return {
         "robot": robot, "method": method, "reference": reference,
         "result": f"FALLS at {res.t[-1]:.2f} s ({res.failure})" if res.failed else
-        ("stands" if reference == "stand" else "tracks"),
+        {"stand": "stands", "sway": "sways"}.get(reference, "tracks"),
         "pos_err": m["pos_err"], "pos_err_max": m["pos_err_max"],
         "z_min": float(z.min() / z[0]) if z[0] > 0 else float("nan"),
         "tick_mean": m["tick_mean"], "tick_p99": m["tick_p99"],
@@ -50,17 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS))
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    print("| robot | method | result | mean / max \\|q − q_des\\| [rad] | lowest base "
+    print("| robot | method | reference | result | mean / max \\|q − q_des\\| [rad] | lowest base "
           "height / start | tick mean / p99 [µs] | other solver flags |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for robot in args.robots.split(","):
         setup = load_robot_setup(robot)
         legged = setup.controller.floating_base
-        methods = args.methods.split(",") if legged else ["none"]
-        for method in methods:
-            r = run_one(robot, method, "stand" if legged else "sinusoid", args.duration)
+        runs = ([(m, "stand") for m in args.methods.split(",")]
+                + [(setup.controller.method, "sway")] if legged else [("none", "sinusoid")])
+        for method, reference in runs:
+            r = run_one(robot, method, reference, args.duration)
             z = f"{r['z_min']:.3f}" if np.isfinite(r["z_min"]) else "fixed base"
-            print(f"| {robot} | {method} | {r['result']} | {r['pos_err']:.4f} / "
+            print(f"| {robot} | {method} | {reference} | {r['result']} | {r['pos_err']:.4f} / "
                   f"{r['pos_err_max']:.3f} | {z} | {1e6 * r['tick_mean']:.0f} / "
                   f"{1e6 * r['tick_p99']:.0f} | {r['flags'] or '–'} |", flush=True)
     return 0
