@@ -234,7 +234,7 @@ class _WBC:
     """The product's WholeBodyController (quadruped: ground contact; arm without box: none)."""
 
     def __init__(self, cfg: LoopConfig, method: str, mu: float, joint_names: list[str],
-                 config: Any = None) -> None:
+                 config: Any = None, model: Any = None) -> None:
         from ..controller import ControllerConfig, WholeBodyController
 
         overrides = {
@@ -256,7 +256,7 @@ class _WBC:
                 kd=[cfg.kd if cfg.kd is not None else g["kd"]])
         else:  # a robot configuration: its gains unless the loop sets them
             overrides.update({k: [v] for k, v in (("kp", cfg.kp), ("kd", cfg.kd)) if v is not None})
-        self.ctl = WholeBodyController(dataclasses.replace(config, **overrides))
+        self.ctl = WholeBodyController(dataclasses.replace(config, **overrides), model=model)
         self.floating = self.ctl.floating_base
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
@@ -545,7 +545,12 @@ class ClosedLoop:
         elif cfg.robot == "arm" and c in CONTACT_METHODS:
             self.ctl = _BoxGraspID(cfg, c, mu_ctl, self.box_mass, self.limit)
         else:
-            self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names)
+            from ..model import RobotModel
+
+            # the controller's model from the plant's parse: one description for both
+            model = RobotModel.from_urdf(self.plant.description,
+                                         floating_base=info["floating_base"])
+            self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names, model=model)
             self._schedule_swing()
         # initial state: the reference's pose at t = 0, at rest
         # quadruped: the reference's pose at t = 0 on the ground, settled; arm: the grasp pose
