@@ -31,7 +31,7 @@ DURATION = 5.0  # simulated seconds per reference
 
 
 def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
-              duration: float = DURATION) -> dict:
+              duration: float = DURATION, real_time_factor: str = "0") -> dict:
     from diagnostic_msgs.msg import DiagnosticArray
     from nav_msgs.msg import Odometry
     from rclpy.executors import SingleThreadedExecutor
@@ -39,7 +39,7 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
 
     ns = f"/rosloop{os.getpid()}{tag}"
     plan = sim_launch_plan({"robot": robot, "method": method, "reference": reference,
-                            "mode": "lockstep", "real_time_factor": "0",
+                            "mode": "lockstep", "real_time_factor": real_time_factor,
                             "duration": str(duration)}, REPO)
 
     def start(n):
@@ -79,10 +79,17 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
         # mode meanwhile). Here the simulator starts once the reference publisher exists, so the
         # controller's safe ticks can be bounded tightly.
         deadline = time.monotonic() + 120.0
-        while node.count_publishers(f"{ns}/wbc_controller/reference") < 1:
-            assert time.monotonic() < deadline, "wbc_reference did not come up"
+        topic = f"{ns}/wbc_controller/reference"
+        while node.count_publishers(topic) < 1 or node.count_subscribers(topic) < 1:
+            assert time.monotonic() < deadline, "wbc_reference / wbc_controller did not come up"
             assert ref.poll() is None, stop_process(ref)
             ex.spin_once(timeout_sec=0.1)
+        # both ends exist as this client sees them; give their own discovery of each other a
+        # moment (a fast simulation -- panda, method none: 3 s simulated in ~1 s wall -- can
+        # otherwise finish before the controller's first reference)
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            ex.spin_once(timeout_sec=0.05)
         sim = start(sim_plan)
         deadline = time.monotonic() + 300.0  # bounds a hung start (cold compile) and the run
         while time.monotonic() < deadline and not (
@@ -150,7 +157,9 @@ def test_ros_closed_loop_keeps_a_configured_vendor_robot_up(ros_env, robot):
     SRDF standing pose with the computed base height); method and reference are the
     configuration's defaults (lcp_noslip, stand; panda: none, sinusoid)."""
     duration = 3.0
-    got = _run_loop("", "", robot, robot=robot, duration=duration)
+    # paced at real time (at most): the reference node's sim-time timer needs the simulator's
+    # /clock discovered, which a fast simulation (panda, method none) could otherwise outrun
+    got = _run_loop("", "", robot, robot=robot, duration=duration, real_time_factor="1")
     sim, ctl = got["sim"], got["ctl"]
     steps = int(sim["steps"])
     assert steps >= int(duration * 1000) - 1, sim
