@@ -47,7 +47,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -491,12 +491,16 @@ class WholeBodyController:
         config: :class:`ControllerConfig` or a dict of its fields.
         model: an already loaded :class:`wbc_dynamics.RobotModel` to use instead of the config's
             model source (its ``floating_base`` must match the config).
+        progress: called with a line of text at each start-up stage (model, kernel compilation
+            or cache load, contact method, warm-up tick) and its elapsed time -- a first start
+            with a cold numba cache compiles for a minute or more; the node logs these lines.
 
     Raises:
         ValueError: naming the offending field, joint or link.
     """
 
-    def __init__(self, config: ControllerConfig | Mapping[str, Any], model: Any = None) -> None:
+    def __init__(self, config: ControllerConfig | Mapping[str, Any], model: Any = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         cfg = (
             config
             if isinstance(config, ControllerConfig)
@@ -506,6 +510,12 @@ class WholeBodyController:
             cfg, joints=list(cfg.joints), contact_links=list(cfg.contact_links)
         )
         cfg = self._cfg
+        t_start = time.perf_counter()
+
+        def report(stage: str) -> None:
+            if progress is not None:
+                progress(f"start-up: {stage} ({time.perf_counter() - t_start:.1f} s)")
+
         #: warnings of the configuration (locked joints chosen for the user, ...), also logged
         #: by the node; the model's own load warnings are in ``model.load_warnings``
         self.load_warnings: list[str] = []
@@ -516,9 +526,12 @@ class WholeBodyController:
             source, self.model_source = _load_urdf_text(cfg)
             description = parse_urdf(source)
             locked = _locked_joints(cfg, description, self.load_warnings)
+            report(f"model parsed from {self.model_source}; compiling / loading the core "
+                   "kernels (numba cache; a first start compiles)")
             model = RobotModel.from_urdf(
                 description, floating_base=bool(cfg.floating_base), locked_joints=locked
             )
+            report("core kernels ready")
         else:
             self.model_source = "model argument"
             if bool(model.floating_base) != bool(cfg.floating_base):
@@ -644,6 +657,7 @@ class WholeBodyController:
         self._tau_model = np.zeros(n)
         self._warmed: set[str] = set()
         if self._params["method"] != "none":
+            report(f"compiling / loading the contact method {self._params['method']}")
             self._ensure_contact_model(self._params["method"])
 
         # statistics
@@ -660,8 +674,10 @@ class WholeBodyController:
         self._times = np.zeros(1024)
         self._times_n = 0
 
+        report("warm-up tick of every code path")
         _warm_kernels()
         self._warm_up()
+        report("ready")
 
     # ------------------------------------------------------------------ properties
     @property

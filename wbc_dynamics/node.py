@@ -298,7 +298,8 @@ class WbcControllerNode(LifecycleNode):
                 v = self._param(nm)
                 if not (math.isfinite(v) and v > 0.0):
                     raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
-            ctl = WholeBodyController(self._config())
+            ctl = WholeBodyController(self._config(),
+                                      progress=lambda line: self.get_logger().info(line))
         except Exception as exc:  # noqa: BLE001 - any failure = a failed transition, logged
             self._last_configure_error = str(exc)
             self.get_logger().error(f"configure failed: {exc}")
@@ -779,6 +780,53 @@ def set_realtime_priority(priority: int) -> int:
     return len(tids)
 
 
+class _StartupSignalGuard:
+    """SIGINT / SIGTERM / SIGHUP end a node that is not active within a fraction of a second,
+    even while it compiles (a first start with a cold numba cache compiles for a minute or more
+    inside ``configure``, a method switch inside a parameter callback).
+
+    Python runs signal handlers in the main thread between bytecodes only, and that thread may
+    be inside LLVM for seconds. The C-level handler still writes the signal number to
+    ``signal.set_wakeup_fd``'s pipe at once; this daemon thread waits on the pipe (LLVM and
+    numba's Python code both let other threads run) and, if the node is not active -- nothing
+    has been commanded, so there is nothing to stop -- logs and exits the process with code 0.
+    An active node is left to the main loop, which publishes the zero command before exiting.
+    """
+
+    def __init__(self, node: WbcControllerNode) -> None:
+        import threading
+
+        self._node = node
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        self._previous = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="wbc_signal_guard", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        import select
+
+        while not self._closed.is_set():
+            ready, _, _ = select.select([self._r], [], [], 0.1)
+            if not ready or self._closed.is_set():
+                continue
+            data = os.read(self._r, 64)
+            if data and not self._node._active:
+                try:
+                    self._node.get_logger().warning(
+                        f"signal {data[-1]} while not active (start-up / compiling): exiting now")
+                finally:
+                    os._exit(0)
+
+    def close(self) -> None:
+        self._closed.set()
+        signal.set_wakeup_fd(self._previous)
+        self._thread.join(timeout=1.0)
+        os.close(self._r)
+        os.close(self._w)
+
+
 def main(args: list[str] | None = None) -> int:
     """Console entry ``wbc_controller``: start the node configured and active.
 
@@ -800,6 +848,7 @@ def main(args: list[str] | None = None) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_signal)
+    guard = _StartupSignalGuard(node)
     code = 0
     # (a model from the robot_description topic: the node configures itself when it arrives)
     if node.get_parameter("autostart").value and not (
@@ -841,6 +890,7 @@ def main(args: list[str] | None = None) -> int:
         )
         code = 2
     finally:
+        guard.close()
         try:
             if node._active:
                 node._publish_stop_command(wait_acked=1.0)
