@@ -410,6 +410,28 @@ def test_runtime_friction_and_method_switch(quadruped):
     assert np.all(np.hypot(f[:, 0], f[:, 1]) <= 0.3 * f[:, 2] + 1e-9)  # inside the cone
 
 
+def test_warm_methods_are_compiled_at_construction(quadruped):
+    """warm_methods: every listed method is ready at construction -- a switch to it runs its
+    first tick without compiling anything; an unknown name is a construction error."""
+    info, pm, pd = quadruped
+    ctl = WholeBodyController({"robot": "quadruped", "floating_base": True,
+                               "method": "lcp_noslip", "warm_methods": ["qp_coulomb"]})
+    assert ctl.warmed_methods == ("none", "lcp_noslip", "qp_coulomb")
+    q = np.array(info["standing_q"])
+    ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), 0.0)
+    ctl.set_joint_state(q[7:], np.zeros(12), 0.0)
+    ctl.set_reference(np.zeros(12), 0.0)
+    ctl.update(0.0)
+    before = compiled_signature_counts()
+    ctl.set_parameters({"method": "qp_coulomb"})
+    out = ctl.update(0.0)
+    assert not grown_since(before) and len(out.contact_ids) == 4
+    assert abs(out.contact_forces[:, 2].sum() - info["total_mass"] * 9.81) < 1e-3 * 9.81
+    with pytest.raises(ValueError, match="warm_methods: 'magic'"):
+        WholeBodyController({"robot": "quadruped", "floating_base": True,
+                             "method": "lcp_noslip", "warm_methods": ["magic"]})
+
+
 def test_contact_model_options_reach_the_solver(quadruped):
     """phi_deadband / passive_impact / separation_tolerance go to the ContactModel, noslip_gap to
     lcp_noslip: the controller's torques equal a direct ContactModel + solve with the same

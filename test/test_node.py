@@ -186,6 +186,10 @@ def test_runtime_parameters_validated_and_applied(arm_node, arm_model):
     assert not r.successful and "joint_6" in r.reason
     r = _set_param(client, "method", ParameterType.PARAMETER_STRING, string_value="magic")
     assert not r.successful and "method" in r.reason
+    # a contact method compiled at configure only if listed in warm_methods: a switch to any
+    # other would stall the ticks for the compilation
+    r = _set_param(client, "method", ParameterType.PARAMETER_STRING, string_value="lcp_noslip")
+    assert not r.successful and "warm_methods" in r.reason and "'none'" in r.reason
     r = _set_param(client, "robot", ParameterType.PARAMETER_STRING, string_value="humanoid")
     assert not r.successful and "fixed while configured" in r.reason
     r = _set_param(client, "kp", ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=[80.0])

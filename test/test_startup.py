@@ -57,3 +57,44 @@ def test_sigint_during_a_cold_start_compile_exits_at_once(ros_env, tmp_path):
     # the progress lines say what is being compiled and for how long
     assert "start-up: model parsed from robot quadruped; compiling / loading the core kernels" \
         in out, out
+
+
+_CACHE_REPORT = """
+import json, sys, warnings
+from numba.core.registry import CPUDispatcher
+from wbc_dynamics.controller import WholeBodyController
+from wbc_dynamics.robot_config import load_robot_setup
+warnings.simplefilter("ignore")
+WholeBodyController(load_robot_setup(sys.argv[1]).controller)
+hits, misses = 0, []
+for mod_name, mod in list(sys.modules.items()):
+    if mod_name.startswith("wbc_dynamics") and mod is not None:
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == mod_name:
+                hits += sum(obj.stats.cache_hits.values())
+                misses += [f"{mod_name}.{name}"] * sum(obj.stats.cache_misses.values())
+print(json.dumps({"hits": hits, "misses": misses}))
+"""
+
+
+def test_precompile_fills_the_cache_a_node_start_then_loads(tmp_path):
+    """``wbc_info --precompile CONFIG`` on an empty cache compiles what the configuration needs
+    (printing the start-up stages); a controller built afterwards from the same configuration
+    with the same cache compiles nothing: every kernel it uses is a numba cache hit."""
+    import json
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
+    config = os.path.join(REPO, "config", "quadruped.yaml")
+    pre = subprocess.run([sys.executable, "-m", "wbc_dynamics.info", "--precompile", config],
+                         env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert pre.returncode == 0, pre.stdout + pre.stderr
+    assert "start-up: ready" in pre.stdout and "precompiled none, lcp_noslip for 12 joints" \
+        in pre.stdout, pre.stdout
+    run = subprocess.run([sys.executable, "-c", _CACHE_REPORT, config], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["misses"] == [], report
+    assert report["hits"] >= 20, report  # the core, contact and controller kernels were loaded

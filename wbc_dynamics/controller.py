@@ -119,6 +119,11 @@ class ControllerConfig:
             for like the floating base's: ``P`` of seed 004 eqs. (37)-(39) selects only the
             other joints); their desired accelerations and gains are ignored.
         method: "none" | "lcp_noslip" | "lcp_coulomb" | "qp_coulomb" | "qp_noslip".
+        warm_methods: further contact methods compiled and warmed up at construction, so that
+            a runtime ``method`` switch to one of them costs no compilation (the node refuses a
+            switch to a method that is neither ``method`` nor listed here: compiling it would
+            stall the ticks for seconds; :meth:`WholeBodyController.set_parameters` compiles it
+            synchronously).
         contact_links: links that may touch the ground (contact methods); their contact points
             come from their URDF collision geometry of any shape
             (:mod:`wbc_dynamics.contact.candidates`) unless declared below. Empty = the bundled
@@ -174,6 +179,7 @@ class ControllerConfig:
     strict_joints: bool = False
     passive_joints: list[str] = field(default_factory=list)
     method: str = "none"
+    warm_methods: list[str] = field(default_factory=list)
     contact_links: list[str] = field(default_factory=list)
     contact_point_links: list[str] = field(default_factory=list)
     contact_point_positions: list[float] = field(default_factory=list)
@@ -583,6 +589,11 @@ class WholeBodyController:
         # runtime parameters (validated)
         self._params: dict[str, Any] = {}
         self._apply(self.validate_parameters({k: getattr(cfg, k) for k in RUNTIME_PARAMETERS}))
+        warm = [cfg.warm_methods] if isinstance(cfg.warm_methods, str) else cfg.warm_methods
+        self._warm_methods = [str(m) for m in warm if str(m).strip()]
+        for method in self._warm_methods:
+            if method not in METHODS:
+                raise ValueError(f"warm_methods: {method!r} is not one of {list(METHODS)}")
         self.control_rate = _finite_positive("control_rate", cfg.control_rate)
         self.dt = 1.0 / self.control_rate
         k = int(cfg.friction_edges)
@@ -656,9 +667,10 @@ class WholeBodyController:
         self._qdd_act = np.zeros(n_act)
         self._tau_model = np.zeros(n)
         self._warmed: set[str] = set()
-        if self._params["method"] != "none":
-            report(f"compiling / loading the contact method {self._params['method']}")
-            self._ensure_contact_model(self._params["method"])
+        for method in dict.fromkeys([self._params["method"], *self._warm_methods]):
+            if method != "none":
+                report(f"compiling / loading the contact method {method}")
+                self._ensure_contact_model(method)
 
         # statistics
         self.ticks = 0
@@ -706,6 +718,11 @@ class WholeBodyController:
     def method(self) -> str:
         """Current inverse dynamics method."""
         return self._params["method"]
+
+    @property
+    def warmed_methods(self) -> tuple[str, ...]:
+        """Methods a runtime ``method`` switch can take without compiling ("none" always)."""
+        return ("none", *(m for m in CONTACT_METHODS if m in self._warmed))
 
     @property
     def effort_limit(self) -> np.ndarray:

@@ -31,7 +31,15 @@ def main(argv: list[str] | None = None) -> int:
         help=f"bundled robot ({', '.join(ROBOT_NAMES)}) or a URDF path",
     )
     parser.add_argument("--fixed-base", action="store_true", help="force a fixed base")
+    parser.add_argument(
+        "--precompile",
+        action="store_true",
+        help="build the controller of a parameter file / robot configuration as the node's "
+        "configure does, filling numba's on-disk cache (NUMBA_CACHE_DIR) for a fast first start",
+    )
     args = parser.parse_args(argv)
+    if args.precompile:
+        return _precompile(args.robot)
     from .robot_config import robot_config_names
 
     if args.robot in robot_config_names() or args.robot.endswith((".yaml", ".yml")):
@@ -101,6 +109,25 @@ def _print_contact_candidates(model, links, points=None) -> None:
         lowest = min(pts, key=lambda p: p.center[2] - p.radius)
         print(f"  {link:28s} {len(pts):3d} points ({kinds}); lowest in the link frame at z = "
               f"{lowest.center[2] - lowest.radius:+.4f} m")
+
+
+def _precompile(name: str) -> int:
+    """Compile (or load) every kernel the configuration ``name`` needs, printing each stage."""
+    import numba
+
+    from .controller import WholeBodyController
+    from .robot_config import load_robot_setup
+
+    setup = load_robot_setup(name)
+    print(f"precompiling {setup.path} into the numba cache "
+          f"({numba.config.CACHE_DIR or 'beside the package, __pycache__'})", flush=True)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # wbc_info CONFIG prints them
+        ctl = WholeBodyController(setup.controller, progress=lambda line: print(line, flush=True))
+    print(f"precompiled {', '.join(ctl.warmed_methods)} for {ctl.n} joints in "
+          f"{time.perf_counter() - t0:.1f} s")
+    return 0
 
 
 def _print_robot_config(name: str) -> int:

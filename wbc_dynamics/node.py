@@ -99,6 +99,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
                       "(else the others are locked at 0 with a warning)"),
     "passive_joints": (_T.STRING_ARRAY, None, "configured joints without a motor: torque 0, "
                        "acceleration solved for"),
+    "warm_methods": (_T.STRING_ARRAY, None, "further contact methods compiled at configure: "
+                     "the only targets of a runtime method switch"),
     "contact_links": (_T.STRING_ARRAY, None, "contact links (unset = bundled robot's / the "
                       "declared points' links); points from their collision geometry"),
     "contact_point_links": (_T.STRING_ARRAY, None, "declared contact points: link of each "
@@ -154,6 +156,7 @@ STRUCTURAL = (
     "locked_positions",
     "strict_joints",
     "passive_joints",
+    "warm_methods",
     "contact_links",
     "contact_point_links",
     "contact_point_positions",
@@ -538,6 +541,14 @@ class WbcControllerNode(LifecycleNode):
             if p.name in RUNTIME_PARAMETERS:
                 v = p.value
                 updates[p.name] = list(v) if isinstance(v, tuple | list) else v
+        method = updates.get("method")
+        if ctl is not None and method is not None and method not in ctl.warmed_methods:
+            # compiling a method takes seconds: every tick would stall meanwhile
+            return SetParametersResult(
+                successful=False,
+                reason=f"method: {method!r} was not compiled at configure (warmed: "
+                f"{list(ctl.warmed_methods)}); list it in warm_methods",
+            )
         if ctl is not None and updates:
             try:
                 ctl.set_parameters(updates)
