@@ -535,8 +535,10 @@ class WholeBodyController:
             report(f"model parsed from {self.model_source}; compiling / loading the core "
                    "kernels (numba cache; a first start compiles)")
             model = RobotModel.from_urdf(
-                description, floating_base=bool(cfg.floating_base), locked_joints=locked
+                description, floating_base=bool(cfg.floating_base), locked_joints=locked,
+                warmup=False,
             )
+            model.warmup(scope="control")  # only what a tick calls (a faster first start)
             report("core kernels ready")
         else:
             self.model_source = "model argument"

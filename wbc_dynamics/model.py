@@ -161,10 +161,13 @@ class RobotModel:
         self._joint_index = {name: k for k, name in enumerate(self.joint_names)}
         self._entries: dict = {}
         q0, z = self.neutral(), np.zeros(nv)
-        self._bind(world.rnea, (q0, z, z, self._fext, False, True, z.copy(), *self._k_rnea))
-        self._bind(world.crba, (q0, np.empty((nv, nv)), *self._k_kin))
-        self._bind(world.minverse, (q0, np.empty((nv, nv)), self._FP, *self._k_kin))
-        self._bind(world.aba, (q0, z, z, self._fext, False, z.copy(), *self._k_aba))
+        # bound at the first call (or warm-up): a kernel nobody calls is never compiled
+        self._bind_args = {
+            world.rnea: (q0, z, z, self._fext, False, True, z.copy(), *self._k_rnea),
+            world.crba: (q0, np.empty((nv, nv)), *self._k_kin),
+            world.minverse: (q0, np.empty((nv, nv)), self._FP, *self._k_kin),
+            world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_aba),
+        }
         if warmup:
             self.warmup()
 
@@ -210,12 +213,24 @@ class RobotModel:
         other.gravity = self.gravity.copy()
         return other
 
-    def warmup(self) -> float:
-        """Compile/load and run every kernel once; returns the seconds it took."""
+    def warmup(self, scope: str = "all") -> float:
+        """Compile/load and run every kernel once; returns the seconds it took.
+
+        ``scope="control"`` compiles only what the controller calls from Python -- RNEA and
+        M^-1 (its contact kernels compile their own kinematics) -- leaving out ABA, CRBA, the
+        external-force variants, frame queries and the derivative / linearization kernels
+        (:mod:`wbc_dynamics.linearization`): two thirds of a cold core compile. Those then
+        compile at their first call."""
+        if scope not in ("all", "control"):
+            raise ValueError(f"scope: {scope!r} is not 'all' or 'control'")
         t0 = time.perf_counter()
         q = self.neutral()
         z = np.zeros(self.nv)
         self.rnea(q, z, z)
+        if scope == "control":
+            if not self.massless_joints:
+                self.minverse(q)
+            return time.perf_counter() - t0
         self.rnea(q, z, z, f_ext={self.link_names[-1]: np.zeros(6)})
         self.mass_matrix(q)
         try:  # a model with massless joints compiles these too, then reports M singular
@@ -289,10 +304,12 @@ class RobotModel:
         the ~14 arguments, half of a single call's cost. Only for the kernels whose per-call
         arrays the public methods have checked (float64, C-contiguous, right shape)."""
         entry = self._entries.get(kernel)
-        return kernel if entry is None else entry
-
-    def _bind(self, kernel, args: tuple) -> None:
-        self._entries[kernel] = bound_entry(kernel, args)
+        if entry is None:
+            args = self._bind_args.get(kernel)
+            if args is None:
+                return kernel
+            entry = self._entries[kernel] = bound_entry(kernel, args)
+        return entry
 
     def _raise(self, status: int, v: str = "v", a: str = "a") -> None:
         message = STATUS_MESSAGES[status].format(v=v, a=a)
