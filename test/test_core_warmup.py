@@ -37,3 +37,23 @@ def test_first_calls_after_construction_compile_nothing():
         model.points_kinematics(q, v, [link, link], np.zeros((2, 3)))
         grown = grown_since(before)
         assert not grown, f"kernels compiled after construction: {grown}"
+
+
+def test_scoped_warmup_binds_the_rest_at_first_call():
+    """warmup(scope=...) leaves kernels out (a faster controller start); a kernel left out is
+    bound at its first call and gives the same numbers as on a fully warmed model."""
+    import pytest
+
+    full = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
+    for scope in ("control", "dynamics"):
+        lazy = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True, warmup=False)
+        lazy.warmup(scope=scope)
+        rng = np.random.default_rng(3)
+        q = full.neutral()
+        q[7:] += 0.2 * rng.standard_normal(12)
+        v, a = rng.standard_normal(18), rng.standard_normal(18)
+        np.testing.assert_array_equal(lazy.aba(q, v, a), full.aba(q, v, a))
+        np.testing.assert_array_equal(lazy.mass_matrix(q), full.mass_matrix(q))
+        np.testing.assert_array_equal(lazy.rnea(q, v, a), full.rnea(q, v, a))
+    with pytest.raises(ValueError, match="scope: 'fast'"):
+        full.warmup(scope="fast")
