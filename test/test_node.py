@@ -8,6 +8,7 @@ each state (configure -> activate -> deactivate -> cleanup).
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -339,3 +340,63 @@ def test_console_script_exits_1_when_configuration_fails(ros_env):
         out = stop_process(proc)
     assert proc.returncode == 1
     assert "configure failed: joints: joint 'nope' is not a movable joint" in out
+
+
+# ------------------------------------------------------------------ a grasped object
+def test_grasped_object_over_dds(ros):
+    """object_urdf / grasp_force / grasp_hold as node parameters, the object's pose and twist on
+    ``~/object_odom``: the published torque equals the in-process controller's for the same
+    inputs (squeeze included), and a malformed object odometry is a counted rejection."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from wbc_dynamics.controller import WholeBodyController
+
+    info = robot_info("arm")
+    names = info["joint_names"]
+    ns = "/grasp_test"
+    params = {"robot": "arm", "method": "qp_coulomb", "contact_links": info["fingertip_links"],
+              "object_urdf": "box", "grasp_force": 20.0, "grasp_hold": True, "kp": [KP],
+              "kd": [KD], "state_timeout": 0.5, "reference_timeout": 1.0, "warm_start": False}
+    proc = start_controller(ns, {**params, "diagnostics_rate": 5.0})
+    client = Client(ns, "grasp_test_client")
+    try:
+        client.wait_connected()
+        pub = client.node.create_publisher(
+            Odometry, f"{ns}/wbc_controller/object_odom",
+            QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        assert client.spin(lambda: pub.get_subscription_count() > 0, 30.0)
+        box = np.array(info["box_pose"], dtype=float)  # x y z qx qy qz qw, at rest
+
+        def send_object(position):
+            od = Odometry()
+            p = od.pose.pose.position
+            p.x, p.y, p.z = (float(x) for x in position)
+            o = od.pose.pose.orientation
+            o.x, o.y, o.z, o.w = (float(x) for x in box[3:7])
+            pub.publish(od)
+
+        ctl = WholeBodyController(params)
+        q0 = np.array(info["grasp_q"], dtype=float)
+        q_des = q0 + 0.02
+        acc = np.zeros(len(names))
+
+        def expected(q):
+            ctl.set_joint_state(q, np.zeros(len(names)), 0.0)
+            ctl.set_object_state(box[:3], box[3:7], np.zeros(3), np.zeros(3), 0.0)
+            ctl.set_reference(acc, 0.0, position=q_des, velocity=np.zeros(len(names)))
+            out = ctl.update(0.0)
+            assert out.mode == "control" and "grasp_force" in out.solver_flags, out
+            return out.tau.copy()
+
+        send_object(box[:3])
+        client.spin(lambda: False, 0.3)  # the object state reaches the node first
+        eff, q = client.command_for(names, q0, np.zeros(len(names)), acc, q_des,
+                                    np.zeros(len(names)), expected=expected)
+        np.testing.assert_allclose(eff, expected(q), rtol=0, atol=1e-9)
+        send_object([math.nan, 0.0, 0.0])
+        assert client.spin(lambda: any(int(d.get("rejected_object_odom", 0)) >= 1
+                                       for d in client.diag), 10.0), client.diag[-1:]
+        assert proc.poll() is None
+    finally:
+        client.close()
+        print(stop_process(proc))

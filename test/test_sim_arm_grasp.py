@@ -7,13 +7,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from wbc_dynamics.sim.closed_loop import (
-    ClosedLoop,
-    LoopConfig,
-    internal_force_torques,
-    internal_grasp_forces,
-    run,
-)
+from wbc_dynamics.contact.grasp import internal_force_torques, internal_grasp_forces
+from wbc_dynamics.sim.closed_loop import ClosedLoop, LoopConfig, run
 
 
 @pytest.fixture(scope="module")

@@ -83,6 +83,9 @@ RUNTIME_PARAMETERS: tuple[str, ...] = (
     "reference_timeout",
 )
 
+#: [m] a contact link this close to the object touches it (grasp_force, grasp_hold)
+GRASP_TOUCH_DISTANCE = 1e-3
+
 # codes of ControlOutput.mode (also used by the node's diagnostics)
 MODE_CONTROL = "control"
 MODE_STALE_STATE = "safe_stale_state"
@@ -167,6 +170,21 @@ class ControllerConfig:
             ``phi <= max(noslip_gap, 1e-6)`` (docs/contact_methods.md "Tracking in closed
             loop"; with the paper's forms both track worse than PID on a joint-space reference).
         warm_start: keep the contact solver's warm start across ticks.
+        object_urdf: a free object the contact links may touch -- e.g. a grasped box: a URDF
+            (path, ``package://`` URI or a bundled name such as ``box``) of one floating body
+            whose first collision box is centred at its origin -- appended to the contact
+            problem as a free body (seed 004, Sec. 1.5); its pose and twist are an input
+            (:meth:`WholeBodyController.set_object_state`, the node's ``~/object_odom``) held
+            to ``state_timeout`` like the joint state. "" = none. The object's contacts run the
+            general (not the fused) contact path.
+        object_friction: friction coefficient between the contact links and the object.
+        grasp_force: [N] internal (squeeze) force per contact link touching the object (phi
+            <= 1 mm), in the null space of the object's rows, so the object's predicted motion
+            is unchanged (:func:`wbc_dynamics.contact.grasp.internal_grasp_forces`); rigid
+            contact leaves the squeeze indeterminate and every solver returns almost none. 0 =
+            off.
+        grasp_hold: a joint that moves a contact link touching the object gets no position
+            feedback: ``qdd = qdd_ref - kd qd`` (Sec. 7.2.2; a rigid object cannot realize it).
     """
 
     robot: str = ""
@@ -203,6 +221,10 @@ class ControllerConfig:
     noslip_gap: float = -1.0
     noslip_min_norm: bool = False
     coulomb_tracking: bool = False
+    object_urdf: str = ""
+    object_friction: float = 1.0
+    grasp_force: float = 0.0
+    grasp_hold: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -347,6 +369,29 @@ def _per_joint(
     return arr
 
 
+def _write_pose_twist(name: str, position: Any, orientation_xyzw: Any, linear_velocity: Any,
+                      angular_velocity: Any, q7: np.ndarray, v6: np.ndarray) -> None:
+    """Validate a free body's pose and twist (ValueError naming ``name.<field>``), then write
+    ``q7 = [p; quat normalized]`` and ``v6 = [linear; angular]`` in place."""
+    parts = []
+    for nm, arr, size in (("position", position, 3), ("orientation", orientation_xyzw, 4),
+                          ("linear_velocity", linear_velocity, 3),
+                          ("angular_velocity", angular_velocity, 3)):
+        a = np.asarray(arr, dtype=np.float64).reshape(-1)
+        if a.shape[0] != size:
+            raise ValueError(f"{name}.{nm}: expected {size} values, got {a.shape[0]}")
+        if not _all_finite(a):
+            raise ValueError(f"{name}.{nm}: contains a non-finite value")
+        parts.append(a)
+    norm = math.sqrt(float(parts[1] @ parts[1]))
+    if abs(norm - 1.0) > 1e-3:
+        raise ValueError(f"{name}.orientation: quaternion norm {norm:.6g} is not 1")
+    q7[0:3] = parts[0]
+    q7[3:7] = parts[1] / norm
+    v6[0:3] = parts[2]
+    v6[3:6] = parts[3]
+
+
 def _check_method_available(method: str) -> None:
     """ValueError if the solver module of a contact method is not part of this build."""
     import importlib.util
@@ -450,6 +495,44 @@ def _declared_contact_points(cfg: ControllerConfig) -> dict[str, list]:
     return out
 
 
+def _resolve_urdf_path(name: str, value: str) -> str:
+    """A URDF file path from a path or ``package://`` URI (ValueError naming ``name``)."""
+    path = os.path.expanduser(str(value).strip())
+    if path.startswith("package://"):
+        from .description import package_roots, resolve_resource
+
+        resolved = resolve_resource(path, None, package_roots())
+        if resolved is None:
+            raise ValueError(f"{name}: {path!r} not found (searched AMENT_PREFIX_PATH, "
+                             "ROS_PACKAGE_PATH and pip-installed ROS packages)")
+        path = resolved
+    if not os.path.isfile(path):
+        raise ValueError(f"{name}: file not found: {path!r}")
+    return path
+
+
+def _load_object(cfg: ControllerConfig) -> Any:
+    """The configured free object (:class:`~wbc_dynamics.contact.geometry.FreeBody`) or None."""
+    source = str(cfg.object_urdf).strip()
+    if not source:
+        return None
+    from .contact.geometry import FreeBody
+    from .model import RobotModel
+
+    mu = float(cfg.object_friction)
+    if not (math.isfinite(mu) and mu >= 0.0):
+        raise ValueError(f"object_friction: must be finite and >= 0, got {cfg.object_friction!r}")
+    from .robots import ROBOT_NAMES, robot_path
+
+    path = robot_path(source) if source in ROBOT_NAMES else _resolve_urdf_path("object_urdf",
+                                                                               source)
+    obj = RobotModel.from_urdf(path, floating_base=True, warmup=False)
+    try:
+        return FreeBody.from_model(obj.name or "object", obj, mu=mu)
+    except ValueError as exc:
+        raise ValueError(f"object_urdf: {exc}") from None
+
+
 def _load_urdf_text(cfg: ControllerConfig) -> tuple[str, str]:
     """(URDF XML or path, human-readable source) from the first non-empty model source."""
     if cfg.robot_description.strip():
@@ -457,17 +540,7 @@ def _load_urdf_text(cfg: ControllerConfig) -> tuple[str, str]:
             raise ValueError("robot_description: expected URDF XML text (starting with '<')")
         return cfg.robot_description, "robot_description"
     if cfg.urdf_path.strip():
-        path = os.path.expanduser(cfg.urdf_path.strip())
-        if path.startswith("package://"):
-            from .description import package_roots, resolve_resource
-
-            resolved = resolve_resource(path, None, package_roots())
-            if resolved is None:
-                raise ValueError(f"urdf_path: {path!r} not found (searched AMENT_PREFIX_PATH, "
-                                 "ROS_PACKAGE_PATH and pip-installed ROS packages)")
-            path = resolved
-        if not os.path.isfile(path):
-            raise ValueError(f"urdf_path: file not found: {path!r}")
+        path = _resolve_urdf_path("urdf_path", cfg.urdf_path)
         return path, f"urdf_path {path}"
     if cfg.robot.strip():
         from .robots import robot_path
@@ -661,6 +734,26 @@ class WholeBodyController:
                     raise ValueError(f"contact_point_links: link '{ln}' is not in contact_links "
                                      f"({list(cfg.contact_links)})")
                 self._contact_links.append(ln)
+        #: the free object the contact links may touch (``object_urdf``); its state is an input
+        self._object = _load_object(cfg)
+        if self._object is not None and not self._contact_links:
+            raise ValueError("object_urdf: needs contact_links (the links that touch the object)")
+        self._grasp_force = float(cfg.grasp_force)
+        if not (math.isfinite(self._grasp_force) and self._grasp_force >= 0.0):
+            raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")
+        if (self._grasp_force > 0.0 or cfg.grasp_hold) and self._object is None:
+            raise ValueError("grasp_force/grasp_hold: need an object (object_urdf)")
+        self._grasp_hold = bool(cfg.grasp_hold)
+        self._object_q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+        self._object_v = np.zeros(6)
+        self._t_object = -math.inf if self._object is not None else math.inf
+        self._hold_allowed = False  # grasp_hold applies to control ticks only
+        #: configured index of the joint that moves each contact link (grasp_hold)
+        self._link_joint: dict[str, int] = {}
+        for ln in self._contact_links:
+            body = model.link_frame(ln)[0] - (1 if self.floating_base else 0)
+            if body >= 0 and model_joints[body] in self._joint_index:
+                self._link_joint[ln] = self._joint_index[model_joints[body]]
         from .contact import SolverState
 
         self.solver_state = SolverState()
@@ -720,6 +813,11 @@ class WholeBodyController:
     def method(self) -> str:
         """Current inverse dynamics method."""
         return self._params["method"]
+
+    @property
+    def has_object(self) -> bool:
+        """An object is configured (``object_urdf``): its state is an input."""
+        return self._object is not None
 
     @property
     def warmed_methods(self) -> tuple[str, ...]:
@@ -821,6 +919,29 @@ class WholeBodyController:
         self._t_state = float(now)
         self._have_state = True
 
+    def set_object_state(
+        self,
+        position: np.ndarray,
+        orientation_xyzw: np.ndarray,
+        linear_velocity: np.ndarray,
+        angular_velocity: np.ndarray,
+        now: float,
+    ) -> None:
+        """Latest state of the configured object (``object_urdf``; ValueError without one).
+
+        Args:
+            position: (3,) object origin in world [m]. orientation_xyzw: (4,) unit quaternion
+                world-from-object (normalized here if within 1e-3 of unit norm).
+            linear_velocity, angular_velocity: (3,) object twist in the **object frame** [m/s,
+                rad/s] (the nav_msgs/Odometry child-frame convention, as for the base).
+            now: arrival time [s].
+        """
+        if self._object is None:
+            raise ValueError("object_state: no object configured (object_urdf is empty)")
+        _write_pose_twist("object_state", position, orientation_xyzw, linear_velocity,
+                          angular_velocity, self._object_q, self._object_v)
+        self._t_object = float(now)
+
     def set_base_state(
         self,
         position: np.ndarray,
@@ -839,27 +960,8 @@ class WholeBodyController:
         """
         if not self.floating_base:
             raise ValueError("base_state: the model has a fixed base (floating_base is false)")
-        p = np.asarray(position, dtype=np.float64).reshape(-1)
-        quat = np.asarray(orientation_xyzw, dtype=np.float64).reshape(-1)
-        lv = np.asarray(linear_velocity, dtype=np.float64).reshape(-1)
-        av = np.asarray(angular_velocity, dtype=np.float64).reshape(-1)
-        for nm, arr, size in (
-            ("position", p, 3),
-            ("orientation", quat, 4),
-            ("linear_velocity", lv, 3),
-            ("angular_velocity", av, 3),
-        ):
-            if arr.shape[0] != size:
-                raise ValueError(f"base_state.{nm}: expected {size} values, got {arr.shape[0]}")
-            if not _all_finite(arr):
-                raise ValueError(f"base_state.{nm}: contains a non-finite value")
-        norm = math.sqrt(float(quat @ quat))
-        if abs(norm - 1.0) > 1e-3:
-            raise ValueError(f"base_state.orientation: quaternion norm {norm:.6g} is not 1")
-        self._q[0:3] = p
-        self._q[3:7] = quat / norm
-        self._v[0:3] = lv
-        self._v[3:6] = av
+        _write_pose_twist("base_state", position, orientation_xyzw, linear_velocity,
+                          angular_velocity, self._q[0:7], self._v[0:6])
         self._t_base = float(now)
 
     def set_reference(
@@ -915,12 +1017,15 @@ class WholeBodyController:
         ages = {"joint_states": now - self._t_state, "reference": now - self._t_ref}
         if self.floating_base:
             ages["base"] = now - self._t_base
+        if self._object is not None:
+            ages["object"] = now - self._t_object
         return ages
 
     def state_fresh(self, now: float) -> bool:
-        """True if joint (and base) state are younger than ``state_timeout``."""
+        """True if joint (base, object) state are younger than ``state_timeout``."""
         to = self._params["state_timeout"]
-        return (now - self._t_state) <= to and (now - self._t_base) <= to
+        return ((now - self._t_state) <= to and (now - self._t_base) <= to
+                and (now - self._t_object) <= to)
 
     def reference_fresh(self, now: float) -> bool:
         """True if the reference is younger than ``reference_timeout``."""
@@ -1021,6 +1126,7 @@ class WholeBodyController:
         _scatter(self._qj, idx, oq, self._q)
         _scatter(self._qdj, idx, ov, self._v)
         out = self._fresh_output(mode)
+        self._hold_allowed = mode == MODE_CONTROL
         method = p["method"]
         try:
             if method == "none" and not self.floating_base and self._act_model is None:
@@ -1101,6 +1207,7 @@ class WholeBodyController:
         ground = HalfSpace.ground(height=float(cfg.ground_height), mu=self._params["friction"])
         cm = ContactModel(
             self.model, contact_links=self._contact_links, features=[ground],
+            bodies=[] if self._object is None else [self._object],
             margin=float(cfg.contact_margin if margin is None else margin), dt=self.dt,
             friction_edges=int(cfg.friction_edges), phi_deadband=float(cfg.phi_deadband),
             passive_impact=bool(cfg.passive_impact),
@@ -1118,6 +1225,8 @@ class WholeBodyController:
         """The method's whole-tick compiled call on ``cm`` for the options in force -- the
         configuration's, over ``solver_state.options`` as ``solve`` merges them -- or None if
         the method or an option has no compiled tick (the general path then runs)."""
+        if self._object is not None:
+            return None  # the fused tick has no free-body rows: the general path
         ticks = cm.compiled_ticks
         extra = self.solver_state.options.get(method)
         if not extra and method in ticks:  # the configuration's options (every tick)
@@ -1160,15 +1269,42 @@ class WholeBodyController:
                 out.warm_start_used = fused.warm_start_used
                 return
             fused.export_warm(mstate)
-        prob = cm.build(self._q, self._v, qdd)
+        body = ((), ()) if self._object is None else ([self._object_q], [self._object_v])
+        prob = cm.build(self._q, self._v, qdd, *body)
+        if self._grasp_hold and self._hold_allowed and self._hold_touching(prob):
+            _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
+            if self._act_model is not None:
+                np.take(self._qdd_model, self._act_model, out=self._qdd_act)
+            prob = cm.build(self._q, self._v, qdd, *body)
         state = self.solver_state if self._cfg.warm_start else None
         res = solve(method, prob, state, **self._solver_options.get(method, {}))
-        self._gather_actuated(res.tau)
+        tau, forces, flags = res.tau, res.contact_forces_world, tuple(res.stats.flags)
+        if self._grasp_force > 0.0 and prob.nc >= 2:
+            from .contact.grasp import internal_force_torques, internal_grasp_forces
+
+            f_int = internal_grasp_forces(prob, self._grasp_force, GRASP_TOUCH_DISTANCE)
+            if f_int is not None:
+                tau = tau - internal_force_torques(prob, f_int)
+                forces = forces + np.einsum("cij,cj->ci", prob.frames, f_int)
+                flags = (*flags, "grasp_force")
+        self._gather_actuated(tau)
         out.contact_ids = res.contact_ids
         out.contact_points = prob.points if prob.points is not None else np.zeros((0, 3))
-        out.contact_forces = res.contact_forces_world
-        out.solver_flags = tuple(res.stats.flags)
+        out.contact_forces = forces
+        out.solver_flags = flags
         out.warm_start_used = bool(res.stats.warm_start_used)
+
+    def _hold_touching(self, prob: Any) -> bool:
+        """grasp_hold: a joint moving a contact link that touches the object gets
+        ``qdd = qdd_ref - kd qd`` (no position feedback; Sec. 7.2.2). True if any changed."""
+        kd = self._params["kd"]
+        changed = False
+        for (link, _, feature), phi in zip(prob.contact_ids, prob.phi, strict=True):
+            i = self._link_joint.get(link)
+            if i is not None and feature == self._object.name and phi <= GRASP_TOUCH_DISTANCE:
+                self._qdd_cmd[i] = self._qdd_ref[i] - kd[i] * self._qdj[i]
+                changed = True
+        return changed
 
     def _warm_contact_method(self, method: str) -> None:
         """Compile every kernel of the method (its option paths included), then run it once on
@@ -1236,6 +1372,7 @@ class WholeBodyController:
         """Forget inputs, warm start and statistics (as after construction)."""
         self._t_state = -math.inf
         self._t_base = -math.inf if self.floating_base else math.inf
+        self._t_object = -math.inf if self._object is not None else math.inf
         self._t_ref = -math.inf
         self._have_state = False
         self._ref_pos = self._ref_vel = False

@@ -7,6 +7,8 @@ Subscriptions
     ``~/reference`` (trajectory_msgs/JointTrajectory) -- one point: accelerations (required),
     positions / velocities (optional, PD feedback).
     ``odom`` (nav_msgs/Odometry) -- floating base only: base pose, twist in the child frame.
+    ``~/object_odom`` (nav_msgs/Odometry) -- with ``object_urdf`` only: the object's pose and
+    twist (child frame), e.g. from a motion-capture or object tracker.
 Publications
     ``effort_controller/commands`` (std_msgs/Float64MultiArray) -- ``data[i]`` = torque of the
     i-th configured joint, for ros2_control's ForwardCommandController (effort interface).
@@ -33,6 +35,7 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -123,6 +126,13 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "coulomb_tracking": (_T.BOOL, False, "lcp_coulomb/qp_coulomb: sticking-consistent "
                          "accelerations, min-norm / contact-velocity forms (issue 11)"),
     "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
+    "object_urdf": (_T.STRING, "", "URDF (path, package://, bundled name) of one free object "
+                    "the contact links may touch (a grasped box); state on ~/object_odom"),
+    "object_friction": (_T.DOUBLE, 1.0, "friction coefficient contact links / object"),
+    "grasp_force": (_T.DOUBLE, 0.0, "internal (squeeze) force [N] per contact link touching "
+                    "the object; 0 = off"),
+    "grasp_hold": (_T.BOOL, False, "joints of contact links touching the object: no position "
+                   "feedback (qdd = qdd_ref - kd qd)"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
     "kp": (_T.DOUBLE_ARRAY, [0.0], "position gains [1/s^2], one per joint or one for all"),
@@ -170,6 +180,10 @@ STRUCTURAL = (
     "noslip_gap",
     "noslip_min_norm",
     "coulomb_tracking",
+    "object_urdf",
+    "object_friction",
+    "grasp_force",
+    "grasp_hold",
     "warm_start",
     "control_rate",
     "control_mode",
@@ -211,14 +225,15 @@ class WbcControllerNode(LifecycleNode):
         # rejected inputs: topic -> reason -> count (InputError.reason; "invalid" for a
         # ValueError of the controller); every topic listed in /diagnostics even at 0
         self._rejected: dict[str, dict[str, int]] = {
-            t: {} for t in ("joint_states", "reference", "odom", "contact_schedule", "parameters",
-                            "robot_description")
+            t: {} for t in ("joint_states", "reference", "odom", "object_odom",
+                            "contact_schedule", "parameters", "robot_description")
         }
         self._last_reject = ""
         # exceptions no input should cause (bugs): counted, logged, never fatal (see _guard)
         self._internal_errors = 0
         self._last_internal_error = ""
         self._odom_parser = OdometryParser()
+        self._object_odom_parser = OdometryParser()
         self._reject_loggers: dict[str, Any] = {}
         # model from the robot_description topic when no model parameter is set (ROS bring-up:
         # robot_state_publisher latches the URDF); kept for every later configure
@@ -374,6 +389,9 @@ class WbcControllerNode(LifecycleNode):
             self._entities.append(
                 self.create_subscription(Odometry, "odom", g(self._on_odom), state_qos)
             )
+        if ctl.has_object:
+            self._entities.append(self.create_subscription(
+                Odometry, "~/object_odom", g(self._on_object_odom), state_qos))
         if ctl.contact_links:
             self._entities.append(self.create_subscription(
                 UInt8MultiArray, "~/contact_schedule", g(self._on_contact_schedule), cmd_qos))
@@ -613,14 +631,22 @@ class WbcControllerNode(LifecycleNode):
             self._reject("contact_schedule", exc)
 
     def _on_odom(self, msg: Odometry) -> None:
-        ctl = self.controller
-        if ctl is None:
-            return
+        if self.controller is not None:
+            self._take_odometry("odom", msg, self._odom_parser, self.controller.set_base_state)
+
+    def _on_object_odom(self, msg: Odometry) -> None:
+        if self.controller is not None:
+            self._take_odometry("object_odom", msg, self._object_odom_parser,
+                                self.controller.set_object_state)
+
+    def _take_odometry(self, topic: str, msg: Odometry, parser: OdometryParser,
+                       setter: Callable[..., None]) -> None:
+        """A validated pose + child-frame twist to ``setter``, or a counted rejection."""
         try:
-            pos, quat, lin, ang = self._odom_parser.parse(msg)
-            ctl.set_base_state(pos, quat, lin, ang, self._now())
+            pos, quat, lin, ang = parser.parse(msg)
+            setter(pos, quat, lin, ang, self._now())
         except ValueError as exc:
-            self._reject("odom", exc)
+            self._reject(topic, exc)
 
     def _on_reset_solver(
         self, request: Trigger.Request, response: Trigger.Response

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..contact.grasp import internal_force_torques, internal_grasp_forces
 from ..robots import robot_info, robot_path
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
 from .references import make_reference
@@ -410,48 +411,6 @@ class _BoxGraspID:
                 flags = (*flags, "grasp_force")
         normal = float(np.sum(np.abs(f_local[:, 0]))) if prob.nc else 0.0
         return np.clip(tau, -self.limit, self.limit), normal, False, flags
-
-
-def internal_grasp_forces(prob, squeeze: float, phi_max: float = 1e-3) -> np.ndarray | None:
-    """Desired internal (squeeze) forces of a grasp, local (n, s, t) per contact [N].
-
-    Rigid contact leaves the internal forces of a grasp indeterminate: any set of fingertip
-    forces in the null space of the grasp map (zero net wrench on the object) produces the same
-    motion, and the contact solvers return the minimum-norm / vertex member of that set, which
-    for a box held by friction is (almost) zero squeeze (seed 004 Fig. 11: ID(t_i) estimates the
-    contact forces "given contact state and internal forces"; Sec. 7.2.2: the fingers are
-    commanded to close on the object). This picks the internal forces closest (Euclidean) to
-    ``squeeze`` [N] along the inward normal of every touching contact (``phi <= phi_max`` [m],
-    free-body rows only): ``f0 = squeeze * e_n``, ``f = f0 - A^T (A A^T)^+ A f0`` with ``A``
-    (6k x 3nc) the free-body columns of ``[N; S; T]^T``, i.e. the object's generalized force
-    ``A f`` is exactly zero and the object's predicted motion is unchanged.
-
-    Returns None if no internal force with positive normal components exists (e.g. a single
-    touching fingertip, or fingertips that cannot oppose each other).
-    """
-    nc = prob.nc
-    touching = np.asarray(prob.phi) <= phi_max
-    if np.count_nonzero(touching) < 2 or prob.free.size == 0:
-        return None
-    G = np.stack([prob.N, prob.S, prob.T], axis=2)  # (nc, nv, 3): generalized wrench per unit f
-    A = G[:, prob.free, :].transpose(1, 0, 2).reshape(prob.free.size, 3 * nc)
-    f0 = np.zeros((nc, 3))
-    f0[touching, 0] = squeeze
-    f0 = f0.reshape(-1)
-    f = f0 - A.T @ (np.linalg.pinv(A @ A.T, rcond=1e-10) @ (A @ f0))
-    f = f.reshape(nc, 3)
-    if np.any(f[touching, 0] <= 0.0) or not np.all(np.isfinite(f)):
-        return None
-    f[~touching] = 0.0
-    return f
-
-
-def internal_force_torques(prob, f_local: np.ndarray) -> np.ndarray:
-    """Generalized force ``(N^T f_n + S^T f_s + T^T f_t)[actuated]`` of contact forces ``f_local``
-    (nc, 3) [N] acting on the robot links; the motors add its negative (eq. (37):
-    ``B tau = M qdd + h - J^T f``)."""
-    g = prob.N.T @ f_local[:, 0] + prob.S.T @ f_local[:, 1] + prob.T.T @ f_local[:, 2]
-    return g[prob.actuated]
 
 
 def _scale_box_mass(urdf: str, factor: float) -> str:
