@@ -388,11 +388,14 @@ def test_grasped_object_over_dds(ros):
             assert out.mode == "control" and "grasp_force" in out.solver_flags, out
             return out.tau.copy()
 
-        send_object(box[:3])
+        # the object's state streams (100 Hz, as a tracker would): it must stay younger than
+        # state_timeout whenever a joint state arrives, also when the machine is loaded
+        stream = client.node.create_timer(0.01, lambda: send_object(box[:3]))
         client.spin(lambda: False, 0.3)  # the object state reaches the node first
         eff, q = client.command_for(names, q0, np.zeros(len(names)), acc, q_des,
                                     np.zeros(len(names)), expected=expected)
         np.testing.assert_allclose(eff, expected(q), rtol=0, atol=1e-9)
+        client.node.destroy_timer(stream)
         send_object([math.nan, 0.0, 0.0])
         assert client.spin(lambda: any(int(d.get("rejected_object_odom", 0)) >= 1
                                        for d in client.diag), 10.0), client.diag[-1:]
