@@ -518,14 +518,15 @@ def _load_object(cfg: ControllerConfig) -> Any:
         return None
     from .contact.geometry import FreeBody
     from .model import RobotModel
+    from .robots import ROBOT_NAMES, robot_path
 
     mu = float(cfg.object_friction)
     if not (math.isfinite(mu) and mu >= 0.0):
         raise ValueError(f"object_friction: must be finite and >= 0, got {cfg.object_friction!r}")
-    from .robots import ROBOT_NAMES, robot_path
-
-    path = robot_path(source) if source in ROBOT_NAMES else _resolve_urdf_path("object_urdf",
-                                                                               source)
+    if source in ROBOT_NAMES:
+        path = robot_path(source)
+    else:
+        path = _resolve_urdf_path("object_urdf", source)
     obj = RobotModel.from_urdf(path, floating_base=True, warmup=False)
     try:
         return FreeBody.from_model(obj.name or "object", obj, mu=mu)
@@ -607,11 +608,10 @@ class WholeBodyController:
             locked = _locked_joints(cfg, description, self.load_warnings)
             report(f"model parsed from {self.model_source}; compiling / loading the core "
                    "kernels (numba cache; a first start compiles)")
-            model = RobotModel.from_urdf(
+            model = RobotModel.from_urdf(  # only what a tick calls: a faster first start
                 description, floating_base=bool(cfg.floating_base), locked_joints=locked,
-                warmup=False,
+                warmup="control",
             )
-            model.warmup(scope="control")  # only what a tick calls (a faster first start)
             report("core kernels ready")
         else:
             self.model_source = "model argument"
@@ -747,7 +747,6 @@ class WholeBodyController:
         self._object_q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
         self._object_v = np.zeros(6)
         self._t_object = -math.inf if self._object is not None else math.inf
-        self._hold_allowed = False  # grasp_hold applies to control ticks only
         #: configured index of the joint that moves each contact link (grasp_hold)
         self._link_joint: dict[str, int] = {}
         for ln in self._contact_links:
@@ -1126,7 +1125,6 @@ class WholeBodyController:
         _scatter(self._qj, idx, oq, self._q)
         _scatter(self._qdj, idx, ov, self._v)
         out = self._fresh_output(mode)
-        self._hold_allowed = mode == MODE_CONTROL
         method = p["method"]
         try:
             if method == "none" and not self.floating_base and self._act_model is None:
@@ -1136,7 +1134,7 @@ class WholeBodyController:
             elif method == "none":
                 self._free_base_id()
             else:
-                self._contact_id(method, out)
+                self._contact_id(method, out, hold=mode == MODE_CONTROL)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError, ArithmeticError):
             return self._zero_output(MODE_NONFINITE)
         self._tau_out[:] = self._tau
@@ -1242,8 +1240,10 @@ class WholeBodyController:
             ticks[key] = compiled_tick(cm, method, opts)
         return ticks[key]
 
-    def _contact_id(self, method: str, out: ControlOutput, model: Any = None) -> None:
-        """Contact-aware inverse dynamics (seed 004) of self._qdd_cmd; fills out's contact data."""
+    def _contact_id(self, method: str, out: ControlOutput, model: Any = None,
+                    hold: bool = False) -> None:
+        """Contact-aware inverse dynamics (seed 004) of self._qdd_cmd; fills out's contact data.
+        ``hold``: apply ``grasp_hold`` (control ticks only, not the safe commands)."""
         from .contact import solve
 
         cm = self._contact_model if model is None else model
@@ -1271,11 +1271,13 @@ class WholeBodyController:
             fused.export_warm(mstate)
         body = ((), ()) if self._object is None else ([self._object_q], [self._object_v])
         prob = cm.build(self._q, self._v, qdd, *body)
-        if self._grasp_hold and self._hold_allowed and self._hold_touching(prob):
+        if hold and self._grasp_hold and self._hold_touching(prob):
+            # only the desired accelerations change (the rest of the problem does not depend
+            # on them): rewrite them in the same buffer instead of assembling again
             _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
             if self._act_model is not None:
                 np.take(self._qdd_model, self._act_model, out=self._qdd_act)
-            prob = cm.build(self._q, self._v, qdd, *body)
+            prob.qdd_des = qdd
         state = self.solver_state if self._cfg.warm_start else None
         res = solve(method, prob, state, **self._solver_options.get(method, {}))
         tau, forces, flags = res.tau, res.contact_forces_world, tuple(res.stats.flags)

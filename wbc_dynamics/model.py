@@ -107,7 +107,7 @@ class RobotModel:
     ``locked_joints``; ``massless_joints`` (M is singular: ``minverse``/``aba`` raise).
     """
 
-    def __init__(self, data: ModelData, warmup: bool = True) -> None:
+    def __init__(self, data: ModelData, warmup: bool | str = True) -> None:
         self._data = data
         self.name = data.name
         self.nq = data.nq
@@ -169,7 +169,7 @@ class RobotModel:
             world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_aba),
         }
         if warmup:
-            self.warmup()
+            self.warmup(warmup if isinstance(warmup, str) else "all")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -177,7 +177,7 @@ class RobotModel:
         cls,
         source: str | os.PathLike | RobotDescription,
         floating_base: bool = False,
-        warmup: bool = True,
+        warmup: bool | str = True,
         *,
         strict: bool = False,
         package_dirs: Sequence[str | os.PathLike] | None = None,
@@ -193,7 +193,8 @@ class RobotModel:
         ``locked_joints``: ``{joint: position}`` (rad or m) of movable joints to fix there (like
         Pinocchio's ``buildReducedModel``). ``<mimic>`` joints are independent joints here.
         Kernels are compiled (or loaded from numba's cache) and run once here unless
-        ``warmup=False``, so the first real call is as fast as the thousandth.
+        ``warmup=False``, so the first real call is as fast as the thousandth; a string
+        warms only that scope of :meth:`warmup` ("dynamics", "control").
 
         Raises:
             URDFError: malformed dynamics content, naming the link/joint and attribute.

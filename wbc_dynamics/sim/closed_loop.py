@@ -508,8 +508,8 @@ class ClosedLoop:
 
             # the controller's model from the plant's parse: one description for both
             model = RobotModel.from_urdf(self.plant.description,
-                                         floating_base=info["floating_base"], warmup=False)
-            model.warmup(scope="control")  # as the controller loads its own: no derivatives
+                                         floating_base=info["floating_base"],
+                                         warmup="control")  # as the controller's own model
             self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names, model=model)
             self._schedule_swing()
         # initial state: the reference's pose at t = 0, at rest

@@ -400,8 +400,8 @@ def make_reference(
             return Standing(names, q_stand[order])
         from ..model import RobotModel
 
-        model = RobotModel.from_urdf(robot_path(robot), floating_base=False, warmup=False)
-        model.warmup(scope="dynamics")  # kinematics for the IK; no derivatives
+        # kinematics for the IK, no derivative kernels
+        model = RobotModel.from_urdf(robot_path(robot), floating_base=False, warmup="dynamics")
         feet = list(info["foot_links"])
         if kind == "shift":
             return WeightShift(model, q_stand, foot_links=feet, joint_names=names, **options)
