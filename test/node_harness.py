@@ -122,6 +122,21 @@ class Client:
         m.velocity = [float(x) for x in v]
         self.pub_js.publish(m)
 
+    def send_state_until_echo(self, names, q, v, timeout: float = 5.0,
+                              echo_q=None) -> bool:
+        """Send a joint state and wait for the node's command echo of it (``echo_q``, default q).
+
+        The node subscribes to joint_states best-effort (depth 1), as to a driver's stream: one
+        sample can be lost on a loaded machine (seen in CI), so the state is re-sent every 0.5 s
+        until its echo arrives, as a joint_states stream would repeat it."""
+        echo_q = np.asarray(q if echo_q is None else echo_q, dtype=float)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.send_state(names, q, v)
+            if self.spin(lambda: self.echo_for(echo_q) is not None, 0.5):
+                return True
+        return False
+
     def send_reference(self, names, acc, pos=(), vel=()) -> None:
         m = JointTrajectory()
         m.joint_names = list(names)
@@ -173,8 +188,7 @@ class Client:
         q = np.asarray(q, dtype=float)
         for k in range(attempts):
             self.send_reference(names, acc, q_des, v_des)
-            self.send_state(names, q, v)
-            assert self.spin(lambda q=q: self.echo_for(q) is not None, 5.0), "no command echo"
+            assert self.send_state_until_echo(names, q, v), "no command echo in 5 s"
             eff = np.array(self.echo_for(q).effort)
             if expected is None or np.allclose(eff, expected(q), rtol=0, atol=1e-9) \
                     or k == attempts - 1:

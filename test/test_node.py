@@ -92,9 +92,9 @@ def test_published_torque_equals_core_computation(arm_node, arm_model):
         for _attempt in range(3):  # re-send if the reference had not reached the node yet
             client.send_reference([names[i] for i in order], acc[order], q_des[order],
                                   v_des[order])
-            client.send_state(["extra_joint"] + [names[i] for i in order],
-                              np.r_[123.0, q[order]], np.r_[-7.0, v[order]])
-            ok = client.spin(lambda q=q: client.echo_for(q) is not None, 5.0)
+            ok = client.send_state_until_echo(["extra_joint"] + [names[i] for i in order],
+                                              np.r_[123.0, q[order]], np.r_[-7.0, v[order]],
+                                              echo_q=q)
             assert ok, f"no command echo: {len(client.echo)} echoes for q={q}"
             echo = client.echo_for(q)
             expected = _expected_arm(model, q, v, acc, q_des, v_des)
@@ -116,8 +116,7 @@ def test_stale_state_gives_zero_and_stale_reference_gives_damping(arm_node, arm_
     q = np.array(info["standing_q"]) + 0.05
     v = np.linspace(-1.0, 1.0, len(names))
     client.send_reference(names, np.zeros(len(names)))
-    client.send_state(names, q, v)
-    assert client.spin(lambda: client.echo_for(q) is not None, 5.0)
+    assert client.send_state_until_echo(names, q, v)
     t_sent = time.monotonic()
     n0 = len(client.cmds)
     # joint_states stop: the watchdog must publish exactly zero within timeout + a period
@@ -128,8 +127,7 @@ def test_stale_state_gives_zero_and_stale_reference_gives_damping(arm_node, arm_
     # reference goes stale while joint states keep coming: damping + gravity compensation
     client.spin(lambda: False, REF_TIMEOUT + 0.1)
     q2 = q + 0.01
-    client.send_state(names, q2, v)
-    assert client.spin(lambda: client.echo_for(q2) is not None, 5.0)
+    assert client.send_state_until_echo(names, q2, v)
     expected = _expected_arm(model, q2, v, None, damping=DAMP)
     np.testing.assert_allclose(np.array(client.echo_for(q2).effort), expected, rtol=0, atol=1e-9)
     assert np.max(np.abs(expected)) > 1.0                 # not trivially zero

@@ -258,7 +258,11 @@ def test_denormals_odd_stamps_and_unused_fields_are_valid_input(robots):
     assert d1["rejected_joint_states"] == d0["rejected_joint_states"]
     assert d1["rejected_reference"] == d0["rejected_reference"]
     # the echo of the last one: denormal velocities accepted as they are, torque = core
-    assert arm.client.spin(lambda: arm.client.echo_for(q - 1e-4) is not None, 2.0)
+    for _ in range(4):  # best-effort joint_states: the last sample is re-sent if it was lost
+        if arm.client.spin(lambda: arm.client.echo_for(q - 1e-4) is not None, 0.5):
+            break
+        arm.client.pub_js.publish(m)
+    assert arm.client.echo_for(q - 1e-4) is not None, "no command echo of the last state"
     echo = arm.client.echo_for(q - 1e-4)
     assert np.all(np.array(echo.velocity) == DENORMAL)
     np.testing.assert_allclose(echo.effort, arm.expected(q - 1e-4), rtol=0, atol=1e-9)
