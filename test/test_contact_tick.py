@@ -16,7 +16,7 @@ import pytest
 
 from wbc_dynamics.contact import SolverState, solve
 from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
-from wbc_dynamics.contact.tick import CoulombTick, NoslipTick
+from wbc_dynamics.contact.tick import CoulombTick, NoslipTick, compiled_tick
 from wbc_dynamics.model import RobotModel
 from wbc_dynamics.robots import robot_info, robot_path
 
@@ -81,15 +81,21 @@ CASES = {
                                             separation_tolerance=0.05), 1e-6, True),
     "quadruped_plain": ("quadruped", {}, None, False),
     "humanoid_min_norm": ("humanoid", {}, None, True),
+    # the exact MLCP (relative rank test alone) instead of the default scale-aware one
+    "quadruped_exact_rank": ("quadruped", dict(phi_deadband=1e-4, passive_impact=True,
+                                               separation_tolerance=0.05), 1e-6, True, 0.0),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_compiled_tick_equals_build_and_solve(case):
-    robot, cm_opts, gap, min_norm = CASES[case]
+    robot, cm_opts, gap, min_norm, *ratio = CASES[case]
     m, info, cm = _setup(robot, cm_opts)
-    fused = NoslipTick(cm, noslip_gap=gap, min_norm=min_norm)
-    opts = {"min_norm": min_norm, **({} if gap is None else {"noslip_gap": gap})}
+    opts = {"min_norm": min_norm, **({} if gap is None else {"noslip_gap": gap}),
+            **({"rank_mass_ratio": ratio[0]} if ratio else {})}
+    fused = compiled_tick(cm, "lcp_noslip", opts)
+    assert isinstance(fused, NoslipTick)
+    assert fused.options.min_pivot == (1.0 / (100.0 * m.total_mass) if not ratio else 0.0)
     flags = _compare_sequence("lcp_noslip", fused, m, info, cm, opts, 7)
     # the sequence exercises the correction and (with the option) the min-norm selection
     assert "inconsistent_corrected" in flags

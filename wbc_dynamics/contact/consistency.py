@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 from numba import njit
 
-from .lcp_noslip import _alg1, lcp_noslip_kernel
+from .lcp_noslip import _alg1, lcp_noslip_kernel, min_pivot
 from .problem import ContactProblem
 
 __all__ = [
@@ -42,6 +42,7 @@ def consistent_accelerations(
     rank_tol: float = 1e-6,
     tol: float = 1e-10,
     dep_tol: float = 1e-4,
+    rank_mass_ratio: float = 100.0,
 ) -> tuple[np.ndarray, bool]:
     """Minimally deviating consistent accelerations, Sec. 4.5 QP (46)-(51).
 
@@ -86,6 +87,7 @@ def consistent_accelerations(
         float(eps),
         float(dep_tol),
         float(1e-3 * eps_rel),
+        min_pivot(p, rank_mass_ratio),
     )
     v_next, status = out[4], out[8]
     qdd = (v_next[p.actuated] - p.v[p.actuated]) / p.dt
@@ -93,9 +95,11 @@ def consistent_accelerations(
     return qdd, ok
 
 
-def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-6) -> np.ndarray:
+def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-6,
+                              rank_mass_ratio: float = 100.0) -> np.ndarray:
     """``K = M^-1 - M^-1 G^T (G M^-1 G^T)^-1 G M^-1`` for the Alg. 1 rows G (see lcp_noslip)."""
-    G, W, L, nG, kind, idx = _alg1(problem.Minv, problem.actuated, problem.S, problem.T, rank_tol)
+    G, W, L, nG, kind, idx = _alg1(problem.Minv, problem.actuated, problem.S, problem.T, rank_tol,
+                                   0.0, min_pivot(problem, rank_mass_ratio))
     U = np.linalg.solve(L[:nG, :nG], W[:, :nG].T)
     return problem.Minv - U.T @ U
 

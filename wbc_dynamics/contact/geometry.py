@@ -741,6 +741,9 @@ class ContactModel:
             raise ValueError("ContactModel.features: feature / body names must be unique")
         nvr = robot.nv
         self.nv = nvr + 6 * len(self.bodies)
+        #: [kg] robot + free bodies: the scale of the no-slip rank decisions (ContactProblem)
+        self.total_mass = float(robot.total_mass) + sum(float(b.model.total_mass)
+                                                        for b in self.bodies)
         self._bx_col = np.array([nvr + 6 * i for i in range(len(self.bodies))], dtype=np.int64)
         self._bx_a = np.array([b.half_extents for b in self.bodies], dtype=float).reshape(-1, 3)
         self._bx_mu = np.array([b.mu for b in self.bodies], dtype=float)
@@ -972,6 +975,7 @@ class ContactModel:
             frames=d.frames[:k].copy(),
             friction_edges=self.friction_edges,
             dof_names=self.dof_names,
+            total_mass=self.total_mass,
             # every array above comes from validated inputs (q, v checked by the core kernels,
             # qdd_des by the caller) through this model's own kernels
             validated=True,

@@ -39,7 +39,7 @@ from numba import njit
 from ..kernels.linalg import chol_solve as _chol_solve
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
-__all__ = ["solve_lcp_noslip", "lcp_noslip_kernel", "STATUS"]
+__all__ = ["solve_lcp_noslip", "lcp_noslip_kernel", "min_pivot", "STATUS"]
 
 #: Kernel status codes.
 STATUS = {0: "ok", 1: "iteration_limit", 2: "singular_nonbasic_set (inconsistent)"}
@@ -62,11 +62,12 @@ def _gram_row(NK, N, order, m, i, x):
 
 
 @njit(cache=True)
-def _chol_append(L, k, x, d, tol_rel):
+def _chol_append(L, k, x, d, tol_rel, min_pivot):
     """Try to append a row/column to the Cholesky factor L[:k,:k] (lower).
 
     x: (k,) new off-diagonal column of the factored matrix, d: new diagonal entry.
-    Returns True (and writes row k of L) if the new pivot is > tol_rel * d.
+    Returns True (and writes row k of L) if the new pivot is > tol_rel * d and > min_pivot
+    (an absolute floor in the factored matrix's units; 0 = relative test only).
     """
     y = np.empty(k)
     for i in range(k):
@@ -77,7 +78,7 @@ def _chol_append(L, k, x, d, tol_rel):
     delta = d
     for i in range(k):
         delta -= y[i] * y[i]
-    if not (delta > tol_rel * d) or d <= 0.0:
+    if not (delta > tol_rel * d) or d <= 0.0 or not (delta > min_pivot):
         return False
     for i in range(k):
         L[k, i] = y[i]
@@ -86,15 +87,16 @@ def _chol_append(L, k, x, d, tol_rel):
 
 
 @njit(cache=True)
-def _append_row(G, W, L, k, g, wg, d, tol, x):
-    """Try to append row g (with wg = M^-1 g, d = g . wg) to G, W = M^-1 G^T and the factor L."""
+def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot):
+    """Try to append row g (with wg = M^-1 g, d = g . wg) to G, W = M^-1 G^T and the factor L
+    (pivot tests of :func:`_chol_append`)."""
     nv = wg.shape[0]
     for j in range(k):
         s = 0.0
         for r in range(nv):
             s += G[j, r] * wg[r]
         x[j] = s
-    if not _chol_append(L, k, x, d, tol):
+    if not _chol_append(L, k, x, d, tol, min_pivot):
         return False
     for r in range(nv):
         G[k, r] = g[r]
@@ -103,8 +105,16 @@ def _append_row(G, W, L, k, g, wg, d, tol, x):
 
 
 @njit(cache=True)
-def _alg1(Minv, act, S, T, rank_tol, eps_p=0.0):
+def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
     """Algorithm 1 (Find-Indices) by incremental Cholesky of X = G M^-1 G^T.
+
+    A contact row is kept iff its pivot (the inverse effective mass [1/kg] of its direction once
+    the rows already kept are enforced) exceeds ``rank_tol`` times its own diagonal entry
+    (numerical rank) *and* ``min_pivot`` [1/kg]: the scale-aware test (``1 / (rank_mass_ratio *
+    total mass)``, see :func:`solve_lcp_noslip`). A direction whose effective mass is thousands
+    of times the robot's (two feet at nearly the same height resisting a rotation with
+    tangential forces on a sub-millimetre lever) is nearly dependent: enforcing it takes
+    impulses of ~1e5 m g from velocity errors of mm/s, so it is treated as dependent.
 
     Hard mode (``eps_p == 0``): the P rows (eq. 38; ``P M^-1 P^T`` is the actuated block of M^-1,
     positive definite) first, then S_i, T_i for i = 1..n, each kept iff it keeps X non-singular
@@ -137,7 +147,8 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p=0.0):
                     e[r] = 0.0
                     wg[r] = Minv[r, act[a]]
                 e[act[a]] = 1.0
-                if not _append_row(G, W, L, k, e, wg, Minv[act[a], act[a]] + eps_p, 1e-14, x):
+                if not _append_row(G, W, L, k, e, wg, Minv[act[a], act[a]] + eps_p, 1e-14, x,
+                                   0.0):
                     return G, W, L, -1, kind, idx
                 kind[k] = 0
                 idx[k] = a
@@ -157,7 +168,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p=0.0):
                     d = 0.0
                     for r in range(nv):
                         d += g[r] * wg[r]
-                    if _append_row(G, W, L, k, g, wg, d, rank_tol, x):
+                    if _append_row(G, W, L, k, g, wg, d, rank_tol, x, min_pivot):
                         kind[k] = 1 + which
                         idx[k] = i
                         k += 1
@@ -198,7 +209,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
     for i in range(nc):
         if warm[i] and m < nv:
             d = _gram_row(NK, N, order, m, i, x)
-            if _chol_append(L, m, x, d, rank_tol):
+            if _chol_append(L, m, x, d, rank_tol, 0.0):
                 order[m] = i
                 nb[i] = True
                 m += 1
@@ -228,7 +239,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
             for jj in range(m):
                 i = order[jj]
                 d = _gram_row(NK, N, order, mm, i, x)
-                if not _chol_append(L, mm, x, d, rank_tol):
+                if not _chol_append(L, mm, x, d, rank_tol, 0.0):
                     return z, w, nb, it, 2, warm_used
                 order[mm] = i
                 mm += 1
@@ -298,7 +309,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
             d = 0.0
             for c in range(nv):
                 d += NK[ibest, c] * N[ibest, c]
-            if m >= nv or not _chol_append(L, m, x, d, rank_tol):
+            if m >= nv or not _chol_append(L, m, x, d, rank_tol, 0.0):
                 # Entering row dependent on the non-basic rows (Appendix F): w_i cannot change
                 # while the non-basic set is kept, so exchange it for a non-basic index j with
                 # gamma_j > 0 (N_i K = sum gamma_j N_j K), chosen by the ratio test
@@ -356,6 +367,7 @@ def lcp_noslip_kernel(
     eps_p=0.0,
     dep_tol=1e-4,
     ppm_rank_tol=-1.0,
+    min_pivot=0.0,
 ):
     """Whole ``lcp_noslip`` solve (Alg. 1 + LCP (44)-(45) + Alg. 2 + force retrieval, Sec. 4.5).
 
@@ -365,6 +377,7 @@ def lcp_noslip_kernel(
     ``eps_p > 0``: soft P rows (see :func:`_alg1`); then ``tau`` is a penalty force, not a torque.
     ``dep_tol`` [m/s]: see :func:`_ppm`. ``ppm_rank_tol`` (default: ``rank_tol``): pivot
     tolerance of Alg. 2 (the soft correction problem is deliberately ill-conditioned, O(eps_p)).
+    ``min_pivot`` [1/kg]: Alg. 1's scale-aware floor (see :func:`_alg1`).
     """
     nv = Minv.shape[0]
     nu = act.shape[0]
@@ -380,7 +393,7 @@ def lcp_noslip_kernel(
     for i in range(nv):
         scale = max(scale, abs(v[i]), abs(fstar[i]))
     tol = tol_rel * scale
-    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p)
+    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot)
     tau = np.zeros(nu)
     cN = np.zeros(nc)
     cS = np.zeros(nc)
@@ -454,6 +467,16 @@ def _complementarity_residual(z, w):
     return r
 
 
+def min_pivot(problem: ContactProblem, rank_mass_ratio: float) -> float:
+    """Alg. 1's scale-aware pivot floor [1/kg]: ``1 / (rank_mass_ratio * total_mass)`` (0 if the
+    problem's total mass is unknown or the ratio is 0: the relative test alone)."""
+    if not (np.isfinite(rank_mass_ratio) and rank_mass_ratio >= 0.0):
+        raise ValueError(f"rank_mass_ratio: must be finite and >= 0, got {rank_mass_ratio!r}")
+    if problem.total_mass is None or rank_mass_ratio == 0.0:
+        return 0.0
+    return 1.0 / (rank_mass_ratio * problem.total_mass)
+
+
 def _run_kernel(
     p: ContactProblem,
     warm: np.ndarray,
@@ -463,6 +486,7 @@ def _run_kernel(
     tol_rel: float,
     eps_p: float = 0.0,
     dep_tol: float = 1e-4,
+    floor: float = 0.0,
 ):
     return lcp_noslip_kernel(
         p.Minv,
@@ -484,6 +508,7 @@ def _run_kernel(
         -1.0,  # ppm_rank_tol: passed explicitly so that this call and the Sec. 4.5 correction
         # (consistency.consistent_accelerations) share one compiled signature (an omitted
         # default argument is a different numba signature -> compilation inside a tick)
+        float(floor),
     )
 
 
@@ -494,6 +519,7 @@ def solve_lcp_noslip(
     warm_start: bool = True,
     max_iter: int | None = None,
     rank_tol: float = 1e-6,
+    rank_mass_ratio: float = 100.0,
     tol: float = 1e-10,
     consistency_tol: float = 1e-3,
     correct_inconsistent: bool = True,
@@ -512,6 +538,13 @@ def solve_lcp_noslip(
             a row is independent if its squared sine to the span of the kept rows (M^-1 / K
             metric) exceeds it. 1e-6 (not machine precision): nearly dependent rows would yield
             huge impulses from tiny state inconsistencies (seen in closed loop with MuJoCo).
+        rank_mass_ratio: the scale-aware rank test of Alg. 1: a no-slip row is also dependent if
+            the effective mass of its direction, once the rows already kept are enforced,
+            exceeds ``rank_mass_ratio * problem.total_mass`` (independent foot rows of a
+            standing robot: ~0.2-0.5 times its mass; the nearly dependent rows of two feet at
+            slightly different heights: 600-15000 times, i.e. impulses of ~1e5 m g from slips of
+            mm/s). Such a row's violation is then checked by Sec. 4.5 like any dropped row.
+            0 = the relative test alone (as does ``total_mass=None``).
         tol: relative tolerance for negative w / z in the pivoting rules (scaled by max |v|).
         consistency_tol: [m/s] tolerated violation of N v+ >= -phi/dt, S v+ = T v+ = 0 (Sec. 4.5).
             Continuous-time desired accelerations (``J a + Jdot v = 0`` at the feet) violate the
@@ -564,8 +597,10 @@ def solve_lcp_noslip(
         warm[rows] = True
         n_warm = len(rows)
     stats = SolverStats(method="lcp_noslip")
+    floor = min_pivot(problem, rank_mass_ratio)
     out = _run_kernel(
-        problem, warm, problem.qdd_des, max_iter, rank_tol, tol, dep_tol=consistency_tol
+        problem, warm, problem.qdd_des, max_iter, rank_tol, tol, dep_tol=consistency_tol,
+        floor=floor
     )
     tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, ndrop, viol = out
     stats.iterations = int(it)
@@ -602,12 +637,14 @@ def solve_lcp_noslip(
             rank_tol=rank_tol,
             tol=tol,
             dep_tol=consistency_tol,
+            rank_mass_ratio=rank_mass_ratio,
         )
         if not qp_ok:
             return fallback_result(
                 problem, "lcp_noslip", mstate.data.get("tau"), "correction QP failed"
             )
-        out = _run_kernel(problem, warm, qdd_c, max_iter, rank_tol, tol, dep_tol=consistency_tol)
+        out = _run_kernel(problem, warm, qdd_c, max_iter, rank_tol, tol, dep_tol=consistency_tol,
+                          floor=floor)
         tau, cN, cS, cT, v_next, w, nb, it2, status, warm_used, ndrop, viol = out
         stats.iterations += int(it2)
         stats.info["qdd_corrected"] = qdd_c

@@ -125,6 +125,9 @@ class ContactProblem:
         frames: (nc, 3, 3) world rotation per contact with columns (n, s, t).
         friction_edges: k, number of friction pyramid edges for the Coulomb methods (even, >= 4).
         dof_names: optional names of the nv dofs (diagnostics only).
+        total_mass: [kg] mass of the robot (and free bodies) the problem describes: the scale of
+            the no-slip methods' rank decisions (``rank_mass_ratio``). ``None``: unknown, only
+            the relative rank test applies. ``ContactModel.build`` sets it.
     """
 
     dt: float
@@ -144,6 +147,7 @@ class ContactProblem:
     frames: np.ndarray | None = None
     friction_edges: int = 4
     dof_names: tuple[str, ...] | None = None
+    total_mass: float | None = None
     #: set by :meth:`validate` (and by ``ContactModel.build``, whose problems are valid by
     #: construction) so that ``solve`` does not check a problem twice; reset it to False after
     #: modifying a problem's arrays in place.
@@ -183,6 +187,12 @@ class ContactProblem:
         if not np.isfinite(dt) or dt <= 0.0:
             raise ValueError(f"ContactProblem.dt: must be finite and > 0, got {self.dt!r}")
         self.dt = dt
+        if self.total_mass is not None:
+            m = float(self.total_mass)
+            if not np.isfinite(m) or m <= 0.0:
+                raise ValueError(f"ContactProblem.total_mass: must be finite and > 0 or None, "
+                                 f"got {self.total_mass!r}")
+            self.total_mass = m
         v = np.ascontiguousarray(self.v, dtype=np.float64)
         if v.ndim != 1:
             raise ValueError(f"ContactProblem.v: expected a 1-D array, got shape {v.shape}")

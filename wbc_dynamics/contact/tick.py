@@ -71,7 +71,8 @@ class NoslipOptions(NamedTuple):
     """Options of :func:`lcp_noslip_tick` (those of ``solve_lcp_noslip`` and the contact model).
 
     ``noslip_gap`` < 0 means None (no-slip rows at every candidate); ``min_norm_tol`` [m/s];
-    ``consistency_tol`` [m/s]; ``rank_tol``, ``tol`` relative; ``passive_impact`` with
+    ``consistency_tol`` [m/s]; ``rank_tol``, ``tol`` relative; ``min_pivot`` [1/kg] Alg. 1's
+    scale-aware floor (``lcp_noslip.min_pivot``); ``passive_impact`` with
     ``separation_tolerance`` [m/s]; ``margin``, ``phi_deadband`` [m]; ``dt`` [s].
     """
 
@@ -86,13 +87,15 @@ class NoslipOptions(NamedTuple):
     consistency_tol: float
     rank_tol: float
     tol: float
+    min_pivot: float
 
 
 class CoulombOptions(NamedTuple):
     """Options of :func:`lcp_coulomb_tick` (``solve_lcp_coulomb``'s, mindiff off): ``D`` (k, 2)
     pyramid edge directions; ``sticking_correction`` with ``sticking_gap`` [m]; ``min_norm``
     with ``min_norm_tol`` [m/s]; ``tol`` Lemke's relative LCP tolerance; the contact model's
-    ``margin``, ``phi_deadband``, ``passive_impact``, ``separation_tolerance``, ``dt``."""
+    ``margin``, ``phi_deadband``, ``passive_impact``, ``separation_tolerance``, ``dt``;
+    ``min_pivot`` [1/kg] the sticking correction's scale-aware rank floor."""
 
     margin: float
     phi_deadband: float
@@ -105,6 +108,7 @@ class CoulombOptions(NamedTuple):
     min_norm: bool
     min_norm_tol: float
     tol: float
+    min_pivot: float
 
 
 class NoslipOutput(NamedTuple):
@@ -184,7 +188,7 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
     max_iter = 4 * nc + 20
     ctol = o.consistency_tol
     res = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm, max_iter,
-                            o.rank_tol, o.tol, 0.0, ctol, -1.0)
+                            o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot)
     tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, ndrop, viol = res
     flags = 0
     if ndrop > 0:
@@ -203,7 +207,7 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
                 dmax = max(dmax, d.Minv[act[a], act[a]])
             eps = 1e-6 * dmax
             corr = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm,
-                                     max_iter, o.rank_tol, o.tol, eps, ctol, 1e-9)
+                                     max_iter, o.rank_tol, o.tol, eps, ctol, 1e-9, o.min_pivot)
             if corr[8] != 0:
                 return nc, TICK_GENERIC, flags, warm_used, 0
             vc = corr[4]
@@ -212,7 +216,7 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
                 if not np.isfinite(qdd_c[a]):
                     return nc, TICK_GENERIC, flags, warm_used, 0
         res = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd_c, N, S, T, phi, dt, warm, max_iter,
-                                o.rank_tol, o.tol, 0.0, ctol, -1.0)
+                                o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot)
         tau, cN, cS, cT, v_next, w, nb, it2, status, _wu, ndrop, viol = res
         flags |= _CORRECTED
         if status != 0 or viol > max(ctol, 1e-6):
@@ -250,6 +254,14 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
 
 
 _F64 = np.dtype(np.float64)
+
+
+def _min_pivot(cm: ContactModel, rank_mass_ratio: float) -> float:
+    """The scale-aware rank floor [1/kg] of this model's problems (``lcp_noslip.min_pivot``;
+    the solves' default ``rank_mass_ratio`` is 100)."""
+    if rank_mass_ratio <= 0.0 or cm.total_mass <= 0.0:
+        return 0.0
+    return 1.0 / (rank_mass_ratio * cm.total_mass)
 
 
 def _plain(x, n: int) -> bool:
@@ -316,7 +328,7 @@ def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des,
                 dmax = max(dmax, d.Minv[act[a], act[a]])
             corr = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd_des, N, S2, T2, phi, dt,
                                      np.zeros(nc, dtype=np.bool_), 4 * nc + 20, 1e-6, 1e-10,
-                                     1e-6 * dmax, 1e-4, 1e-9)
+                                     1e-6 * dmax, 1e-4, 1e-9, o.min_pivot)
             qdd_c = np.empty(nu)
             ok = corr[8] == 0
             change = 0.0
@@ -530,14 +542,15 @@ class NoslipTick(_CompiledTick):
 
     Args:
         cm: the contact model (its ``data`` buffers are used).
-        noslip_gap, min_norm: the ``solve_lcp_noslip`` options (``None``/False = defaults).
+        noslip_gap, min_norm, rank_mass_ratio: the ``solve_lcp_noslip`` options (``None`` /
+            False / 100 = defaults).
     """
 
     kernel = lcp_noslip_tick
     flag_names = _FLAG_NAMES
 
     def __init__(self, cm: ContactModel, noslip_gap: float | None = None,
-                 min_norm: bool = False) -> None:
+                 min_norm: bool = False, rank_mass_ratio: float = 100.0) -> None:
         if noslip_gap is not None and not (np.isfinite(noslip_gap) and noslip_gap >= 0.0):
             raise ValueError(f"noslip_gap: must be finite and >= 0 or None, got {noslip_gap!r}")
         ctol = 1e-3  # solve_lcp_noslip's consistency_tol default
@@ -547,7 +560,7 @@ class NoslipTick(_CompiledTick):
             separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
             noslip_gap=-1.0 if noslip_gap is None else float(noslip_gap),
             min_norm=bool(min_norm), min_norm_tol=ctol, consistency_tol=ctol, rank_tol=1e-6,
-            tol=1e-10)
+            tol=1e-10, min_pivot=_min_pivot(cm, rank_mass_ratio))
         cap = cm.data.N.shape[0]
         out = NoslipOutput(tau=np.zeros(cm.actuated.shape[0]), impulses=np.zeros((cap, 3)),
                            forces_world=np.zeros((cap, 3)),
@@ -589,7 +602,8 @@ class CoulombTick(_CompiledTick):
             passive_impact=bool(cm.passive_impact),
             separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
             D=np.array(pyramid_directions(k)), sticking_correction=bool(sticking_correction),
-            sticking_gap=1e-6, min_norm=bool(min_norm), min_norm_tol=1e-6, tol=1e-9)
+            sticking_gap=1e-6, min_norm=bool(min_norm), min_norm_tol=1e-6, tol=1e-9,
+            min_pivot=_min_pivot(cm, 100.0))
         cap = cm.data.N.shape[0]
         nslot = len(cm.slot_ids)
         out = CoulombOutput(tau=np.zeros(cm.actuated.shape[0]), impulses=np.zeros((cap, 3)),
@@ -634,11 +648,15 @@ def compiled_tick(cm: ContactModel, method: str, options: dict) -> _CompiledTick
     if the method, an option or the model (free bodies) has none (then use build + solve)."""
     if cm.bodies:
         return None
-    if method == "lcp_noslip" and set(options) <= {"noslip_gap", "min_norm"}:
+    if method == "lcp_noslip" and set(options) <= {"noslip_gap", "min_norm", "rank_mass_ratio"}:
         gap = options.get("noslip_gap")
         if gap is not None and not (np.isfinite(gap) and gap >= 0.0):
             return None  # solve's own validation reports it
-        return NoslipTick(cm, noslip_gap=gap, min_norm=bool(options.get("min_norm", False)))
+        ratio = options.get("rank_mass_ratio", 100.0)
+        if not (isinstance(ratio, int | float) and np.isfinite(ratio) and ratio >= 0.0):
+            return None
+        return NoslipTick(cm, noslip_gap=gap, min_norm=bool(options.get("min_norm", False)),
+                          rank_mass_ratio=float(ratio))
     if method == "lcp_coulomb" and set(options) <= {"sticking_correction", "min_norm"}:
         return CoulombTick(cm, sticking_correction=bool(options.get("sticking_correction")),
                            min_norm=bool(options.get("min_norm", False)))
