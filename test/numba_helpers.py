@@ -24,3 +24,23 @@ def grown_since(before: dict[str, int]) -> dict[str, tuple[int, int]]:
     """Kernels that gained signatures since ``before``: {name: (before, now)}."""
     now = compiled_signature_counts()
     return {k: (before.get(k, 0), n) for k, n in now.items() if n > before.get(k, 0)}
+
+
+def literal_duplicates() -> dict[str, list[str]]:
+    """Kernels compiled twice for what is one signature once numba's literal types are erased
+    (a jitted caller passing a constant such as ``True`` or ``50`` where the Python path passes
+    a value): each such pair is seconds of redundant compilation at start-up."""
+    from numba.core import types
+
+    dups = {}
+    for mod_name, mod in list(sys.modules.items()):
+        if not mod_name.startswith("wbc_dynamics") or mod is None:
+            continue
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher) and len(obj.signatures) > 1:
+                erased = [tuple(types.unliteral(a) for a in s) for s in obj.signatures]
+                if len(set(erased)) < len(erased):
+                    dups[f"{obj.py_func.__module__}.{name}"] = [  # the literal arguments
+                        ", ".join(f"arg {i}: {a}" for i, a in enumerate(s)
+                                  if isinstance(a, types.Literal)) for s in obj.signatures]
+    return dups

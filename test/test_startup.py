@@ -78,6 +78,20 @@ print(json.dumps({"hits": hits, "misses": misses, "compiled": compiled}))
 """
 
 
+# `wbc_info --precompile CONFIG` (its main()), then the kernels compiled twice
+_PRECOMPILE = f"""
+import json, sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from numba_helpers import literal_duplicates
+from wbc_dynamics import info
+sys.argv = ["wbc_info", "--precompile", sys.argv[1]]
+code = info.main()
+if code:
+    sys.exit(code)
+print(json.dumps(literal_duplicates()))
+"""
+
+
 def test_precompile_fills_the_cache_a_node_start_then_loads(tmp_path):
     """``wbc_info --precompile CONFIG`` on an empty cache compiles what the configuration needs
     (printing the start-up stages); a controller built afterwards from the same configuration
@@ -89,11 +103,15 @@ def test_precompile_fills_the_cache_a_node_start_then_loads(tmp_path):
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
     config = os.path.join(REPO, "config", "quadruped.yaml")
-    pre = subprocess.run([sys.executable, "-m", "wbc_dynamics.info", "--precompile", config],
-                         env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    pre = subprocess.run([sys.executable, "-c", _PRECOMPILE, config], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=900)
     assert pre.returncode == 0, pre.stdout + pre.stderr
     assert "start-up: ready" in pre.stdout and "precompiled none, lcp_noslip for 12 joints" \
         in pre.stdout, pre.stdout
+    # a cold compile compiled each kernel once: no second copy specialized on a constant that a
+    # jitted caller passes (seconds each; 10 s of this start-up before they were removed)
+    duplicates = json.loads(pre.stdout.strip().splitlines()[-1])
+    assert duplicates == {}, duplicates
     run = subprocess.run([sys.executable, "-c", _CACHE_REPORT, config], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -264,7 +264,7 @@ def contact_kernel(
     p = np.empty(3)
     cl = np.empty(3)
     ql = np.empty(3)
-    k = 0
+    k = np.int64(0)  # typed, not a literal: one compiled signature of _emit
     for s in range(ns):
         b = sph_body[s]
         r = sph_rad[s]
@@ -554,8 +554,9 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
         st = world.minverse(q, d.Minv_robot, d.FP, topo, tree, Sm, d.W, d.SC)
         if st != OK:
             return -st
-        st = world.rnea(q, v, d.a_zero, d.fext, False, True, d.h_robot, topo, tree, Sm, I6,
-                        gravity, d.W, d.SC)
+        # np.bool_: typed flags, not literals -- a literal would compile a second rnea (~2.5 s)
+        st = world.rnea(q, v, d.a_zero, d.fext, np.bool_(False), np.bool_(True), d.h_robot,
+                        topo, tree, Sm, I6, gravity, d.W, d.SC)
         if st != OK:
             return -st
         for c in range(v.shape[0]):

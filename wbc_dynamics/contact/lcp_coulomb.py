@@ -745,7 +745,8 @@ def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol):
         xmax = max(xmax, abs(x0[col] * sw[col]))
     kind = np.ones(ncol, dtype=np.int64)  # every variable >= 0
     scale = max(amax * xmax, 1e-300)
-    y, _, ok = min_norm_impulse_kernel(A, b, kind, 50, 1e-10 * scale)
+    # np.int64: typed, not a literal (one compiled min_norm_impulse_kernel; see contact/tick.py)
+    y, _, ok = min_norm_impulse_kernel(A, b, kind, np.int64(50), 1e-10 * scale)
     if not ok:
         return out, False
     for col in range(nvar):

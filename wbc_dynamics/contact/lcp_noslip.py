@@ -139,7 +139,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
     wg = np.empty(nv)
     e = np.zeros(nv)
     soft = eps_p > 0.0
-    k = 0
+    k = np.int64(0)  # typed, not a literal: one compiled signature of _append_row
     for phase in range(2):
         if phase == (1 if soft else 0):
             for a in range(nu):
@@ -204,7 +204,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
     order = np.empty(nv, dtype=np.int64)  # non-basic indices in factor order
     L = np.zeros((nv, nv))
     x = np.empty(nv)
-    m = 0
+    m = np.int64(0)  # typed, not a literal: one compiled signature of _chol_append
     warm_used = False
     for i in range(nc):
         if warm[i] and m < nv:
@@ -235,7 +235,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
         it += 1
         if need_refactor:
             # rebuild the factor of A = N_nb K N_nb^T (Line 11), at most m x m
-            mm = 0
+            mm = np.int64(0)  # typed, not a literal (one signature of _chol_append)
             for jj in range(m):
                 i = order[jj]
                 d = _gram_row(NK, N, order, mm, i, x)

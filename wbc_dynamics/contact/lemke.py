@@ -233,7 +233,7 @@ def _lemke_run(
     if best == -np.inf:
         return RAY_TERMINATION, 0
     tol = 1e-12 * max(1.0, abs(best))
-    nc = 0
+    nc = np.int64(0)  # typed, not a literal: one compiled _lexi_select
     for i in range(n):
         if col[i] < -piv_tol and x[i] / col[i] >= best - tol:
             cand[nc] = i
@@ -272,7 +272,7 @@ def _lemke_run(
         if best == np.inf:
             return RAY_TERMINATION, pivots
         tol = 1e-12 * max(1.0, abs(best))
-        nc = 0
+        nc = np.int64(0)
         z0row = -1
         for i in range(n):
             if col[i] > piv_tol and x[i] / col[i] <= best + tol:
@@ -513,9 +513,10 @@ def _solve_lcp_kernel(
         e = eps * qscale
         for i in range(n):
             Qr[i, i] = Q[i, i] + e
-        # regularized attempts: cold start only (the warm basis belongs to the plain problem)
+        # regularized attempts: cold start only (the warm basis belongs to the plain problem);
+        # np.bool_: a typed flag, not a literal (one compiled _lemke_once, not two)
         st, p2, wf, v2 = _lemke_once(
-            Qr, q, warm, False, max_pivots, piv_tol, tol, z, w, basis, ws
+            Qr, q, warm, np.bool_(False), max_pivots, piv_tol, tol, z, w, basis, ws
         )
         total += p2
         if st == SUCCESS:

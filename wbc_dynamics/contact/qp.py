@@ -156,7 +156,7 @@ class QPLayout:
 
     def constraint_block(self, mu: np.ndarray) -> np.ndarray:
         """C with ``C f >= 0``."""
-        return _constraint_matrix(mu, self.nc, self.k, self.coulomb)
+        return _constraint_matrix(mu, self.nc, self.k, self.coulomb, False)
 
     def constraint_mask(self) -> np.ndarray:
         """Fixed sparsity pattern of C (independent of mu and of zero trigonometric values)."""
@@ -285,7 +285,9 @@ def _constraint_value(r: int, c: int, nc: int, k: int, coulomb: bool, mu: np.nda
 
 @njit(cache=True)
 def _constraint_matrix(mu: np.ndarray, nc: int, k: int, coulomb: bool,
-                       pattern: bool = False) -> np.ndarray:
+                       pattern: bool) -> np.ndarray:
+    # no default for ``pattern``: an omitted argument is a constant to numba, which would then
+    # compile a second _constraint_value specialized on it
     ncon = nc + (nc * k if coulomb else 0)
     C = np.zeros((ncon, 3 * nc))
     for r in range(ncon):
@@ -315,7 +317,7 @@ def _stage1_data(H: np.ndarray, Hp: np.ndarray, uf: np.ndarray, Jv0: np.ndarray,
         if r < nc:
             Ax[p] = H[r, c]
         else:
-            Ax[p] = _constraint_value(r - nc, c, nc, k, coulomb, mu, False)
+            Ax[p] = _constraint_value(r - nc, c, nc, k, coulomb, mu, np.bool_(False))
     ncon = 2 * nc + (nc * k if coulomb else 0)
     lo = np.zeros(ncon)
     for i in range(nc):
@@ -398,7 +400,7 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
     for row in range(ncon):
         cf = 0.0
         for j in range(m):
-            v = _constraint_value(row, j, nc, k, coulomb, mu, False)
+            v = _constraint_value(row, j, nc, k, coulomb, mu, np.bool_(False))
             if v != 0.0:
                 cf += v * f0[j]
                 for c in range(r):

@@ -128,8 +128,10 @@ class NoslipOutput(NamedTuple):
 def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R, bx_p):
     """The problem of the tick into ``d`` (``assemble_kernel``) and, if configured, the passive
     impact on ``d.v``; returns nc (< 0: invalid q / v)."""
+    # np.bool_ / np.int64 (here and below): typed constants, not literals -- numba compiles a
+    # callee once more for every literal argument (seconds each for these kernels at start-up)
     nc = assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded,
-                         o.margin, o.phi_deadband, True)
+                         o.margin, o.phi_deadband, np.bool_(True))
     if nc > 0 and o.passive_impact:
         passive_impact_kernel(d.N[:nc], d.S[:nc], d.T[:nc], d.Minv, d.phi[:nc], o.dt,
                               o.separation_tolerance, 1e-9, d.v, d.impact[:nc])
@@ -223,7 +225,7 @@ def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act,
             return nc, TICK_GENERIC, flags, warm_used, 0
     if o.min_norm:
         mn = min_norm_solution_kernel(d.Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, w,
-                                      o.min_norm_tol, dt, 50)
+                                      o.min_norm_tol, dt, np.int64(50))
         if mn[6]:
             cN, cS, cT, tau, v_next = mn[0], mn[1], mn[2], mn[3], mn[4]
             for i in range(nc):
@@ -385,8 +387,8 @@ def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des,
         w = np.zeros(n)
         basis = np.zeros(n, dtype=np.int64)
         status, _piv, wflag, eps, _viol = _solve_lcp_kernel(
-            Q, qn, warm, mask_given, 50 * n + 10, 1e-9, o.tol, True, 1e-12, 1e-2, 100.0, 1e-6,
-            z, w, basis)
+            Q, qn, warm, np.bool_(mask_given), 50 * n + 10, 1e-9, o.tol, np.bool_(True), 1e-12,
+            1e-2, 100.0, 1e-6, z, w, basis)
         if status != SUCCESS:
             return nc, TICK_GENERIC, flags, False, 0
         for i in range(n):

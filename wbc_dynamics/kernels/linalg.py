@@ -54,7 +54,7 @@ def psd_pinv_solve(A, b, rcond, out):
     dmax = 0.0
     for i in range(n):
         dmax = max(dmax, A[i, i])
-    r = 0
+    r = np.int64(0)  # typed, not a literal: callees compile once (see contact/tick.py)
     for k in range(n):
         j = k
         for i in range(k + 1, n):
