@@ -19,6 +19,25 @@ import time
 from node_harness import REPO
 
 
+def _compile_helpers(parent: int) -> list[int]:
+    """pids of the running compile helpers (wbc_dynamics.compile_helper) of process ``parent``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if (b"wbc_dynamics.compile_helper" in cmd and str(parent).encode() in cmd
+                and state != b"Z"):
+            found.append(int(entry))
+    return found
+
+
 def test_sigint_during_a_cold_start_compile_exits_at_once(ros_env, tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
@@ -42,10 +61,16 @@ def test_sigint_during_a_cold_start_compile_exits_at_once(ros_env, tmp_path):
         time.sleep(3.0)  # inside the compilation now
         assert not any("start-up: ready" in ln for ln in lines), (
             "the start finished before the signal; the cache was not cold:\n" + "".join(lines))
+        # a cold start compiles the contact kernels in a helper process as well
+        assert _compile_helpers(proc.pid), "no compile helper running:\n" + "".join(lines)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=30.0)
         waited = time.monotonic() - t0
+        while _compile_helpers(proc.pid) and time.monotonic() < t0 + 5.0:
+            time.sleep(0.05)
+        orphans = _compile_helpers(proc.pid)  # it dies with the node
+        assert not orphans, f"compile helper(s) {orphans} outlived the node"
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -84,11 +109,14 @@ import json, sys
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
 from numba_helpers import literal_duplicates
 from wbc_dynamics import info
+from wbc_dynamics.compile_helper import kernels_to_compile
+before = kernels_to_compile(["lcp_noslip"], passive_impact=True)
 sys.argv = ["wbc_info", "--precompile", sys.argv[1]]
 code = info.main()
 if code:
     sys.exit(code)
-print(json.dumps(literal_duplicates()))
+after = kernels_to_compile(["lcp_noslip"], passive_impact=True)
+print(json.dumps({{"duplicates": literal_duplicates(), "before": before, "after": after}}))
 """
 
 
@@ -110,8 +138,16 @@ def test_precompile_fills_the_cache_a_node_start_then_loads(tmp_path):
         in pre.stdout, pre.stdout
     # a cold compile compiled each kernel once: no second copy specialized on a constant that a
     # jitted caller passes (seconds each; 10 s of this start-up before they were removed)
-    duplicates = json.loads(pre.stdout.strip().splitlines()[-1])
-    assert duplicates == {}, duplicates
+    kernels = json.loads(pre.stdout.strip().splitlines()[-1])
+    assert kernels["duplicates"] == {}, kernels
+    # the compile helper's cache probe: all missing before, all cached after (so a warm start
+    # starts no helper); the helper itself ran (its progress line)
+    assert kernels["before"] == [["lcp_noslip", "lcp_noslip_kernel"],
+                                 ["consistency", "min_norm_solution_kernel"],
+                                 ["geometry", "passive_impact_kernel"]], kernels
+    assert kernels["after"] == [], kernels
+    assert "start-up: compiling the contact kernels of lcp_noslip in a helper process" \
+        in pre.stdout, pre.stdout
     run = subprocess.run([sys.executable, "-c", _CACHE_REPORT, config], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -124,3 +160,22 @@ def test_precompile_fills_the_cache_a_node_start_then_loads(tmp_path):
                 or k in ("wbc_dynamics.kernels.world.aba", "wbc_dynamics.kernels.world.crba")]
     assert unneeded == [], unneeded
     assert "wbc_dynamics.contact.tick.lcp_noslip_tick" in report["compiled"], report
+
+
+def test_compile_helper_kernel_lists_name_cached_kernels():
+    """Every kernel the compile helper's cache probe checks exists and is cached on disk by
+    numba (``cache=True``): a wrong name would make every start spawn a helper."""
+    from numba.core.registry import CPUDispatcher
+
+    from wbc_dynamics.compile_helper import (
+        GENERAL_PATH_KERNELS,
+        PASSIVE_IMPACT_KERNEL,
+        _dispatcher,
+    )
+    from wbc_dynamics.controller import CONTACT_METHODS
+
+    assert set(GENERAL_PATH_KERNELS) == set(CONTACT_METHODS)
+    for kernel in [*(k for ks in GENERAL_PATH_KERNELS.values() for k in ks),
+                   PASSIVE_IMPACT_KERNEL]:
+        d = _dispatcher(*kernel)
+        assert isinstance(d, CPUDispatcher) and type(d._cache).__name__ == "FunctionCache", kernel

@@ -333,6 +333,12 @@ def _negdamp(D, qd, out):
         out[i] = -D[i] * qd[i]
 
 
+def _warm_method_names(cfg: ControllerConfig) -> list[str]:
+    """``warm_methods`` as a list of names (a single string is one name; blanks are ignored)."""
+    warm = [cfg.warm_methods] if isinstance(cfg.warm_methods, str) else cfg.warm_methods
+    return [str(m) for m in warm if str(m).strip()]
+
+
 def _warm_kernels() -> None:
     """Compile (or load from cache) every kernel of this module."""
     a = np.zeros(2)
@@ -589,13 +595,31 @@ class WholeBodyController:
         self._cfg = dataclasses.replace(
             cfg, joints=list(cfg.joints), contact_links=list(cfg.contact_links)
         )
-        cfg = self._cfg
         t_start = time.perf_counter()
 
         def report(stage: str) -> None:
             if progress is not None:
                 progress(f"start-up: {stage} ({time.perf_counter() - t_start:.1f} s)")
 
+        # a cold start: the contact methods' robot-independent kernels compile in a helper
+        # process meanwhile (wbc_dynamics.compile_helper); None when all of them are cached
+        from .compile_helper import CompileHelper
+
+        self._compile_helper = CompileHelper.start(
+            [str(cfg.method), *_warm_method_names(cfg)], passive_impact=bool(cfg.passive_impact))
+        if self._compile_helper is not None:
+            report("compiling the contact kernels of "
+                   f"{', '.join(self._compile_helper.methods)} in a helper process")
+        try:
+            self._construct(model, report)
+        finally:
+            if self._compile_helper is not None:
+                self._compile_helper.stop()  # done (waited for) or no longer needed
+            self._compile_helper = None
+
+    def _construct(self, model: Any, report: Callable[[str], None]) -> None:
+        """The constructor's work (see the class docstring)."""
+        cfg = self._cfg
         #: warnings of the configuration (locked joints chosen for the user, ...), also logged
         #: by the node; the model's own load warnings are in ``model.load_warnings``
         self.load_warnings: list[str] = []
@@ -664,8 +688,7 @@ class WholeBodyController:
         # runtime parameters (validated)
         self._params: dict[str, Any] = {}
         self._apply(self.validate_parameters({k: getattr(cfg, k) for k in RUNTIME_PARAMETERS}))
-        warm = [cfg.warm_methods] if isinstance(cfg.warm_methods, str) else cfg.warm_methods
-        self._warm_methods = [str(m) for m in warm if str(m).strip()]
+        self._warm_methods = _warm_method_names(cfg)
         for method in self._warm_methods:
             if method not in METHODS:
                 raise ValueError(f"warm_methods: {method!r} is not one of {list(METHODS)}")
@@ -1313,6 +1336,12 @@ class WholeBodyController:
         every contact sphere (huge margin) so the controller's own types are compiled too."""
         from .contact import warmup as contact_warmup
 
+        helper = getattr(self, "_compile_helper", None)
+        if helper is not None and method in helper.methods:  # load what it compiled
+            tick = self._compiled_tick(self._contact_model, method)
+            if tick is not None:  # meanwhile: the part of the fused tick the helper cannot do
+                tick.compile_assembly()
+            helper.wait()
         contact_warmup([method])
         probe = self._build_contact_model(margin=1e3)
         saved = (self._q.copy(), self._v.copy(), self._qj.copy(), self._qdj.copy())

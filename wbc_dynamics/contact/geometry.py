@@ -803,10 +803,7 @@ class ContactModel:
         self.build(q, np.zeros(self.robot.nv), np.zeros(self.actuated.shape[0]), bq,
                    [np.zeros(6) for _ in self.bodies])
         if self.passive_impact:  # compiled only when the configuration uses it
-            nv = self.nv
-            rows = np.eye(3, nv)
-            passive_impact_kernel(rows, rows, rows, np.eye(nv), np.array([0.0, 1.0, -1.0]),
-                                  self.dt, 0.0, 1e-9, np.full(nv, -1.0), np.zeros((3, 3)))
+            warm_passive_impact(self.nv, self.dt)
 
     def _allocate_data(self) -> None:
         """The compiled kernels' shared buffers (:class:`ContactGeometry`, :class:`ContactData`)
@@ -1012,6 +1009,14 @@ def apply_passive_impact(problem: ContactProblem, separation_tolerance: float = 
     problem.v = v_post
     problem.impact_impulses = out
     return out
+
+
+def warm_passive_impact(nv: int = 7, dt: float = 1e-3) -> None:
+    """Compile / load :func:`passive_impact_kernel` and run it once (argument types do not depend
+    on ``nv``: the start-up compile helper warms it without a robot)."""
+    rows = np.eye(3, nv)
+    passive_impact_kernel(rows, rows, rows, np.eye(nv), np.array([0.0, 1.0, -1.0]), float(dt),
+                          0.0, 1e-9, np.full(nv, -1.0), np.zeros((3, 3)))
 
 
 @njit(cache=True)

@@ -469,6 +469,19 @@ class _CompiledTick:
         self.flags: tuple[str, ...] = ()
         self.warm_start_used = False
 
+    def compile_assembly(self) -> None:
+        """Compile / load the tick's first stage (problem assembly and passive impact,
+        ``_assemble_with_impact``) on its own and run it once at the neutral configuration: at
+        start-up the controller does this while the compile helper is still busy, so that
+        compiling the whole tick afterwards only links it (see wbc_dynamics.compile_helper)."""
+        cm = self.cm
+        r = cm.robot
+        a = r.kernel_arrays
+        q = np.array(r.neutral(), dtype=np.float64)
+        _assemble_with_impact(a.topo, a.tree, a.Sm, a.I6, r.gravity, cm.geometry, cm.data,
+                              self.options, q, np.zeros(r.nv), cm.excluded_mask(),
+                              self._no_box_R, self._no_box_p)
+
     def _sync_warm(self, mstate: MethodState) -> None:
         """Bring the compiled warm start in line with ``mstate`` if the general path (or a
         reset) changed it."""

@@ -1,0 +1,175 @@
+"""A cold start's compilation on two cores: contact kernels compiled in a helper process.
+
+numba compiles on one core, and a first start with an empty cache compiles for tens of seconds
+(issue 12). The contact methods' general-path kernels (``wbc_dynamics.contact.warmup``) and the
+passive-impact kernel do not depend on the robot -- every kernel takes flat arrays, so their
+numba signatures are the same for any model. While the controller compiles the robot's dynamics
+and contact-geometry kernels, a helper process (``python -m wbc_dynamics.compile_helper``)
+compiles those into the same on-disk cache (``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the
+package); the controller waits for it before its first call of one of them, and then loads them
+from the cache instead of compiling them (the fused tick that calls them loads them too).
+
+The helper only saves time; nothing depends on it for correctness. It is not started when every
+kernel it would compile is already cached (a warm start costs nothing), on a single-core machine,
+or with ``WBC_COMPILE_HELPER=0``. If it cannot start, fails or is slow, the controller compiles
+what is missing itself. It dies with its parent (Linux ``PR_SET_PDEATHSIG``, and a watcher
+thread), and SIGINT / SIGTERM end it at once even inside LLVM (default signal actions).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+#: the kernels ``contact.warmup(method)`` compiles at top level (measured on a cold cache),
+#: as (module of wbc_dynamics.contact, function): checked in the on-disk cache to decide
+#: whether a helper is worth starting
+GENERAL_PATH_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lcp_noslip": (("lcp_noslip", "lcp_noslip_kernel"),
+                   ("consistency", "min_norm_solution_kernel")),
+    "lcp_coulomb": (("lemke", "_solve_lcp_kernel"), ("lcp_coulomb", "_reduce_kernel")),
+    "qp_coulomb": (("qp", "_stage1_data"), ("qp", "_stage2_data")),
+    "qp_noslip": (("qp", "_stage1_data"), ("qp", "_stage2_data")),
+}
+PASSIVE_IMPACT_KERNEL = ("geometry", "passive_impact_kernel")
+
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _dispatcher(module: str, name: str):
+    import importlib
+
+    return getattr(importlib.import_module(f"wbc_dynamics.contact.{module}"), name)
+
+
+def cached_on_disk(dispatcher) -> bool:
+    """Whether numba's on-disk cache holds a compiled version of ``dispatcher`` that is current
+    for its source file (numba's own index check; False if that cannot be read)."""
+    try:
+        return bool(dispatcher._cache._cache_file._load_index())
+    except Exception:  # noqa: BLE001 - a private numba API: if it changes, just start a helper
+        return False
+
+
+def kernels_to_compile(methods: Sequence[str], passive_impact: bool) -> list[tuple[str, str]]:
+    """The helper's kernels for these contact methods that the on-disk cache lacks."""
+    wanted = [k for m in methods for k in GENERAL_PATH_KERNELS.get(m, ())]
+    if passive_impact and methods:
+        wanted.append(PASSIVE_IMPACT_KERNEL)
+    return [k for k in dict.fromkeys(wanted) if not cached_on_disk(_dispatcher(*k))]
+
+
+class CompileHelper:
+    """A running helper process (see the module docstring)."""
+
+    def __init__(self, proc: subprocess.Popen, methods: list[str]) -> None:
+        self._proc = proc
+        self.methods = methods
+        #: after :meth:`wait`: True if the helper compiled everything, else the reason it did not
+        self.result: bool | str | None = None
+
+    @classmethod
+    def start(cls, methods: Sequence[str], passive_impact: bool) -> CompileHelper | None:
+        """Start a helper for ``methods`` (contact method names; others are ignored) if one is
+        worth it, else return None."""
+        methods = [m for m in dict.fromkeys(methods) if m in GENERAL_PATH_KERNELS]
+        if (not methods or os.environ.get("WBC_COMPILE_HELPER", "1") == "0"
+                or (os.cpu_count() or 1) < 2 or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0"):
+            return None
+        if not kernels_to_compile(methods, passive_impact):
+            return None
+        env = dict(os.environ)
+        # the child imports this very package (same source files = same cache entries)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+        args = [sys.executable, "-m", "wbc_dynamics.compile_helper", "--parent",
+                str(os.getpid()), *(["--passive-impact"] if passive_impact else []), *methods]
+        try:
+            proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+        except OSError:
+            return None
+        return cls(proc, methods)
+
+    def wait(self, timeout: float = 300.0) -> bool:
+        """Wait for the helper (signals are handled meanwhile: it waits in short slices); True
+        if it compiled everything. After ``timeout`` seconds it is stopped and False returned."""
+        if self.result is not None:
+            return self.result is True
+        deadline = time.monotonic() + timeout
+        err = ""
+        while True:
+            try:
+                _, err = self._proc.communicate(timeout=0.1)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    self.result = f"no result after {timeout:.0f} s"
+                    return False
+        code = self._proc.returncode
+        self.result = True if code == 0 else f"exit code {code}: {(err or '').strip()[-500:]}"
+        return self.result is True
+
+    def stop(self) -> None:
+        """End the helper if it still runs (its partial work stays in the cache)."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        if self.result is None:
+            self.result = "stopped"
+
+
+def _die_with_parent(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # default actions end us inside LLVM too
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:  # Linux: the kernel kills us when the parent exits
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:  # elsewhere (and a parent gone before prctl): poll
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m wbc_dynamics.compile_helper",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--parent", type=int, required=True, help="pid to die with")
+    ap.add_argument("--passive-impact", action="store_true")
+    ap.add_argument("methods", nargs="+", choices=sorted(GENERAL_PATH_KERNELS))
+    args = ap.parse_args(argv)
+    _die_with_parent(args.parent)
+    import warnings
+
+    warnings.simplefilter("ignore")
+    # in the order the controller needs them: the passive impact comes first (contact model)
+    if args.passive_impact:
+        from .contact.geometry import warm_passive_impact
+
+        warm_passive_impact()
+    from .contact import warmup
+
+    warmup(list(args.methods))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
