@@ -371,10 +371,13 @@ def aba_derivatives(
     ABA for qdd, :func:`rnea_derivatives` at (q, v, qdd), M^-1 by IMMAmb (seed 003 Table 9,
     the core's ``minverse``), then the two products. One compiled call; status code.
     """
-    st = aba(q, v, tau, fext, False, ddq, topo, tree, Sm, gravity, W, SC)
+    # np.bool_: typed flags, not literals (one compiled aba / rnea_derivatives, shared with the
+    # Python path; numba compiles a callee once more for each literal argument)
+    st = aba(q, v, tau, fext, np.bool_(False), ddq, topo, tree, Sm, gravity, W, SC)
     if st != OK:
         return st
-    st = rnea_derivatives(q, v, ddq, True, dq, dv, M, topo, tree, Sm, gravity, W, DW, SC)
+    st = rnea_derivatives(q, v, ddq, np.bool_(True), dq, dv, M, topo, tree, Sm, gravity, W, DW,
+                          SC)
     if st != OK:
         return st
     st = minverse(q, Minv, FP, topo, tree, Sm, W, SC)
