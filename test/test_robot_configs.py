@@ -229,3 +229,26 @@ def test_foot_trot_from_the_contact_links_walks_forward(robot):
     assert 0.6 * expected < travel < 1.4 * expected, (travel, expected)
     assert abs(r.base_pos[-1, 1] - r.base_pos[0, 1]) < 0.25 * expected
     assert np.min(r.base_pos[:, 2]) > 0.85 * r.base_pos[0, 2]
+
+
+def test_simulation_starts_with_the_plants_feet_on_the_ground():
+    """go2's contact spheres (the spheres containing its round foot meshes) reach ~3 mm below
+    the meshes, so the controller's standing height (contact points touching the ground) would
+    start the MuJoCo plant ~3 mm in the air, dropping at t = 0 (over ROS it then sagged in 1 of
+    4 runs). The simulation places the plant's own collision geometry on the ground instead."""
+    pytest.importorskip("mujoco")
+    from wbc_dynamics.robot_config import standing_configuration
+    from wbc_dynamics.sim.closed_loop import ClosedLoop, LoopConfig
+
+    loop = ClosedLoop(LoopConfig(robot="go2", reference="stand"))
+    ctl = loop.ctl.ctl
+    z_contact_points = standing_configuration(
+        ctl, loop.setup.standing_joint_positions(ctl.joint_names, ctl.model))[2]
+    assert abs(loop.plant.ground_clearance()) < 1e-6  # touching, not penetrating
+    assert abs(loop.standing_height - loop.q_start[2]) < 1e-12
+    assert 2e-3 < z_contact_points - loop.standing_height < 4e-3
+    # the plant itself: the controller's standing pose was ~3 mm in the air
+    q = loop.q_start.copy()
+    q[2] = z_contact_points
+    loop.plant.set_state(q, np.zeros(loop.plant.nv))
+    assert 2e-3 < loop.plant.ground_clearance() < 4e-3

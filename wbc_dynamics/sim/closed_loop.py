@@ -572,7 +572,7 @@ class ClosedLoop:
         q0 = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
         o = 7 if floating else 0  # model order -> the plant's (configured) joint order
         q0 = np.concatenate([q0[:o], [q0[o + model.joint_index(j)] for j in self.joint_names]])
-        self.plant.set_state(q0, np.zeros(self.plant.nv))
+        q0 = self.plant.place_on_ground(q0)  # the plant's feet on its ground (not dropping)
         self.q_start, _ = self.plant.get_state()
         self.standing_height = float(q0[2]) if floating else 0.0
         self.hand_box_offset = None

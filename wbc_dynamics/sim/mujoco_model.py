@@ -659,6 +659,44 @@ class MujocoPlant:
         """Integration step [s]."""
         return float(self.model.opt.timestep)
 
+    def ground_clearance(self, distmax: float = 0.5) -> float:
+        """Signed distance [m] from the robot's collision geometry to the ground plane at the
+        current state (MuJoCo's ``mj_geomDistance`` on every robot geom; negative: penetration);
+        ``inf`` without a ground plane or if nothing is within ``distmax``."""
+        m, d = self.model, self.data
+        if self._ground_geom < 0:
+            return math.inf
+        fromto = np.zeros(6)
+        best = math.inf
+        for g in range(m.ngeom):
+            b = int(m.geom_bodyid[g])
+            if g == self._ground_geom or b == 0 or m.body_rootid[b] != m.body_rootid[
+                    self._root_body] or not (m.geom_contype[g] or m.geom_conaffinity[g]):
+                continue
+            dist = mujoco.mj_geomDistance(m, d, g, self._ground_geom, distmax, fromto)
+            if dist < distmax:
+                best = min(best, float(dist))
+        return best
+
+    def place_on_ground(self, q: np.ndarray) -> np.ndarray:
+        """``q`` (floating base) with the base height changed so that the plant's lowest
+        collision geometry just touches the ground, set as the state at rest, and returned.
+
+        The controller's standing height comes from its contact points, which may differ from
+        the plant's geometry (a round foot mesh's containing sphere reaches up to 16 % of its
+        radius below the mesh: 3.2 mm on go2); a simulation starts with the feet on the ground,
+        not dropping onto it. Fixed base or no ground: ``q`` unchanged."""
+        q = np.array(q, dtype=float)
+        self.set_state(q, np.zeros(self.nv))
+        if self.floating_base:
+            gap = self.ground_clearance()
+            # within 1 um it already stands on the ground: unchanged (a rounding-level shift would
+            # only perturb the start -- talos standing is that sensitive, see docs/robots.md)
+            if math.isfinite(gap) and abs(gap) > 1e-6:
+                q[2] -= gap
+                self.set_state(q, np.zeros(self.nv))
+        return q
+
     def set_state(self, q: np.ndarray, v: np.ndarray) -> None:
         """Set the robot state (core convention, joints in ``joint_order``) and run forward."""
         q = np.asarray(q, dtype=float)

@@ -247,6 +247,8 @@ def _make_node_class():
             else:
                 q0 = self._initial_q(info, str(p["initial_pose"]))
                 self.contact_links = list(info["contact_links"]) if info else []
+            if configured is not None:  # the plant's feet on its ground (not dropping onto it)
+                q0 = self.plant.place_on_ground(q0)
             self.plant.set_state(q0, np.zeros(self.plant.nv))
             self.world_frame = str(p["world_frame"])
             self.base_frame = str(p["base_frame"]) or self.plant.parsed.root
