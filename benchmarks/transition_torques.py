@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-DEFAULT = "lcp_noslip_mn,lcp_coulomb,qp_coulomb,qp_noslip,id_prev,pid"
+DEFAULT = "lcp_noslip_mn,lcp_coulomb,qp_coulomb,qp_noslip,qp_noslip_paper,id_prev,pid"
 
 
 def measure(controller: str, duration: float) -> dict:

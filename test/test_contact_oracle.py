@@ -433,6 +433,15 @@ def test_two_stage_qp_matches_oracle(case, method, objective):
         opts["noslip_gap"] = 1e-6
         o.S[p.phi > 1e-6] = 0.0
         o.T[p.phi > 1e-6] = 0.0
+        # the documented scale-aware rank rule (rank_mass_ratio = 100, default): tangential
+        # impulses exist only on the rows lcp_noslip's Alg. 1 floor keeps (pivot, i.e. inverse
+        # effective mass with the actuated velocities prescribed and the kept rows enforced,
+        # above 1 / (100 m)); the oracle applies it with Pinocchio's M (relative test off)
+        keep_s, keep_t, rejected = o.kept_noslip_rows(p.phi <= 1e-6, mass, 100.0, rank_tol=0.0)
+        floor = 1.0 / (100.0 * mass)
+        assert all(abs(x - floor) > 0.1 * floor for x in rejected)  # decisions not marginal
+        o.S[~keep_s] = 0.0
+        o.T[~keep_t] = 0.0
     vref, obj_ref, tau_ref, objective_of = oracle_two_stage(o, coulomb, p.friction_edges,
                                                             objective)
     res = solve(method, p, SolverState(), **opts)
@@ -444,6 +453,14 @@ def test_two_stage_qp_matches_oracle(case, method, objective):
     escale = 0.5 * vref @ o.M @ vref + 1e-3 * mass * G * p.dt  # energy scale [J]
     assert abs(objective_of(res.v_next, gen_c, c[:, 0]) - obj_ref) <= tol * escale
     assert np.abs(res.tau - tau_ref).max() <= tol * (1.0 + np.abs(tau_ref).max())
+    if not coulomb:
+        # the dropped rows carry no impulse; the rule bounds the impulses by what the state can
+        # need (as for lcp_noslip: the penetration-recovery momentum + 20 ticks of weight)
+        assert np.all(c[~keep_s, 1] == 0.0) and np.all(c[~keep_t, 2] == 0.0)
+        assert ("rows_dropped" in res.stats.flags) == bool(np.any(
+            (~keep_s & (p.phi <= 1e-6)) | (~keep_t & (p.phi <= 1e-6))))
+        bound = mass * (20.0 * G * p.dt + max(0.0, -float(p.phi.min())) / p.dt)
+        assert np.abs(c).max() <= bound
 
 
 # ----------------------------------------------------------------------------- lcp_coulomb

@@ -322,9 +322,20 @@ def test_with_geometry_contact_model(method):
     assert abs(res.contact_forces_local[:, 0].sum() - MG) <= 1e-6 * MG
     np.testing.assert_allclose(res.contact_forces_world.sum(axis=0), [0, 0, MG], atol=1e-5)
     assert p.dynamics_residual(res.tau, res.impulses, res.v_next) <= 1e-12
-    # the same problem from this file's independent assembly gives the same torques
-    ref = solve(method, quadruped_problem(mu=0.8), SolverState())
+    # the same problem from this file's independent assembly gives the same torques (with the
+    # model's total mass: qp_noslip's rank_mass_ratio rule applies to both)
+    import dataclasses
+
+    ref_p = dataclasses.replace(quadruped_problem(mu=0.8), total_mass=p.total_mass,
+                                validated=False).validate()
+    ref = solve(method, ref_p, SolverState())
     np.testing.assert_allclose(res.tau, ref.tau, atol=1e-6)
+    if method == "qp_noslip":  # the nominal stance's dependent tangential rows are dropped
+        assert "rows_dropped" in res.stats.flags and res.stats.info["rows_dropped"] == 5
+        every = solve(method, p, SolverState(), rank_mass_ratio=0.0)
+        assert "rows_dropped" not in every.stats.flags
+        ref0 = solve(method, quadruped_problem(mu=0.8), SolverState())  # total_mass None
+        np.testing.assert_allclose(every.tau, ref0.tau, atol=1e-6)
 
 
 def test_bad_options_and_zero_contacts():

@@ -105,6 +105,7 @@ from numba import njit
 from .consistency import mark_sticking_correction, sticking_consistent_problem
 from .dispatch import fallback_result
 from .lcp_coulomb import ReducedDynamics
+from .lcp_noslip import _alg1, min_pivot
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
 __all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES", "warmup"]
@@ -497,8 +498,8 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                      stage2_eps: float | None = None, formulation: str = "auto",
                      sparse_above: int = 8, stage1_objective: str = "kinetic_energy",
                      stage1_recenter: bool = True, sticking_correction: bool = False,
-                     sticking_gap: float = 1e-6, friction_gap: float | None = None
-                     ) -> ContactResult:
+                     sticking_gap: float = 1e-6, friction_gap: float | None = None,
+                     rank_mass_ratio: float = 0.0) -> ContactResult:
     corrected, change = False, 0.0
     if sticking_correction:
         problem, change, corrected = sticking_consistent_problem(problem, sticking_gap)
@@ -515,6 +516,17 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
             problem = dataclasses.replace(problem, S=S, T=T)
         else:
             sep = None
+    floor = min_pivot(problem, rank_mass_ratio)
+    dropped = None
+    if floor > 0.0:  # qp_noslip: the scale-aware rank rule on the free tangential impulses
+        dropped = _dropped_tangential(problem, floor)
+        if np.any(dropped):
+            S, T = problem.S.copy(), problem.T.copy()
+            S[dropped[:, 0]] = 0.0
+            T[dropped[:, 1]] = 0.0
+            problem = dataclasses.replace(problem, S=S, T=T)
+        else:
+            dropped = None
     res = _solve_two_stage_impl(problem, mstate, method, coulomb, friction_edges=friction_edges,
                                 stage2=stage2, warm_start=warm_start, eps=eps,
                                 max_iter=max_iter, polish=polish, stage2_reg=stage2_reg,
@@ -522,16 +534,42 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                                 formulation=formulation, sparse_above=sparse_above,
                                 stage1_objective=stage1_objective,
                                 stage1_recenter=stage1_recenter)
-    if sep is not None:
+    if sep is not None or dropped is not None:
         # the zeroed rows make those impulses inert; report them as exactly zero so that
         # eq. (37) holds for the original problem too
         imp = res.impulses.copy()
-        imp[sep, 1:] = 0.0
+        if sep is not None:
+            imp[sep, 1:] = 0.0
+        if dropped is not None:
+            imp[:, 1:][dropped] = 0.0
+            res.stats.add_flag("rows_dropped")
+            res.stats.info["rows_dropped"] = int(dropped.sum())
         res = ContactResult.from_impulses(original, res.tau, imp, res.v_next, res.stats,
                                           res.consistent)
     if corrected or change != change:  # applied, or failed (nan)
         mark_sticking_correction(res, problem, change)
     return res
+
+
+def _dropped_tangential(problem: ContactProblem, floor: float) -> np.ndarray:
+    """(nc, 2) bool: the non-zero tangential rows (S_i, T_i) that the scale-aware rank rule of
+    ``lcp_noslip``'s Alg. 1 treats as dependent -- in the order S_1, T_1, ..., S_n, T_n, a row
+    is kept iff its pivot, the inverse effective mass [1/kg] of its direction once the actuated
+    velocities are prescribed (P rows, eq. (38)) and the rows already kept are enforced, exceeds
+    ``floor`` = 1 / (rank_mass_ratio * total_mass) (:func:`~.lcp_noslip.min_pivot`). The pivots
+    are those of ``J_f K_ff J_f^T`` restricted to the tangential rows, i.e. of the Stage I
+    Hessian (Z^T A Z of eq. (97))."""
+    _, _, _, nG, kind, idx = _alg1(problem.Minv, problem.actuated, problem.S, problem.T, 0.0,
+                                   0.0, floor)
+    kept = np.zeros((problem.nc, 2), dtype=bool)
+    if nG < 0:  # P M^-1 P^T not positive definite: ReducedDynamics.build reports it
+        return kept
+    for j in range(nG):
+        if kind[j] > 0:
+            kept[idx[j], kind[j] - 1] = True
+    nonzero = np.column_stack([np.any(problem.S != 0.0, axis=1),
+                               np.any(problem.T != 0.0, axis=1)])
+    return nonzero & ~kept
 
 
 def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: str,
@@ -892,6 +930,7 @@ def solve_qp_noslip(
     stage1_recenter: bool = True,
     sticking_correction: bool = False,
     sticking_gap: float = 1e-6,
+    rank_mass_ratio: float = 100.0,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
@@ -901,6 +940,22 @@ def solve_qp_noslip(
     tangential impulses exist only at contacts with ``phi <= noslip_gap`` (eq. (34)); a
     separated candidate gets no friction (its S, T rows are zeroed, so its tangential impulses
     leave the objective and Stage II sets them to zero). ``None`` (default): every candidate.
+
+    ``rank_mass_ratio`` (default 100): the scale-aware rank rule of ``lcp_noslip`` (Alg. 1,
+    :func:`~wbc_dynamics.contact.lcp_noslip.solve_lcp_noslip`) applied to the free tangential
+    impulses: in the order S_1, T_1, ..., a tangential row is kept iff the effective mass of its
+    direction, with the actuated velocities prescribed and the rows already kept enforced (the
+    pivot of the Stage I Hessian ``J_f K_ff J_f^T`` restricted to the tangential rows), is at
+    most ``rank_mass_ratio * problem.total_mass``; the other tangential impulses are 0 (the row
+    is zeroed as for ``noslip_gap``; flag ``rows_dropped``, ``info["rows_dropped"]`` = count).
+    Why: two stance feet at sub-millimetre different heights make the tangential pair along the
+    line between them a direction of ~1e3-1e4 times the robot's mass (the normal rows that
+    would make it exactly dependent are sign-constrained, c_N >= 0); Stage I then spends
+    ~1e3-1e4 m g of internal tangential force on mm/s of relative foot velocity (contact-velocity
+    objective; closed-loop trot, docs/contact_methods.md). Exactly dependent tangential rows are
+    dropped by the same rule, so Stage II has no internal tangential forces among dropped rows
+    to trade for torque. ``0`` (or ``total_mass=None``): every tangential impulse (Sec. 6 as
+    written).
     """
     return _solve_two_stage(
         problem,
@@ -923,6 +978,7 @@ def solve_qp_noslip(
         sticking_correction=sticking_correction,
         sticking_gap=sticking_gap,
         friction_gap=noslip_gap,
+        rank_mass_ratio=rank_mass_ratio,
     )
 
 

@@ -48,9 +48,10 @@ __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
 CONTACT_METHODS = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
 #: ``lcp_noslip_mn`` = ``lcp_noslip`` with ``min_norm=True`` (minimum-norm impulses instead of
 #: the paper's warm-started vertex solution; an option of the contact solver).
-#: ``qp_coulomb_paper`` / ``lcp_coulomb_paper`` = the method as the paper writes it (without
-#: :data:`QUADRUPED_SOLVER_OPTIONS`), for comparison.
+#: ``qp_coulomb_paper`` / ``lcp_coulomb_paper`` / ``qp_noslip_paper`` = the method as the
+#: paper writes it (without :data:`QUADRUPED_SOLVER_OPTIONS`), for comparison.
 CONTROLLERS = (*CONTACT_METHODS, "lcp_noslip_mn", "qp_coulomb_paper", "lcp_coulomb_paper",
+               "qp_noslip_paper",
                "id_prev", "pid", "none")
 
 #: PD feedback gains of the ID controllers [1/s^2, 1/s] and PID baseline gains (torque units:
@@ -70,9 +71,14 @@ DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}, "qp_noslip": {"nos
 #: desired accelerations to those the touching feet realize while sticking, and qp_coulomb
 #: uses the contact-velocity Stage I objective with friction only at touching feet (issue 11,
 #: docs/contact_methods.md "Tracking in closed loop"; without them both track worse than PID).
+#: qp_noslip likewise (contact-velocity objective, sticking correction): with eq. (69) as
+#: written its unbounded friction brakes the base within one tick on every touchdown (trot:
+#: up to 40 m g predicted, torques between the limits on 8 % of the ticks; docs/contact_methods.md
+#: "Torque jumps at touchdown and lift-off").
 QUADRUPED_SOLVER_OPTIONS = {
     "qp_coulomb": {"stage1_objective": "contact_velocity", "sticking_correction": True,
                    "friction_gap": 1e-6},
+    "qp_noslip": {"stage1_objective": "contact_velocity", "sticking_correction": True},
     "lcp_coulomb": {"sticking_correction": True, "min_norm": True},
 }
 
