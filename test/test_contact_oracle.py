@@ -433,7 +433,7 @@ def test_two_stage_qp_matches_oracle(case, method, objective):
         opts["noslip_gap"] = 1e-6
         o.S[p.phi > 1e-6] = 0.0
         o.T[p.phi > 1e-6] = 0.0
-        # the documented scale-aware rank rule (rank_mass_ratio = 100, default): tangential
+        # the documented scale-aware rank rule (rank_mass_ratio = 100, opt-in): tangential
         # impulses exist only on the rows lcp_noslip's Alg. 1 floor keeps (pivot, i.e. inverse
         # effective mass with the actuated velocities prescribed and the kept rows enforced,
         # above 1 / (100 m)); the oracle applies it with Pinocchio's M (relative test off)
@@ -442,6 +442,7 @@ def test_two_stage_qp_matches_oracle(case, method, objective):
         assert all(abs(x - floor) > 0.1 * floor for x in rejected)  # decisions not marginal
         o.S[~keep_s] = 0.0
         o.T[~keep_t] = 0.0
+        opts["rank_mass_ratio"] = 100.0
     vref, obj_ref, tau_ref, objective_of = oracle_two_stage(o, coulomb, p.friction_edges,
                                                             objective)
     res = solve(method, p, SolverState(), **opts)

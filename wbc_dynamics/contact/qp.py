@@ -930,7 +930,7 @@ def solve_qp_noslip(
     stage1_recenter: bool = True,
     sticking_correction: bool = False,
     sticking_gap: float = 1e-6,
-    rank_mass_ratio: float = 100.0,
+    rank_mass_ratio: float = 0.0,
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
@@ -941,7 +941,8 @@ def solve_qp_noslip(
     separated candidate gets no friction (its S, T rows are zeroed, so its tangential impulses
     leave the objective and Stage II sets them to zero). ``None`` (default): every candidate.
 
-    ``rank_mass_ratio`` (default 100): the scale-aware rank rule of ``lcp_noslip`` (Alg. 1,
+    ``rank_mass_ratio`` (default 0 = off, Sec. 6 as written; the quadruped closed loop uses
+    100): the scale-aware rank rule of ``lcp_noslip`` (Alg. 1,
     :func:`~wbc_dynamics.contact.lcp_noslip.solve_lcp_noslip`) applied to the free tangential
     impulses: in the order S_1, T_1, ..., a tangential row is kept iff the effective mass of its
     direction, with the actuated velocities prescribed and the rows already kept enforced (the
@@ -956,6 +957,9 @@ def solve_qp_noslip(
     dropped by the same rule, so Stage II has no internal tangential forces among dropped rows
     to trade for torque. ``0`` (or ``total_mass=None``): every tangential impulse (Sec. 6 as
     written).
+    Off by default because it breaks grasps: among four fingertips on a rigid box the
+    exactly dependent tangential rows are dropped too, and the friction that holds the object
+    goes with them (the arm + box loop with the finger hold dropped the box within 1.4 s).
     """
     return _solve_two_stage(
         problem,

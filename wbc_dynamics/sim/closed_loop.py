@@ -78,7 +78,8 @@ DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}, "qp_noslip": {"nos
 QUADRUPED_SOLVER_OPTIONS = {
     "qp_coulomb": {"stage1_objective": "contact_velocity", "sticking_correction": True,
                    "friction_gap": 1e-6},
-    "qp_noslip": {"stage1_objective": "contact_velocity", "sticking_correction": True},
+    "qp_noslip": {"stage1_objective": "contact_velocity", "sticking_correction": True,
+                  "rank_mass_ratio": 100.0},
     "lcp_coulomb": {"sticking_correction": True, "min_norm": True},
 }
 

@@ -42,13 +42,14 @@ from .closed_loop import LoopConfig, LoopResult, run
 __all__ = ["ARM_CASES", "CONTROLLERS", "PAPER_TABLE3", "PAPER_TABLE4", "PAPER_TABLE5",
            "SHIFT_CASES", "TERRAINS", "main", "run_all", "write_report"]
 
-CONTROLLERS = ("qp_coulomb", "qp_coulomb_paper", "qp_noslip", "lcp_coulomb", "lcp_coulomb_paper",
-               "lcp_noslip", "lcp_noslip_mn", "id_prev", "pid")
+CONTROLLERS = ("qp_coulomb", "qp_coulomb_paper", "qp_noslip", "qp_noslip_paper", "lcp_coulomb",
+               "lcp_coulomb_paper", "lcp_noslip", "lcp_noslip_mn", "id_prev", "pid")
 PAPER_NAMES = {
     "qp_coulomb": "ID(t_i) QP,mu", "qp_noslip": "ID(t_i) QP,inf",
     "lcp_coulomb": "ID(t_i) LCP,mu", "lcp_noslip": "ID(t_i) LCP,inf",
     "lcp_noslip_mn": "ID(t_i) LCP,inf min-norm",
     "qp_coulomb_paper": "ID(t_i) QP,mu (eq. 69 as written)",
+    "qp_noslip_paper": "ID(t_i) QP,inf (eq. 69 as written)",
     "lcp_coulomb_paper": "ID(t_i) LCP,mu (Lemke vertex, qdd_des as given)",
     "id_prev": "ID(t_i-1)", "pid": "PID", "none": "ID, no contact",
 }
