@@ -37,6 +37,10 @@ GENERAL_PATH_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
     "qp_noslip": (("qp", "_stage1_data"), ("qp", "_stage2_data")),
 }
 PASSIVE_IMPACT_KERNEL = ("geometry", "passive_impact_kernel")
+#: methods with a fused compiled tick (wbc_dynamics.contact.tick): its assembly stage calls the
+#: passive-impact kernel whether or not the configuration enables it (a runtime branch), so the
+#: helper compiles that kernel for them too
+FUSED_TICK_METHODS = ("lcp_noslip", "lcp_coulomb")
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,7 +63,7 @@ def cached_on_disk(dispatcher) -> bool:
 def kernels_to_compile(methods: Sequence[str], passive_impact: bool) -> list[tuple[str, str]]:
     """The helper's kernels for these contact methods that the on-disk cache lacks."""
     wanted = [k for m in methods for k in GENERAL_PATH_KERNELS.get(m, ())]
-    if passive_impact and methods:
+    if (passive_impact and methods) or any(m in FUSED_TICK_METHODS for m in methods):
         wanted.append(PASSIVE_IMPACT_KERNEL)
     return [k for k in dict.fromkeys(wanted) if not cached_on_disk(_dispatcher(*k))]
 
@@ -87,8 +91,9 @@ class CompileHelper:
         # the child imports this very package (same source files = same cache entries)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+        passive = passive_impact or any(m in FUSED_TICK_METHODS for m in methods)
         args = [sys.executable, "-m", "wbc_dynamics.compile_helper", "--parent",
-                str(os.getpid()), *(["--passive-impact"] if passive_impact else []), *methods]
+                str(os.getpid()), *(["--passive-impact"] if passive else []), *methods]
         try:
             proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
