@@ -152,3 +152,245 @@ def test_controller_honours_solver_state_options():
                 min_norm=True, noslip_gap=1e-6)
     assert out.solver_flags == ref.stats.flags and "min_norm" in out.solver_flags
     np.testing.assert_allclose(out.tau, ref.tau, atol=1e-9 * (1 + np.abs(ref.tau).max()))
+
+
+# ---------------------------------------------------------------- the QP methods (qp_tick)
+from wbc_dynamics.contact import qp as qp_module  # noqa: E402
+from wbc_dynamics.contact import qp_tick as qp_tick_module  # noqa: E402
+from wbc_dynamics.contact.qp_tick import QPTick  # noqa: E402
+
+#: the controller's options of the QP methods (config/*.yaml: coulomb_tracking, noslip_gap)
+QP_TRACKING = {"sticking_correction": True, "stage1_objective": "contact_velocity",
+               "friction_gap": 1e-6}
+SHIPPED_QUADRUPED = dict(phi_deadband=1e-4, passive_impact=True, separation_tolerance=0.05)
+
+
+def _qp_schedule(info, k):
+    """The gait's contact schedule of tick k: a swing foot / two swing feet / flight, with
+    returns to earlier contact sets (every path of the solver cache: first use of a contact
+    count, continuation, a set change on a used count, the general path in between)."""
+    links = info["contact_links"]
+    phase = (k // 6) % 6
+    if phase == 1:
+        return frozenset([links[0]])
+    if phase == 3:
+        return frozenset([links[0], links[-1]])
+    if phase == 4:
+        return frozenset([links[1]])
+    return frozenset()
+
+
+def _compare_qp(method, robot, cm_opts, opts, seed, n=60, flight=(40,), warm=True):
+    """n ticks of QPTick against build + solve (warm-started SolverStates, or cold), through
+    the contact-set changes of :func:`_qp_schedule` and a flight tick (the general path).
+
+    Identities and warm-start use must be equal on every tick, the flags up to
+    ``iteration_limit`` (which of two runs stops at OSQP's iteration limit can differ when one
+    converges in about max_iter iterations). Returns [(tick, reference result, fused tau,
+    fused world forces, fused flags)] of the compiled ticks."""
+    m, info, cm = _setup(robot, cm_opts)
+    fused = compiled_tick(cm, method, opts)
+    assert isinstance(fused, QPTick)
+    q0 = np.array(info["standing_q"])
+    st_ref, st_fused = SolverState(), SolverState()
+    rng = np.random.default_rng(seed)
+    rows, generic = [], 0
+    for k, (q, v, qdd) in enumerate(_states(m, q0, n, rng)):
+        cm.excluded_links = _qp_schedule(info, k)
+        if k in flight:
+            q[2] += 0.2  # no candidate: the general path (its no-contact result)
+        ms = st_fused.get(method) if warm else None
+        ok = fused.run(q, v, qdd, ms)
+        ref = solve(method, cm.build(q, v, qdd), st_ref if warm else None, **opts)
+        if not ok:
+            assert "no_contacts" in ref.stats.flags, ref.stats.flags
+            generic += 1
+            fused.export_warm(ms)
+            solve(method, cm.build(q, v, qdd), st_fused if warm else None, **opts)
+            continue
+        assert fused.contact_ids() == ref.contact_ids
+        assert fused.warm_start_used == ref.stats.warm_start_used, k
+        assert _no_limit(fused.flags) == _no_limit(ref.stats.flags), (k, fused.flags,
+                                                                      ref.stats.flags)
+        if warm:
+            a, b = st_fused.get(method), st_ref.get(method)
+            assert a.contact_ids == b.contact_ids
+            np.testing.assert_array_equal(a.data["tau"], fused.out.tau)
+        rows.append((k, ref, fused.out.tau.copy(), fused.out.forces_world[:fused.nc].copy(),
+                     fused.flags))
+    assert generic == sum(0 <= f < n for f in flight)
+    assert len(rows) == n - generic
+    assert fused._entry is not qp_tick_module.qp_tick_stage1  # its bound entry point
+    return rows, fused
+
+
+def _no_limit(flags):
+    return tuple(f for f in flags if f != "iteration_limit")
+
+
+def _converged(rows):
+    """The ticks on which OSQP converged in both runs (no ``iteration_limit``)."""
+    return [r for r in rows if "iteration_limit" not in r[1].stats.flags + r[4]]
+
+
+def _assert_close(rows, tol, forces=True):
+    """tau [N m] (and world forces [N]) within ``tol`` x (1 + max |reference|)."""
+    for k, ref, tau, fw, _ in rows:
+        np.testing.assert_allclose(tau, ref.tau, rtol=0, atol=tol * (1 + np.abs(ref.tau).max()),
+                                   err_msg=f"tick {k}")
+        if forces:
+            fs = 1.0 + np.abs(ref.contact_forces_world).max()
+            np.testing.assert_allclose(fw, ref.contact_forces_world, rtol=0, atol=tol * fs,
+                                       err_msg=f"tick {k}")
+
+
+QP_CASES = {
+    "qp_coulomb_shipped": ("qp_coulomb", SHIPPED_QUADRUPED, QP_TRACKING),
+    "qp_coulomb_plain": ("qp_coulomb", {}, {}),
+    "qp_noslip_shipped": ("qp_noslip", SHIPPED_QUADRUPED, {"noslip_gap": 1e-6}),
+    "qp_noslip_plain": ("qp_noslip", {}, {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QP_CASES))
+def test_compiled_qp_tick_equals_build_and_solve_quadruped(case):
+    """The quadruped, warm-started through contact-set changes (swing feet, a flight phase)
+    and cold (fresh solvers every tick): where OSQP converged in both runs, tau and forces to
+    1e-5 relative (measured <= 3e-7; OSQP's eps is 1e-7 in N).
+
+    A contact-set change resets the cached solver of that contact count to a fresh setup's
+    state, which equals a new setup only to rounding error (OSQP rescales the data on every
+    update); where OSQP then stops at its iteration limit, that rounding changes the returned
+    iterate (the general path's own result changes as much under a rounding-level
+    perturbation), so those ticks are compared in identities and flags only. Continuing the
+    same OSQP state, both agree bitwise (test below)."""
+    method, cm_opts, opts = QP_CASES[case]
+    rows, fused = _compare_qp(method, "quadruped", cm_opts, opts, 5)
+    conv = _converged(rows)
+    assert len(conv) >= 20
+    _assert_close(conv, 1e-5)
+    flags = {f for _, ref, _, _, _ in rows for f in ref.stats.flags}
+    assert "min_norm" in flags
+    if opts.get("sticking_correction"):
+        assert "inconsistent_corrected" in flags
+    # the solver cache: one Stage I solver per contact count that occurred (4, 3, 2 contacts)
+    assert sorted(fused._s1) == [2, 3, 4]
+    rows, _ = _compare_qp(method, "quadruped", cm_opts, opts, 6, n=30, warm=False)
+    conv = _converged(rows)
+    assert len(conv) >= 10
+    _assert_close(conv, 1e-5)
+
+
+@pytest.mark.parametrize("robot", ["quadruped", "humanoid"])
+def test_compiled_qp_tick_continuation_is_bitwise(robot):
+    """One contact set throughout (every foot / sole corner 1 mm inside the ground), with a
+    flight tick (the general path) in between: both paths set up the same solvers and continue
+    the same OSQP states, so they agree to rounding error on every tick -- also where OSQP
+    stops at its iteration limit (most humanoid ticks), where the result depends on every bit
+    of the iterate."""
+    for method in ("qp_coulomb", "qp_noslip"):
+        m, info, cm = _setup(robot, {})
+        fused = compiled_tick(cm, method, {})
+        q0 = np.array(info["standing_q"])
+        st_ref, st_fused = SolverState(), SolverState()
+        rng = np.random.default_rng(2)
+        limits = 0
+        ncs = set()
+        for k in range(12):
+            q = q0.copy()
+            q[2] += 0.2 if k == 6 else -0.001
+            v = rng.normal(0.0, 0.05, m.nv)
+            qdd = rng.normal(0.0, 2.0, m.nv - 6)
+            ms = st_fused.get(method)
+            ok = fused.run(q, v, qdd, ms)
+            ref = solve(method, cm.build(q, v, qdd), st_ref)
+            if k == 6:
+                assert not ok and "no_contacts" in ref.stats.flags
+                fused.export_warm(ms)
+                solve(method, cm.build(q, v, qdd), st_fused)
+                continue
+            assert ok and fused.flags == ref.stats.flags
+            ncs.add(fused.nc)
+            limits += "iteration_limit" in ref.stats.flags
+            scale = 1e-9 * (1 + np.abs(ref.tau).max())
+            np.testing.assert_allclose(fused.out.tau, ref.tau, rtol=0, atol=scale)
+            np.testing.assert_allclose(fused.out.forces_world[:fused.nc],
+                                       ref.contact_forces_world, rtol=0, atol=scale)
+        assert len(ncs) == 1  # one contact set (its count: 4 feet, 8 sole corners)
+        if robot == "humanoid":
+            assert limits > 0  # (the iteration-limited case is covered)
+
+
+@pytest.mark.parametrize("method", ["qp_coulomb", "qp_noslip"])
+def test_compiled_qp_tick_humanoid_with_contact_changes(method):
+    """The humanoid through contact-set changes. Its contact forces are not unique (eight
+    corners; Stage II's regularization 1e-9 selects them only loosely), so torques are
+    compared, on the ticks where OSQP converged in both runs (measured <= 7e-6 relative).
+    ``qp_noslip`` stops at OSQP's iteration limit on every one of these ticks (Stage II of 5-8
+    contacts with free tangential impulses; the general path alike): identities, flags and
+    warm-start use are compared, the numbers by the bitwise continuation test above."""
+    rows, _ = _compare_qp(method, "humanoid", {}, {}, 5, n=40, flight=(30,))
+    conv = _converged(rows)
+    if method == "qp_coulomb":
+        assert len(conv) >= 5
+    _assert_close(conv, 5e-5, forces=False)
+
+
+def test_compiled_qp_tick_stage1_failure_is_the_documented_fallback(monkeypatch):
+    """OSQP reporting Stage I infeasible: the tick returns solve's fallback (the previous
+    torques, flags fallback + infeasible + the sticking correction's), keeps the previous
+    contacts in the MethodState, and the next tick starts Stage I fresh -- as the general
+    path does."""
+    method, opts = "qp_coulomb", QP_TRACKING
+    m, info, cm = _setup("quadruped", SHIPPED_QUADRUPED)
+    fused = compiled_tick(cm, method, opts)
+    q0 = np.array(info["standing_q"])
+    st_ref, st_fused = SolverState(), SolverState()
+    states = list(_states(m, q0, 4, np.random.default_rng(3)))
+    real_ours, real_ref = qp_tick_module._Solver.solve, qp_module._QPSolver.solve
+    fail = {"on": False}
+
+    def ours(self):
+        status, x = real_ours(self)
+        return (3, x * np.nan) if fail["on"] else (status, x)
+
+    def theirs(self):
+        status, it, x = real_ref(self)
+        return (3, it, None) if fail["on"] else (status, it, x)
+
+    monkeypatch.setattr(qp_tick_module._Solver, "solve", ours)
+    monkeypatch.setattr(qp_module._QPSolver, "solve", theirs)
+    for k, (q, v, qdd) in enumerate(states):
+        fail["on"] = k == 2
+        assert fused.run(q, v, qdd, st_fused.get(method))
+        ref = solve(method, cm.build(q, v, qdd), st_ref, **opts)
+        assert fused.flags == ref.stats.flags
+        assert fused.warm_start_used == ref.stats.warm_start_used
+        np.testing.assert_allclose(fused.out.tau, ref.tau, rtol=0,
+                                   atol=1e-5 * (1 + np.abs(ref.tau).max()))
+        np.testing.assert_allclose(fused.out.forces_world[:fused.nc], ref.contact_forces_world,
+                                   rtol=0, atol=1e-5 * (1 + np.abs(ref.tau).max()))
+        a, b = st_fused.get(method), st_ref.get(method)
+        assert a.active_ids == b.active_ids and a.contact_ids == b.contact_ids
+        if k == 2:
+            assert ref.stats.flags[:2] == ("fallback", "infeasible")
+            np.testing.assert_array_equal(fused.out.tau, a.data["tau"])  # the previous ones
+            assert not np.any(fused.out.forces_world[:fused.nc])
+
+
+def test_qp_tick_options():
+    """The controller's QP options get the compiled tick; an option without a compiled form
+    (the sparse formulation, a negative gap, an unknown key) or an invalid one leaves the
+    general path to run (and report it)."""
+    m, info, cm = _setup("quadruped", SHIPPED_QUADRUPED)
+    assert isinstance(compiled_tick(cm, "qp_coulomb", QP_TRACKING), QPTick)
+    assert isinstance(compiled_tick(cm, "qp_noslip", {"noslip_gap": 1e-6}), QPTick)
+    t = compiled_tick(cm, "qp_coulomb", {"friction_edges": 6, "formulation": "dense"})
+    assert t.options.k == 6 and t.options.max_nc == cm.data.N.shape[0]
+    for method, opts in (("qp_coulomb", {"formulation": "sparse"}),
+                         ("qp_noslip", {"noslip_gap": -1.0}),
+                         ("qp_coulomb", {"friction_edges": 5}),
+                         ("qp_coulomb", {"stage1_objective": "other"}),
+                         ("qp_noslip", {"friction_gap": 1e-6}),
+                         ("qp_coulomb", {"eps": float("nan")})):
+        assert compiled_tick(cm, method, opts) is None, (method, opts)

@@ -1,4 +1,5 @@
-"""The whole ``lcp_noslip`` control tick as one compiled call (issue 12).
+"""The whole ``lcp_noslip`` / ``lcp_coulomb`` control tick as one compiled call (issue 12;
+the QP methods' tick, compiled around its OSQP calls, is :mod:`.qp_tick`).
 
 :func:`lcp_noslip_tick` runs, in one numba kernel and for the controller's state: the
 kinematics pass and every contact candidate with its N/S/T rows, M^-1 and h
@@ -287,6 +288,56 @@ class CoulombOutput(NamedTuple):
 
 
 @njit(cache=True)
+def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qdd):
+    """``consistency.sticking_consistent_problem`` on the tick's rows: the Sec. 4.5 QP with
+    no-slip rows only at the touching contacts (``phi <= gap`` [m]; eps_rel 1e-6, dep_tol
+    1e-4, change tolerance 1e-6, Alg. 1's floor ``min_pivot`` [1/kg]) solved by Alg. 1 + 2.
+
+    Writes the accelerations to use into ``qdd`` (nu,) [rad/s^2] and returns 0 (unchanged:
+    none touching or the change is below the tolerance; ``qdd = qdd_des``), 1 (corrected) or 2
+    (the correction failed; ``qdd = qdd_des``, flag ``sticking_correction_failed``).
+    """
+    nc, nv = N.shape
+    nu = act.shape[0]
+    for a in range(nu):
+        qdd[a] = qdd_des[a]
+    S2 = S.copy()
+    T2 = T.copy()
+    touching = 0
+    for i in range(nc):
+        if phi[i] <= gap:
+            touching += 1
+        else:
+            for c in range(nv):
+                S2[i, c] = 0.0
+                T2[i, c] = 0.0
+    if touching == 0 or nu == 0:
+        return 0
+    dmax = -np.inf
+    for a in range(nu):
+        dmax = max(dmax, Minv[act[a], act[a]])
+    corr = lcp_noslip_kernel(Minv, h, v, act, qdd_des, N, S2, T2, phi, dt,
+                             np.zeros(nc, dtype=np.bool_), 4 * nc + 20, 1e-6, 1e-10,
+                             1e-6 * dmax, 1e-4, 1e-9, min_pivot)
+    qdd_c = np.empty(nu)
+    ok = corr[8] == 0
+    change = 0.0
+    qmax = 0.0
+    for a in range(nu):
+        qdd_c[a] = (corr[4][act[a]] - v[act[a]]) / dt
+        ok = ok and np.isfinite(qdd_c[a])
+        change = max(change, abs(qdd_c[a] - qdd_des[a]))
+        qmax = max(qmax, abs(qdd_des[a]))
+    if not ok:
+        return 2
+    if change > 1e-6 * (1.0 + qmax):
+        for a in range(nu):
+            qdd[a] = qdd_c[a]
+        return 1
+    return 0
+
+
+@njit(cache=True)
 def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des, act, free,
                      excluded, use_warm, bx_R, bx_p):
     """One ``lcp_coulomb`` tick (Sec. 5, LCP (64) by Lemke), as ``build`` + ``solve``: the
@@ -312,39 +363,13 @@ def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des,
     flags = 0
     qdd = qdd_des
     if o.sticking_correction and nu > 0:
-        # consistency.sticking_consistent_problem: Sec. 4.5 QP with no-slip rows only at the
-        # touching contacts (eps_rel 1e-6, dep_tol 1e-4, change tolerance 1e-6)
-        S2 = S.copy()
-        T2 = T.copy()
-        touching = 0
-        for i in range(nc):
-            if phi[i] <= o.sticking_gap:
-                touching += 1
-            else:
-                for c in range(nv):
-                    S2[i, c] = 0.0
-                    T2[i, c] = 0.0
-        if touching > 0:
-            dmax = -np.inf
-            for a in range(nu):
-                dmax = max(dmax, d.Minv[act[a], act[a]])
-            corr = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd_des, N, S2, T2, phi, dt,
-                                     np.zeros(nc, dtype=np.bool_), 4 * nc + 20, 1e-6, 1e-10,
-                                     1e-6 * dmax, 1e-4, 1e-9, o.min_pivot)
-            qdd_c = np.empty(nu)
-            ok = corr[8] == 0
-            change = 0.0
-            qmax = 0.0
-            for a in range(nu):
-                qdd_c[a] = (corr[4][act[a]] - d.v[act[a]]) / dt
-                ok = ok and np.isfinite(qdd_c[a])
-                change = max(change, abs(qdd_c[a] - qdd_des[a]))
-                qmax = max(qmax, abs(qdd_des[a]))
-            if not ok:
-                flags |= _STICKING_FAILED
-            elif change > 1e-6 * (1.0 + qmax):
-                qdd = qdd_c
-                flags |= _CORRECTED
+        qdd = np.empty(nu)
+        st = _sticking_qdd(d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt, o.sticking_gap,
+                           o.min_pivot, qdd)
+        if st == 2:
+            flags |= _STICKING_FAILED
+        elif st == 1:
+            flags |= _CORRECTED
     D = o.D
     kk = D.shape[0]
     m = nc * (1 + kk)
@@ -672,6 +697,10 @@ def compiled_tick(cm: ContactModel, method: str, options: dict) -> _CompiledTick
             return None
         return NoslipTick(cm, noslip_gap=gap, min_norm=bool(options.get("min_norm", False)),
                           rank_mass_ratio=float(ratio))
+    if method in ("qp_coulomb", "qp_noslip"):
+        from .qp_tick import qp_tick
+
+        return qp_tick(cm, method, options)
     if method == "lcp_coulomb" and set(options) <= {"sticking_correction", "min_norm"}:
         return CoulombTick(cm, sticking_correction=bool(options.get("sticking_correction")),
                            min_norm=bool(options.get("min_norm", False)))

@@ -1,0 +1,886 @@
+"""The ``qp_coulomb`` / ``qp_noslip`` control tick as compiled code around the OSQP calls
+(issue 12).
+
+The general path (``ContactModel.build`` + ``solve``, :mod:`.qp`) assembles a validated
+:class:`~wbc_dynamics.contact.problem.ContactProblem` and orchestrates the two-stage QP of seed
+004 Sec. 6 (Stage I eqs. (69)-(74) in the reduced form (97)-(99), Stage II eqs. (102)-(112))
+from Python. :class:`QPTick` runs the same arithmetic as three compiled calls with only the
+OSQP calls between them:
+
+1. :func:`qp_tick_stage1` -- the kinematics pass, every contact candidate with its N/S/T rows,
+   M^-1 and h (:func:`~wbc_dynamics.contact.geometry.assemble_kernel`), the passive impact, the
+   sticking correction (option ``sticking_correction``, Sec. 4.5 QP), the ``friction_gap`` /
+   ``noslip_gap`` rows (eq. (34)), the reduced dynamics (eqs. (85)-(94),
+   ``lcp_coulomb._reduce_kernel``) and Stage I's OSQP data (``qp._stage1_data``) written into
+   preallocated value arrays in the fixed sparsity pattern of the contact count; and the
+   warm start mapped by contact identity when the contact set changed.
+2. OSQP: update the Stage I solver of this contact count in place and solve; the proximal
+   re-centring solve (option ``stage1_recenter``; its linear term from :func:`_recenter_q`).
+3. :func:`qp_tick_stage2` -- projection of the Stage I impulses, torques of the Stage I
+   solution (eq. (90)), the nullspace W and Stage II's data (``qp._stage2_data``) in place.
+4. OSQP: update the Stage II solver of (contact count, nullity) in place and solve.
+5. :func:`qp_tick_finish` -- projection, ``tau`` and ``v+`` (eqs. (90), (37)), the world
+   forces, the flags as bits and the warm start for the next tick.
+
+OSQP solvers: one Stage I solver per contact count and one Stage II solver per (contact count,
+nullity), set up once on first use and afterwards only updated in place (``update_data_vec``,
+``update_data_mat`` on the same pattern: a numeric refactorization, no new setup). The general
+path keeps one solver per contact *set* and sets it up again when the set changes; here a set
+change reuses the solver of that count and resets it to the state a fresh setup has (OSQP
+recomputes the Ruiz scaling on every matrix update; ``rho`` is reset to its initial value and
+the iterates to the mapped warm start / zero, which reproduces a fresh setup to rounding error,
+same iteration counts). While the set is unchanged both continue from OSQP's previous iterates
+exactly as the general path does, so the tick equals ``build`` + ``solve`` to solver tolerance
+(``test_contact_tick.py`` checks it tick by tick on random states).
+
+The warm start lives in the tick's buffers while consecutive ticks are compiled ones; the
+:class:`~wbc_dynamics.contact.problem.MethodState` holds markers (``<method>_key``,
+``<method>_f``) that make the general path set up fresh solvers (mapped from the previous forces
+after :meth:`QPTick.export_warm`) if it runs in between, and make this tick map the general
+path's forces by identity afterwards. A Stage I failure returns the documented fallback of
+``solve`` (previous torques, else the contact-free inverse dynamics; flags ``fallback``,
+``infeasible`` / ``iteration_limit``). Left to the general path (``run`` returns False): no
+contact candidate, more contacts than ``sparse_above`` (the lifted sparse formulation), a
+singular actuated block of M^-1, and a non-finite result after an accepted solve.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import osqp
+import scipy.sparse as sp
+from numba import njit
+
+from ..kernels.linalg import bound_entry
+from .geometry import ContactModel
+from .lcp_coulomb import _recover_kernel, _reduce_kernel
+from .problem import MethodState
+from .qp import (
+    _INF,
+    _MAX_ITER,
+    _PRIMAL_INF,
+    _PRIMAL_INF_INACC,
+    _SOLVED,
+    STAGE1_OBJECTIVES,
+    QPLayout,
+    _dense_upper_pattern,
+    _pattern_from_mask,
+    _project,
+    _settings,
+    _stage1_data,
+    _stage2_data,
+)
+from .tick import (
+    TICK_GENERIC,
+    TICK_OK,
+    _assemble_with_impact,
+    _CompiledTick,
+    _min_pivot,
+    _plain,
+    _sticking_qdd,
+    _write_result,
+)
+
+__all__ = ["QPOptions", "QPOutput", "QPWork", "QPTick", "qp_tick", "qp_tick_stage1",
+           "qp_tick_stage2", "qp_tick_finish", "TICK_STAGE1_FAILED"]
+
+#: Stage I was not accepted (OSQP failed): the documented fallback
+TICK_STAGE1_FAILED = 2
+
+# flag bits, in the order the general path adds them (Stage I / II iteration limit, min-norm,
+# then the sticking correction's mark)
+_ITER_LIMIT = 1
+_MIN_NORM = 2
+_CORRECTED = 4
+_STICKING_FAILED = 8
+_QP_FLAG_NAMES = ((_ITER_LIMIT, "iteration_limit"), (_MIN_NORM, "min_norm"),
+                  (_CORRECTED, "inconsistent_corrected"),
+                  (_STICKING_FAILED, "sticking_correction_failed"))
+
+# QPWork.state entries
+_S_NC = 0         # this tick's contact count
+_S_BITS = 1       # flag bits so far
+_S_LAST_NC = 2    # contact count of the Stage I key (0: none -- fresh setup next tick)
+_S_KEY2_NC = 3    # contact count of the Stage II key
+_S_KEY2_R = 4     # nullity of the Stage II key (-1: none)
+_S_R = 5          # this tick's nullity (-1: Stage II off)
+_S_SEP = 6        # 1 if a candidate lost its friction rows (friction gap)
+
+
+class QPOptions(NamedTuple):
+    """Options of the compiled QP tick (those of ``solve_qp_coulomb`` / ``solve_qp_noslip`` and
+    the contact model).
+
+    ``coulomb``: the k-facet pyramid (``qp_coulomb``) or free tangential impulses
+    (``qp_noslip``); ``friction_gap`` [m] (< 0: None; ``noslip_gap`` of ``qp_noslip``);
+    ``sticking_correction`` with ``sticking_gap`` [m] and Alg. 1's floor ``min_pivot`` [1/kg];
+    ``contact_velocity``: ``stage1_objective == "contact_velocity"``; ``stage1_reg``,
+    ``stage2_reg``, ``rank_tol`` relative; ``max_nc``: the dense formulation up to this many
+    contacts (more: the general path's sparse one); the contact model's ``margin``,
+    ``phi_deadband`` [m], ``passive_impact``, ``separation_tolerance`` [m/s], ``dt`` [s].
+    """
+
+    margin: float
+    phi_deadband: float
+    passive_impact: bool
+    separation_tolerance: float
+    dt: float
+    coulomb: bool
+    k: int
+    sticking_correction: bool
+    sticking_gap: float
+    min_pivot: float
+    friction_gap: float
+    contact_velocity: bool
+    stage1_reg: float
+    stage2: bool
+    stage2_reg: float
+    rank_tol: float
+    max_nc: int
+
+
+class QPOutput(NamedTuple):
+    """Outputs (rows ``0..nc-1`` valid): ``tau`` (nu,) [N m] in the actuated order,
+    ``impulses`` (cap, 3) [N s] local (n, s, t), ``forces_world`` (cap, 3) [N],
+    ``active_slots`` (cap,) the slots with ``c_N > 0`` in row order."""
+
+    tau: np.ndarray
+    impulses: np.ndarray
+    forces_world: np.ndarray
+    active_slots: np.ndarray
+
+
+class QPWork(NamedTuple):
+    """Buffers the three kernels share (``m = 3 nc`` impulse variables, rows ``0..m-1``
+    valid) and the warm start kept across ticks.
+
+    Per tick: ``J`` (3 cap, nv) = [N; S; T]; the reduced dynamics ``L``, ``tau0``, ``fstar``,
+    ``Jf`` and ``dlin`` (Stage I linear term minus eq. (98)'s) of :class:`ReducedDynamics`;
+    ``qdd`` (nu,) the accelerations solved for (after the sticking correction); ``sep``
+    (cap,) candidates without friction rows; ``f0`` the projected Stage I forces [N]; ``W``
+    ((3 cap)^2,) Stage II's nullspace basis, its first m r entries a C-ordered (m, r) matrix;
+    ``imp_raw`` (cap, 3) the impulses before the friction-gap zeroing
+    (``MethodState.impulses`` as the general path stores them).
+
+    OSQP values in pattern order: Stage I ``p1x``, ``q1``, ``a1x``, ``l1`` (patterns of each
+    contact count: ``p1_rows``/``p1_cols`` from ``p1_off[nc]``, ``a1_rows``/``a1_cols`` from
+    ``a1_off[nc]``), ``qlin`` its linear term, ``q1r`` the re-centred one, ``x0`` the mapped
+    warm start; Stage II ``p2x`` (dense upper triangle), ``q2``, ``a2x`` (dense, column-major),
+    ``l2`` and ``x2ws`` its warm start.
+
+    Across ticks: ``prev_f`` (n_slots, 3) / ``prev_known`` the previous forces by candidate slot
+    (the general path's ``<method>_f``); ``last_slots`` (Stage I key), ``key2_slots`` and
+    ``ffull`` (Stage II key and forces); ``state`` (int64, see ``_S_*``); ``fstate[0]`` the
+    Stage I proximal weight delta.
+    """
+
+    J: np.ndarray
+    Jf: np.ndarray
+    dlin: np.ndarray
+    L: np.ndarray
+    tau0: np.ndarray
+    fstar: np.ndarray
+    qdd: np.ndarray
+    sep: np.ndarray
+    f0: np.ndarray
+    W: np.ndarray
+    imp_raw: np.ndarray
+    p1_rows: np.ndarray
+    p1_cols: np.ndarray
+    p1_off: np.ndarray
+    a1_rows: np.ndarray
+    a1_cols: np.ndarray
+    a1_off: np.ndarray
+    p1x: np.ndarray
+    q1: np.ndarray
+    a1x: np.ndarray
+    l1: np.ndarray
+    qlin: np.ndarray
+    q1r: np.ndarray
+    x0: np.ndarray
+    p2x: np.ndarray
+    q2: np.ndarray
+    a2x: np.ndarray
+    l2: np.ndarray
+    x2ws: np.ndarray
+    prev_f: np.ndarray
+    prev_known: np.ndarray
+    last_slots: np.ndarray
+    key2_slots: np.ndarray
+    ffull: np.ndarray
+    state: np.ndarray
+    fstate: np.ndarray
+
+
+@njit(cache=True)
+def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act, free,
+                   excluded, bx_R, bx_p, cont_ok, map_warm):
+    """Assembly, corrections, reduced dynamics and Stage I's OSQP data (module doc, step 1).
+
+    ``cont_ok``: the OSQP solvers may continue from the previous tick (warm start on, no
+    general-path solve in between); ``map_warm``: map the previous forces by slot into ``w.x0``
+    when the contact set changed. Returns (nc, code, fresh, found): ``fresh`` -- Stage I needs
+    a fresh setup (the contact set changed or no continuation), ``found`` -- ``w.x0[:3 nc]``
+    holds a mapped warm start; nc < 0 is ``-status`` of the core kernels (invalid q / v).
+    """
+    nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
+                               bx_p)
+    if nc <= 0 or nc > o.max_nc:
+        return nc, TICK_GENERIC, False, False
+    dt = o.dt
+    N = d.N[:nc]
+    S = d.S[:nc]
+    T = d.T[:nc]
+    phi = d.phi[:nc]
+    mu = d.mu[:nc]
+    nv = N.shape[1]
+    nu = act.shape[0]
+    m = 3 * nc
+    bits = 0
+    qdd = w.qdd
+    if o.sticking_correction:  # qp._solve_two_stage: sticking_consistent_problem
+        st = _sticking_qdd(d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt, o.sticking_gap,
+                           o.min_pivot, qdd)
+        if st == 1:
+            bits |= _CORRECTED
+        elif st == 2:
+            bits |= _STICKING_FAILED
+    else:
+        for a in range(nu):
+            qdd[a] = qdd_des[a]
+    n_sep = 0
+    for i in range(nc):  # eq. (34): no friction at separated candidates
+        w.sep[i] = o.friction_gap >= 0.0 and phi[i] > o.friction_gap
+        if w.sep[i]:
+            n_sep += 1
+            for c in range(nv):
+                S[i, c] = 0.0
+                T[i, c] = 0.0
+    J = w.J[:m]
+    for i in range(nc):
+        for c in range(nv):
+            J[i, c] = N[i, c]
+            J[nc + i, c] = S[i, c]
+            J[2 * nc + i, c] = T[i, c]
+    ok, L, tau0, fstar, _v0, _Kff, Jf, H, Jv0, uf, _ufree = _reduce_kernel(
+        d.Minv, d.h, d.v, act, free, qdd, dt, J)
+    if not ok:  # the general path raises LinAlgError -> solve's fallback
+        return nc, TICK_GENERIC, False, False
+    w.L[:, :] = L
+    w.tau0[:] = tau0
+    w.fstar[:] = fstar
+    nf = Jf.shape[1]
+    # Stage I linear term [m/s] (qp._solve_two_stage_impl): eq. (98) or the contact velocity
+    lin = uf
+    if o.contact_velocity:
+        lin = Jv0.copy()
+        for i in range(nc):
+            lin[i] += phi[i] / dt
+    for i in range(m):
+        w.dlin[i] = lin[i] - uf[i]
+        for c in range(nf):
+            w.Jf[i, c] = Jf[i, c]
+    hmax = 1.0
+    for i in range(m):
+        hmax = max(hmax, H[i, i])
+    delta = o.stage1_reg * hmax
+    Hp = H.copy()
+    for i in range(m):
+        Hp[i, i] += delta
+    w.fstate[0] = delta
+    p0, p1 = w.p1_off[nc], w.p1_off[nc + 1]
+    a0, a1 = w.a1_off[nc], w.a1_off[nc + 1]
+    Px, qv, Ax, lo = _stage1_data(H, Hp, lin, Jv0, phi, dt, mu, o.k, o.coulomb,
+                                  w.p1_rows[p0:p1], w.p1_cols[p0:p1], w.a1_rows[a0:a1],
+                                  w.a1_cols[a0:a1])
+    w.p1x[:p1 - p0] = Px
+    w.a1x[:a1 - a0] = Ax
+    w.l1[:lo.shape[0]] = lo
+    for j in range(m):
+        w.q1[j] = qv[j]
+        w.qlin[j] = lin[j] / dt
+    # the Stage I key (contact identities in row order, k, dense) against the previous tick's
+    same = cont_ok and w.state[_S_LAST_NC] == nc
+    if same:
+        for i in range(nc):
+            if w.last_slots[i] != d.slot[i]:
+                same = False
+                break
+    found = False
+    if not same and map_warm:  # qp._mapped_warm_start: previous forces by identity
+        for j in range(m):
+            w.x0[j] = 0.0
+        for i in range(nc):
+            sl = d.slot[i]
+            if w.prev_known[sl]:
+                w.x0[i] = w.prev_f[sl, 0]
+                w.x0[nc + i] = w.prev_f[sl, 1]
+                w.x0[2 * nc + i] = w.prev_f[sl, 2]
+                found = True
+    w.state[_S_NC] = nc
+    w.state[_S_BITS] = bits
+    w.state[_S_SEP] = 1 if n_sep > 0 else 0
+    return nc, TICK_OK, not same, found
+
+
+@njit(cache=True)
+def _recenter_q(x, qlin, delta, out):
+    """Stage I's second proximal pass (option ``stage1_recenter``): ``out = qlin - delta x``
+    [m/s^2 x s]; returns False (no second pass) if x is not a finite (m,) vector."""
+    m = x.shape[0]
+    if qlin.shape[0] < m:
+        return False
+    for j in range(m):
+        if not np.isfinite(x[j]):
+            return False
+    for j in range(m):
+        out[j] = qlin[j] - delta * x[j]
+    return True
+
+
+@njit(cache=True)
+def _finite_vector(x, n):
+    if x.shape[0] != n:
+        return False
+    for j in range(n):
+        if not np.isfinite(x[j]):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _accepted(s):
+    # qp._ACCEPT: solved, solved inaccurate, iteration limit, time limit
+    return s == 1 or s == 2 or s == 7 or s == 8
+
+
+@njit(cache=True)
+def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
+    """Stage I's result (the re-centred pass ``xb`` if it ran (``second``) and solved, else
+    ``xa``), its projection ``f0`` and torques, and Stage II's OSQP data (module doc, step 3).
+
+    Returns (code, r, cont2): ``TICK_STAGE1_FAILED`` if Stage I was not accepted; r = the
+    nullity (dim W; 0: Stage II skipped, -1: Stage II off); ``cont2``: Stage II continues from
+    the previous solve of this key (warm start ``w.x2ws[:r]``), else a fresh setup.
+    """
+    nc = w.state[_S_NC]
+    m = 3 * nc
+    x = xa
+    s = sa
+    if second and sb == 1 and _finite_vector(xb, m):
+        x = xb
+        s = sb
+    if not (_finite_vector(x, m) and _accepted(s)):
+        w.state[_S_LAST_NC] = 0  # the general path drops both solvers and their keys
+        w.state[_S_KEY2_R] = -1
+        return TICK_STAGE1_FAILED, 0, False
+    if s != 1:
+        w.state[_S_BITS] |= _ITER_LIMIT
+    for i in range(nc):  # the Stage I key of this tick
+        w.last_slots[i] = d.slot[i]
+    w.state[_S_LAST_NC] = nc
+    mu = d.mu[:nc]
+    f0 = _project(x, mu, o.k, o.coulomb)
+    w.f0[:m] = f0
+    w.state[_S_R] = -1
+    if not o.stage2:
+        return TICK_OK, -1, False
+    J = w.J[:m]
+    dt = o.dt
+    tau1, _vn, _g = _recover_kernel(d.Minv, act, w.L, w.tau0, w.fstar, dt, J, dt * f0)
+    nu = act.shape[0]
+    nf = w.Jf.shape[1]
+    Ja = np.empty((m, nu))
+    for i in range(m):
+        for a in range(nu):
+            Ja[i, a] = J[i, act[a]]
+    # Stage I's optimal set: J_f^T f fixed, and for the contact-velocity objective also its
+    # linear term (qp._solve_two_stage_impl)
+    nfix = nf + 1 if o.contact_velocity else nf
+    Jfix = np.empty((m, nfix))
+    for i in range(m):
+        for c in range(nf):
+            Jfix[i, c] = w.Jf[i, c]
+        if o.contact_velocity:
+            Jfix[i, nf] = w.dlin[i]
+    W, P2, q2, A2, l2 = _stage2_data(Jfix, Ja, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
+                                     o.rank_tol)
+    r = W.shape[1]
+    w.state[_S_R] = r
+    if r == 0:
+        return TICK_OK, 0, False
+    p = 0
+    for j in range(r):  # dense upper triangle, column-major (qp._dense_upper_pattern)
+        for i in range(j + 1):
+            w.p2x[p] = P2[i, j]
+            p += 1
+    ncon = A2.shape[0]
+    for c in range(r):
+        w.q2[c] = q2[c]
+        for row in range(ncon):
+            w.a2x[c * ncon + row] = A2[row, c]
+    Wc = w.W[:m * r].reshape((m, r))  # contiguous: the products below are BLAS calls, as
+    Wc[:, :] = W                      # numpy's in the general path (same rounding)
+    for row in range(ncon):
+        w.l2[row] = l2[row]
+    cont2 = cont_ok and w.state[_S_KEY2_R] == r and w.state[_S_KEY2_NC] == nc
+    if cont2:
+        for i in range(nc):
+            if w.key2_slots[i] != d.slot[i]:
+                cont2 = False
+                break
+    if cont2:  # previous forces projected on the current optimal set (basis independent)
+        w.x2ws[:r] = Wc.T @ (w.ffull[:m] - f0)
+    return TICK_OK, r, cont2
+
+
+@njit(cache=True)
+def qp_tick_finish(d, o, w, out, act, x2, s2):
+    """Stage II's result, torques and v+ (eqs. (90), (37)), outputs and the warm start for the
+    next tick (module doc, step 5). Returns (code, flag bits, n_active); code TICK_GENERIC if
+    the result is not finite."""
+    nc = w.state[_S_NC]
+    m = 3 * nc
+    r = w.state[_S_R]
+    bits = w.state[_S_BITS]
+    mu = d.mu[:nc]
+    f = w.f0[:m].copy()
+    if r > 0:
+        if _finite_vector(x2, r) and _accepted(s2):
+            f = _project(f + w.W[:m * r].reshape((m, r)) @ x2, mu, o.k, o.coulomb)
+            if s2 != 1:
+                bits |= _ITER_LIMIT
+            w.state[_S_KEY2_NC] = nc
+            w.state[_S_KEY2_R] = r
+            for i in range(nc):
+                w.key2_slots[i] = d.slot[i]
+            w.ffull[:m] = f
+        else:  # Stage II failed: keep Stage I's forces; the general path drops its solver
+            bits |= _ITER_LIMIT
+            w.state[_S_KEY2_R] = -1
+        bits |= _MIN_NORM
+    dt = o.dt
+    c = dt * f
+    tau, v_next, _g = _recover_kernel(d.Minv, act, w.L, w.tau0, w.fstar, dt, w.J[:m], c)
+    for a in range(tau.shape[0]):
+        if not np.isfinite(tau[a]):
+            return TICK_GENERIC, bits, 0
+    for j in range(v_next.shape[0]):
+        if not np.isfinite(v_next[j]):
+            return TICK_GENERIC, bits, 0
+    cN = c[:nc].copy()
+    cS = c[nc:2 * nc].copy()
+    cT = c[2 * nc:].copy()
+    for i in range(nc):
+        w.imp_raw[i, 0] = cN[i]
+        w.imp_raw[i, 1] = cS[i]
+        w.imp_raw[i, 2] = cT[i]
+        if w.sep[i]:  # inert rows: reported as exactly zero (qp._solve_two_stage)
+            cS[i] = 0.0
+            cT[i] = 0.0
+        if not (np.isfinite(cN[i]) and np.isfinite(cS[i]) and np.isfinite(cT[i])):
+            return TICK_GENERIC, bits, 0
+    _write_result(d, out, dt, tau, cN, cS, cT)
+    n_active = 0
+    for i in range(nc):
+        if c[i] > 0.0:
+            out.active_slots[n_active] = d.slot[i]
+            n_active += 1
+    w.prev_known[:] = False  # the general path's <method>_f: this tick's forces by slot
+    for i in range(nc):
+        sl = d.slot[i]
+        w.prev_known[sl] = True
+        w.prev_f[sl, 0] = f[i]
+        w.prev_f[sl, 1] = f[nc + i]
+        w.prev_f[sl, 2] = f[2 * nc + i]
+    return TICK_OK, bits, n_active
+
+
+class _Solver:
+    """One OSQP solver on a fixed pattern with the value views it is updated from."""
+
+    __slots__ = ("s", "px", "q", "ax", "lo", "zx", "zy", "rho0")
+
+    def __init__(self, n: int, p_ptr, p_idx, px, a_ptr, a_idx, ax, q, lo,
+                 settings: dict[str, Any]) -> None:
+        ncon = lo.shape[0]
+        P = sp.csc_matrix((px.copy(), p_idx, p_ptr), shape=(n, n))
+        A = sp.csc_matrix((ax.copy(), a_idx, a_ptr), shape=(ncon, n))
+        solver = osqp.OSQP()
+        solver.setup(P, q.copy(), A, lo.copy(), np.full(ncon, _INF), **settings)
+        self.s = solver._solver
+        self.px, self.q, self.ax, self.lo = px, q, ax, lo
+        self.zx, self.zy = np.zeros(n), np.zeros(ncon)
+        self.rho0 = float(self.s.get_settings().rho)
+
+    def update(self) -> None:
+        """The values in the views, same pattern (``qp._QPSolver.update``; upper bounds
+        unchanged)."""
+        s = self.s
+        s.update_data_vec(q=self.q, l=self.lo, u=None)
+        s.update_data_mat(P_x=self.px, P_i=None, A_x=self.ax, A_i=None)
+
+    def reset(self, x0) -> None:
+        """The state of a fresh setup on the current data: initial rho, iterates ``x0`` (or 0)
+        and zero duals."""
+        self.s.update_rho(self.rho0)
+        self.s.warm_start(self.zx if x0 is None else x0, self.zy)
+
+    def solve(self):
+        s = self.s
+        s.solve()
+        info = s.info
+        return int(info.status_val), s.solution.x
+
+
+class QPTick(_CompiledTick):
+    """Compiled ``qp_coulomb`` / ``qp_noslip`` tick (module doc): the dense formulation of
+    ``solve_qp_coulomb`` / ``solve_qp_noslip`` with the given options.
+
+    Args:
+        cm: the contact model (its ``data`` buffers are used).
+        method: ``"qp_coulomb"`` or ``"qp_noslip"``.
+        options: the solve's keyword options (validated by :func:`qp_tick`).
+    """
+
+    kernel = qp_tick_stage1
+    flag_names = _QP_FLAG_NAMES
+
+    def __init__(self, cm: ContactModel, method: str, options: dict[str, Any]) -> None:
+        coulomb = method == "qp_coulomb"
+        o = options
+        k = int(o.get("friction_edges") or cm.friction_edges) if coulomb else 4
+        gap = o.get("friction_gap" if coulomb else "noslip_gap")
+        cap = cm.data.N.shape[0]
+        form = o.get("formulation", "auto")
+        max_nc = cap if form == "dense" else min(cap, int(o.get("sparse_above", 8)))
+        opts = QPOptions(
+            margin=float(cm.margin), phi_deadband=float(cm.phi_deadband),
+            passive_impact=bool(cm.passive_impact),
+            separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
+            coulomb=coulomb, k=k, sticking_correction=bool(o.get("sticking_correction", False)),
+            sticking_gap=float(o.get("sticking_gap", 1e-6)), min_pivot=_min_pivot(cm, 100.0),
+            friction_gap=-1.0 if gap is None else float(gap),
+            contact_velocity=o.get("stage1_objective", "kinetic_energy") == "contact_velocity",
+            stage1_reg=float(o.get("stage1_reg", 1e-7)), stage2=bool(o.get("stage2", True)),
+            stage2_reg=float(o.get("stage2_reg", 1e-9)), rank_tol=float(o.get("rank_tol", 1e-9)),
+            max_nc=max_nc)
+        nu = cm.actuated.shape[0]
+        out = QPOutput(tau=np.zeros(nu), impulses=np.zeros((cap, 3)),
+                       forces_world=np.zeros((cap, 3)),
+                       active_slots=np.zeros(cap, dtype=np.int64))
+        super().__init__(cm, opts, out)
+        self.method = method
+        self.coulomb, self.k = coulomb, k
+        self.warm = bool(o.get("warm_start", True))
+        eps = float(o.get("eps", 1e-7))
+        eps2 = o.get("stage2_eps")
+        max_iter = int(o.get("max_iter", 1500))
+        polish = bool(o.get("polish", False))
+        self.recenter = bool(o.get("stage1_recenter", True))
+        self._set1 = _settings(eps, max_iter, self.warm, polish)
+        self._set2 = _settings(eps if eps2 is None else float(eps2), max_iter, self.warm, polish)
+        self.w = self._work(cm, max_nc)
+        self._s1: dict[int, _Solver] = {}
+        self._s2: dict[tuple[int, int], _Solver] = {}
+        self._v1 = {}  # per nc: Stage I views (px, q, ax, lo, qr, x0)
+        for nc in range(1, max_nc + 1):
+            w = self.w
+            m = 3 * nc
+            ncon = 2 * nc + (nc * k if coulomb else 0)
+            self._v1[nc] = (w.p1x[:w.p1_off[nc + 1] - w.p1_off[nc]], w.q1[:m],
+                            w.a1x[:w.a1_off[nc + 1] - w.a1_off[nc]], w.l1[:ncon], w.q1r[:m],
+                            w.x0[:m])
+        self._v2: dict[tuple[int, int], tuple] = {}
+        #: our markers in the MethodState (see the module doc): ``<method>_key`` while this
+        #: tick's solvers hold the warm start, ``<method>_f`` while the previous forces are in
+        #: ``w.prev_f`` (an empty dict: the general path reads it as "no previous forces")
+        self._marker = object()
+        self._token: dict = {}
+        self._kkey, self._fkey = f"{method}_key", f"{method}_f"
+        self._exported: object = None
+        self._e2 = self._e_rc = self._e3 = None
+        self._stage_names: dict[int, tuple[str, ...]] = {}
+
+    # ------------------------------------------------------------------ buffers
+    def _work(self, cm: ContactModel, max_nc: int) -> QPWork:
+        cap = cm.data.N.shape[0]
+        nv = cm.data.N.shape[1]
+        nu = cm.actuated.shape[0]
+        nf = cm.free.shape[0]
+        k, coulomb = self.k, self.coulomb
+        mcap = 3 * cap
+        p_rows, p_cols, a_rows, a_cols = [], [], [], []
+        p_off = np.zeros(cap + 2, dtype=np.int64)
+        a_off = np.zeros(cap + 2, dtype=np.int64)
+        self._pat1: dict[int, tuple] = {}
+        for nc in range(1, max_nc + 1):
+            m = 3 * nc
+            lay = QPLayout(coulomb, nc, k, m, nc)
+            p_ptr, p_idx, pr, pc = _dense_upper_pattern(m)
+            mask = np.vstack([np.ones((nc, m), dtype=bool), lay.constraint_mask()])
+            a_ptr, ar, ac = _pattern_from_mask(mask)
+            self._pat1[nc] = (m, p_ptr, p_idx, a_ptr, ar)
+            p_rows.append(pr)
+            p_cols.append(pc)
+            a_rows.append(ar)
+            a_cols.append(ac)
+            p_off[nc + 1] = p_off[nc] + pr.shape[0]
+            a_off[nc + 1] = a_off[nc] + ar.shape[0]
+        p_off[max_nc + 2:] = p_off[max_nc + 1]
+        a_off[max_nc + 2:] = a_off[max_nc + 1]
+
+        def cat(parts):
+            return (np.ascontiguousarray(np.concatenate(parts), dtype=np.int64) if parts
+                    else np.zeros(0, dtype=np.int64))
+
+        nmax1 = int(max(np.diff(p_off).max(), 1))
+        amax1 = int(max(np.diff(a_off).max(), 1))
+        ncon1 = 2 * cap + (cap * k if coulomb else 0)
+        ncon2 = cap + (cap * k if coulomb else 0)
+        nslot = len(cm.slot_ids)
+        return QPWork(
+            J=np.zeros((mcap, nv)), Jf=np.zeros((mcap, nf)), dlin=np.zeros(mcap),
+            L=np.zeros((nu, nu)), tau0=np.zeros(nu), fstar=np.zeros(nv), qdd=np.zeros(nu),
+            sep=np.zeros(cap, dtype=np.bool_), f0=np.zeros(mcap), W=np.zeros(mcap * mcap),
+            imp_raw=np.zeros((cap, 3)), p1_rows=cat(p_rows), p1_cols=cat(p_cols), p1_off=p_off,
+            a1_rows=cat(a_rows), a1_cols=cat(a_cols), a1_off=a_off, p1x=np.zeros(nmax1),
+            q1=np.zeros(mcap), a1x=np.zeros(amax1), l1=np.zeros(ncon1), qlin=np.zeros(mcap),
+            q1r=np.zeros(mcap), x0=np.zeros(mcap), p2x=np.zeros(mcap * (mcap + 1) // 2),
+            q2=np.zeros(mcap), a2x=np.zeros(ncon2 * mcap), l2=np.zeros(ncon2),
+            x2ws=np.zeros(mcap), prev_f=np.zeros((nslot, 3)),
+            prev_known=np.zeros(nslot, dtype=np.bool_),
+            last_slots=np.zeros(cap, dtype=np.int64), key2_slots=np.zeros(cap, dtype=np.int64),
+            ffull=np.zeros(mcap), state=np.array([0, 0, 0, 0, -1, -1, 0], dtype=np.int64),
+            fstate=np.zeros(1))
+
+    def _solver1(self, nc: int, fresh: bool, x0) -> _Solver:
+        """Stage I's solver of ``nc`` contacts holding this tick's data."""
+        sv = self._s1.get(nc)
+        px, q, ax, lo, _qr, _x0 = self._v1[nc]
+        if sv is None:  # first use of this contact count: the one setup
+            m, p_ptr, p_idx, a_ptr, a_idx = self._pat1[nc]
+            sv = _Solver(m, p_ptr, p_idx, px, a_ptr, a_idx, ax, q, lo, self._set1)
+            self._s1[nc] = sv
+            if x0 is not None:
+                sv.s.warm_start(x0, None)
+            return sv
+        sv.update()
+        if fresh:
+            sv.reset(x0)
+        return sv
+
+    def _solver2(self, nc: int, r: int, cont: bool) -> _Solver:
+        """Stage II's solver of (``nc`` contacts, nullity ``r``) holding this tick's data."""
+        key = (nc, r)
+        sv = self._s2.get(key)
+        if sv is None:
+            w = self.w
+            ncon = nc + (nc * self.k if self.coulomb else 0)
+            views = (w.p2x[:r * (r + 1) // 2], w.q2[:r], w.a2x[:ncon * r], w.l2[:ncon],
+                     w.x2ws[:r])
+            self._v2[key] = views
+            p_ptr, p_idx, _pr, _pc = _dense_upper_pattern(r)
+            a_ptr = np.arange(0, ncon * r + 1, ncon, dtype=np.int64)
+            a_idx = np.tile(np.arange(ncon, dtype=np.int64), r)
+            sv = _Solver(r, p_ptr, p_idx, views[0], a_ptr, a_idx, views[2], views[1], views[3],
+                         self._set2)
+            self._s2[key] = sv
+            return sv
+        sv.update()
+        if cont:
+            sv.s.warm_start(self._v2[key][4], None)
+        else:
+            sv.reset(None)
+        return sv
+
+    # ------------------------------------------------------------------ warm start
+    def _adopt(self, mstate: MethodState) -> None:
+        """Take the warm start over from the general path (or a reset / another tick): its
+        previous forces by identity into ``w.prev_f``; its solvers dropped."""
+        w = self.w
+        data = mstate.data
+        prev = data.get(self._fkey)
+        if prev is not self._token and prev is not self._exported:
+            w.prev_known[:] = False
+            if isinstance(prev, tuple) and len(prev) == 3:
+                pids, play, pf = prev
+                for j, cid in enumerate(pids):
+                    i = self._slot_of.get(cid)
+                    if i is not None:
+                        w.prev_known[i] = True
+                        w.prev_f[i] = pf[play.rows_of_contact(j)]
+        for name in ("s1", "s2", "key2", "ffull"):
+            data.pop(f"{self.method}_{name}", None)
+        w.state[_S_LAST_NC] = 0
+        w.state[_S_KEY2_R] = -1
+        data[self._kkey] = self._marker
+        data[self._fkey] = self._token
+
+    def export_warm(self, mstate: MethodState | None) -> None:
+        """The previous forces in the general path's form (``<method>_f`` = (ids, layout,
+        f)) before it runs; this tick's solvers keep theirs unless it solves in between."""
+        if mstate is None or mstate.data.get(self._fkey) is not self._token:
+            return
+        w = self.w
+        slots = np.flatnonzero(w.prev_known)
+        n = slots.shape[0]
+        ids = self.cm.ids_of(slots.astype(np.int64))
+        f = np.concatenate([w.prev_f[slots, 0], w.prev_f[slots, 1], w.prev_f[slots, 2]])
+        self._exported = (ids, QPLayout(self.coulomb, n, self.k, 3 * n, n), f)
+        mstate.data[self._fkey] = self._exported
+
+    # ------------------------------------------------------------------ the tick
+    def run(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray,
+            mstate: MethodState | None) -> bool:
+        cm = self.cm
+        w = self.w
+        use_warm = mstate is not None
+        cont_ok = map_warm = False
+        if use_warm:
+            if mstate.data.get(self._kkey) is not self._marker:
+                self._adopt(mstate)
+            cont_ok = map_warm = self.warm
+            if mstate.data.get(self._fkey) is not self._token:
+                mstate.data[self._fkey] = self._token  # (after export_warm)
+        r_ = cm.robot
+        if self._entry is None:
+            arrays = r_.kernel_arrays
+            self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
+                          cm.geometry, cm.data, self.options, w)
+            self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
+                          self._no_box_p)
+            self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
+            self._entry = bound_entry(qp_tick_stage1, (*self._head, q, v, qdd, *self._tail,
+                                                       cont_ok, map_warm))
+            # every entry point now (types only, nothing runs): no compilation in a later tick
+            x, d, act = np.zeros(1), cm.data, cm.actuated
+            self._e_rc = bound_entry(_recenter_q, (x, w.qlin, 1.0, w.q1r))
+            self._e2 = bound_entry(qp_tick_stage2, (d, self.options, w, act, x, 0, x, 0, False,
+                                                    False))
+            self._e3 = bound_entry(qp_tick_finish, (d, self.options, w, self.out, act, x, 0))
+        cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
+        nq, nv, nu = self._dims
+        call = (self._entry if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu)
+                else qp_tick_stage1)
+        nc, code, fresh, found = call(*self._head, q, v, qdd, *self._tail, cont_ok, map_warm)
+        if nc < 0:
+            r_._raise(-nc)
+        if code != TICK_OK:
+            return False
+        views = self._v1[nc]
+        # ---- Stage I (OSQP)
+        x0 = views[5] if (fresh and found) else None
+        s1 = self._solver1(nc, fresh, x0)
+        sa, xa = s1.solve()
+        xb, sb, second = xa, 0, False
+        delta = float(w.fstate[0])
+        if self.recenter and delta > 0.0 and sa == _SOLVED:
+            if self._e_rc(xa, w.qlin, delta, w.q1r):
+                s = s1.s
+                s.update_data_vec(q=views[4], l=None, u=None)
+                s.warm_start(xa, None)
+                sb, xb = s1.solve()
+                second = True
+        # ---- Stage II data
+        d, o = cm.data, self.options
+        code, r, cont2 = self._e2(d, o, w, cm.actuated, xa, sa, xb, sb, second, cont_ok)
+        if code == TICK_STAGE1_FAILED:
+            return self._fallback(nc, sa, mstate)  # (an accepted re-centred pass is used)
+        x2, s2 = xa, 0
+        if r > 0:  # ---- Stage II (OSQP)
+            s2_ = self._solver2(nc, r, cont2)
+            s2, x2 = s2_.solve()
+        code, bits, n_active = self._e3(d, o, w, self.out, cm.actuated, x2, s2)
+        if code != TICK_OK:  # non-finite: the general path, with fresh solvers
+            w.state[_S_LAST_NC] = 0
+            w.state[_S_KEY2_R] = -1
+            return False
+        flags = self._flags.get(bits)
+        if flags is None:
+            flags = tuple(name for bit, name in self.flag_names if bits & bit)
+            self._flags[bits] = flags
+        self.nc = nc
+        self.flags = flags
+        self.warm_start_used = bool(found) if fresh else use_warm and self.warm
+        self._ids = cm.ids_of(cm.data.slot[:nc])
+        if use_warm:
+            o_ = self.out
+            mstate.contact_ids = self._ids
+            mstate.impulses = w.imp_raw[:nc].copy()
+            mstate.active_ids = cm.ids_of(o_.active_slots[:n_active])
+            mstate.data["tau"] = o_.tau.copy()
+        return True
+
+    def _fallback(self, nc: int, status: int, mstate: MethodState | None) -> bool:
+        """Stage I not accepted: ``dispatch.fallback_result`` (the previous torques, else the
+        contact-free inverse dynamics of the accelerations solved for), flags as the general
+        path sets them; the MethodState keeps the previous tick's contacts and torques."""
+        cm, o, w = self.cm, self.out, self.w
+        prev = None if mstate is None else mstate.data.get("tau")
+        nu = o.tau.shape[0]
+        if prev is not None and prev.shape == (nu,) and np.all(np.isfinite(prev)):
+            o.tau[:] = prev
+        elif np.all(np.isfinite(w.tau0)):
+            o.tau[:] = w.tau0  # dispatch.free_dof_id (= the reduced dynamics' tau0)
+        else:
+            o.tau[:] = 0.0
+        o.impulses[:nc] = 0.0
+        o.forces_world[:nc] = 0.0
+        bits = int(w.state[_S_BITS])
+        key = (status, bits)
+        flags = self._stage_names.get(key)
+        if flags is None:
+            names = ["fallback"]
+            if status in (_PRIMAL_INF, _PRIMAL_INF_INACC):
+                names.append("infeasible")
+            if status == _MAX_ITER:
+                names.append("iteration_limit")
+            if bits & _CORRECTED:
+                names.append("inconsistent_corrected")
+            if bits & _STICKING_FAILED:
+                names.append("sticking_correction_failed")
+            flags = self._stage_names[key] = tuple(names)
+        self.nc = nc
+        self.flags = flags
+        self.warm_start_used = False
+        self._ids = cm.ids_of(cm.data.slot[:nc])
+        return True
+
+
+def qp_tick(cm: ContactModel, method: str, options: dict[str, Any]) -> QPTick | None:
+    """The compiled tick of ``qp_coulomb`` / ``qp_noslip`` with ``solve``'s keyword
+    ``options``, or None if an option has no compiled form or is invalid (then the general path
+    runs and reports it)."""
+    common = {"stage2", "warm_start", "eps", "max_iter", "polish", "stage2_reg", "rank_tol",
+              "stage1_reg", "stage2_eps", "formulation", "sparse_above", "stage1_objective",
+              "stage1_recenter", "sticking_correction", "sticking_gap"}
+    if method == "qp_coulomb":
+        allowed = common | {"friction_edges", "friction_gap"}
+        gap = options.get("friction_gap")
+    elif method == "qp_noslip":
+        allowed = common | {"noslip_gap"}
+        gap = options.get("noslip_gap")
+    else:
+        return None
+    if cm.bodies or not set(options) <= allowed:
+        return None
+    if gap is not None and not (isinstance(gap, int | float) and np.isfinite(gap)):
+        return None
+    if gap is not None and gap < 0.0:
+        return None  # a negative gap: no friction anywhere -- left to the general path
+    if options.get("stage1_objective", "kinetic_energy") not in STAGE1_OBJECTIVES:
+        return None
+    if options.get("formulation", "auto") not in ("auto", "dense"):
+        return None
+    k = options.get("friction_edges")
+    if method == "qp_coulomb" and k is not None and (int(k) != k or k < 4 or k % 2):
+        return None
+    for name in ("eps", "stage2_reg", "rank_tol", "stage1_reg", "sticking_gap"):
+        val = options.get(name)
+        if val is not None and not (isinstance(val, int | float) and np.isfinite(val)):
+            return None
+    return QPTick(cm, method, options)
+
