@@ -249,6 +249,10 @@ QP_CASES = {
     "qp_coulomb_plain": ("qp_coulomb", {}, {}),
     "qp_noslip_shipped": ("qp_noslip", SHIPPED_QUADRUPED, {"noslip_gap": 1e-6}),
     "qp_noslip_plain": ("qp_noslip", {}, {}),
+    # the quadruped closed loop's qp_noslip (sim.closed_loop.QUADRUPED_SOLVER_OPTIONS)
+    "qp_noslip_loop": ("qp_noslip", SHIPPED_QUADRUPED, {
+        "noslip_gap": 1e-6, "stage1_objective": "contact_velocity", "sticking_correction": True,
+        "rank_mass_ratio": 100.0}),
 }
 
 
@@ -273,6 +277,8 @@ def test_compiled_qp_tick_equals_build_and_solve_quadruped(case):
     assert "min_norm" in flags
     if opts.get("sticking_correction"):
         assert "inconsistent_corrected" in flags
+    if opts.get("rank_mass_ratio"):
+        assert "rows_dropped" in flags
     # the solver cache: one Stage I solver per contact count that occurred (4, 3, 2 contacts)
     assert sorted(fused._s1) == [2, 3, 4]
     rows, _ = _compare_qp(method, "quadruped", cm_opts, opts, 6, n=30, warm=False)
@@ -392,5 +398,6 @@ def test_qp_tick_options():
                          ("qp_coulomb", {"friction_edges": 5}),
                          ("qp_coulomb", {"stage1_objective": "other"}),
                          ("qp_noslip", {"friction_gap": 1e-6}),
+                         ("qp_noslip", {"rank_mass_ratio": -1.0}),
                          ("qp_coulomb", {"eps": float("nan")})):
         assert compiled_tick(cm, method, opts) is None, (method, opts)

@@ -10,7 +10,8 @@ OSQP calls between them:
 1. :func:`qp_tick_stage1` -- the kinematics pass, every contact candidate with its N/S/T rows,
    M^-1 and h (:func:`~wbc_dynamics.contact.geometry.assemble_kernel`), the passive impact, the
    sticking correction (option ``sticking_correction``, Sec. 4.5 QP), the ``friction_gap`` /
-   ``noslip_gap`` rows (eq. (34)), the reduced dynamics (eqs. (85)-(94),
+   ``noslip_gap`` rows (eq. (34)), ``qp_noslip``'s scale-aware rank rule on the tangential rows
+   (option ``rank_mass_ratio``, Alg. 1's pivots), the reduced dynamics (eqs. (85)-(94),
    ``lcp_coulomb._reduce_kernel``) and Stage I's OSQP data (``qp._stage1_data``) written into
    preallocated value arrays in the fixed sparsity pattern of the contact count; and the
    warm start mapped by contact identity when the contact set changed.
@@ -56,6 +57,7 @@ from numba import njit
 from ..kernels.linalg import bound_entry
 from .geometry import ContactModel
 from .lcp_coulomb import _recover_kernel, _reduce_kernel
+from .lcp_noslip import _alg1
 from .problem import MethodState
 from .qp import (
     _INF,
@@ -90,13 +92,14 @@ __all__ = ["QPOptions", "QPOutput", "QPWork", "QPTick", "qp_tick", "qp_tick_stag
 TICK_STAGE1_FAILED = 2
 
 # flag bits, in the order the general path adds them (Stage I / II iteration limit, min-norm,
-# then the sticking correction's mark)
+# qp_noslip's dropped tangential rows, then the sticking correction's mark)
 _ITER_LIMIT = 1
 _MIN_NORM = 2
 _CORRECTED = 4
 _STICKING_FAILED = 8
+_ROWS_DROPPED = 16
 _QP_FLAG_NAMES = ((_ITER_LIMIT, "iteration_limit"), (_MIN_NORM, "min_norm"),
-                  (_CORRECTED, "inconsistent_corrected"),
+                  (_ROWS_DROPPED, "rows_dropped"), (_CORRECTED, "inconsistent_corrected"),
                   (_STICKING_FAILED, "sticking_correction_failed"))
 
 # QPWork.state entries
@@ -115,6 +118,8 @@ class QPOptions(NamedTuple):
 
     ``coulomb``: the k-facet pyramid (``qp_coulomb``) or free tangential impulses
     (``qp_noslip``); ``friction_gap`` [m] (< 0: None; ``noslip_gap`` of ``qp_noslip``);
+    ``tangential_floor`` [1/kg] ``qp_noslip``'s scale-aware rank rule on the tangential rows
+    (``lcp_noslip.min_pivot`` of its ``rank_mass_ratio``; 0: off);
     ``sticking_correction`` with ``sticking_gap`` [m] and Alg. 1's floor ``min_pivot`` [1/kg];
     ``contact_velocity``: ``stage1_objective == "contact_velocity"``; ``stage1_reg``,
     ``stage2_reg``, ``rank_tol`` relative; ``max_nc``: the dense formulation up to this many
@@ -133,6 +138,7 @@ class QPOptions(NamedTuple):
     sticking_gap: float
     min_pivot: float
     friction_gap: float
+    tangential_floor: float
     contact_velocity: bool
     stage1_reg: float
     stage2: bool
@@ -159,7 +165,8 @@ class QPWork(NamedTuple):
     Per tick: ``J`` (3 cap, nv) = [N; S; T]; the reduced dynamics ``L``, ``tau0``, ``fstar``,
     ``Jf`` and ``dlin`` (Stage I linear term minus eq. (98)'s) of :class:`ReducedDynamics`;
     ``qdd`` (nu,) the accelerations solved for (after the sticking correction); ``sep``
-    (cap,) candidates without friction rows; ``f0`` the projected Stage I forces [N]; ``W``
+    (cap,) candidates without friction rows; ``dropped`` (cap, 2) the tangential rows
+    (S_i, T_i) the rank rule dropped; ``f0`` the projected Stage I forces [N]; ``W``
     ((3 cap)^2,) Stage II's nullspace basis, its first m r entries a C-ordered (m, r) matrix;
     ``imp_raw`` (cap, 3) the impulses before the friction-gap zeroing
     (``MethodState.impulses`` as the general path stores them).
@@ -184,6 +191,7 @@ class QPWork(NamedTuple):
     fstar: np.ndarray
     qdd: np.ndarray
     sep: np.ndarray
+    dropped: np.ndarray
     f0: np.ndarray
     W: np.ndarray
     imp_raw: np.ndarray
@@ -258,6 +266,35 @@ def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act
             for c in range(nv):
                 S[i, c] = 0.0
                 T[i, c] = 0.0
+    if o.tangential_floor > 0.0:  # qp._dropped_tangential: the scale-aware rank rule
+        _p, _q, _r, nG, kind, idx = _alg1(d.Minv, act, S, T, 0.0, 0.0, o.tangential_floor)
+        for i in range(nc):
+            w.dropped[i, 0] = False
+            w.dropped[i, 1] = False
+            s_nz = False
+            t_nz = False
+            for c in range(nv):
+                s_nz = s_nz or S[i, c] != 0.0
+                t_nz = t_nz or T[i, c] != 0.0
+            w.dropped[i, 0] = s_nz
+            w.dropped[i, 1] = t_nz
+        if nG >= 0:
+            for j in range(nG):
+                if kind[j] > 0:
+                    w.dropped[idx[j], kind[j] - 1] = False
+        for i in range(nc):
+            if w.dropped[i, 0]:
+                bits |= _ROWS_DROPPED
+                for c in range(nv):
+                    S[i, c] = 0.0
+            if w.dropped[i, 1]:
+                bits |= _ROWS_DROPPED
+                for c in range(nv):
+                    T[i, c] = 0.0
+    else:
+        for i in range(nc):
+            w.dropped[i, 0] = False
+            w.dropped[i, 1] = False
     J = w.J[:m]
     for i in range(nc):
         for c in range(nv):
@@ -480,6 +517,10 @@ def qp_tick_finish(d, o, w, out, act, x2, s2):
         if w.sep[i]:  # inert rows: reported as exactly zero (qp._solve_two_stage)
             cS[i] = 0.0
             cT[i] = 0.0
+        if w.dropped[i, 0]:
+            cS[i] = 0.0
+        if w.dropped[i, 1]:
+            cT[i] = 0.0
         if not (np.isfinite(cN[i]) and np.isfinite(cS[i]) and np.isfinite(cT[i])):
             return TICK_GENERIC, bits, 0
     _write_result(d, out, dt, tau, cN, cS, cT)
@@ -563,6 +604,8 @@ class QPTick(_CompiledTick):
             coulomb=coulomb, k=k, sticking_correction=bool(o.get("sticking_correction", False)),
             sticking_gap=float(o.get("sticking_gap", 1e-6)), min_pivot=_min_pivot(cm, 100.0),
             friction_gap=-1.0 if gap is None else float(gap),
+            tangential_floor=0.0 if coulomb else _min_pivot(
+                cm, float(o.get("rank_mass_ratio", 0.0))),
             contact_velocity=o.get("stage1_objective", "kinetic_energy") == "contact_velocity",
             stage1_reg=float(o.get("stage1_reg", 1e-7)), stage2=bool(o.get("stage2", True)),
             stage2_reg=float(o.get("stage2_reg", 1e-9)), rank_tol=float(o.get("rank_tol", 1e-9)),
@@ -644,7 +687,8 @@ class QPTick(_CompiledTick):
         return QPWork(
             J=np.zeros((mcap, nv)), Jf=np.zeros((mcap, nf)), dlin=np.zeros(mcap),
             L=np.zeros((nu, nu)), tau0=np.zeros(nu), fstar=np.zeros(nv), qdd=np.zeros(nu),
-            sep=np.zeros(cap, dtype=np.bool_), f0=np.zeros(mcap), W=np.zeros(mcap * mcap),
+            sep=np.zeros(cap, dtype=np.bool_), dropped=np.zeros((cap, 2), dtype=np.bool_),
+            f0=np.zeros(mcap), W=np.zeros(mcap * mcap),
             imp_raw=np.zeros((cap, 3)), p1_rows=cat(p_rows), p1_cols=cat(p_cols), p1_off=p_off,
             a1_rows=cat(a_rows), a1_cols=cat(a_cols), a1_off=a_off, p1x=np.zeros(nmax1),
             q1=np.zeros(mcap), a1x=np.zeros(amax1), l1=np.zeros(ncon1), qlin=np.zeros(mcap),
@@ -838,6 +882,8 @@ class QPTick(_CompiledTick):
                 names.append("infeasible")
             if status == _MAX_ITER:
                 names.append("iteration_limit")
+            if bits & _ROWS_DROPPED:
+                names.append("rows_dropped")
             if bits & _CORRECTED:
                 names.append("inconsistent_corrected")
             if bits & _STICKING_FAILED:
@@ -861,7 +907,7 @@ def qp_tick(cm: ContactModel, method: str, options: dict[str, Any]) -> QPTick | 
         allowed = common | {"friction_edges", "friction_gap"}
         gap = options.get("friction_gap")
     elif method == "qp_noslip":
-        allowed = common | {"noslip_gap"}
+        allowed = common | {"noslip_gap", "rank_mass_ratio"}
         gap = options.get("noslip_gap")
     else:
         return None
@@ -877,6 +923,9 @@ def qp_tick(cm: ContactModel, method: str, options: dict[str, Any]) -> QPTick | 
         return None
     k = options.get("friction_edges")
     if method == "qp_coulomb" and k is not None and (int(k) != k or k < 4 or k % 2):
+        return None
+    ratio = options.get("rank_mass_ratio", 0.0)
+    if not (isinstance(ratio, int | float) and np.isfinite(ratio) and ratio >= 0.0):
         return None
     for name in ("eps", "stage2_reg", "rank_tol", "stage1_reg", "sticking_gap"):
         val = options.get(name)
