@@ -37,10 +37,10 @@ GENERAL_PATH_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
     "qp_noslip": (("qp", "_stage1_data"), ("qp", "_stage2_data")),
 }
 PASSIVE_IMPACT_KERNEL = ("geometry", "passive_impact_kernel")
-#: methods with a fused compiled tick (wbc_dynamics.contact.tick): its assembly stage calls the
-#: passive-impact kernel whether or not the configuration enables it (a runtime branch), so the
-#: helper compiles that kernel for them too
-FUSED_TICK_METHODS = ("lcp_noslip", "lcp_coulomb")
+#: methods with a fused compiled tick (wbc_dynamics.contact.tick, .qp_tick): its assembly stage
+#: calls the passive-impact kernel whether or not the configuration enables it (a runtime
+#: branch), so the helper compiles that kernel for them too
+FUSED_TICK_METHODS = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
