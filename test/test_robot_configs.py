@@ -252,3 +252,54 @@ def test_simulation_starts_with_the_plants_feet_on_the_ground():
     q[2] = z_contact_points
     loop.plant.set_state(q, np.zeros(loop.plant.nv))
     assert 2e-3 < loop.plant.ground_clearance() < 4e-3
+
+
+@pytest.mark.parametrize("robot", LEGGED)
+def test_standing_pose_puts_every_foot_and_sole_flat_on_the_ground(robot):
+    """Every contact link touches the ground in the standing configuration, and a sole (three
+    or more contact points within 1 mm of its lowest) touches with all of them (to 20 um):
+    talos's SRDF half_sitting rolls both ankles by -1.7 mrad, so each box sole stood on one edge
+    (0.22 mm gap at the other) and a base sway tipped it once the plant had settled on its
+    feet (fell at 3.2-3.7 s); its YAML overrides the two ankle rolls."""
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.robot_config import robot_setup_state
+
+    setup = load_robot_setup(robot)
+    model, _, q = robot_setup_state(setup)
+    cm = ContactModel(model, contact_links=list(setup.controller.contact_links),
+                      features=[HalfSpace.ground(0.0)], margin=1e3)
+    k = cm.candidates(q)
+    phi = cm._out_phi[:k] - float(setup.controller.ground_height)
+    links = np.array([cm.geometry.sph_body[cm._out_sph[i]] for i in range(k)])
+    assert abs(np.min(phi)) < 1e-9
+    for body in set(links.tolist()):
+        ph = phi[links == body]
+        # 20 um: rounding of the SRDF values (go2's feet: 7 um); MuJoCo's soft feet rest ~5 um
+        # deep, talos's tilted soles had a 222 um gap
+        assert np.min(ph) < 2e-5, f"{robot}: a contact link is {np.min(ph):.2e} m above ground"
+        near = ph[ph < np.min(ph) + 1e-3]
+        if near.size >= 3:
+            assert np.max(near) < 2e-5, f"{robot}: a sole is tilted ({np.ptp(near):.2e} m)"
+
+
+def test_standing_overrides_change_named_joints_only(tmp_path):
+    from wbc_dynamics.robot_config import robot_setup_state
+
+    setup = load_robot_setup("talos")
+    model, joints, q = robot_setup_state(setup)
+    assert q[7 + model.joint_index("leg_left_6_joint")] == 0.0
+    plain = dict(setup.standing, override_joints=[], override_positions=[])
+    import dataclasses
+
+    srdf = dataclasses.replace(setup, standing=plain).standing_joint_positions(joints, model)
+    over = setup.standing_joint_positions(joints, model)
+    changed = [j for j, a, b in zip(joints, srdf, over, strict=True) if a != b]
+    assert changed == ["leg_left_6_joint", "leg_right_6_joint"]
+    assert srdf[joints.index("leg_left_6_joint")] == pytest.approx(-0.001708)
+    bad = dataclasses.replace(setup, standing=dict(setup.standing, override_joints=["nope"],
+                                                    override_positions=[0.0]))
+    with pytest.raises(ValueError, match="override_joints: 'nope' is not a configured joint"):
+        bad.standing_joint_positions(joints, model)
+    bad = dataclasses.replace(setup, standing=dict(setup.standing, override_positions=[0.0]))
+    with pytest.raises(ValueError, match="override_positions: expected 2 finite values"):
+        bad.standing_joint_positions(joints, model)

@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 #: keys of the ``standing`` group
-STANDING_KEYS = ("srdf", "pose", "positions", "base_height")
+STANDING_KEYS = ("srdf", "pose", "positions", "base_height", "override_joints",
+                 "override_positions")
 
 
 @dataclass
@@ -61,7 +62,8 @@ class RobotSetup:
         path: the YAML file.
         controller: the controller's configuration (every ControllerConfig field in the file).
         node_parameters: node-only parameters of the file (control_mode, watchdog_rate, ...).
-        standing: the ``standing`` group (srdf, pose, positions, base_height).
+        standing: the ``standing`` group (srdf, pose, positions, base_height,
+            override_joints / override_positions).
     """
 
     name: str
@@ -72,7 +74,9 @@ class RobotSetup:
 
     def standing_joint_positions(self, joint_names: list[str], model: Any) -> np.ndarray:
         """(n,) standing positions [rad or m] of ``joint_names`` (the controller's order):
-        ``standing.positions``, else the SRDF group state, else 0 clipped into the limits."""
+        ``standing.positions``, else the SRDF group state, else 0 clipped into the limits; then
+        ``standing.override_joints`` set to ``standing.override_positions`` (parallel lists:
+        an SRDF pose with a few joints changed)."""
         n = len(joint_names)
         pos = self.standing.get("positions") or []
         if pos:
@@ -80,7 +84,7 @@ class RobotSetup:
             if arr.shape != (n,) or not np.all(np.isfinite(arr)):
                 raise ValueError(f"{self.path}: standing.positions: expected {n} finite values "
                                  f"(one per configured joint {joint_names}), got {pos!r}")
-            return arr
+            return self._overridden(arr, joint_names)
         lo = np.array([model.position_lower[model.joint_index(j)] for j in joint_names])
         hi = np.array([model.position_upper[model.joint_index(j)] for j in joint_names])
         q = np.clip(np.zeros(n), lo, hi)
@@ -91,6 +95,20 @@ class RobotSetup:
             for i, j in enumerate(joint_names):
                 if j in values:
                     q[i] = values[j]
+        return self._overridden(q, joint_names)
+
+    def _overridden(self, q: np.ndarray, joint_names: list[str]) -> np.ndarray:
+        names = [str(j) for j in self.standing.get("override_joints") or []]
+        values = np.asarray(self.standing.get("override_positions") or [], dtype=float)
+        if values.shape != (len(names),) or not np.all(np.isfinite(values)):
+            raise ValueError(f"{self.path}: standing.override_positions: expected "
+                             f"{len(names)} finite values (one per override_joints entry), got "
+                             f"{self.standing.get('override_positions')!r}")
+        for j, x in zip(names, values, strict=True):
+            if j not in joint_names:
+                raise ValueError(f"{self.path}: standing.override_joints: {j!r} is not a "
+                                 f"configured joint (known: {joint_names})")
+            q[joint_names.index(j)] = x
         return q
 
 
