@@ -60,6 +60,15 @@ __all__ = [
 ]
 
 
+#: [m/s] default ``min_norm_tol``: a contact separating or slipping slower than this counts as
+#: touching / sticking in the minimum-norm selection -- ``lcp_noslip``'s ``consistency_tol``
+#: (the accepted model mismatch, 1 um per 1 ms tick). Complementarity then holds to
+#: ``c_N * MIN_NORM_TOL``. With the former 1e-6 m/s a standing anymal_c kept Lemke's vertex
+#: (0 / 249 / 256 / 7 N on its feet, |tau| 78 N m): the unloaded foot separated at 4 um/s, so
+#: the selection could not load it; now 125 / 125 / 131 / 131 N, |tau| 54 N m.
+MIN_NORM_TOL = 1e-3
+
+
 # --------------------------------------------------------------------------- numba kernels
 @njit(cache=True)
 def _cholesky(A: np.ndarray, L: np.ndarray) -> bool:
@@ -523,7 +532,7 @@ def solve_lcp_coulomb(
     sticking_correction: bool = False,
     sticking_gap: float = 1e-6,
     min_norm: bool = False,
-    min_norm_tol: float = 1e-6,
+    min_norm_tol: float = MIN_NORM_TOL,
     **_unused: Any,
 ) -> ContactResult:
     """Contact-aware inverse dynamics with Coulomb friction, LCP (64) by Lemke (Sec. 5).
@@ -551,7 +560,7 @@ def solve_lcp_coulomb(
         min_norm: among the LCP solutions with Lemke's v+, return the minimum-norm impulses
             (:func:`min_norm_coulomb_impulses`; flag ``min_norm``, or ``min_norm_failed`` with
             Lemke's vertex kept). ``min_norm_tol`` [m/s]: separation / slip speed below which
-            a contact counts as touching / sticking.
+            a contact counts as touching / sticking (default :data:`MIN_NORM_TOL`).
 
     Returns:
         ContactResult; ``stats.iterations`` = Lemke pivots, ``stats.residual`` = LCP violation

@@ -31,6 +31,7 @@ from ..kernels.linalg import bound_entry
 from .consistency import min_norm_solution_kernel
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
 from .lcp_coulomb import (
+    MIN_NORM_TOL,
     _assemble_lcp,
     _coulomb_rows,
     _recover_kernel,
@@ -642,7 +643,7 @@ class CoulombTick(_CompiledTick):
             passive_impact=bool(cm.passive_impact),
             separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
             D=np.array(pyramid_directions(k)), sticking_correction=bool(sticking_correction),
-            sticking_gap=1e-6, min_norm=bool(min_norm), min_norm_tol=1e-6, tol=1e-9,
+            sticking_gap=1e-6, min_norm=bool(min_norm), min_norm_tol=MIN_NORM_TOL, tol=1e-9,
             min_pivot=_min_pivot(cm, 100.0))
         cap = cm.data.N.shape[0]
         nslot = len(cm.slot_ids)
