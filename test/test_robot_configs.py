@@ -209,12 +209,40 @@ def test_task_space_sway_moves_the_base_with_the_feet_still(robot):
     assert np.max(np.abs(r.q - r.q_des)) < 0.05
 
 
-@pytest.mark.parametrize("robot", ["anymal_c", "solo12"])
+def test_foot_trot_swing_starts_and_ends_at_rest_and_fades_in():
+    """The swing height profile 64 u^3 (1 - u)^3 (u: swing phase) has zero height, velocity and
+    acceleration at lift-off and touchdown (the sin^2 bump started every swing with a vertical
+    acceleration step of 2 h (pi / T)^2, ~25 m/s^2 on go1, and the first swing at t = 0 with
+    the full height: go2 fell); the height fades in with the speed ramp."""
+    from wbc_dynamics.sim.references import make_reference
+
+    ref = make_reference("go1", "trot")
+    half = 0.5 * ref.gait_period
+    h = ref.step_height
+    for t0 in (1.5, 1.5 + half):  # after the ramp: pair 0, then pair 1 lifts
+        swing = ref.swing_active(t0 + 1e-9)
+        i = int(np.flatnonzero(swing)[0])
+        for t in (t0 + 1e-9, t0 + half - 1e-9):
+            p, v, a = ref.targets(t)[1][i]
+            assert abs(p[2] - ref.p_stand[i][2]) < 1e-9 and abs(v[2]) < 1e-6
+            assert abs(a[2]) < 1e-3
+        p, _, _ = ref.targets(t0 + 0.5 * half)[1][i]
+        assert p[2] - ref.p_stand[i][2] == pytest.approx(h, rel=1e-12)
+    # the first swings (t < ramp) lift less: faded in with the speed
+    first = max(ref.targets(t)[1][i][0][2] - ref.p_stand[i][2]
+                for t in np.linspace(0.0, half, 51) for i in range(4))
+    assert first < 1e-9
+    second = max(ref.targets(t)[1][i][0][2] - ref.p_stand[i][2]
+                 for t in np.linspace(half, 2 * half, 51) for i in range(4))
+    assert 0.0 < second < 0.2 * h
+
+
+@pytest.mark.parametrize("robot", ["anymal_c", "solo12", "go2"])
 def test_foot_trot_from_the_contact_links_walks_forward(robot):
     """reference "trot" (FootTrot): diagonal pairs found from the feet's standing positions,
     swing trajectories of the contact points from the model's Jacobians; the controller gets
-    the gait's contact schedule. anymal_c and solo12 trot forward 6 s with lcp_noslip
-    (go1 / a1 / go2 fall: docs/robots.md)."""
+    the gait's contact schedule. anymal_c, solo12 and go2 trot forward 6 s with lcp_noslip
+    (go1 / a1 fall: docs/robots.md)."""
     from wbc_dynamics.sim.closed_loop import LoopConfig, run
     from wbc_dynamics.sim.references import FootTrot, make_reference
 
@@ -240,7 +268,7 @@ def test_simulation_starts_with_the_plants_feet_on_the_ground():
     from wbc_dynamics.robot_config import standing_configuration
     from wbc_dynamics.sim.closed_loop import ClosedLoop, LoopConfig
 
-    loop = ClosedLoop(LoopConfig(robot="go2", reference="stand"))
+    loop = ClosedLoop(LoopConfig(robot="go2", reference="stand", settle=0.0))
     ctl = loop.ctl.ctl
     z_contact_points = standing_configuration(
         ctl, loop.setup.standing_joint_positions(ctl.joint_names, ctl.model))[2]
@@ -303,3 +331,40 @@ def test_standing_overrides_change_named_joints_only(tmp_path):
     bad = dataclasses.replace(setup, standing=dict(setup.standing, override_positions=[0.0]))
     with pytest.raises(ValueError, match="override_positions: expected 2 finite values"):
         bad.standing_joint_positions(joints, model)
+
+
+def test_configured_robot_starts_settled_on_its_feet():
+    """Placed exactly on the ground the plant's soft contacts carry no load, so its first step
+    is unsupported; a configured robot therefore settles under its own controller (0.5 s, the
+    bundled robots' protocol) and the controller under test starts from rest, the plant
+    carrying the robot's weight at a small penetration."""
+    pytest.importorskip("mujoco")
+    from wbc_dynamics.sim.closed_loop import ClosedLoop, LoopConfig
+
+    loop = ClosedLoop(LoopConfig(robot="g1", controller="lcp_coulomb", reference="stand"))
+    q, v = loop.plant.get_state()
+    weight = loop.ctl.ctl.model.total_mass * 9.81
+    assert abs(loop.plant.total_normal_force() - weight) < 0.02 * weight
+    assert np.max(np.abs(v)) < 1e-3
+    assert -1e-3 < loop.plant.ground_clearance() < 0.0  # penetrating, by less than 1 mm
+    assert abs(q[2] - loop.standing_height) < 1e-3
+    assert np.array_equal(q, loop.q_start)
+    fresh = ClosedLoop(LoopConfig(robot="g1", controller="lcp_coulomb", reference="stand",
+                                  settle=0.0))
+    assert abs(fresh.plant.ground_clearance()) < 1e-6  # touching, not carrying
+
+
+@pytest.mark.parametrize("method", ["lcp_coulomb", "qp_coulomb"])
+def test_g1_stands_under_the_coulomb_methods(method):
+    """Issue 11: g1 (four toe/heel spheres per foot) stands under the Coulomb methods from rest.
+    (From the unsettled start -- first plant step unsupported -- its ankles reach 1.5 rad/s
+    within 1 ms and lcp_coulomb does not recover, falling at 3.1 s: docs/robots.md.)"""
+    from wbc_dynamics.sim.closed_loop import LoopConfig, run
+
+    r = run(LoopConfig(robot="g1", controller=method, reference="stand", duration=3.0),
+            stop_on_failure=True)
+    assert not r.failed, r.failure
+    assert r.t[-1] >= 3.0 - 2e-3
+    assert np.min(r.base_pos[:, 2]) > 0.99 * r.base_pos[0, 2]
+    assert np.max(np.abs(r.q - r.q_des)) < 0.02  # rad
+    assert r.safe_ticks == 0 and r.flags.get("fallback", 0) <= 2

@@ -167,11 +167,11 @@ class ControllerConfig:
             accelerations to those the touching contacts realize while sticking (Sec. 4.5),
             ``lcp_coulomb`` returns the minimum-norm impulses with Lemke's v+, ``qp_coulomb``
             uses the contact-velocity Stage I objective with friction only where
-            ``phi <= max(noslip_gap, 1e-6)``, ``qp_noslip`` the same correction and objective
-            with the scale-aware rank rule on its free tangential impulses
-            (``rank_mass_ratio=100``) (docs/contact_methods.md "Tracking in closed loop"; with
-            the paper's forms they track worse than PID on a joint-space reference and
-            ``qp_noslip``'s trot chatters).
+            ``phi <= max(noslip_gap, 1e-6)``, and ``qp_noslip`` applies the scale-aware rank
+            rule to its free tangential impulses (``rank_mass_ratio=100``; without it the
+            quadruped's trot under ``qp_noslip`` fell over ROS) (docs/contact_methods.md
+            "Tracking in closed loop"; with the paper's forms the Coulomb methods track worse
+            than PID on a joint-space reference).
         warm_start: keep the contact solver's warm start across ticks.
         object_urdf: a free object the contact links may touch -- e.g. a grasped box: a URDF
             (path, ``package://`` URI or a bundled name such as ``box``) of one floating body
@@ -720,9 +720,7 @@ class WholeBodyController:
             self._solver_options["qp_coulomb"] = {
                 "sticking_correction": True, "stage1_objective": "contact_velocity",
                 "friction_gap": max(float(cfg.noslip_gap), 1e-6)}
-            self._solver_options["qp_noslip"].update(
-                sticking_correction=True, stage1_objective="contact_velocity",
-                rank_mass_ratio=100.0)
+            self._solver_options["qp_noslip"].update(rank_mass_ratio=100.0)
 
         # buffers
         nq, nv = int(model.nq), int(model.nv)

@@ -626,16 +626,19 @@ class FootTrot(TaskSpaceReference):
                 # point): the foot stays centred under the base
                 x_lift = self._land(t_lift - self.gait_period, offset)
                 x_land = self._land(t_lift, offset)
-                s, ds, dds = _smoothstep((t - t_lift) / half)
+                u = (t - t_lift) / half
+                s, ds, dds = _smoothstep(u)
                 ds, dds = ds / half, dds / (half * half)
-                bump = math.sin(math.pi * (t - t_lift) / half)
-                dbump = math.pi / half * math.cos(math.pi * (t - t_lift) / half)
-                ddbump = -((math.pi / half) ** 2) * bump
-                h = self.step_height
-                feet.append((p0 + [x_lift + s * (x_land - x_lift), 0.0, h * bump * bump],
-                             np.array([ds * (x_land - x_lift), 0.0, 2 * h * bump * dbump]),
-                             np.array([dds * (x_land - x_lift), 0.0,
-                                       2 * h * (dbump * dbump + bump * ddbump)])))
+                # lift profile 64 u^3 (1 - u)^3: peak 1 at mid-swing, zero height, velocity and
+                # acceleration at lift-off and touchdown; height faded in with the speed ramp
+                w = u * (1.0 - u)
+                z = 64.0 * w**3
+                dz = 64.0 * 3.0 * w * w * (1.0 - 2.0 * u) / half
+                ddz = 64.0 * (6.0 * w * (1.0 - 2.0 * u) ** 2 - 6.0 * w * w) / (half * half)
+                h = self.step_height * _smoothstep(min(t_lift / self.ramp, 1.0))[0]
+                feet.append((p0 + [x_lift + s * (x_land - x_lift), 0.0, h * z],
+                             np.array([ds * (x_land - x_lift), 0.0, h * dz]),
+                             np.array([dds * (x_land - x_lift), 0.0, h * ddz])))
             else:
                 last = t_lift if t - t_lift >= half else t_lift - self.gait_period
                 feet.append((p0 + [self._land(last, offset), 0.0, 0.0], np.zeros(3),
