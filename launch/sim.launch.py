@@ -18,7 +18,8 @@ factor in /diagnostics). For an in-process loop without DDS see ``python -m wbc_
 Arguments
     robot         quadruped | arm (bundled robots; arm runs without the box)
     method        controller method (none | lcp_noslip | lcp_coulomb | qp_coulomb | qp_noslip)
-    reference     quadruped: stand | shift | trot; arm: stand | sinusoid
+    reference     quadruped: stand | shift | trot; arm: stand | sinusoid; a configuration:
+                  stand | sway | com_sway | trot (quadrupeds) | sinusoid (arms)
     friction      high | low (the simulator's ground; the controller gets the same mu)
     ground        rigid | compliant
     mode          lockstep | realtime (simulator stepping, see above)

@@ -140,3 +140,61 @@ def test_external_forces_match_pinocchio(pair):
         assert _rel(model.rnea(q, v, a, f_ext={link: w}), tau_ref) < RTOL
         ddq_ref = pin.aba(pmodel, pdata, q, v, a, fext)
         assert _rel(model.aba(q, v, a, f_ext={link: w}), ddq_ref) < RTOL
+
+
+def _com_cases():
+    """Bundled floating-base robots and three real ones (example-robot-data)."""
+    out = [(robot_path(n), n) for n in ROBOTS]
+    try:
+        from wbc_dynamics.description import package_roots, resolve_resource
+
+        for uri in ("package://example-robot-data/robots/g1_description/urdf/"
+                    "g1_29dof_rev_1_0.urdf",
+                    "package://example-robot-data/robots/anymal_c_simple_description/urdf/"
+                    "anymal.urdf",
+                    "package://example-robot-data/robots/talos_data/robots/"
+                    "talos_reduced_box.urdf"):
+            out.append((resolve_resource(uri, None, package_roots()), uri.split("/")[-1]))
+    except Exception:  # noqa: BLE001 -- example-robot-data missing: the bundled ones only
+        pass
+    return out
+
+
+@pytest.mark.parametrize("path,name", _com_cases(), ids=[n for _, n in _com_cases()])
+def test_center_of_mass_matches_pinocchio(path, name):
+    """RobotModel.center_of_mass (read off the base rows of M) against Pinocchio's
+    centerOfMass / jacobianCenterOfMass, and the CoM acceleration identity
+    c_ddot = R (M[0:3] a + (h - g)[0:3]) / m against Pinocchio's acom: 20 random states."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = RobotModel.from_urdf(path, floating_base=True)
+    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    pdata = pmodel.createData()
+    pnames = [n for n in pmodel.names[1:] if n != "root_joint"]
+    assert sorted(model.joint_names) == sorted(pnames) and model.nq == model.nv + 1
+    # Pinocchio orders the joints depth-first, the core as the URDF lists them: map by name
+    # (every joint here has one coordinate)
+    qi = np.r_[0:7, [7 + pnames.index(n) for n in model.joint_names]].astype(int)
+    vi = np.r_[0:6, [6 + pnames.index(n) for n in model.joint_names]].astype(int)
+    worst = 0.0
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        qp = pin.randomConfiguration(pmodel, -np.ones(pmodel.nq), np.ones(pmodel.nq))
+        qp[:3] = rng.normal(size=3)
+        vp, ap = rng.normal(size=model.nv), rng.normal(size=model.nv)
+        q, v, a = qp[qi], vp[vi], ap[vi]
+        c, cd, J = model.center_of_mass(q, v)
+        pin.centerOfMass(pmodel, pdata, qp, vp, ap)
+        Jp = pin.jacobianCenterOfMass(pmodel, pdata, qp)[:, vi]
+        M = model.mass_matrix(q)
+        R = model.frame_placement(q, model.root_link)[:3, :3]
+        cv = model.nonlinear_effects(q, v) - model.gravity_torques(q)
+        acc = R @ (M[0:3] @ a + cv[0:3]) / model.total_mass
+        worst = max(worst, _rel(c, pdata.com[0]), _rel(cd, pdata.vcom[0]), _rel(J, Jp),
+                    _rel(acc, pdata.acom[0]))
+    assert worst < RTOL, worst
+    with pytest.raises(ValueError, match="floating-base"):
+        RobotModel.from_urdf(robot_path("arm")).center_of_mass(
+            np.zeros(RobotModel.from_urdf(robot_path("arm")).nq))

@@ -381,6 +381,29 @@ class RobotModel:
             self._raise(st)
         return M
 
+    def center_of_mass(self, q, v=None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Centre of mass of a floating-base robot: ``(c, c_dot, J_com)``.
+
+        ``c`` (3,) [m] and ``c_dot`` (3,) [m/s] (None without ``v``) in world; ``J_com`` (3, nv)
+        with ``c_dot = J_com v`` (v: base twist in the base frame, then joint rates). Read off
+        the composite rigid body of the mass matrix rather than summed per link: the base rows
+        of ``M v`` are the total linear momentum in base axes, ``M[0:3] v = R^T m c_dot``, and
+        ``M[0:3, 3:6] = -m [c_b]x`` with ``c_b`` the CoM in the base frame. The CoM
+        acceleration follows as ``c_ddot = R (M[0:3] a + (h - g)[0:3]) / m`` (Newton's law for
+        the whole robot; :meth:`nonlinear_effects`, :meth:`gravity_torques`).
+        """
+        if not self.floating_base:
+            raise ValueError("center_of_mass: needs a floating-base model (its base rows of M)")
+        M = self.mass_matrix(q)
+        m = float(M[0, 0])
+        q = np.asarray(q, dtype=np.float64)
+        R = self.frame_placement(q, self.root_link)[:3, :3]
+        S = -M[0:3, 3:6] / m  # [c_b]x
+        c_b = np.array([S[2, 1], S[0, 2], S[1, 0]])
+        c = q[0:3] + R @ c_b
+        J = R @ M[0:3, :] / m
+        return c, (None if v is None else J @ np.asarray(v, dtype=np.float64)), J
+
     def mass_matrix_unit_vector(self, q) -> np.ndarray:
         """M(q) by the unit-vector method (seed 002): column j = ID(q, 0, e_j) - ID(q, 0, 0)
         with gravity off. n inverse-dynamics calls: a reference, not the fast path."""

@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="lcp_noslip: the paper's warm-started vertex solution instead of the "
                     "minimum-norm impulses (min_norm=True)")
     ap.add_argument("--reference", default="",
-                    choices=["", "shift", "stand", "trot", "sway", "sinusoid"],
+                    choices=["", "shift", "stand", "trot", "sway", "com_sway", "sinusoid"],
                     help="quadruped: shift (default; stand and sway the weight between the "
                     "feet), stand, trot (the Sec. 7.6 gait, docs/simulation.md); robot "
                     "configurations: stand (default, legged), sway (the base sways over the "

@@ -20,7 +20,8 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
     ("method", "", "controller method (empty: qp_coulomb for the bundled robots, the robot "
      "configuration's method)"),
     ("reference", "", "reference kind (empty: quadruped shift, arm sinusoid; a configuration: "
-     "stand with a floating base, sinusoid with a fixed one)"),
+     "stand with a floating base, sinusoid with a fixed one; legged configurations also sway, "
+     "com_sway, trot (quadrupeds))"),
     ("friction", "high", "high | low | a number"),
     ("ground", "rigid", "rigid | compliant"),
     ("mode", "lockstep", "lockstep | realtime"),

@@ -380,6 +380,7 @@ def make_reference(
         robot: "quadruped" (kinds "stand", "shift", "trot") or "arm" (kinds "stand", "sinusoid"),
             or a robot configuration (``config/robots`` name, YAML path or a
             :class:`~wbc_dynamics.robot_config.RobotSetup`; kinds "sway": :class:`BaseSway`,
+            "com_sway": :class:`CoMSway`, "trot": :class:`FootTrot` (quadrupeds),
             "stand": hold
             its standing pose, "sinusoid": its revolute joints oscillate about it, prismatic
             joints (grippers) held).
@@ -469,20 +470,27 @@ class TaskSpaceReference:
                                  for (_, c, _), T in zip(tasks, self.T_stand, strict=True)])
         self.dt, self.horizon = float(dt), float(horizon)
         self.period = float(period) if period else None
+        self._model = model
         self._setup()
         order = [model.joint_index(j) for j in self.joint_names]
         K = int(round(self.horizon / dt)) + 1
         self._q = np.zeros((K, len(order)))
         self._qd = np.zeros_like(self._q)
         self._qdd = np.zeros_like(self._q)
+        #: (K, 3) base position [m] world of each integrated step (the joints are the output)
+        self.base_positions = np.zeros((K, 3))
         qd_j = np.zeros(model.nv - 6)
+        vb = np.zeros(6)
         for k in range(K):
             t = k * dt
             (pb, vb_w, ab_w), feet = self.targets(t)
-            q[:3] = pb
+            com = self.com_targets(t)
+            if com is None:  # the base position is prescribed
+                q[:3] = pb
             R = _quat_matrix(q[3:7])
-            vb = np.r_[R.T @ vb_w, 0.0, 0.0, 0.0]  # base twist, base frame (no rotation)
-            ab = np.r_[R.T @ ab_w, 0.0, 0.0, 0.0]
+            if com is None:
+                vb = np.r_[R.T @ vb_w, 0.0, 0.0, 0.0]  # base twist, base frame (no rotation)
+                ab = np.r_[R.T @ ab_w, 0.0, 0.0, 0.0]
             v = np.r_[vb, qd_j]
             Js, bias, err, xd, xdd = [], [], [], [], []
             for i, (ln, c, sl) in enumerate(tasks):
@@ -498,14 +506,57 @@ class TaskSpaceReference:
             J, Jdv = np.vstack(Js), np.concatenate(bias)
             e, xd, xdd = np.concatenate(err), np.concatenate(xd), np.concatenate(xdd)
             Jb, Jj = J[:, :6], J[:, 6:]
+            if com is not None:
+                vb, ab, v_lin, a_lin = self._com_base_motion(model, q, J, Jdv, e, xd, xdd, com,
+                                                             kp, kd)
             qd_j = np.linalg.lstsq(Jj, xd - Jb @ vb - kp * e, rcond=None)[0]
             v = np.r_[vb, qd_j]
             qdd_j = np.linalg.lstsq(Jj, xdd - Jb @ ab - Jdv - kd * (J @ v - xd) - kp * e,
                                     rcond=None)[0]
+            self.base_positions[k] = q[:3]
             self._q[k] = q[7:][order]
             self._qd[k] = qd_j[order]
             self._qdd[k] = qdd_j[order]
             q[7:] += dt * qd_j + 0.5 * dt * dt * qdd_j
+            if com is not None:  # the base moves as the CoM task requires
+                q[:3] += dt * v_lin + 0.5 * dt * dt * a_lin
+
+    def com_targets(self, t: float):
+        """(CoM position, velocity, acceleration) world [m, m/s, m/s^2] at t, or None (the base
+        position of :meth:`targets` is prescribed instead)."""
+        return None
+
+    @staticmethod
+    def _com_base_motion(model, q, J, Jdv, e, xd, xdd, com, kp, kd):
+        """Base linear velocity and acceleration (no rotation) that move the centre of mass
+        along ``com`` while the contact-link tasks hold: with ``qd_j = J_j^+ (xd - J_b v_b -
+        kp e)`` the CoM velocity ``J_com v`` is affine in the base's linear velocity, and with
+        ``qdd_j = J_j^+ (xdd - J_b a_b - ...)`` the CoM acceleration ``R (M[0:3] a +
+        (h - g)[0:3]) / m`` (:meth:`RobotModel.center_of_mass`) is affine in its linear
+        acceleration: two 3 x 3 solves, with PD feedback on the CoM error (gains kp, kd).
+        Returns (base twist, base acceleration (base frame, 6 each), v_lin, a_lin (world))."""
+        c_des, cd_des, cdd_des = com
+        M = model.mass_matrix(q)
+        m = float(M[0, 0])
+        R = _quat_matrix(q[3:7])
+        c, _, Jc = model.center_of_mass(q)
+        Jb, Jj = J[:, :6], J[:, 6:]
+        P = np.linalg.pinv(Jj)
+        Lb = Jb[:, :3] @ R.T  # task rows per world base linear velocity
+        Jcj = Jc[:, 6:]
+        Bv = Jc[:, :3] @ R.T - Jcj @ P @ Lb
+        v_lin = np.linalg.solve(Bv, cd_des + kp * (c_des - c) - Jcj @ P @ (xd - kp * e))
+        vb = np.r_[R.T @ v_lin, 0.0, 0.0, 0.0]
+        qd_j = P @ (xd - Jb @ vb - kp * e)
+        v = np.r_[vb, qd_j]
+        cd = Jc @ v
+        cv = model.nonlinear_effects(q, v) - model.gravity_torques(q)
+        w = xdd - Jdv - kd * (J @ v - xd) - kp * e
+        Mj = R @ M[0:3, 6:] / m
+        Ba = R @ M[0:3, 0:3] @ R.T / m - Mj @ P @ Lb
+        a_lin = np.linalg.solve(Ba, cdd_des + kd * (cd_des - cd) + kp * (c_des - c)
+                                - Mj @ P @ w - R @ cv[0:3] / m)
+        return vb, np.r_[R.T @ a_lin, 0.0, 0.0, 0.0], v_lin, a_lin
 
     def _setup(self) -> None:
         """Subclass hook run before the integration (tasks and standing poses are known)."""
@@ -557,6 +608,32 @@ class BaseSway(TaskSpaceReference):
                 np.array([0.0, ay, 0.0]))
         zero = np.zeros(3)
         return base, [(p, zero, zero) for p in self.p_stand]
+
+
+class CoMSway(BaseSway):
+    """The centre of mass (rather than the base) sways sideways over the support polygon: the
+    CoM's lateral position follows ``BaseSway``'s curve (same amplitude rule, frequency and
+    fade-in), its forward position and height stay at the standing values, the base keeps its
+    orientation, every standing contact link stays where it stands. The base's translation is
+    solved from the CoM task each step (:meth:`TaskSpaceReference._com_base_motion`, the model's
+    own CoM Jacobian and momentum rows), so the arms and legs moving sideways are accounted for
+    (a humanoid's CoM moves ~10 % less than its base in a base sway)."""
+
+    def _setup(self) -> None:
+        super()._setup()
+        self.c_stand = self._model_com(self.q_stand)
+
+    def _model_com(self, q):
+        return self._model.center_of_mass(q)[0]
+
+    def com_targets(self, t: float):
+        y, vy, ay = self._base(t)
+        return (self.c_stand + [0.0, y, 0.0], np.array([0.0, vy, 0.0]),
+                np.array([0.0, ay, 0.0]))
+
+    def targets(self, t: float):
+        zero = np.zeros(3)
+        return (self.q_stand[:3], zero, zero), [(p, zero, zero) for p in self.p_stand]
 
 
 class FootTrot(TaskSpaceReference):
@@ -688,6 +765,14 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
         points = _declared_contact_points(cfg)
         pts = contact_points(model, list(cfg.contact_links) or list(points), points)
         return BaseSway(model, q, pts, names, **options)
+    if kind == "com_sway":
+        from ..contact.candidates import contact_points
+        from ..controller import _declared_contact_points
+
+        cfg = setup.controller
+        points = _declared_contact_points(cfg)
+        pts = contact_points(model, list(cfg.contact_links) or list(points), points)
+        return CoMSway(model, q, pts, names, **options)
     if kind == "trot":
         from ..contact.candidates import contact_points
         from ..controller import _declared_contact_points
@@ -701,7 +786,7 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
         options.setdefault("squeeze", 0.0)
         return ArmSinusoid(names, q_stand, held, **options)
     raise ValueError(f"kind: unknown reference {kind!r} for the robot configuration {robot!r} "
-                     "(stand, sway, trot, sinusoid)")
+                     "(stand, sway, com_sway, trot, sinusoid)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
