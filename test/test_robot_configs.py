@@ -105,6 +105,16 @@ def test_srdf_group_state_and_named_errors(tmp_path):
                    "    standing:\n      hight: 1\n")
     with pytest.raises(ValueError, match=r"unknown standing key\(s\) \['hight'\]"):
         load_robot_setup(str(bad))
+    bad.write_text("/**:\n  ros__parameters:\n    robot: quadruped\n"
+                   "    trot:\n      periode: 0.3\n")
+    with pytest.raises(ValueError, match=r"unknown trot key\(s\) \['periode'\]"):
+        load_robot_setup(str(bad))
+    bad.write_text("/**:\n  ros__parameters:\n    robot: quadruped\n"
+                   "    trot:\n      period: -1\n")
+    with pytest.raises(ValueError, match=r"trot.period: must be a number > 0"):
+        load_robot_setup(str(bad))
+    assert load_robot_setup("go1").trot == {"period": 0.3}
+    assert "trot.period" not in load_robot_setup("go1").node_parameters
 
 
 @pytest.mark.parametrize("robot", LEGGED)
@@ -281,19 +291,20 @@ def test_foot_trot_swing_starts_and_ends_at_rest_and_fades_in():
     assert 0.0 < second < 0.2 * h
 
 
-@pytest.mark.parametrize("robot", ["anymal_c", "solo12", "go2"])
+@pytest.mark.parametrize("robot", ["anymal_c", "solo12", "go2", "go1", "a1"])
 def test_foot_trot_from_the_contact_links_walks_forward(robot):
     """reference "trot" (FootTrot): diagonal pairs found from the feet's standing positions,
     swing trajectories of the contact points from the model's Jacobians; the controller gets
-    the gait's contact schedule. anymal_c, solo12 and go2 trot forward 6 s with lcp_noslip
-    (go1 / a1 fall: docs/robots.md)."""
+    the gait's contact schedule. Every configured quadruped trots forward 6 s with lcp_noslip
+    (go1 / a1 with the shorter periods of their YAML's trot group: with 0.5 s they fell)."""
     from wbc_dynamics.sim.closed_loop import LoopConfig, run
     from wbc_dynamics.sim.references import FootTrot, make_reference
 
     ref = make_reference(robot, "trot")
     assert isinstance(ref, FootTrot) and sorted(ref.pair.tolist()) == [0, 0, 1, 1]
-    assert ref.swing_active(0.1).sum() == 2 and ref.swing_active(0.35).sum() == 2
-    assert not np.any(ref.swing_active(0.1) & ref.swing_active(0.35))
+    t1, t2 = 0.2 * ref.gait_period, 0.7 * ref.gait_period  # in each half of the period
+    assert ref.swing_active(t1).sum() == 2 and ref.swing_active(t2).sum() == 2
+    assert not np.any(ref.swing_active(t1) & ref.swing_active(t2))
     r = run(LoopConfig(robot=robot, controller="lcp_noslip", reference="trot", duration=6.0))
     assert not r.failed, r.failure
     travel = r.base_pos[-1, 0] - r.base_pos[0, 0]

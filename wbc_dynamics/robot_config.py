@@ -51,6 +51,9 @@ __all__ = [
 #: keys of the ``standing`` group
 STANDING_KEYS = ("srdf", "pose", "positions", "base_height", "override_joints",
                  "override_positions")
+#: keys of the ``trot`` group: the gait parameters of :class:`~wbc_dynamics.sim.references.
+#: FootTrot` for this robot (period [s], speed [m/s], height [m], ramp [s])
+TROT_KEYS = ("period", "speed", "height", "ramp")
 
 
 @dataclass
@@ -64,6 +67,8 @@ class RobotSetup:
         node_parameters: node-only parameters of the file (control_mode, watchdog_rate, ...).
         standing: the ``standing`` group (srdf, pose, positions, base_height,
             override_joints / override_positions).
+        trot: the ``trot`` group (:data:`TROT_KEYS`): this robot's gait parameters for the
+            ``trot`` reference (the node ignores it, like ``standing``).
     """
 
     name: str
@@ -71,6 +76,7 @@ class RobotSetup:
     controller: ControllerConfig
     node_parameters: dict[str, Any] = field(default_factory=dict)
     standing: dict[str, Any] = field(default_factory=dict)
+    trot: dict[str, Any] = field(default_factory=dict)
 
     def standing_joint_positions(self, joint_names: list[str], model: Any) -> np.ndarray:
         """(n,) standing positions [rad or m] of ``joint_names`` (the controller's order):
@@ -218,12 +224,22 @@ def load_robot_setup(name_or_path: str | os.PathLike) -> RobotSetup:
     unknown = sorted(set(standing) - set(STANDING_KEYS))
     if unknown:
         raise ValueError(f"{path}: unknown standing key(s) {unknown} (known: {STANDING_KEYS})")
+    trot = {k[len("trot."):]: v for k, v in params.items() if k.startswith("trot.")}
+    unknown = sorted(set(trot) - set(TROT_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: unknown trot key(s) {unknown} (known: {TROT_KEYS})")
+    bad = [k for k, v in trot.items()
+           if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0]
+    if bad:
+        raise ValueError(f"{path}: trot.{bad[0]}: must be a number > 0, got {trot[bad[0]]!r}")
     config = ControllerConfig.from_mapping({k: v for k, v in params.items() if k in fields})
     if config.urdf_path and not config.urdf_path.startswith("package://"):
         config = dataclasses.replace(
             config, urdf_path=str((path.parent / os.path.expanduser(config.urdf_path)).resolve()))
-    node = {k: v for k, v in params.items() if k not in fields and not k.startswith("standing.")}
-    return RobotSetup(path.stem, str(path), config, node, standing)
+    node = {k: v for k, v in params.items()
+            if k not in fields and not k.startswith(("standing.", "trot."))}
+    return RobotSetup(path.stem, str(path), config, node, standing,
+                      {k: float(v) for k, v in trot.items()})
 
 
 def standing_configuration(controller: Any, joint_positions: np.ndarray,

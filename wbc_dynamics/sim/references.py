@@ -780,7 +780,7 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
         cfg = setup.controller
         points = _declared_contact_points(cfg)
         pts = contact_points(model, list(cfg.contact_links) or list(points), points)
-        return FootTrot(model, q, pts, names, **options)
+        return FootTrot(model, q, pts, names, **{**setup.trot, **options})
     if kind == "sinusoid":
         held = [j for j in names if model.description.joints[j].type == "prismatic"]
         options.setdefault("squeeze", 0.0)
