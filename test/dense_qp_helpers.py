@@ -207,3 +207,93 @@ def reference(P, q, A, l, u):
             if xp is not None:
                 return f"{status}+polished({name})", xp
     return status, x
+
+
+# ----------------------------------------------------------------------------- contact QPs
+def contact_setup(robot: str):
+    """(model, ContactModel, standing q) of a bundled floating-base robot on flat ground
+    (mu 0.8, margin 5 mm, dt 1 ms; the contact links of its robot info)."""
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.model import RobotModel
+    from wbc_dynamics.robots import robot_info, robot_path
+
+    m = RobotModel.from_urdf(robot_path(robot), floating_base=True)
+    info = robot_info(robot)
+    cm = ContactModel(m, contact_links=info["contact_links"],
+                      features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3)
+    return m, cm, np.array(info["standing_q"])
+
+
+def random_states(m, q0, n: int, seed: int):
+    """Standing with every contact point 1 mm inside the ground, velocities ~ N(0, 0.05),
+    desired accelerations ~ N(0, 2) (independent states)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        q = q0.copy()
+        q[2] -= 0.001
+        yield q, rng.normal(0.0, 0.05, m.nv), rng.normal(0.0, 2.0, m.nv - 6)
+
+
+def sway_states(m, q0, n: int, seed: int, dt: float = 1e-3):
+    """A smooth sequence (consecutive control ticks): standing 1 mm inside the ground, joint
+    velocities and desired accelerations sinusoids of 1-2 Hz (amplitudes 0.05 rad/s, 2 rad/s^2)
+    with random phases."""
+    rng = np.random.default_rng(seed)
+    om = 2 * np.pi * rng.uniform(1.0, 2.0, m.nv)
+    ph = rng.uniform(0, 2 * np.pi, m.nv)
+    for k in range(n):
+        q = q0.copy()
+        q[2] -= 0.001
+        s = np.sin(om * k * dt + ph)
+        yield q, 0.05 * s, 2.0 * s[6:]
+
+
+def contact_qps(robot: str, method: str = "qp_coulomb", states=None, **options
+                ) -> list[list[tuple[str, tuple]]]:
+    """The OSQP problems ``qp.py`` solves (Stage I first pass, Stage I recentred pass,
+    Stage II; dense formulation) for each state ``(q, v, qdd_des)`` of ``states`` (default:
+    5 :func:`random_states`), recorded at each OSQP solve through a recording ``_QPSolver``.
+    Cold (``warm_start=False``): every tick sets up its solvers, so each record holds the
+    complete data as handed to OSQP (P symmetrized from the upper triangle OSQP reads).
+    Returns per tick ``[(label, (P, q, A, l, u)), ...]``, labels ``stage1``, ``stage1_pass2``,
+    ``stage2``.
+    """
+    from wbc_dynamics.contact import qp as qpmod
+    from wbc_dynamics.contact import solve
+
+    tick: list[tuple[str, tuple]] = []
+
+    class Recorder(qpmod._QPSolver):
+        def __init__(self, Pd, qv, Ad, Amask, lo, up, settings, Pmask=None):
+            super().__init__(Pd, qv, Ad, Amask, lo, up, settings, Pmask)
+            Pu = np.triu(Pd if Pmask is None else np.where(Pmask, Pd, 0.0))
+            self.data = [Pu + np.triu(Pu, 1).T, np.array(qv, float),
+                         np.where(Amask, Ad, 0.0), np.array(lo, float), np.array(up, float)]
+            self.label = "stage1" if not tick else "stage2"
+            self.passes = 0
+
+        def update_q(self, qv):
+            super().update_q(qv)
+            self.data[1] = np.array(qv, float)
+
+        def solve(self):
+            self.passes += 1
+            tag = self.label + ("" if self.passes == 1 else f"_pass{self.passes}")
+            tick.append((tag, tuple(a.copy() for a in self.data)))
+            return super().solve()
+
+    m, cm, q0 = contact_setup(robot)
+    if states is None:
+        states = random_states(m, q0, 5, 0)
+    out = []
+    orig = qpmod._QPSolver
+    qpmod._QPSolver = Recorder
+    try:
+        for q, v, qdd in states:
+            tick.clear()
+            solve(method, cm.build(q, v, qdd), None, warm_start=False, formulation="dense",
+                  **options)
+            out.append(list(tick))
+    finally:
+        qpmod._QPSolver = orig
+    return out
