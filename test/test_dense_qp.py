@@ -163,6 +163,8 @@ def test_degenerate_and_special_cases():
                    (np.r_[l[:3], 7.5, l[4:]], u),
                    (np.r_[l[:4], 2.0, 1.0], np.r_[u[:4], 1.0, 1.0])):
         assert solve_dense_qp(P, q, A, lo, up, w) == INFEASIBLE
+    for lo, up in ((np.r_[np.inf, l[1:]], u), (l, np.r_[u[:1], -np.inf, u[2:]])):
+        assert solve_dense_qp(P, q, A, lo, up, w) == INFEASIBLE
     # a zero row: satisfied (ignored) or infeasible
     Z = np.vstack([np.zeros(3), a])
     w2 = DenseQPWork(3, 2)

@@ -45,10 +45,11 @@ Sign conventions (OSQP's): ``y`` are the multipliers of ``A x`` with ``P x + q +
 inactive row, either sign on an equality row. ``work.active[i]``: ``-1`` lower bound active,
 ``+1`` upper bound active, ``2`` equality row added as such, ``0`` inactive.
 
-Statuses (OSQP's values): :data:`SOLVED` (1), :data:`INFEASIBLE` (3, primal infeasible; ``x`` is
-the last iterate), :data:`MAX_ITER` (7, ``x``/``y`` the last iterate: dual feasible, primal
-infeasible), :data:`NOT_PD` (9, Cholesky of ``P`` failed: a pivot <= ``1e-14 * max diag P``, i.e.
-not positive definite to working accuracy), :data:`INVALID` (11, non-finite data or shapes).
+Statuses (OSQP's values): :data:`SOLVED` (1); :data:`INFEASIBLE` (3, primal infeasible, also
+for ``l_i > u_i``, ``l_i >= 1e20`` or ``u_i <= -1e20``; ``x`` is the last iterate);
+:data:`MAX_ITER` (7, ``x`` / ``y`` the last iterate: dual feasible, primal infeasible);
+:data:`NOT_PD` (9, Cholesky of ``P`` failed: a pivot <= ``1e-14 * max diag P``, i.e. not positive
+definite to working accuracy); :data:`INVALID` (11, non-finite ``P``, ``q``, ``A`` or NaN bounds).
 
 Iteration count: steps of the method (additions, drops and pure dual steps of stage 2 above)
 plus drops of the warm-start repair; the initial additions of equalities and warm-start rows
@@ -302,8 +303,8 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 return INVALID, 0
             s += A[i, j] * A[i, j]
         rownorm[i] = np.sqrt(s)
-    for i in range(m):
-        if l[i] > u[i]:
+    for i in range(m):   # crossed bounds, a x >= +inf, a x <= -inf
+        if l[i] > u[i] or l[i] >= BOUND_INF or u[i] <= -BOUND_INF:
             return INFEASIBLE, 0
     # ---- Cholesky P = L L^T (lower triangle of P used), then Jt = L^-1 (J = L^-T)
     dmax = 0.0
