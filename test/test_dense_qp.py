@@ -23,6 +23,7 @@ from dense_qp_helpers import (
     reference,
     sway_states,
 )
+from numba import njit
 
 from wbc_dynamics.contact.dense_qp import (
     INFEASIBLE,
@@ -31,6 +32,7 @@ from wbc_dynamics.contact.dense_qp import (
     NOT_PD,
     SOLVED,
     DenseQPWork,
+    dense_qp_kernel,
     solve_dense_qp,
     warmup,
 )
@@ -269,3 +271,29 @@ def test_contact_sequence_warm_start(robot):
             prev[tag] = w.active.copy()
     assert cold_total > 0 and warm_total < 0.5 * cold_total, (cold_total, warm_total)
     print(f"{robot}: iterations over the sequence cold {cold_total}, warm {warm_total}")
+
+
+@njit(cache=True)
+def _compiled_caller(P, q, A, l, u, warm, fw, iw, x, y, active):
+    """Three solves from compiled code, each warm-started with the previous active set."""
+    total = 0
+    status = 0
+    for k in range(3):
+        status, it = dense_qp_kernel(P, q, A, l, u, warm, k > 0, 100, 1e-11, 1e-11, fw, iw, x,
+                                     y, active)
+        total += it
+        warm[:] = active
+    return status, total
+
+
+def test_kernel_is_callable_from_compiled_code():
+    P, q, A, l, u = random_qp(8, 20, np.random.default_rng(11))
+    w = DenseQPWork(8, 20)
+    assert solve_dense_qp(P, q, A, l, u, w) == SOLVED
+    x, y, cold = w.x.copy(), w.y.copy(), w.iterations
+    w2 = DenseQPWork(8, 20)
+    status, total = _compiled_caller(P, q, A, l, u, np.zeros(20, np.int64), w2.fwork, w2.iwork,
+                                     w2.x, w2.y, w2.active)
+    assert status == SOLVED and total == cold  # the two warm solves need no iteration
+    np.testing.assert_allclose(w2.x, x, rtol=0, atol=1e-12 * np.abs(x).max())
+    np.testing.assert_allclose(w2.y, y, rtol=0, atol=1e-12 * np.abs(y).max())
