@@ -243,7 +243,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
     Args:
         P, q, A, l, u: the problem (float64, C-contiguous; P (n, n), A (m, n)).
         warm: (m,) int64 guess of the active row sides (-1 lower, +1 upper, other: none),
-            read only if ``use_warm``.
+            read only if ``use_warm``; must not be the ``active`` array (zeroed first).
         max_iter: iteration limit (status MAX_ITER when reached).
         tol: relative primal feasibility tolerance: row i is violated if its violation exceeds
             ``tol * (|b_i| + sum_j |A_ij x_j|)``.
@@ -508,7 +508,7 @@ class DenseQPWork:
         self.x = np.zeros(self.n)
         self.y = np.zeros(self.m)
         self.active = np.zeros(self.m, dtype=np.int64)
-        self.no_warm = np.zeros(self.m, dtype=np.int64)
+        self.warm = np.zeros(self.m, dtype=np.int64)   # copy of the guess (may be ``active``)
         self.iterations = 0
         self.status = 0
 
@@ -530,8 +530,8 @@ def solve_dense_qp(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray, u
         work: :class:`DenseQPWork` of matching ``(n, m)``; receives ``x``, ``y``, ``active``,
             ``iterations``, ``status``.
         warm_active: optional (m,) integer guess of the active row sides (-1 lower, +1 upper,
-            0 inactive; other values ignored), e.g. ``work.active`` or ``np.sign(y)`` of the
-            previous call.
+            0 inactive; other values ignored), e.g. ``work.active`` (as is; it is copied
+            before the call overwrites it) or ``np.sign(y)`` of the previous call.
         max_iter: iteration limit.
         tol: relative primal feasibility tolerance (see :func:`dense_qp_kernel`).
         dep_tol: relative linear-dependence threshold of the active normals.
@@ -550,14 +550,13 @@ def solve_dense_qp(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray, u
             or u.shape != (m,):
         raise ValueError(f"solve_dense_qp: shapes P {P.shape}, q {q.shape}, A {A.shape}, "
                          f"l {l.shape}, u {u.shape} do not match the workspace (n={n}, m={m})")
-    if warm_active is None:
-        warm, use = work.no_warm, False
-    else:
-        warm = np.ascontiguousarray(warm_active, dtype=np.int64)
-        if warm.shape != (m,):
-            raise ValueError(f"solve_dense_qp: warm_active shape {warm.shape} != ({m},)")
-        use = True
-    status, it = dense_qp_kernel(P, q, A, l, u, warm, use, int(max_iter), float(tol),
+    use = warm_active is not None
+    if use:
+        if np.shape(warm_active) != (m,):
+            raise ValueError(f"solve_dense_qp: warm_active shape {np.shape(warm_active)} != "
+                             f"({m},)")
+        np.copyto(work.warm, warm_active, casting="unsafe")   # work.active itself is allowed
+    status, it = dense_qp_kernel(P, q, A, l, u, work.warm, use, int(max_iter), float(tol),
                                  float(dep_tol), work.fwork, work.iwork, work.x, work.y,
                                  work.active)
     work.status = int(status)
