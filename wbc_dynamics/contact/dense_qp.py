@@ -508,7 +508,7 @@ class DenseQPWork:
         self.x = np.zeros(self.n)
         self.y = np.zeros(self.m)
         self.active = np.zeros(self.m, dtype=np.int64)
-        self.warm = np.zeros(self.m, dtype=np.int64)   # copy of the guess (may be ``active``)
+        self.warm = np.zeros(self.m, dtype=np.int64)   # copy of a guess that aliases ``active``
         self.iterations = 0
         self.status = 0
 
@@ -530,8 +530,8 @@ def solve_dense_qp(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray, u
         work: :class:`DenseQPWork` of matching ``(n, m)``; receives ``x``, ``y``, ``active``,
             ``iterations``, ``status``.
         warm_active: optional (m,) integer guess of the active row sides (-1 lower, +1 upper,
-            0 inactive; other values ignored), e.g. ``work.active`` (as is; it is copied
-            before the call overwrites it) or ``np.sign(y)`` of the previous call.
+            0 inactive; other values ignored), e.g. ``work.active`` itself (copied before the
+            call overwrites it) or ``np.sign(work.y)`` of the previous call.
         max_iter: iteration limit.
         tol: relative primal feasibility tolerance (see :func:`dense_qp_kernel`).
         dep_tol: relative linear-dependence threshold of the active normals.
@@ -551,12 +551,15 @@ def solve_dense_qp(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray, u
         raise ValueError(f"solve_dense_qp: shapes P {P.shape}, q {q.shape}, A {A.shape}, "
                          f"l {l.shape}, u {u.shape} do not match the workspace (n={n}, m={m})")
     use = warm_active is not None
+    warm = work.warm
     if use:
-        if np.shape(warm_active) != (m,):
-            raise ValueError(f"solve_dense_qp: warm_active shape {np.shape(warm_active)} != "
-                             f"({m},)")
-        np.copyto(work.warm, warm_active, casting="unsafe")   # work.active itself is allowed
-    status, it = dense_qp_kernel(P, q, A, l, u, work.warm, use, int(max_iter), float(tol),
+        if warm_active is work.active or getattr(warm_active, "base", None) is work.active:
+            np.copyto(work.warm, warm_active)    # the kernel zeroes ``active`` first
+        else:
+            warm = np.ascontiguousarray(warm_active, dtype=np.int64)
+            if warm.shape != (m,):
+                raise ValueError(f"solve_dense_qp: warm_active shape {warm.shape} != ({m},)")
+    status, it = dense_qp_kernel(P, q, A, l, u, warm, use, int(max_iter), float(tol),
                                  float(dep_tol), work.fwork, work.iwork, work.x, work.y,
                                  work.active)
     work.status = int(status)
