@@ -13,8 +13,9 @@ humanoid: 8 sole corners), joint velocities and desired accelerations 1-2 Hz sin
 * ``osqp cold``: a fresh OSQP solver with the same settings, ``solve()`` only (setup excluded);
 * ``dense cold``: :func:`solve_dense_qp` without warm start (Cholesky + the whole method);
 * ``dense warm``: :func:`solve_dense_qp` with the previous tick's active set of the same stage;
-* ``kernel warm``: :func:`dense_qp_kernel` called directly (as compiled code would; the
-  difference to ``dense warm`` is the Python wrapper and dispatch).
+* ``kernel warm``: :func:`dense_qp_kernel` called directly from Python with the same guess
+  (the difference to ``dense warm`` is the wrapper's checks; numba's dispatch of the 15
+  arguments is still included, a compiled caller would not pay it).
 
 Also reported: mean iterations, and the agreement of OSQP's (eps 1e-7) x with the exact one in
 the P-norm ``|x_osqp - x|_P / |x|_P`` (median / max).
