@@ -292,7 +292,7 @@ def contact_qps(robot: str, method: str = "qp_coulomb", states=None, **options
         for q, v, qdd in states:
             tick.clear()
             solve(method, cm.build(q, v, qdd), None, warm_start=False, formulation="dense",
-                  **options)
+                  **{"qp_solver": "osqp", **options})
             out.append(list(tick))
     finally:
         qpmod._QPSolver = orig

@@ -209,26 +209,58 @@ def test_low_friction_slope(stage2):
 
 
 def test_solver_objects_are_reused_and_rebuilt_on_contact_change():
+    """qp_solver="osqp": one OSQP object per contact set, updated in place."""
     st = SolverState()
     p = quadruped_problem(mu=0.7)
-    r0 = solve("qp_coulomb", p, st)
+    osqp = {"qp_solver": "osqp"}
+    r0 = solve("qp_coulomb", p, st, **osqp)
     assert r0.stats.info["setup"] and not r0.stats.warm_start_used
     s1 = st.get("qp_coulomb").data["qp_coulomb_s1"]
-    r1 = solve("qp_coulomb", quadruped_problem(mu=0.7, qdd=0.01 * np.ones(12)), st)
+    r1 = solve("qp_coulomb", quadruped_problem(mu=0.7, qdd=0.01 * np.ones(12)), st, **osqp)
     assert not r1.stats.info["setup"] and r1.stats.warm_start_used
     assert st.get("qp_coulomb").data["qp_coulomb_s1"] is s1          # same OSQP object
     # contact set changes -> new setup, warm start mapped by identity
     p3 = quadruped_problem(mu=0.7, feet=("LF_foot", "RF_foot", "RH_foot"))
-    r3 = solve("qp_coulomb", p3, st)
+    r3 = solve("qp_coulomb", p3, st, **osqp)
     assert r3.stats.info["setup"] and r3.stats.warm_start_used
     check_result(p3, r3, True)
     st.reset()
-    assert not solve("qp_coulomb", p, st).stats.warm_start_used
+    assert not solve("qp_coulomb", p, st, **osqp).stats.warm_start_used
 
 
-def test_iteration_limit_flagged_but_consistent():
+def test_active_set_warm_start_follows_the_contact_set():
+    """qp_solver="active_set" (default): the previous active set is the next tick's guess
+    mapped by contact identity (a repeated problem then needs fewer iterations; after a contact
+    set change the remaining contacts' rows); results equal the cold solve's to rounding."""
+    st = SolverState()
+    p = quadruped_problem(mu=0.7)
+    r0 = solve("qp_coulomb", p, st)
+    assert not r0.stats.warm_start_used and r0.stats.iterations > 0
+    r1 = solve("qp_coulomb", p, st)
+    assert r1.stats.warm_start_used and r1.stats.iterations < r0.stats.iterations, (
+        r0.stats.iterations, r1.stats.iterations)
+    np.testing.assert_allclose(r1.tau, r0.tau, rtol=0, atol=1e-9 * np.abs(r0.tau).max())
+    p2 = quadruped_problem(mu=0.7, qdd=0.01 * np.ones(12))
+    r2 = solve("qp_coulomb", p2, st)
+    cold = solve("qp_coulomb", p2, SolverState())
+    assert r2.stats.warm_start_used
+    np.testing.assert_allclose(r2.tau, cold.tau, rtol=0, atol=1e-9 * np.abs(cold.tau).max())
+    p3 = quadruped_problem(mu=0.7, feet=("LF_foot", "RF_foot", "RH_foot"))
+    r3 = solve("qp_coulomb", p3, st)  # three feet's active rows mapped by identity
+    assert r3.stats.warm_start_used
+    check_result(p3, r3, True)
+    cold3 = solve("qp_coulomb", p3, SolverState())
+    np.testing.assert_allclose(r3.tau, cold3.tau, rtol=0, atol=1e-9 * np.abs(cold3.tau).max())
+    with pytest.raises(ValueError, match="qp_solver"):
+        solve("qp_coulomb", p, SolverState(), qp_solver="admm")
+    with pytest.raises(ValueError, match="sparse"):
+        solve("qp_coulomb", p, SolverState(), formulation="sparse")
+
+
+@pytest.mark.parametrize("qp_solver,max_iter", [("osqp", 10), ("active_set", 1)])
+def test_iteration_limit_flagged_but_consistent(qp_solver, max_iter):
     p = quadruped_problem(slope=0.3, mu=0.1)
-    res = solve("qp_coulomb", p, SolverState(), max_iter=10)
+    res = solve("qp_coulomb", p, SolverState(), max_iter=max_iter, qp_solver=qp_solver)
     assert "iteration_limit" in res.stats.flags
     assert res.all_finite
     # projected iterate: eq. (37), (38), bounds and pyramid still hold exactly
@@ -386,8 +418,8 @@ def test_sparse_lifted_formulation_matches_dense(method):
     for _ in range(3):
         p = quadruped_problem(v=0.05 * rng.standard_normal(m.nv),
                               qdd=rng.standard_normal(m.nv - 6), mu=0.6)
-        d = solve(method, p, SolverState(), formulation="dense")
-        s = solve(method, p, SolverState(), formulation="sparse")
+        d = solve(method, p, SolverState(), formulation="dense", qp_solver="osqp")
+        s = solve(method, p, SolverState(), formulation="sparse", qp_solver="osqp")
         assert s.stats.info["formulation"] == "sparse" and d.stats.info["formulation"] == "dense"
         assert s.stats.info["nullity"] == d.stats.info["nullity"] == 6
         scale = max(1.0, np.abs(d.tau).max())
@@ -397,9 +429,9 @@ def test_sparse_lifted_formulation_matches_dense(method):
     st = SolverState()
     for _ in range(3):      # warm path of the sparse solvers
         p = quadruped_problem(qdd=0.1 * rng.standard_normal(12))
-        r = solve(method, p, st, formulation="sparse")
-        d = solve(method, p, SolverState(), formulation="dense")
+        r = solve(method, p, st, formulation="sparse", qp_solver="osqp")
+        d = solve(method, p, SolverState(), formulation="dense", qp_solver="osqp")
         np.testing.assert_allclose(r.tau, d.tau, atol=1e-4 * max(1.0, np.abs(d.tau).max()))
     assert not r.stats.info["setup"] and r.stats.warm_start_used
     with pytest.raises(ValueError, match="formulation"):
-        solve(method, p, SolverState(), formulation="lifted")
+        solve(method, p, SolverState(), formulation="lifted", qp_solver="osqp")

@@ -162,6 +162,8 @@ from wbc_dynamics.contact.qp_tick import QPTick  # noqa: E402
 #: the controller's options of the QP methods (config/*.yaml: coulomb_tracking, noslip_gap)
 QP_TRACKING = {"sticking_correction": True, "stage1_objective": "contact_velocity",
                "friction_gap": 1e-6}
+#: the OSQP tests below (the default solver is the exact active-set method)
+OSQP = {"qp_solver": "osqp"}
 SHIPPED_QUADRUPED = dict(phi_deadband=1e-4, passive_impact=True, separation_tolerance=0.05)
 
 
@@ -269,6 +271,7 @@ def test_compiled_qp_tick_equals_build_and_solve_quadruped(case):
     perturbation), so those ticks are compared in identities and flags only. Continuing the
     same OSQP state, both agree bitwise (test below)."""
     method, cm_opts, opts = QP_CASES[case]
+    opts = {**opts, **OSQP}
     rows, fused = _compare_qp(method, "quadruped", cm_opts, opts, 5)
     conv = _converged(rows)
     assert len(conv) >= 20
@@ -296,7 +299,7 @@ def test_compiled_qp_tick_continuation_is_bitwise(robot):
     of the iterate."""
     for method in ("qp_coulomb", "qp_noslip"):
         m, info, cm = _setup(robot, {})
-        fused = compiled_tick(cm, method, {})
+        fused = compiled_tick(cm, method, OSQP)
         q0 = np.array(info["standing_q"])
         st_ref, st_fused = SolverState(), SolverState()
         rng = np.random.default_rng(2)
@@ -309,11 +312,11 @@ def test_compiled_qp_tick_continuation_is_bitwise(robot):
             qdd = rng.normal(0.0, 2.0, m.nv - 6)
             ms = st_fused.get(method)
             ok = fused.run(q, v, qdd, ms)
-            ref = solve(method, cm.build(q, v, qdd), st_ref)
+            ref = solve(method, cm.build(q, v, qdd), st_ref, **OSQP)
             if k == 6:
                 assert not ok and "no_contacts" in ref.stats.flags
                 fused.export_warm(ms)
-                solve(method, cm.build(q, v, qdd), st_fused)
+                solve(method, cm.build(q, v, qdd), st_fused, **OSQP)
                 continue
             assert ok and fused.flags == ref.stats.flags
             ncs.add(fused.nc)
@@ -335,7 +338,7 @@ def test_compiled_qp_tick_humanoid_with_contact_changes(method):
     ``qp_noslip`` stops at OSQP's iteration limit on every one of these ticks (Stage II of 5-8
     contacts with free tangential impulses; the general path alike): identities, flags and
     warm-start use are compared, the numbers by the bitwise continuation test above."""
-    rows, _ = _compare_qp(method, "humanoid", {}, {}, 5, n=40, flight=(30,))
+    rows, _ = _compare_qp(method, "humanoid", {}, OSQP, 5, n=40, flight=(30,))
     conv = _converged(rows)
     if method == "qp_coulomb":
         assert len(conv) >= 5
@@ -347,7 +350,7 @@ def test_compiled_qp_tick_stage1_failure_is_the_documented_fallback(monkeypatch)
     torques, flags fallback + infeasible + the sticking correction's), keeps the previous
     contacts in the MethodState, and the next tick starts Stage I fresh -- as the general
     path does."""
-    method, opts = "qp_coulomb", QP_TRACKING
+    method, opts = "qp_coulomb", {**QP_TRACKING, **OSQP}
     m, info, cm = _setup("quadruped", SHIPPED_QUADRUPED)
     fused = compiled_tick(cm, method, opts)
     q0 = np.array(info["standing_q"])
@@ -382,6 +385,31 @@ def test_compiled_qp_tick_stage1_failure_is_the_documented_fallback(monkeypatch)
             assert ref.stats.flags[:2] == ("fallback", "infeasible")
             np.testing.assert_array_equal(fused.out.tau, a.data["tau"])  # the previous ones
             assert not np.any(fused.out.forces_world[:fused.nc])
+
+
+ACTIVE_SET_CASES = {**{f"quadruped_{k}": ("quadruped", *v) for k, v in QP_CASES.items()},
+                    "humanoid_qp_coulomb": ("humanoid", "qp_coulomb", {}, {}),
+                    "humanoid_qp_coulomb_tracking": ("humanoid", "qp_coulomb", {}, QP_TRACKING),
+                    "humanoid_qp_noslip": ("humanoid", "qp_noslip", {}, {})}
+
+
+@pytest.mark.parametrize("case", sorted(ACTIVE_SET_CASES))
+def test_compiled_active_set_tick_equals_build_and_solve(case):
+    """qp_solver="active_set" (the default): the whole tick is one compiled call. Both paths
+    solve the same QPs exactly (the warm start -- active sets mapped by candidate slot here,
+    by contact set in the general path -- changes only the path to the optimum), so on every
+    tick, through contact-set changes and a flight phase, warm and cold: the same flags (no
+    iteration limit anywhere), torques and forces to 1e-7 relative (measured <= 3e-8: Stage
+    II's regularization 1e-9 leaves the humanoid's eight corner forces loosely determined)."""
+    robot, method, cm_opts, opts = ACTIVE_SET_CASES[case]
+    for warm, seed, n in ((True, 5, 60), (False, 6, 30)):
+        rows, fused = _compare_qp(method, robot, cm_opts, opts, seed, n=n, warm=warm)
+        assert fused.options.active_set and not fused._s1  # no OSQP solver was set up
+        for k, ref, _, _, flags in rows:
+            assert flags == ref.stats.flags, (k, flags, ref.stats.flags)
+            assert "iteration_limit" not in flags
+        _assert_close(rows, 1e-7, forces=robot == "quadruped")
+        assert {f for _, ref, _, _, _ in rows for f in ref.stats.flags} >= {"min_norm"}
 
 
 def test_qp_tick_options():

@@ -18,7 +18,8 @@ constraint appends a column (Givens rotations of ``J``), dropping one removes a 
 and restores its triangular form (Givens rotations of ``R`` and ``J``). Each iteration:
 
 1. pick the most violated inactive row side (violation divided by ``|a_i|``); none violated
-   beyond ``tol * (|b_i| + sum_j |a_ij x_j|)``: optimal;
+   beyond ``tol * (|b_i| + sum_j |a_ij x_j| + |a_i| xscale)`` (``xscale`` the largest ``|x|``
+   met so far, the size of the iterates' rounding errors): optimal;
 2. step direction ``z = J_2 J_2^T n`` (primal, in the null space of the active normals) and
    ``r = R^-1 J_1^T n`` (change of the active multipliers); partial step ``t1`` = the largest
    step keeping the active inequality multipliers >= 0, full step ``t2`` = the step that makes
@@ -94,6 +95,12 @@ BOUND_INF = 1e20
 _LOWER = -1
 _UPPER = 1
 _EQ = 2
+# a row side skipped for now (dependent on the active rows, violated at rounding level only)
+_SKIP = 3
+
+#: a dependent row violated by at most this times (|b_i| + |a_i| xscale) counts as satisfied
+#: (degenerate vertices, see :func:`dense_qp_kernel`)
+DEPENDENT_FEAS_TOL = 1e-9
 
 
 def work_sizes(n: int, m: int) -> tuple[int, int]:
@@ -214,6 +221,27 @@ def _start_point(x0: np.ndarray, Jt: np.ndarray, R: np.ndarray,
 
 
 @njit(cache=True)
+def _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, active):
+    """x = the minimizer on the active set with dual feasibility restored: while an inequality
+    multiplier is negative, drop the most negative one. Returns (nact, drops)."""
+    drops = 0
+    while True:
+        _start_point(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w)
+        k = -1
+        umin = 0.0
+        for j in range(nact):
+            if kind[j] != _EQ and uact[j] < umin:
+                umin = uact[j]
+                k = j
+        if k < 0:
+            return nact, drops
+        active[act[k]] = 0
+        _drop(Jt, R, act, kind, uact, nact, k)
+        nact -= 1
+        drops += 1
+
+
+@njit(cache=True)
 def _try_add(Jt: np.ndarray, R: np.ndarray, A: np.ndarray, row: int, kd: int, d: np.ndarray,
              nact: int, dep_tol: float) -> bool:
     """Add (row, kd) to the factorization unless its normal depends on the active ones."""
@@ -246,7 +274,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
             read only if ``use_warm``; must not be the ``active`` array (zeroed first).
         max_iter: iteration limit (status MAX_ITER when reached).
         tol: relative primal feasibility tolerance: row i is violated if its violation exceeds
-            ``tol * (|b_i| + sum_j |A_ij x_j|)``.
+            ``tol * (|b_i| + sum_j |A_ij x_j| + |a_i| xscale)`` (module docstring, step 1).
         dep_tol: a normal whose part outside the span of the active ones (in the metric of
             ``P^-1``) is below ``dep_tol`` times its length counts as dependent.
         fwork, iwork: workspace buffers of lengths :func:`work_sizes` (overwritten).
@@ -369,28 +397,25 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                     kind[nact] = kd
                     active[i] = kd
                     nact += 1
-    it = 0
-    while True:   # start point; warm-start repair: drop negative inequality multipliers
-        _start_point(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w)
-        k = -1
-        umin = 0.0
-        for j in range(nact):
-            if kind[j] != _EQ and uact[j] < umin:
-                umin = uact[j]
-                k = j
-        if k < 0:
-            break
-        active[act[k]] = 0
-        _drop(Jt, R, act, kind, uact, nact, k)
-        nact -= 1
-        it += 1
+    # start point; warm-start repair: drop negative inequality multipliers
+    nact, it = _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, active)
     # ---- main loop
     status = MAX_ITER
+    # the largest |x| met so far (unconstrained minimizer, start point, iterates): the
+    # iterates carry rounding errors of that size, so a row counts as violated only beyond
+    # tol * (|b_i| + |a_i| xscale) -- else a degenerate vertex (several dependent rows through
+    # one point, e.g. the facets of a contact's friction pyramid at f = 0) reached with
+    # ~1e-16 residues reads as violated rows that cannot be added (a false INFEASIBLE)
+    xscale = 0.0
+    for i in range(n):
+        xscale = max(xscale, abs(x0[i]))
     while True:
         # step 1: most violated inactive row side
         p = -1
         pk = 0
         best = 0.0
+        for i in range(n):
+            xscale = max(xscale, abs(x[i]))
         for i in range(m):
             s = 0.0
             sc = 0.0
@@ -402,6 +427,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
             if active[i] != 0:
                 continue
             rn = max(rownorm[i], 1e-300)
+            sc += rownorm[i] * xscale
             if l[i] > -BOUND_INF:
                 v = l[i] - s
                 if v > tol * (abs(l[i]) + sc) and v / rn > best:
@@ -420,6 +446,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
         # step 2: make (p, pk) active
         uplus = 0.0
         added = False
+        skipped = False
         while not added:
             if it >= max_iter:
                 status = MAX_ITER
@@ -457,6 +484,16 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 viol = _rhs(l, u, p, pk) - _normal_dot(A, p, pk, x)
                 t2 = max(viol, 0.0) / s2
             if kdrop < 0 and not full:
+                # the row is a combination of the active ones (to dep_tol): infeasible --
+                # unless it is violated at rounding level only, DEPENDENT_FEAS_TOL (|b_i| +
+                # |a_i| xscale) (a degenerate vertex, e.g. the facets of a contact whose Stage I
+                # force is ~1e-10 N); then it is skipped until the next addition moves x
+                viol = _rhs(l, u, p, pk) - _normal_dot(A, p, pk, x)
+                if viol <= DEPENDENT_FEAS_TOL * (abs(_rhs(l, u, p, pk))
+                                                 + rownorm[p] * xscale):
+                    active[p] = _SKIP
+                    skipped = True
+                    break
                 status = INFEASIBLE
                 break
             if t2 <= t1:
@@ -472,6 +509,9 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 active[p] = pk
                 nact += 1
                 added = True
+                for i in range(m):   # x moved: skipped rows are examined again
+                    if active[i] == _SKIP:
+                        active[i] = 0
             else:
                 if full:
                     for i in range(n):
@@ -482,8 +522,20 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 active[act[kdrop]] = 0
                 _drop(Jt, R, act, kind, uact, nact, kdrop)
                 nact -= 1
+        if skipped:
+            if uplus > 0.0:
+                # partial steps were taken towards the skipped row: x and the multipliers
+                # include its multiplier uplus; restore the minimizer on the active set (and
+                # dual feasibility, as the warm-start repair above)
+                nact, drops = _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x,
+                                                       uact, w, active)
+                it += drops
+            continue
         if not added:
             break
+    for i in range(m):
+        if active[i] == _SKIP:
+            active[i] = 0
     for j in range(nact):
         y[act[j]] = uact[j] if kind[j] == _UPPER else -uact[j]
     return status, it

@@ -44,8 +44,18 @@ forces, and hence the optimal ``v+`` and torques, are identical; the facet form 
 edges that cancel) and roughly halves the number of variables (``3 nc`` instead of ``(1+k) nc``),
 which makes OSQP converge several times faster in Stage II.
 
-Both QPs are solved with OSQP in *force* units (``c = dt f``), warm-started from the previous
-tick: the OSQP solver objects are kept in the method state and their matrices updated in place
+Solver (option ``qp_solver``, :data:`QP_SOLVERS`). ``"active_set"`` (default, issue 12): both
+QPs of the dense reduced form are solved *exactly* (to rounding, relative feasibility 1e-11) by
+the compiled Goldfarb-Idnani dual active-set method of :mod:`.dense_qp`, in force units,
+warm-started with the previous tick's active row sides mapped by contact identity (each contact
+owns its rows: non-penetration, ``f_N >= 0``, its k facets); a correct guess needs no iteration.
+Both QPs are strictly convex (Stage I's proximal term, Stage II's ``stage2_reg``); their
+degenerate vertices (k + 1 rows through the apex of a contact's pyramid) are handled by the
+solver's dependence test, and Stage II drops rows of rounding size (``_stage2_data``). OSQP,
+the solver before it, stopped at its iteration limit on 24-39 % of talos's ``qp_coulomb`` ticks
+(docs/contact_methods.md). ``"osqp"``: both QPs solved with OSQP in *force* units
+(``c = dt f``), warm-started from the previous tick: the OSQP solver objects
+are kept in the method state and their matrices updated in place
 (``update_data_mat`` with the same sparsity pattern, dense blocks stored with explicit zeros)
 while the contact set (identities, order, k) is unchanged; when it changes, the solver is set up
 again and warm-started with the previous forces mapped by contact identity. After each solve the
@@ -83,12 +93,18 @@ of (70)-(72) at the returned impulses [m/s or N s]; ``info``: ``stage1_status``,
 ``stage2_status``, ``nullity`` (dim W), ``setup`` (True if an OSQP setup happened),
 ``noninterpenetration``, ``stage1_objective``.
 
-Fallback: OSQP failure in Stage I (infeasible, non-convex, or no finite iterate) returns
-:func:`~wbc_dynamics.contact.dispatch.fallback_result` flagged ``fallback`` (``infeasible`` if OSQP
-reported infeasibility, ``iteration_limit`` if it ran out of iterations without a usable iterate).
-An iteration limit with a finite iterate is accepted (projected) and flagged ``iteration_limit``.
-A Stage II failure keeps the Stage I solution (flag ``iteration_limit`` or ``fallback`` in
-``info["stage2_status"]``).
+Infeasible Stage I with the active-set solver (it proves it; e.g. the held arm + box grasp,
+whose prescribed finger motion the box cannot follow within friction): the tick is solved with
+OSQP instead (``info["active_set_stage1"]`` names the status), whose iterate at its limit is the
+compromise the grasp loops were tuned with; the compiled tick leaves such a tick to this path.
+
+Fallback: a Stage I failure (infeasible, non-convex, or no finite iterate) returns
+:func:`~wbc_dynamics.contact.dispatch.fallback_result` flagged ``fallback`` (``infeasible`` if the
+solver reported infeasibility, ``iteration_limit`` if it ran out of iterations without a usable
+iterate). An iteration limit with a finite iterate is accepted (projected) and flagged
+``iteration_limit``. A Stage II failure keeps the Stage I solution (flag ``iteration_limit``,
+``info["stage2_status"]``); with the active-set solver only a solved Stage II is used (its
+iteration-limited iterate is dual, not primal, feasible).
 """
 
 from __future__ import annotations
@@ -103,12 +119,14 @@ import scipy.sparse as sp
 from numba import njit
 
 from .consistency import mark_sticking_correction, sticking_consistent_problem
+from .dense_qp import DenseQPWork, solve_dense_qp
 from .dispatch import fallback_result
 from .lcp_coulomb import ReducedDynamics
 from .lcp_noslip import _alg1, min_pivot
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
-__all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES", "warmup"]
+__all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES", "QP_SOLVERS",
+           "warmup"]
 
 #: Stage I objectives: ``"kinetic_energy"`` = eq. (69) as written (gradient w.r.t. the impulses
 #: ``J_f (v+_f + M_ff^-1 M_fa qdot_des)``); ``"contact_velocity"`` = the same QP with the linear
@@ -119,12 +137,22 @@ __all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES
 #: coincide when ``qdot_des = 0`` and ``phi = 0``.
 STAGE1_OBJECTIVES = ("kinetic_energy", "contact_velocity")
 
+#: QP solvers of both stages: ``"active_set"`` = the exact dense Goldfarb-Idnani method of
+#: :mod:`.dense_qp` (reduced dense formulation only; warm-started with the previous active set);
+#: ``"osqp"`` = OSQP (ADMM to tolerance ``eps``; dense or lifted sparse formulation).
+QP_SOLVERS = ("active_set", "osqp")
+
+#: the active-set solver's relative primal feasibility and linear-dependence tolerances
+ACTIVE_SET_TOL = 1e-11
+ACTIVE_SET_DEP_TOL = 1e-11
+
 _INF = np.inf
 _OSQP_INF = 1e30
 # OSQP status values (osqp >= 1.0, osqp.interface.SolverStatus)
 _SOLVED, _SOLVED_INACCURATE = 1, 2
 _PRIMAL_INF, _PRIMAL_INF_INACC = 3, 4
 _MAX_ITER, _TIME_LIMIT = 7, 8
+_NOT_PD = 9
 _ACCEPT = (_SOLVED, _SOLVED_INACCURATE, _MAX_ITER, _TIME_LIMIT)
 
 
@@ -351,10 +379,12 @@ def _project(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool) -> np.ndarray
 
 @njit(cache=True)
 def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarray,
-                 mu: np.ndarray, k: int, coulomb: bool, reg: float, rank_tol: float):
+                 mu: np.ndarray, k: int, coulomb: bool, reg: float, rank_tol: float,
+                 exact: bool):
     """Nullspace W of J_f^T (SVD) and the dense Stage II QP (eqs. 107, 110, 111).
 
-    Returns (W, P2 (r x r), q2, A2 (ncon x r), l2).
+    Returns (W, P2 (r x r), q2, A2 (ncon x r), l2). ``exact`` (the active-set solver): the
+    rounding-level cleanup below (OSQP's data as before it, its closed loops tuned with it).
     """
     m, nf = Jf.shape
     nu = Ja.shape[1]
@@ -400,13 +430,38 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
     l2 = np.zeros(ncon)
     for row in range(ncon):
         cf = 0.0
+        size = 0.0
         for j in range(m):
             v = _constraint_value(row, j, nc, k, coulomb, mu, np.bool_(False))
             if v != 0.0:
                 cf += v * f0[j]
+                size += abs(v * f0[j])
                 for c in range(r):
                     A2[row, c] += v * W[j, c]
-        l2[row] = -cf
+        # f0 is projected into the pyramid, so C f0 >= 0 holds exactly; a rounding-level
+        # negative value (a facet f0 lies on) would make w = 0 infeasible by ~1e-16 |f| and let
+        # the active-set solver chase dependent facet rows of a contact at its apex
+        l2[row] = -cf if (cf < -1e-12 * size or not exact) else min(-cf, 0.0)
+    # rows of (rounding) size only: a contact force component that is (to rounding) fixed on
+    # the optimal set has ~1e-10 entries in W from the SVD; kept, such a row is a constraint
+    # with a noise normal whose addition makes the active set ill-conditioned. f0 satisfies it
+    # (l2 <= 0), so it is dropped (a zero row with l2 <= 0 never binds).
+    if not exact:
+        return W, P2, q2, A2, l2
+    amax = 0.0
+    for row in range(ncon):
+        s = 0.0
+        for c in range(r):
+            s += A2[row, c] * A2[row, c]
+        amax = max(amax, s)
+    for row in range(ncon):
+        s = 0.0
+        for c in range(r):
+            s += A2[row, c] * A2[row, c]
+        if s <= 1e-16 * amax:
+            for c in range(r):
+                A2[row, c] = 0.0
+            l2[row] = min(l2[row], 0.0)
     return W, P2, q2, A2, l2
 
 
@@ -499,7 +554,8 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                      sparse_above: int = 8, stage1_objective: str = "kinetic_energy",
                      stage1_recenter: bool = True, sticking_correction: bool = False,
                      sticking_gap: float = 1e-6, friction_gap: float | None = None,
-                     rank_mass_ratio: float = 0.0) -> ContactResult:
+                     rank_mass_ratio: float = 0.0, qp_solver: str = "active_set"
+                     ) -> ContactResult:
     corrected, change = False, 0.0
     if sticking_correction:
         problem, change, corrected = sticking_consistent_problem(problem, sticking_gap)
@@ -533,7 +589,7 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                                 rank_tol=rank_tol, stage1_reg=stage1_reg, stage2_eps=stage2_eps,
                                 formulation=formulation, sparse_above=sparse_above,
                                 stage1_objective=stage1_objective,
-                                stage1_recenter=stage1_recenter)
+                                stage1_recenter=stage1_recenter, qp_solver=qp_solver)
     if sep is not None or dropped is not None:
         # the zeroed rows make those impulses inert; report them as exactly zero so that
         # eq. (37) holds for the original problem too
@@ -577,7 +633,13 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
                           warm_start: bool, eps: float, max_iter: int, polish: bool,
                           stage2_reg: float, rank_tol: float, stage1_reg: float,
                           stage2_eps: float | None, formulation: str, sparse_above: int,
-                          stage1_objective: str, stage1_recenter: bool) -> ContactResult:
+                          stage1_objective: str, stage1_recenter: bool,
+                          qp_solver: str) -> ContactResult:
+    if qp_solver not in QP_SOLVERS:
+        raise ValueError(f"{method}: qp_solver must be one of {QP_SOLVERS}, got {qp_solver!r}")
+    if qp_solver == "active_set" and formulation == "sparse":
+        raise ValueError(f"{method}: formulation 'sparse' needs qp_solver 'osqp' (the active-set "
+                         "solver works on the dense reduced form)")
     if stage1_objective not in STAGE1_OBJECTIVES:
         raise ValueError(f"{method}: stage1_objective must be one of {STAGE1_OBJECTIVES}, "
                          f"got {stage1_objective!r}")
@@ -587,12 +649,14 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     nc = problem.nc
     form = formulation if formulation != "auto" else ("dense" if nc <= sparse_above
                                                      else "sparse")
+    if qp_solver == "active_set":
+        form = "dense"
     dt = float(problem.dt)
     ids = tuple(problem.contact_ids)
     k = int(problem.friction_edges if friction_edges is None else friction_edges)
     if coulomb and (k < 4 or k % 2):
         raise ValueError(f"{method}: friction_edges must be even and >= 4, got {k}")
-    key = (ids, k if coulomb else 0, form)
+    key = (ids, k if coulomb else 0, form, qp_solver)
     data = mstate.data
     lay: QPLayout | None = data.get(f"{method}_layout")
     if lay is None or data.get(f"{method}_key") != key:
@@ -620,7 +684,24 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     Hp[np.diag_indices(m)] += stage1_reg * max(1.0, float(np.max(np.diag(red.H))))
     st1: _QPSolver | None = data.get(f"{method}_s1")
     delta = stage1_reg * max(1.0, float(np.max(np.diag(red.H))))
-    if form == "sparse":
+    if qp_solver == "active_set":
+        st1 = None
+        s1, it1, x1 = _active_set_stage1(problem, mstate, method, lay, red, Hp, lin, ids,
+                                         warm_start, max_iter, delta, stage1_recenter, stats)
+        if s1 in (_PRIMAL_INF, _NOT_PD):
+            # Stage I has no exact solution (e.g. a held grasp whose prescribed finger motion
+            # the box cannot follow within friction): OSQP's iterate at its limit is the
+            # compromise the closed loops were tuned with, rather than the fallback torques
+            res = _solve_two_stage_impl(
+                problem, mstate, method, coulomb, friction_edges=friction_edges,
+                stage2=stage2, warm_start=warm_start, eps=eps, max_iter=max_iter,
+                polish=polish, stage2_reg=stage2_reg, rank_tol=rank_tol, stage1_reg=stage1_reg,
+                stage2_eps=stage2_eps, formulation="dense", sparse_above=sparse_above,
+                stage1_objective=stage1_objective, stage1_recenter=stage1_recenter,
+                qp_solver="osqp")
+            res.stats.info["active_set_stage1"] = _status_name(s1)
+            return res
+    elif form == "sparse":
         reuse = st1 is not None and data.get(f"{method}_key") == key and warm_start
         st1, setup = _sparse_stage1(problem, lay, red, st1 if reuse else None,
                                     _settings(eps, max_iter, warm_start, polish), delta, dlin)
@@ -651,8 +732,10 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
                                         st1.a_cols)
         st1.update(Px, qv1, Ax, lo1)
         stats.warm_start_used = True
-    s1, it1, x1 = st1.solve()
-    if stage1_recenter and delta > 0.0 and x1 is not None and s1 == _SOLVED:
+    if st1 is not None:
+        s1, it1, x1 = st1.solve()
+    if st1 is not None and stage1_recenter and delta > 0.0 and x1 is not None \
+            and s1 == _SOLVED:
         # second proximal pass centred at the first solution (one proximal-point step): the
         # first pass minimizes obj + delta/2 |f|^2, which moves the optimum by O(delta |f|)
         # -- relative to Stage I objectives of ~1e-4 that is not negligible (issue 11:
@@ -674,22 +757,24 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     info["formulation"] = form
     stats.iterations = it1
     if x1 is None or s1 not in _ACCEPT:
+        solver_name = "OSQP" if qp_solver == "osqp" else "active-set QP"
         res = fallback_result(problem, method, data.get("tau"),
-                              f"OSQP Stage I: {_status_name(s1)}")
+                              f"{solver_name} Stage I: {_status_name(s1)}")
         if s1 in (_PRIMAL_INF, _PRIMAL_INF_INACC):
             res.stats.add_flag("infeasible")
         if s1 == _MAX_ITER:
             res.stats.add_flag("iteration_limit")
         res.stats.iterations = it1
         res.stats.info.update(info)
-        for name in ("s1", "s2", "key", "key2"):
+        for name in ("s1", "s2", "key", "key2", "as1", "as2"):
             data.pop(f"{method}_{name}", None)
         return res
     if s1 != _SOLVED:
         stats.add_flag("iteration_limit")
     f0 = _project(x1, mu, k, coulomb)
     info["stage1_objective"] = float(0.5 * f0 @ red.H @ f0 + lin @ f0 / dt)
-    data[f"{method}_s1"] = st1
+    if st1 is not None:
+        data[f"{method}_s1"] = st1
     data[f"{method}_key"] = key
     data[f"{method}_layout"] = lay
 
@@ -704,7 +789,7 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
                                                                                     dlin])
         f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start,
                          eps if stage2_eps is None else stage2_eps, max_iter,
-                         polish, stage2_reg, rank_tol, info, coulomb, k, form, Jfix)
+                         polish, stage2_reg, rank_tol, info, coulomb, k, form, Jfix, qp_solver)
         stats.iterations += it2
         if info["stage2_status"] not in ("solved", "skipped"):
             stats.add_flag("iteration_limit")
@@ -725,6 +810,85 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     mstate.active_ids = tuple(cid for i, cid in enumerate(ids) if c[i] > 0.0)
     data[f"{method}_f"] = (ids, lay, f)
     return ContactResult.from_impulses(problem, tau, imp, v_next, stats)
+
+
+def _active_rows(nc: int, kk: int, i: int, stage: int) -> list[int]:
+    """The rows of contact i in stage 1 (non-penetration, f_N >= 0, kk facets) or stage 2
+    (f_N >= 0, kk facets) of a contact set of nc contacts (``QPLayout``'s contact-major
+    facets; ``kk = 0`` without a pyramid)."""
+    base = 2 * nc if stage == 1 else nc
+    head = [i, nc + i] if stage == 1 else [i]
+    return head + [base + i * kk + j for j in range(kk)]
+
+
+def _mapped_active(data: dict, name: str, ids: tuple, kk: int, stage: int
+                   ) -> np.ndarray | None:
+    """The previous tick's active row sides of a stage mapped by contact identity (rows of
+    :func:`_active_rows`), or None if no contact of ``ids`` was in it."""
+    prev = data.get(name)
+    if prev is None:
+        return None
+    pids, pact = prev
+    index = {cid: j for j, cid in enumerate(pids)}
+    nc = len(ids)
+    guess = np.zeros((2 * nc if stage == 1 else nc) + nc * kk, dtype=np.int64)
+    found = False
+    for i, cid in enumerate(ids):
+        j = index.get(cid)
+        if j is not None:
+            guess[_active_rows(nc, kk, i, stage)] = pact[_active_rows(len(pids), kk, j, stage)]
+            found = True
+    return guess if found else None
+
+
+def _active_set_work(data: dict, name: str, n: int, m: int) -> DenseQPWork:
+    """The active-set workspace of (n variables, m rows) kept in the method state."""
+    works = data.setdefault(name, {})
+    work = works.get((n, m))
+    if work is None:
+        work = works[(n, m)] = DenseQPWork(n, m)
+    return work
+
+
+def _active_set_stage1(problem: ContactProblem, mstate: MethodState, method: str,
+                       lay: QPLayout, red: ReducedDynamics, Hp: np.ndarray, lin: np.ndarray,
+                       ids: tuple, warm_start: bool, max_iter: int, delta: float,
+                       recenter: bool, stats: SolverStats
+                       ) -> tuple[int, int, np.ndarray | None]:
+    """Stage I (dense reduced form (97)-(99), force units) with the exact active-set solver,
+    warm-started with the previous tick's active set mapped by contact identity; the
+    proximal re-centring pass (option ``stage1_recenter``) starts from the first pass's active
+    set. Returns (status, iterations, x or None)."""
+    nc, m = lay.nc, lay.m
+    dt = float(problem.dt)
+    C = lay.constraint_block(problem.mu)
+    A1 = np.vstack([red.H[:nc], C])
+    lo1 = np.concatenate([(-problem.phi / dt - red.Jv0[:nc]) / dt, np.zeros(C.shape[0])])
+    up1 = np.full(A1.shape[0], _INF)
+    data = mstate.data
+    work = _active_set_work(data, f"{method}_w1", m, A1.shape[0])
+    kk = lay.k if lay.coulomb else 0
+    warm = _mapped_active(data, f"{method}_as1", ids, kk, 1) if warm_start else None
+    stats.warm_start_used = warm is not None
+    q1 = lin / dt
+    s1 = solve_dense_qp(Hp, q1, A1, lo1, up1, work, warm, max_iter=max_iter,
+                        tol=ACTIVE_SET_TOL, dep_tol=ACTIVE_SET_DEP_TOL)
+    it1 = work.iterations
+    x1 = work.x.copy() if np.all(np.isfinite(work.x)) else None
+    active = work.active.copy()
+    if recenter and delta > 0.0 and x1 is not None and s1 == _SOLVED:
+        # the proximal-point step of the OSQP path (see _solve_two_stage_impl)
+        s1b = solve_dense_qp(Hp, q1 - delta * x1, A1, lo1, up1, work, work.active,
+                             max_iter=max_iter, tol=ACTIVE_SET_TOL, dep_tol=ACTIVE_SET_DEP_TOL)
+        it1 += work.iterations
+        if s1b == _SOLVED and np.all(np.isfinite(work.x)):
+            x1 = work.x.copy()
+    if s1 == _SOLVED:  # the next tick's guess: the first pass's active set (the passes
+        # differ in rows that hold at ~delta |f|; each switch would cost a drop per row)
+        data[f"{method}_as1"] = (ids, active)
+    else:
+        data.pop(f"{method}_as1", None)
+    return s1, it1, x1
 
 
 def _status_name(s: int) -> str:
@@ -758,7 +922,8 @@ def _mapped_warm_start(mstate: MethodState, method: str, lay: QPLayout, ids: tup
 def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLayout,
             red: ReducedDynamics, f0: np.ndarray, key, warm_start: bool, eps: float,
             max_iter: int, polish: bool, reg: float, rank_tol: float, info: dict,
-            coulomb: bool, k: int, form: str, Jfix: np.ndarray) -> tuple[np.ndarray, int]:
+            coulomb: bool, k: int, form: str, Jfix: np.ndarray, qp_solver: str = "osqp"
+            ) -> tuple[np.ndarray, int]:
     """Minimum-norm torques in the nullspace W of Z^T A Z (eqs. 102-112)."""
     data = mstate.data
     mu = problem.mu
@@ -790,15 +955,35 @@ def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLa
         return f, it
     Ja = np.ascontiguousarray(red.J[:, problem.actuated])
     W, P2, q2, A2, l2 = _stage2_data(np.ascontiguousarray(Jfix), Ja, f0, tau1, mu, k, coulomb,
-                                     reg, rank_tol)
+                                     reg, rank_tol, qp_solver == "active_set")
     r = W.shape[1]
     info["nullity"] = r
     if r == 0:
         info["stage2_status"] = "skipped"
         return f0, 0
     skey = (key, r)
-    st2: _QPSolver | None = data.get(f"{method}_s2")
     up2 = np.full(A2.shape[0], _INF)
+    if qp_solver == "active_set":
+        # warm start: the previous active set mapped by contact identity (the rows are per
+        # contact, so the guess stays meaningful when the nullity changes)
+        work2 = _active_set_work(data, f"{method}_w2", r, A2.shape[0])
+        ids = key[0]
+        warm = (_mapped_active(data, f"{method}_as2", ids, k if coulomb else 0, 2)
+                if warm_start else None)
+        s2 = solve_dense_qp(P2, q2, A2, l2, up2, work2, warm, max_iter=max_iter,
+                            tol=ACTIVE_SET_TOL, dep_tol=ACTIVE_SET_DEP_TOL)
+        it = work2.iterations
+        if s2 == _SOLVED:
+            f = _project(f0 + W @ work2.x, mu, k, coulomb)
+            info["stage2_status"] = "solved"
+            data[f"{method}_as2"] = (ids, work2.active.copy())
+            data[f"{method}_ffull"] = f
+        else:  # MAX_ITER's last iterate is not primal feasible: keep Stage I's forces
+            f = f0
+            info["stage2_status"] = f"failed: {_status_name(s2)}"
+            data.pop(f"{method}_as2", None)
+        return f, it
+    st2: _QPSolver | None = data.get(f"{method}_s2")
     if st2 is None or data.get(f"{method}_key2") != skey or not warm_start:
         st2 = _QPSolver(P2, q2, A2, np.ones(A2.shape, dtype=bool), l2, up2,
                         _settings(eps, max_iter, warm_start, polish))
@@ -844,6 +1029,7 @@ def solve_qp_coulomb(
     sticking_correction: bool = False,
     sticking_gap: float = 1e-6,
     friction_gap: float | None = None,
+    qp_solver: str = "active_set",
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with a k-edge friction pyramid (Sec. 6.2).
@@ -881,6 +1067,13 @@ def solve_qp_coulomb(
             margin whose point slides tangentially can carry normal *and* friction force while
             separating (the complementarity-free model allows separation up to mu |slip|
             per tick; with mu = 10 that gave 10^4 N predicted on trot touchdowns).
+        qp_solver: ``"active_set"`` (default; :data:`QP_SOLVERS`): both stages solved exactly
+            by the compiled Goldfarb-Idnani method (:mod:`.dense_qp`) on the dense reduced form,
+            warm-started with the previous active set of the same contact set; ``eps``,
+            ``polish``, ``stage2_eps``, ``formulation`` and ``sparse_above`` are OSQP's and do
+            not apply (``formulation="sparse"`` is rejected), ``max_iter`` counts active-set
+            changes. ``"osqp"``: OSQP to tolerance ``eps`` (the solver before issue 12's
+            active-set method; iteration limits on talos's problems, docs/contact_methods.md).
 
     Returns:
         ContactResult (see the module docstring for stats, flags and fallback).
@@ -907,6 +1100,7 @@ def solve_qp_coulomb(
         sticking_correction=sticking_correction,
         sticking_gap=sticking_gap,
         friction_gap=friction_gap,
+        qp_solver=qp_solver,
     )
 
 
@@ -931,6 +1125,7 @@ def solve_qp_noslip(
     sticking_correction: bool = False,
     sticking_gap: float = 1e-6,
     rank_mass_ratio: float = 0.0,
+    qp_solver: str = "active_set",
     **_unused: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
@@ -983,6 +1178,7 @@ def solve_qp_noslip(
         sticking_gap=sticking_gap,
         friction_gap=noslip_gap,
         rank_mass_ratio=rank_mass_ratio,
+        qp_solver=qp_solver,
     )
 
 
@@ -998,4 +1194,7 @@ def warmup() -> None:
         for form in ("dense", "sparse"):
             ms = MethodState()
             for _ in range(2):          # setup path, then the in-place update path
-                fn(p, ms, formulation=form)
+                fn(p, ms, formulation=form, qp_solver="osqp")
+        ms = MethodState()
+        for _ in range(2):              # cold, then warm-started with the active set
+            fn(p, ms)

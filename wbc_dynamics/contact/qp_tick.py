@@ -1,5 +1,11 @@
-"""The ``qp_coulomb`` / ``qp_noslip`` control tick as compiled code around the OSQP calls
-(issue 12).
+"""The ``qp_coulomb`` / ``qp_noslip`` control tick as compiled code (issue 12).
+
+With the default ``qp_solver="active_set"`` the whole tick is one compiled call,
+:func:`qp_tick_active_set`: steps 1, 3 and 5 below with both QPs solved exactly by the compiled
+Goldfarb-Idnani kernel (:func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel`) on the dense
+problems in place (``QPWork.P1d`` ...), warm-started with the previous tick's active row sides
+mapped by candidate slot; no Python between the stages, no OSQP. With ``qp_solver="osqp"`` the
+steps run as three compiled calls around the OSQP calls:
 
 The general path (``ContactModel.build`` + ``solve``, :mod:`.qp`) assembles a validated
 :class:`~wbc_dynamics.contact.problem.ContactProblem` and orchestrates the two-stage QP of seed
@@ -55,6 +61,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..kernels.linalg import bound_entry
+from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
 from .lcp_coulomb import _recover_kernel, _reduce_kernel
 from .lcp_noslip import _alg1
@@ -65,8 +72,11 @@ from .qp import (
     _PRIMAL_INF,
     _PRIMAL_INF_INACC,
     _SOLVED,
+    ACTIVE_SET_DEP_TOL,
+    ACTIVE_SET_TOL,
     STAGE1_OBJECTIVES,
     QPLayout,
+    _constraint_value,
     _dense_upper_pattern,
     _pattern_from_mask,
     _project,
@@ -110,6 +120,7 @@ _S_KEY2_NC = 3    # contact count of the Stage II key
 _S_KEY2_R = 4     # nullity of the Stage II key (-1: none)
 _S_R = 5          # this tick's nullity (-1: Stage II off)
 _S_SEP = 6        # 1 if a candidate lost its friction rows (friction gap)
+_S_WARM_USED = 7  # active set: 1 if Stage I started from a mapped active set
 
 
 class QPOptions(NamedTuple):
@@ -123,7 +134,12 @@ class QPOptions(NamedTuple):
     ``sticking_correction`` with ``sticking_gap`` [m] and Alg. 1's floor ``min_pivot`` [1/kg];
     ``contact_velocity``: ``stage1_objective == "contact_velocity"``; ``stage1_reg``,
     ``stage2_reg``, ``rank_tol`` relative; ``max_nc``: the dense formulation up to this many
-    contacts (more: the general path's sparse one); the contact model's ``margin``,
+    contacts (more: the general path's sparse one); ``active_set``: ``qp_solver ==
+    "active_set"`` (the whole tick one compiled call, :func:`qp_tick_active_set`);
+    ``recenter``: ``stage1_recenter``; ``max_iter`` the solver's iteration limit, ``qp_tol`` /
+    ``qp_dep_tol`` its tolerances (``qp.ACTIVE_SET_TOL`` / ``ACTIVE_SET_DEP_TOL``: passed, not
+    read as globals, which numba would freeze into the cached kernel); the contact
+    model's ``margin``,
     ``phi_deadband`` [m], ``passive_impact``, ``separation_tolerance`` [m/s], ``dt`` [s].
     """
 
@@ -145,6 +161,11 @@ class QPOptions(NamedTuple):
     stage2_reg: float
     rank_tol: float
     max_nc: int
+    active_set: bool
+    recenter: bool
+    max_iter: int
+    qp_tol: float
+    qp_dep_tol: float
 
 
 class QPOutput(NamedTuple):
@@ -181,6 +202,15 @@ class QPWork(NamedTuple):
     (the general path's ``<method>_f``); ``last_slots`` (Stage I key), ``key2_slots`` and
     ``ffull`` (Stage II key and forces); ``state`` (int64, see ``_S_*``); ``fstate[0]`` the
     Stage I proximal weight delta.
+
+    Active-set solver (option ``qp_solver="active_set"``; size-1 placeholders otherwise): the
+    dense problems ``P1d`` (m, m), ``A1d`` (ncon1, m) of Stage I and ``P2d`` (r, r), ``A2d``
+    (ncon2, r) of Stage II as C-ordered prefixes, ``u_inf`` (+inf upper bounds), the solutions
+    ``x1`` / ``x1b`` (re-centred pass) / ``x2``, the multipliers ``y``, the active row sides
+    ``act1`` / ``act2`` and the warm-start guess ``warm`` (:mod:`.dense_qp`); across ticks the
+    active row sides by candidate slot, ``prev_act1`` (n_slots, 2 + k: non-penetration row,
+    ``f_N >= 0``, k facets) and ``prev_act2`` (n_slots, 1 + k: ``f_N >= 0``, k facets), valid
+    where ``act_known`` (n_slots, 2: stage); the solver's workspace ``qp_fwork`` / ``qp_iwork``.
     """
 
     J: np.ndarray
@@ -220,6 +250,23 @@ class QPWork(NamedTuple):
     ffull: np.ndarray
     state: np.ndarray
     fstate: np.ndarray
+    P1d: np.ndarray
+    A1d: np.ndarray
+    P2d: np.ndarray
+    A2d: np.ndarray
+    u_inf: np.ndarray
+    x1: np.ndarray
+    x1b: np.ndarray
+    x2: np.ndarray
+    y: np.ndarray
+    act1: np.ndarray
+    act2: np.ndarray
+    warm: np.ndarray
+    prev_act1: np.ndarray
+    prev_act2: np.ndarray
+    act_known: np.ndarray
+    qp_fwork: np.ndarray
+    qp_iwork: np.ndarray
 
 
 @njit(cache=True)
@@ -327,6 +374,26 @@ def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act
     for i in range(m):
         Hp[i, i] += delta
     w.fstate[0] = delta
+    for j in range(m):
+        w.qlin[j] = lin[j] / dt
+    if o.active_set:  # the dense problem (qp._active_set_stage1)
+        ncon = 2 * nc + (nc * o.k if o.coulomb else 0)
+        P1 = w.P1d[:m * m].reshape((m, m))
+        A1 = w.A1d[:ncon * m].reshape((ncon, m))
+        for i in range(m):
+            w.q1[i] = lin[i] / dt
+            for j in range(m):
+                P1[i, j] = Hp[i, j]
+        for r in range(ncon):
+            for c in range(m):
+                A1[r, c] = H[r, c] if r < nc else _constraint_value(
+                    r - nc, c, nc, o.k, o.coulomb, mu, np.bool_(False))
+        for i in range(ncon):
+            w.l1[i] = (-phi[i] / dt - Jv0[i]) / dt if i < nc else 0.0
+        w.state[_S_NC] = nc
+        w.state[_S_BITS] = bits
+        w.state[_S_SEP] = 1 if n_sep > 0 else 0
+        return nc, TICK_OK, False, False
     p0, p1 = w.p1_off[nc], w.p1_off[nc + 1]
     a0, a1 = w.a1_off[nc], w.a1_off[nc + 1]
     Px, qv, Ax, lo = _stage1_data(H, Hp, lin, Jv0, phi, dt, mu, o.k, o.coulomb,
@@ -337,7 +404,6 @@ def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act
     w.l1[:lo.shape[0]] = lo
     for j in range(m):
         w.q1[j] = qv[j]
-        w.qlin[j] = lin[j] / dt
     # the Stage I key (contact identities in row order, k, dense) against the previous tick's
     same = cont_ok and w.state[_S_LAST_NC] == nc
     if same:
@@ -443,17 +509,31 @@ def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
         if o.contact_velocity:
             Jfix[i, nf] = w.dlin[i]
     W, P2, q2, A2, l2 = _stage2_data(Jfix, Ja, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
-                                     o.rank_tol)
+                                     o.rank_tol, o.active_set)
     r = W.shape[1]
     w.state[_S_R] = r
     if r == 0:
         return TICK_OK, 0, False
+    ncon = A2.shape[0]
+    if o.active_set:  # the dense problem, C-ordered prefixes (qp._stage2)
+        P2d = w.P2d[:r * r].reshape((r, r))
+        A2d = w.A2d[:ncon * r].reshape((ncon, r))
+        for i in range(r):
+            w.q2[i] = q2[i]
+            for j in range(r):
+                P2d[i, j] = P2[i, j]
+        for row in range(ncon):
+            w.l2[row] = l2[row]
+            for c in range(r):
+                A2d[row, c] = A2[row, c]
+        Wc = w.W[:m * r].reshape((m, r))
+        Wc[:, :] = W
+        return TICK_OK, r, False
     p = 0
     for j in range(r):  # dense upper triangle, column-major (qp._dense_upper_pattern)
         for i in range(j + 1):
             w.p2x[p] = P2[i, j]
             p += 1
-    ncon = A2.shape[0]
     for c in range(r):
         w.q2[c] = q2[c]
         for row in range(ncon):
@@ -539,6 +619,125 @@ def qp_tick_finish(d, o, w, out, act, x2, s2):
     return TICK_OK, bits, n_active
 
 
+
+@njit(cache=True)
+def _guess_active(d, w, nc, k, coulomb, stage, guess):
+    """The previous tick's active row sides of stage 1 / 2 mapped by candidate slot into
+    ``guess`` (the rows of both stages are per contact: Stage I non-penetration row i, bound row
+    nc + i, facets 2 nc + i k + j; Stage II bound row i, facets nc + i k + j). Returns True if
+    any candidate had a known active set."""
+    kk = k if coulomb else 0
+    found = False
+    base = 2 * nc if stage == 1 else nc
+    ncon = base + nc * kk
+    for r in range(ncon):
+        guess[r] = 0
+    for i in range(nc):
+        sl = d.slot[i]
+        if not w.act_known[sl, stage - 1]:
+            continue
+        found = True
+        if stage == 1:
+            guess[i] = w.prev_act1[sl, 0]
+            guess[nc + i] = w.prev_act1[sl, 1]
+            for j in range(kk):
+                guess[base + i * kk + j] = w.prev_act1[sl, 2 + j]
+        else:
+            guess[i] = w.prev_act2[sl, 0]
+            for j in range(kk):
+                guess[base + i * kk + j] = w.prev_act2[sl, 1 + j]
+    return found
+
+
+@njit(cache=True)
+def _keep_active(d, w, nc, k, coulomb, stage1_solved, stage2_solved):
+    """This tick's active row sides by candidate slot (the next tick's guess)."""
+    kk = k if coulomb else 0
+    for sl in range(w.act_known.shape[0]):
+        w.act_known[sl, 0] = False
+        w.act_known[sl, 1] = False
+    for i in range(nc):
+        sl = d.slot[i]
+        w.act_known[sl, 0] = stage1_solved
+        w.prev_act1[sl, 0] = w.act1[i]
+        w.prev_act1[sl, 1] = w.act1[nc + i]
+        for j in range(kk):
+            w.prev_act1[sl, 2 + j] = w.act1[2 * nc + i * kk + j]
+        if stage2_solved:
+            w.act_known[sl, 1] = True
+            w.prev_act2[sl, 0] = w.act2[i]
+            for j in range(kk):
+                w.prev_act2[sl, 1 + j] = w.act2[nc + i * kk + j]
+
+
+@njit(cache=True)
+def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd_des, act,
+                       free, excluded, bx_R, bx_p, warm):
+    """The whole ``qp_coulomb`` / ``qp_noslip`` tick with the exact active-set solver
+    (``qp_solver="active_set"``) in one compiled call: :func:`qp_tick_stage1`, Stage I by
+    :func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel` (and its re-centred pass),
+    :func:`qp_tick_stage2`, Stage II, :func:`qp_tick_finish`. ``warm``: start each stage from
+    the previous tick's active row sides mapped by candidate slot.
+
+    Returns (nc, code, flag bits, n_active, Stage I status); code TICK_STAGE1_FAILED with the
+    status for the fallback, nc < 0 for invalid q / v as :func:`qp_tick_stage1`.
+    """
+    nc, code, _fresh, _found = qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v,
+                                              qdd_des, act, free, excluded, bx_R, bx_p, warm,
+                                              False)
+    if nc <= 0 or code != TICK_OK:
+        return nc, code, 0, 0, 0
+    k = o.k
+    m = 3 * nc
+    ncon1 = 2 * nc + (nc * k if o.coulomb else 0)
+    P1 = w.P1d[:m * m].reshape((m, m))
+    A1 = w.A1d[:ncon1 * m].reshape((ncon1, m))
+    guess = w.warm[:ncon1]
+    use = warm and _guess_active(d, w, nc, k, o.coulomb, 1, guess)
+    w.state[_S_WARM_USED] = 1 if use else 0
+    x1 = w.x1[:m]
+    s1, _it = dense_qp_kernel(P1, w.q1[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1], guess, use,
+                              o.max_iter, o.qp_tol, o.qp_dep_tol, w.qp_fwork,
+                              w.qp_iwork, x1, w.y[:ncon1], w.act1[:ncon1])
+    xb = w.x1b[:m]
+    sb = 0
+    second = False
+    delta = w.fstate[0]
+    if o.recenter and delta > 0.0 and s1 == 1 and _finite_vector(x1, m):
+        for j in range(m):  # the proximal-point pass centred at x1 (qp._active_set_stage1)
+            w.q1r[j] = w.qlin[j] - delta * x1[j]
+        for r in range(ncon1):
+            guess[r] = w.act1[r]
+        second = True
+        sb, _it = dense_qp_kernel(P1, w.q1r[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1], guess,
+                                  True, o.max_iter, o.qp_tol, o.qp_dep_tol,
+                                  w.qp_fwork, w.qp_iwork, xb, w.y[:ncon1], w.act1[:ncon1])
+        for r in range(ncon1):  # the next tick's guess: the first pass's active set (the
+            w.act1[r] = guess[r]  # passes differ in rows that hold at ~delta |f|)
+    code, r, _cont2 = qp_tick_stage2(d, o, w, act, x1, s1, xb, sb, second, warm)
+    if code != TICK_OK:
+        for sl in range(w.act_known.shape[0]):
+            w.act_known[sl, 0] = False
+            w.act_known[sl, 1] = False
+        return nc, code, 0, 0, s1
+    s2 = 0
+    x2 = w.x2[:max(r, 0)]
+    if r > 0:
+        ncon2 = nc + (nc * k if o.coulomb else 0)
+        P2 = w.P2d[:r * r].reshape((r, r))
+        A2 = w.A2d[:ncon2 * r].reshape((ncon2, r))
+        guess2 = w.warm[:ncon2]
+        use2 = warm and _guess_active(d, w, nc, k, o.coulomb, 2, guess2)
+        s2, _it = dense_qp_kernel(P2, w.q2[:r], A2, w.l2[:ncon2], w.u_inf[:ncon2], guess2,
+                                  use2, o.max_iter, o.qp_tol, o.qp_dep_tol,
+                                  w.qp_fwork, w.qp_iwork, x2, w.y[:ncon2], w.act2[:ncon2])
+        if s2 != 1:  # an unsolved Stage II keeps Stage I's forces (qp._stage2)
+            s2 = 0
+    code, bits, n_active = qp_tick_finish(d, o, w, out, act, x2, s2)
+    if code == TICK_OK:  # (the general path keeps Stage I's only when it solved)
+        _keep_active(d, w, nc, k, o.coulomb, s1 == 1, r > 0 and s2 == 1)
+    return nc, code, bits, n_active, s1
+
 class _Solver:
     """One OSQP solver on a fixed pattern with the value views it is updated from."""
 
@@ -596,7 +795,9 @@ class QPTick(_CompiledTick):
         gap = o.get("friction_gap" if coulomb else "noslip_gap")
         cap = cm.data.N.shape[0]
         form = o.get("formulation", "auto")
-        max_nc = cap if form == "dense" else min(cap, int(o.get("sparse_above", 8)))
+        active_set = o.get("qp_solver", "active_set") == "active_set"
+        max_nc = (cap if form == "dense" or active_set
+                  else min(cap, int(o.get("sparse_above", 8))))
         opts = QPOptions(
             margin=float(cm.margin), phi_deadband=float(cm.phi_deadband),
             passive_impact=bool(cm.passive_impact),
@@ -609,7 +810,10 @@ class QPTick(_CompiledTick):
             contact_velocity=o.get("stage1_objective", "kinetic_energy") == "contact_velocity",
             stage1_reg=float(o.get("stage1_reg", 1e-7)), stage2=bool(o.get("stage2", True)),
             stage2_reg=float(o.get("stage2_reg", 1e-9)), rank_tol=float(o.get("rank_tol", 1e-9)),
-            max_nc=max_nc)
+            max_nc=max_nc, active_set=active_set,
+            recenter=bool(o.get("stage1_recenter", True)),
+            max_iter=int(o.get("max_iter", 1500)), qp_tol=ACTIVE_SET_TOL,
+            qp_dep_tol=ACTIVE_SET_DEP_TOL)
         nu = cm.actuated.shape[0]
         out = QPOutput(tau=np.zeros(nu), impulses=np.zeros((cap, 3)),
                        forces_world=np.zeros((cap, 3)),
@@ -625,11 +829,11 @@ class QPTick(_CompiledTick):
         self.recenter = bool(o.get("stage1_recenter", True))
         self._set1 = _settings(eps, max_iter, self.warm, polish)
         self._set2 = _settings(eps if eps2 is None else float(eps2), max_iter, self.warm, polish)
-        self.w = self._work(cm, max_nc)
+        self.w = self._work(cm, max_nc, active_set)
         self._s1: dict[int, _Solver] = {}
         self._s2: dict[tuple[int, int], _Solver] = {}
         self._v1 = {}  # per nc: Stage I views (px, q, ax, lo, qr, x0)
-        for nc in range(1, max_nc + 1):
+        for nc in range(1, 0 if active_set else max_nc + 1):
             w = self.w
             m = 3 * nc
             ncon = 2 * nc + (nc * k if coulomb else 0)
@@ -648,7 +852,7 @@ class QPTick(_CompiledTick):
         self._stage_names: dict[int, tuple[str, ...]] = {}
 
     # ------------------------------------------------------------------ buffers
-    def _work(self, cm: ContactModel, max_nc: int) -> QPWork:
+    def _work(self, cm: ContactModel, max_nc: int, active_set: bool) -> QPWork:
         cap = cm.data.N.shape[0]
         nv = cm.data.N.shape[1]
         nu = cm.actuated.shape[0]
@@ -659,7 +863,7 @@ class QPTick(_CompiledTick):
         p_off = np.zeros(cap + 2, dtype=np.int64)
         a_off = np.zeros(cap + 2, dtype=np.int64)
         self._pat1: dict[int, tuple] = {}
-        for nc in range(1, max_nc + 1):
+        for nc in range(1, 0 if active_set else max_nc + 1):  # OSQP's sparsity patterns
             m = 3 * nc
             lay = QPLayout(coulomb, nc, k, m, nc)
             p_ptr, p_idx, pr, pc = _dense_upper_pattern(m)
@@ -672,8 +876,9 @@ class QPTick(_CompiledTick):
             a_cols.append(ac)
             p_off[nc + 1] = p_off[nc] + pr.shape[0]
             a_off[nc + 1] = a_off[nc] + ar.shape[0]
-        p_off[max_nc + 2:] = p_off[max_nc + 1]
-        a_off[max_nc + 2:] = a_off[max_nc + 1]
+        last = 0 if active_set else max_nc
+        p_off[last + 2:] = p_off[last + 1]
+        a_off[last + 2:] = a_off[last + 1]
 
         def cat(parts):
             return (np.ascontiguousarray(np.concatenate(parts), dtype=np.int64) if parts
@@ -684,6 +889,10 @@ class QPTick(_CompiledTick):
         ncon1 = 2 * cap + (cap * k if coulomb else 0)
         ncon2 = cap + (cap * k if coulomb else 0)
         nslot = len(cm.slot_ids)
+        # the active-set solver's buffers (size-1 placeholders for OSQP: same types)
+        na, n1, n2 = (mcap, ncon1, ncon2) if active_set else (1, 1, 1)
+        fw, iw = work_sizes(na, n1) if active_set else (1, 1)
+        kk = k if coulomb else 0
         return QPWork(
             J=np.zeros((mcap, nv)), Jf=np.zeros((mcap, nf)), dlin=np.zeros(mcap),
             L=np.zeros((nu, nu)), tau0=np.zeros(nu), fstar=np.zeros(nv), qdd=np.zeros(nu),
@@ -697,8 +906,16 @@ class QPTick(_CompiledTick):
             x2ws=np.zeros(mcap), prev_f=np.zeros((nslot, 3)),
             prev_known=np.zeros(nslot, dtype=np.bool_),
             last_slots=np.zeros(cap, dtype=np.int64), key2_slots=np.zeros(cap, dtype=np.int64),
-            ffull=np.zeros(mcap), state=np.array([0, 0, 0, 0, -1, -1, 0], dtype=np.int64),
-            fstate=np.zeros(1))
+            ffull=np.zeros(mcap), state=np.array([0, 0, 0, 0, -1, -1, 0, 0], dtype=np.int64),
+            fstate=np.zeros(1), P1d=np.zeros(na * na), A1d=np.zeros(n1 * na),
+            P2d=np.zeros(na * na), A2d=np.zeros(n2 * na), u_inf=np.full(n1, np.inf),
+            x1=np.zeros(na), x1b=np.zeros(na), x2=np.zeros(na), y=np.zeros(n1),
+            act1=np.zeros(n1, dtype=np.int64), act2=np.zeros(n2, dtype=np.int64),
+            warm=np.zeros(n1, dtype=np.int64),
+            prev_act1=np.zeros((nslot if active_set else 1, 2 + kk), dtype=np.int64),
+            prev_act2=np.zeros((nslot if active_set else 1, 1 + kk), dtype=np.int64),
+            act_known=np.zeros((nslot if active_set else 1, 2), dtype=np.bool_),
+            qp_fwork=np.zeros(fw), qp_iwork=np.zeros(iw, dtype=np.int64))
 
     def _solver1(self, nc: int, fresh: bool, x0) -> _Solver:
         """Stage I's solver of ``nc`` contacts holding this tick's data."""
@@ -760,6 +977,7 @@ class QPTick(_CompiledTick):
             data.pop(f"{self.method}_{name}", None)
         w.state[_S_LAST_NC] = 0
         w.state[_S_KEY2_R] = -1
+        w.act_known[:] = False
         data[self._kkey] = self._marker
         data[self._fkey] = self._token
 
@@ -789,6 +1007,8 @@ class QPTick(_CompiledTick):
             cont_ok = map_warm = self.warm
             if mstate.data.get(self._fkey) is not self._token:
                 mstate.data[self._fkey] = self._token  # (after export_warm)
+        if self.options.active_set:
+            return self._run_active_set(q, v, qdd, mstate, cont_ok)
         r_ = cm.robot
         if self._entry is None:
             arrays = r_.kernel_arrays
@@ -842,13 +1062,50 @@ class QPTick(_CompiledTick):
             w.state[_S_LAST_NC] = 0
             w.state[_S_KEY2_R] = -1
             return False
+        self.warm_start_used = bool(found) if fresh else use_warm and self.warm
+        return self._accept(nc, bits, n_active, mstate)
+
+    def _run_active_set(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray,
+                        mstate: MethodState | None, warm: bool) -> bool:
+        """The tick with the active-set solver: one compiled call (:func:`qp_tick_active_set`)."""
+        cm = self.cm
+        w = self.w
+        r_ = cm.robot
+        if self._entry is None:
+            arrays = r_.kernel_arrays
+            self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
+                          cm.geometry, cm.data, self.options, w, self.out)
+            self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
+                          self._no_box_p)
+            self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
+            self._entry = bound_entry(qp_tick_active_set, (*self._head, q, v, qdd, *self._tail,
+                                                           warm))
+        cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
+        nq, nv, nu = self._dims
+        call = (self._entry if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu)
+                else qp_tick_active_set)
+        nc, code, bits, n_active, s1 = call(*self._head, q, v, qdd, *self._tail, warm)
+        if nc < 0:
+            r_._raise(-nc)
+        if code == TICK_STAGE1_FAILED and s1 in (_PRIMAL_INF, 9):
+            return False  # no exact Stage I: the general path answers with OSQP (qp.py)
+        if code == TICK_STAGE1_FAILED:
+            return self._fallback(nc, s1, mstate)
+        if code != TICK_OK:  # (a general-path solve in between resets the guess: _adopt)
+            return False
+        self.warm_start_used = bool(w.state[_S_WARM_USED])
+        return self._accept(nc, bits, n_active, mstate)
+
+    def _accept(self, nc: int, bits: int, n_active: int, mstate: MethodState | None) -> bool:
+        """A solved tick: flags, contact identities and the method state (as ``solve``)."""
+        cm, w = self.cm, self.w
+        use_warm = mstate is not None
         flags = self._flags.get(bits)
         if flags is None:
             flags = tuple(name for bit, name in self.flag_names if bits & bit)
             self._flags[bits] = flags
         self.nc = nc
         self.flags = flags
-        self.warm_start_used = bool(found) if fresh else use_warm and self.warm
         self._ids = cm.ids_of(cm.data.slot[:nc])
         if use_warm:
             o_ = self.out
@@ -902,7 +1159,7 @@ def qp_tick(cm: ContactModel, method: str, options: dict[str, Any]) -> QPTick | 
     runs and reports it)."""
     common = {"stage2", "warm_start", "eps", "max_iter", "polish", "stage2_reg", "rank_tol",
               "stage1_reg", "stage2_eps", "formulation", "sparse_above", "stage1_objective",
-              "stage1_recenter", "sticking_correction", "sticking_gap"}
+              "stage1_recenter", "sticking_correction", "sticking_gap", "qp_solver"}
     if method == "qp_coulomb":
         allowed = common | {"friction_edges", "friction_gap"}
         gap = options.get("friction_gap")
@@ -920,6 +1177,8 @@ def qp_tick(cm: ContactModel, method: str, options: dict[str, Any]) -> QPTick | 
     if options.get("stage1_objective", "kinetic_energy") not in STAGE1_OBJECTIVES:
         return None
     if options.get("formulation", "auto") not in ("auto", "dense"):
+        return None
+    if options.get("qp_solver", "active_set") not in ("active_set", "osqp"):
         return None
     k = options.get("friction_edges")
     if method == "qp_coulomb" and k is not None and (int(k) != k or k < 4 or k % 2):
