@@ -279,8 +279,9 @@ def _compiled_caller(P, q, A, l, u, warm, fw, iw, x, y, active):
     total = 0
     status = 0
     for k in range(3):
-        status, it = dense_qp_kernel(P, q, A, l, u, warm, k > 0, 100, 1e-11, 1e-11, fw, iw, x,
-                                     y, active)
+        # (np.int64: a literal 100 would compile the kernel a second time, literal_duplicates)
+        status, it = dense_qp_kernel(P, q, A, l, u, warm, k > 0, np.int64(100), 1e-11, 1e-11,
+                                     fw, iw, x, y, active)
         total += it
         warm[:] = active
     return status, total

@@ -166,7 +166,7 @@ def _add_column(Jt: np.ndarray, R: np.ndarray, d: np.ndarray, nact: int) -> None
         c, s, h = _givens(d[j - 1], d[j])
         d[j - 1] = h
         d[j] = 0.0
-        _rot_rows(Jt, j - 1, j, c, s, 0, n)
+        _rot_rows(Jt, j - 1, j, c, s, np.int64(0), n)
     for i in range(nact + 1):
         R[i, nact] = d[i]
     for i in range(nact + 1, n):
@@ -190,7 +190,7 @@ def _drop(Jt: np.ndarray, R: np.ndarray, act: np.ndarray, kind: np.ndarray, uact
         R[j, j] = h
         R[j + 1, j] = 0.0
         _rot_rows(R, j, j + 1, c, s, j + 1, nact - 1)
-        _rot_rows(Jt, j, j + 1, c, s, 0, n)
+        _rot_rows(Jt, j, j + 1, c, s, np.int64(0), n)
     for i in range(nact):
         R[i, nact - 1] = 0.0
 
@@ -227,7 +227,7 @@ def _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, ac
     drops = 0
     while True:
         _start_point(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w)
-        k = -1
+        k = np.int64(-1)  # (not a literal: one compiled signature)
         umin = 0.0
         for j in range(nact):
             if kind[j] != _EQ and uact[j] < umin:
@@ -378,10 +378,10 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
         for i in range(n):
             x0[i] -= wj * Jt[j, i]
     # ---- initial active set: equalities, then the warm-start guess
-    nact = 0
+    nact = np.int64(0)  # (np.int64: not a literal, one compiled signature of the callees)
     for i in range(m):
         if l[i] == u[i] and abs(l[i]) < BOUND_INF:
-            if _try_add(Jt, R, A, i, _EQ, d, nact, dep_tol):
+            if _try_add(Jt, R, A, i, np.int64(_EQ), d, nact, dep_tol):
                 act[nact] = i
                 kind[nact] = _EQ
                 active[i] = _EQ
@@ -411,8 +411,8 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
         xscale = max(xscale, abs(x0[i]))
     while True:
         # step 1: most violated inactive row side
-        p = -1
-        pk = 0
+        p = np.int64(-1)
+        pk = np.int64(0)
         best = 0.0
         for i in range(n):
             xscale = max(xscale, abs(x[i]))
@@ -467,7 +467,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                     s -= R[j, i] * r[i]
                 r[j] = s / R[j, j]
             t1 = np.inf
-            kdrop = -1
+            kdrop = np.int64(-1)
             for j in range(nact):
                 if kind[j] != _EQ and r[j] > 0.0:
                     ratio = uact[j] / r[j]

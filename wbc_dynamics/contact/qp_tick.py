@@ -693,7 +693,7 @@ def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd
     P1 = w.P1d[:m * m].reshape((m, m))
     A1 = w.A1d[:ncon1 * m].reshape((ncon1, m))
     guess = w.warm[:ncon1]
-    use = warm and _guess_active(d, w, nc, k, o.coulomb, 1, guess)
+    use = warm and _guess_active(d, w, nc, k, o.coulomb, np.int64(1), guess)
     w.state[_S_WARM_USED] = 1 if use else 0
     x1 = w.x1[:m]
     s1, _it = dense_qp_kernel(P1, w.q1[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1], guess, use,
@@ -710,7 +710,7 @@ def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd
             guess[r] = w.act1[r]
         second = True
         sb, _it = dense_qp_kernel(P1, w.q1r[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1], guess,
-                                  True, o.max_iter, o.qp_tol, o.qp_dep_tol,
+                                  np.bool_(True), o.max_iter, o.qp_tol, o.qp_dep_tol,
                                   w.qp_fwork, w.qp_iwork, xb, w.y[:ncon1], w.act1[:ncon1])
         for r in range(ncon1):  # the next tick's guess: the first pass's active set (the
             w.act1[r] = guess[r]  # passes differ in rows that hold at ~delta |f|)
@@ -727,7 +727,7 @@ def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd
         P2 = w.P2d[:r * r].reshape((r, r))
         A2 = w.A2d[:ncon2 * r].reshape((ncon2, r))
         guess2 = w.warm[:ncon2]
-        use2 = warm and _guess_active(d, w, nc, k, o.coulomb, 2, guess2)
+        use2 = warm and _guess_active(d, w, nc, k, o.coulomb, np.int64(2), guess2)
         s2, _it = dense_qp_kernel(P2, w.q2[:r], A2, w.l2[:ncon2], w.u_inf[:ncon2], guess2,
                                   use2, o.max_iter, o.qp_tol, o.qp_dep_tol,
                                   w.qp_fwork, w.qp_iwork, x2, w.y[:ncon2], w.act2[:ncon2])
