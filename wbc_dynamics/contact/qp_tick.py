@@ -684,7 +684,7 @@ def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd
     """
     nc, code, _fresh, _found = qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v,
                                               qdd_des, act, free, excluded, bx_R, bx_p, warm,
-                                              False)
+                                              np.bool_(False))  # (not a literal: one signature)
     if nc <= 0 or code != TICK_OK:
         return nc, code, 0, 0, 0
     k = o.k
@@ -700,8 +700,8 @@ def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd
                               o.max_iter, o.qp_tol, o.qp_dep_tol, w.qp_fwork,
                               w.qp_iwork, x1, w.y[:ncon1], w.act1[:ncon1])
     xb = w.x1b[:m]
-    sb = 0
-    second = False
+    sb = np.int64(0)
+    second = np.bool_(False)
     delta = w.fstate[0]
     if o.recenter and delta > 0.0 and s1 == 1 and _finite_vector(x1, m):
         for j in range(m):  # the proximal-point pass centred at x1 (qp._active_set_stage1)
@@ -720,7 +720,7 @@ def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd
             w.act_known[sl, 0] = False
             w.act_known[sl, 1] = False
         return nc, code, 0, 0, s1
-    s2 = 0
+    s2 = np.int64(0)
     x2 = w.x2[:max(r, 0)]
     if r > 0:
         ncon2 = nc + (nc * k if o.coulomb else 0)
@@ -732,7 +732,7 @@ def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd
                                   use2, o.max_iter, o.qp_tol, o.qp_dep_tol,
                                   w.qp_fwork, w.qp_iwork, x2, w.y[:ncon2], w.act2[:ncon2])
         if s2 != 1:  # an unsolved Stage II keeps Stage I's forces (qp._stage2)
-            s2 = 0
+            s2 = np.int64(0)
     code, bits, n_active = qp_tick_finish(d, o, w, out, act, x2, s2)
     if code == TICK_OK:  # (the general path keeps Stage I's only when it solved)
         _keep_active(d, w, nc, k, o.coulomb, s1 == 1, r > 0 and s2 == 1)
