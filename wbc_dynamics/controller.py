@@ -765,9 +765,11 @@ class WholeBodyController:
         self._object = _load_object(cfg)
         if self._object is not None and not self._contact_links:
             raise ValueError("object_urdf: needs contact_links (the links that touch the object)")
-        if self._object is not None:  # grasps keep OSQP (sim.closed_loop.GRASP_SOLVER_OPTIONS)
-            for name in ("qp_coulomb", "qp_noslip"):
-                self._solver_options.setdefault(name, {})["qp_solver"] = "osqp"
+        if self._object is not None:  # grasps keep OSQP
+            from .contact.grasp import GRASP_SOLVER_OPTIONS
+
+            for name, opts in GRASP_SOLVER_OPTIONS.items():
+                self._solver_options.setdefault(name, {}).update(opts)
         self._grasp_force = float(cfg.grasp_force)
         if not (math.isfinite(self._grasp_force) and self._grasp_force >= 0.0):
             raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")

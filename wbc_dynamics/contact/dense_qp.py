@@ -66,6 +66,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import cholesky
+
 __all__ = [
     "DenseQPWork",
     "solve_dense_qp",
@@ -338,22 +340,8 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
     dmax = 0.0
     for i in range(n):
         dmax = max(dmax, abs(P[i, i]))
-    piv_min = 1e-14 * dmax
-    for j in range(n):
-        s = P[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not (s > piv_min):
-            return NOT_PD, 0
-        ljj = np.sqrt(s)
-        L[j, j] = ljj
-        for i in range(j + 1, n):
-            s = P[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / ljj
-        for i in range(j):
-            L[i, j] = 0.0
+    if not cholesky(P, L, 1e-14 * dmax):
+        return NOT_PD, 0
     for i in range(n):
         for j in range(n):
             Jt[i, j] = 0.0

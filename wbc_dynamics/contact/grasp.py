@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["internal_force_torques", "internal_grasp_forces"]
+__all__ = ["GRASP_SOLVER_OPTIONS", "internal_force_torques", "internal_grasp_forces"]
+
+#: Contact solver options for problems with a grasped free object (the controller with
+#: ``object_urdf``, the in-process arm + box loop): the QP methods keep OSQP. With the exact
+#: active-set solver the held arm + box grasp's Stage I is infeasible on some ticks (the
+#: prescribed finger motion cannot be followed within friction; such a tick goes to OSQP
+#: anyway) and the box slipped 3.2 cm in 3 s at high friction (OSQP: 1.2 cm).
+GRASP_SOLVER_OPTIONS = {"qp_coulomb": {"qp_solver": "osqp"}, "qp_noslip": {"qp_solver": "osqp"}}
 
 
 def internal_grasp_forces(prob, squeeze: float, phi_max: float = 1e-3) -> np.ndarray | None:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..kernels.linalg import chol_solve
+from ..kernels.linalg import chol_solve, cholesky
 from .consistency import min_norm_impulse_kernel
 from .dispatch import fallback_result
 from .lemke import PIVOT_LIMIT, STATUS_NAMES, lcp_residual, solve_lcp
@@ -70,28 +70,6 @@ MIN_NORM_TOL = 1e-3
 
 
 # --------------------------------------------------------------------------- numba kernels
-@njit(cache=True)
-def _cholesky(A: np.ndarray, L: np.ndarray) -> bool:
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(n):
-            L[i, j] = 0.0
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return False
-        d = np.sqrt(s)
-        L[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-    return True
-
-
 @njit(cache=True)
 def _chol_solve_inplace(L: np.ndarray, b: np.ndarray) -> None:
     chol_solve(L, L.shape[0], b, b)
@@ -128,8 +106,8 @@ def _reduce_kernel(
     for i in range(nu):
         for j in range(nu):
             G[i, j] = Minv[act[i], act[j]]
-    L = np.empty((nu, nu))
-    ok = _cholesky(G, L)
+    L = np.zeros((nu, nu))  # (returned as is if G is not positive definite)
+    ok = cholesky(G, L, 0.0)
     tau0 = np.zeros(nu)
     v0 = fstar.copy()
     Kff = np.empty((nf, nf))

@@ -441,7 +441,9 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
         # f0 is projected into the pyramid, so C f0 >= 0 holds exactly; a rounding-level
         # negative value (a facet f0 lies on) would make w = 0 infeasible by ~1e-16 |f| and let
         # the active-set solver chase dependent facet rows of a contact at its apex
-        l2[row] = -cf if (cf < -1e-12 * size or not exact) else min(-cf, 0.0)
+        l2[row] = -cf
+        if exact and cf >= -1e-12 * size:
+            l2[row] = min(l2[row], 0.0)
     # rows of (rounding) size only: a contact force component that is (to rounding) fixed on
     # the optimal set has ~1e-10 entries in W from the SVD; kept, such a row is a constraint
     # with a noise normal whose addition makes the active set ill-conditioned. f0 satisfies it
@@ -680,10 +682,10 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     # proximal term delta |f|^2 (option stage1_reg): picks the least-norm point of the Stage I
     # optimal set and keeps ADMM from drifting along its flat directions (free tangential
     # impulses of qp_noslip); it moves the optimum by O(delta |f|), far below eps.
-    Hp = red.H.copy()
-    Hp[np.diag_indices(m)] += stage1_reg * max(1.0, float(np.max(np.diag(red.H))))
-    st1: _QPSolver | None = data.get(f"{method}_s1")
     delta = stage1_reg * max(1.0, float(np.max(np.diag(red.H))))
+    Hp = red.H.copy()
+    Hp[np.diag_indices(m)] += delta
+    st1: _QPSolver | None = data.get(f"{method}_s1")
     if qp_solver == "active_set":
         st1 = None
         s1, it1, x1 = _active_set_stage1(problem, mstate, method, lay, red, Hp, lin, ids,

@@ -10,7 +10,31 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bound_entry", "chol_solve", "psd_pinv_solve"]
+__all__ = ["bound_entry", "cholesky", "chol_solve", "psd_pinv_solve"]
+
+
+@njit(cache=True)
+def cholesky(A, L, min_pivot):
+    """``A = L L^T`` from the lower triangle of the symmetric ``A`` (n, n) into ``L`` (its upper
+    triangle zeroed). Returns False (``L`` partly written) at the first pivot ``<= min_pivot``:
+    not positive definite to that threshold."""
+    n = A.shape[0]
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > min_pivot:
+            return False
+        d = np.sqrt(s)
+        L[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
 
 
 @njit(cache=True, error_model="numpy")

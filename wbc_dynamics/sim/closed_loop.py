@@ -38,7 +38,11 @@ from typing import Any
 
 import numpy as np
 
-from ..contact.grasp import internal_force_torques, internal_grasp_forces
+from ..contact.grasp import (
+    GRASP_SOLVER_OPTIONS,
+    internal_force_torques,
+    internal_grasp_forces,
+)
 from ..robots import robot_info, robot_path
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
 from .references import make_reference
@@ -84,17 +88,9 @@ QUADRUPED_SOLVER_OPTIONS = {
 }
 
 
-#: Grasps (a free object among the contacts): the QP methods keep OSQP. With the exact
-#: active-set solver the held arm + box grasp's Stage I is infeasible on some ticks (the
-#: prescribed finger motion cannot be followed within friction; the tick then goes to OSQP
-#: anyway) and the box slipped 3.2 cm in 3 s at high friction (OSQP: 1.2 cm); not investigated
-#: further (issue 12 note). The controller applies the same rule with ``object_urdf``.
-GRASP_SOLVER_OPTIONS = {"qp_coulomb": {"qp_solver": "osqp"}, "qp_noslip": {"qp_solver": "osqp"}}
-
-
 def _solver_options(cfg: LoopConfig) -> dict:
     out = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
-    if cfg.robot == "arm":  # the arm + box grasp
+    if cfg.robot == "arm":  # the arm + box grasp (contact.grasp.GRASP_SOLVER_OPTIONS)
         for k, v in GRASP_SOLVER_OPTIONS.items():
             out.setdefault(k, {}).update(v)
     if cfg.robot == "quadruped" and not cfg.controller.endswith("_paper"):
