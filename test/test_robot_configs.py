@@ -425,6 +425,18 @@ def test_g1_stands_under_the_coulomb_methods(method):
     assert r.safe_ticks == 0 and r.flags.get("fallback", 0) <= 2
 
 
+def _talos_standing_qp_coulomb():
+    """talos's controller from its YAML, its standing configuration (model order) and the
+    qp_coulomb options its ``coulomb_tracking`` ships (contact-velocity objective, sticking
+    correction, friction gap)."""
+    setup = load_robot_setup("talos")
+    ctl = WholeBodyController(setup.controller)
+    q = standing_configuration(ctl, setup.standing_joint_positions(ctl.joint_names, ctl.model))
+    opts = ctl._solver_options["qp_coulomb"]
+    assert opts["stage1_objective"] == "contact_velocity" and opts["sticking_correction"]
+    return ctl, q, opts
+
+
 def test_qp_coulomb_tracking_spreads_each_soles_load_over_its_corners():
     """Issue 10: with ``coulomb_tracking`` (sticking correction + contact-velocity Stage I
     objective) Stage II kept that objective's linear term fixed even where it is only the
@@ -438,14 +450,8 @@ def test_qp_coulomb_tracking_spreads_each_soles_load_over_its_corners():
     from wbc_dynamics.contact import solve
     from wbc_dynamics.contact.tick import compiled_tick
 
-    setup = load_robot_setup("talos")
-    ctl = WholeBodyController(setup.controller)
-    q = standing_configuration(ctl, setup.standing_joint_positions(ctl.joint_names, ctl.model))
-    cm = ctl._contact_model
-    opts = ctl._solver_options["qp_coulomb"]
-    assert opts["stage1_objective"] == "contact_velocity" and opts["sticking_correction"]
-    nv = ctl.model.nv
-    weight = ctl.model.total_mass * 9.81
+    ctl, q, opts = _talos_standing_qp_coulomb()
+    cm, nv, weight = ctl._contact_model, ctl.model.nv, ctl.model.total_mass * 9.81
     qdd = 0.1 * np.random.default_rng(1).normal(0.0, 1.0, nv - 6)
     fused = compiled_tick(cm, "qp_coulomb", opts)
     for sign in (1.0, -1.0):
@@ -459,6 +465,32 @@ def test_qp_coulomb_tracking_spreads_each_soles_load_over_its_corners():
             for link in ctl.contact_links:
                 foot = fn[links == link]
                 assert foot.max() < 0.6 * foot.sum(), (sign, link, foot)
+
+
+def test_qp_coulomb_tracking_keeps_a_hovering_soles_corners_unloaded():
+    """The other side of issue 10's rule: where the contact-velocity objective does vary along
+    the internal forces -- a sole 0.28-2.4 mm above the ground (left knee +0.01 rad), whose
+    corners it rewards by phi/dt = 0.3-2.4 m/s -- Stage II keeps it fixed, and the hovering
+    corners carry nothing. (Without that, Stage II's minimum-norm torques put 105 N on each
+    of them: measured with the linear term never fixed.)"""
+    from wbc_dynamics.contact import solve
+    from wbc_dynamics.contact.tick import compiled_tick
+
+    ctl, q, opts = _talos_standing_qp_coulomb()
+    q[7 + ctl.model.joint_index("leg_left_4_joint")] += 0.01
+    cm, nv, weight = ctl._contact_model, ctl.model.nv, ctl.model.total_mass * 9.81
+    qdd = 0.1 * np.random.default_rng(0).normal(0.0, 1.0, nv - 6)
+    prob = cm.build(q, np.zeros(nv), qdd)
+    hovering = prob.phi > 1e-6
+    links = np.array([cid[0] for cid in prob.contact_ids])
+    assert prob.nc == 8 and np.array_equal(hovering, links == "leg_left_6_link")
+    assert 2.5e-4 < prob.phi[hovering].min() and prob.phi.max() < 2.5e-3
+    res = solve("qp_coulomb", prob, None, **opts)
+    fused = compiled_tick(cm, "qp_coulomb", opts)
+    assert fused.run(q, np.zeros(nv), qdd, None)
+    for fn in (res.impulses[:, 0] / prob.dt, fused.out.forces_world[:prob.nc, 2]):
+        assert abs(fn.sum() - weight) < 0.01 * weight
+        assert np.all(np.abs(fn[hovering]) < 1e-6 * weight), fn
 
 
 @pytest.mark.parametrize("robot", ["talos", "talos_reduced"])
