@@ -423,3 +423,89 @@ def test_g1_stands_under_the_coulomb_methods(method):
     assert np.min(r.base_pos[:, 2]) > 0.99 * r.base_pos[0, 2]
     assert np.max(np.abs(r.q - r.q_des)) < 0.02  # rad
     assert r.safe_ticks == 0 and r.flags.get("fallback", 0) <= 2
+
+
+def _talos_standing_qp_coulomb():
+    """talos's controller from its YAML, its standing configuration (model order) and the
+    qp_coulomb options its ``coulomb_tracking`` ships (contact-velocity objective, sticking
+    correction, friction gap)."""
+    setup = load_robot_setup("talos")
+    ctl = WholeBodyController(setup.controller)
+    q = standing_configuration(ctl, setup.standing_joint_positions(ctl.joint_names, ctl.model))
+    opts = ctl._solver_options["qp_coulomb"]
+    assert opts["stage1_objective"] == "contact_velocity" and opts["sticking_correction"]
+    return ctl, q, opts
+
+
+def test_qp_coulomb_tracking_spreads_each_soles_load_over_its_corners():
+    """Issue 10: with ``coulomb_tracking`` (sticking correction + contact-velocity Stage I
+    objective) Stage II kept that objective's linear term fixed even where it is only the
+    sticking correction's residue along the internal forces (here 3-4e-6 m/s, in the closed loop
+    1e-7 m/s), which pinned the forces to Stage I's choice among talos's eight sole corners: for
+    joint accelerations of 0.1 rad/s^2 rms 99.7 / 100 % of a foot's load on one corner,
+    flipping with their sign, and talos fell. Now Stage II chooses the minimum-norm torques among
+    all the internal forces, so every sole carries its load on several corners (at most 49 %
+    on one) and the result follows the commanded accelerations continuously -- on the
+    build + solve path and in the compiled tick alike."""
+    from wbc_dynamics.contact import solve
+    from wbc_dynamics.contact.tick import compiled_tick
+
+    ctl, q, opts = _talos_standing_qp_coulomb()
+    cm, nv, weight = ctl._contact_model, ctl.model.nv, ctl.model.total_mass * 9.81
+    qdd = 0.1 * np.random.default_rng(1).normal(0.0, 1.0, nv - 6)
+    fused = compiled_tick(cm, "qp_coulomb", opts)
+    for sign in (1.0, -1.0):
+        prob = cm.build(q, np.zeros(nv), sign * qdd)
+        res = solve("qp_coulomb", prob, None, **opts)
+        assert fused.run(q, np.zeros(nv), sign * qdd, None)
+        links = np.array([cid[0] for cid in prob.contact_ids])
+        assert prob.nc == 8 and set(links.tolist()) == set(ctl.contact_links)
+        for fn in (res.impulses[:, 0] / prob.dt, fused.out.forces_world[:prob.nc, 2]):
+            assert abs(fn.sum() - weight) < 0.01 * weight
+            for link in ctl.contact_links:
+                foot = fn[links == link]
+                assert foot.max() < 0.6 * foot.sum(), (sign, link, foot)
+
+
+def test_qp_coulomb_tracking_keeps_a_hovering_soles_corners_unloaded():
+    """The other side of issue 10's rule: where the contact-velocity objective does vary along
+    the internal forces -- a sole 0.28-2.4 mm above the ground (left knee +0.01 rad), whose
+    corners it rewards by phi/dt = 0.3-2.4 m/s -- Stage II keeps it fixed, and the hovering
+    corners carry nothing. (Without that, Stage II's minimum-norm torques put 105 N on each
+    of them: measured with the linear term never fixed.)"""
+    from wbc_dynamics.contact import solve
+    from wbc_dynamics.contact.tick import compiled_tick
+
+    ctl, q, opts = _talos_standing_qp_coulomb()
+    q[7 + ctl.model.joint_index("leg_left_4_joint")] += 0.01
+    cm, nv, weight = ctl._contact_model, ctl.model.nv, ctl.model.total_mass * 9.81
+    qdd = 0.1 * np.random.default_rng(0).normal(0.0, 1.0, nv - 6)
+    prob = cm.build(q, np.zeros(nv), qdd)
+    hovering = prob.phi > 1e-6
+    links = np.array([cid[0] for cid in prob.contact_ids])
+    assert prob.nc == 8 and np.array_equal(hovering, links == "leg_left_6_link")
+    assert 2.5e-4 < prob.phi[hovering].min() and prob.phi.max() < 2.5e-3
+    res = solve("qp_coulomb", prob, None, **opts)
+    fused = compiled_tick(cm, "qp_coulomb", opts)
+    assert fused.run(q, np.zeros(nv), qdd, None)
+    for fn in (res.impulses[:, 0] / prob.dt, fused.out.forces_world[:prob.nc, 2]):
+        assert abs(fn.sum() - weight) < 0.01 * weight
+        assert np.all(np.abs(fn[hovering]) < 1e-6 * weight), fn
+
+
+@pytest.mark.parametrize("robot", ["talos", "talos_reduced"])
+def test_box_soled_humanoids_stand_under_qp_coulomb(robot):
+    """Issue 10: talos / talos_reduced (four box-sole corners per foot) fell under
+    ``qp_coulomb`` with their configurations' ``coulomb_tracking`` (at 2.3 / 3.2 s, joints
+    0.13 rad off within 3 s; the other methods held every joint within 2e-4 rad): the soles'
+    load sat on single corners (test above), they rocked, and the rocking fed the contact
+    velocities that kept it there. They now stand as under the other methods."""
+    from wbc_dynamics.sim.closed_loop import LoopConfig, run
+
+    r = run(LoopConfig(robot=robot, controller="qp_coulomb", reference="stand", duration=3.0),
+            stop_on_failure=True)
+    assert not r.failed, r.failure
+    assert r.t[-1] >= 3.0 - 2e-3
+    assert np.min(r.base_pos[:, 2]) > 0.999 * r.base_pos[0, 2]
+    assert np.max(np.abs(r.q - r.q_des)) < 1e-3  # rad
+    assert r.safe_ticks == 0 and r.flags.get("fallback", 0) == 0

@@ -467,6 +467,47 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
     return W, P2, q2, A2, l2
 
 
+@njit(cache=True)
+def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float,
+                        tol: float) -> bool:
+    """Whether the contact-velocity Stage I objective changes along its flat directions
+    ``ker J_f^T`` (the internal forces): the largest entry of ``dlin``'s projection on that
+    nullspace [m/s] exceeds ``tol``; ``rank(J_f)`` by the rule of :func:`_stage2_data`.
+
+    Why (issue 10): Stage II keeps ``dlin^T f`` fixed only where it varies. Along the internal
+    forces of touching contacts the sticking correction makes it zero up to the correction's
+    residue -- 1e-7 m/s on talos's flat soles -- and fixing that residue pinned Stage II to
+    Stage I's choice among the sole corners, a vertex of the linear objective (each foot's load
+    on one or two corners, flipping with the residue's sign): the soles rocked, the rocking
+    made the residue real (3e-5 m/s) and talos fell. The callers pass
+    ``tol = sticking_gap / dt``, the velocity that moves a contact across the touching gap
+    within one tick (below it the contact still counts as touching)."""
+    m, nf = Jf.shape
+    if nf == 0:  # no free dofs: every direction is flat
+        for i in range(m):
+            if abs(dlin[i]) > tol:
+                return True
+        return False
+    U, sv, _ = np.linalg.svd(Jf, full_matrices=False)
+    rank = 0
+    for i in range(sv.shape[0]):
+        if sv[i] > rank_tol * max(1.0, sv[0]):
+            rank += 1
+    coef = np.zeros(rank)  # dlin's coordinates in range(J_f)
+    for c in range(rank):
+        s = 0.0
+        for i in range(m):
+            s += U[i, c] * dlin[i]
+        coef[c] = s
+    for i in range(m):  # the rest lies in ker J_f^T
+        s = dlin[i]
+        for c in range(rank):
+            s -= U[i, c] * coef[c]
+        if abs(s) > tol:
+            return True
+    return False
+
+
 # --------------------------------------------------------------------------- lifted (sparse) form
 def _sparse_stage1(problem: ContactProblem, lay: QPLayout, red: ReducedDynamics,
                    st: _QPSolver | None, settings: dict[str, Any], delta: float,
@@ -591,7 +632,8 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                                 rank_tol=rank_tol, stage1_reg=stage1_reg, stage2_eps=stage2_eps,
                                 formulation=formulation, sparse_above=sparse_above,
                                 stage1_objective=stage1_objective,
-                                stage1_recenter=stage1_recenter, qp_solver=qp_solver)
+                                stage1_recenter=stage1_recenter, qp_solver=qp_solver,
+                                sticking_gap=sticking_gap)
     if sep is not None or dropped is not None:
         # the zeroed rows make those impulses inert; report them as exactly zero so that
         # eq. (37) holds for the original problem too
@@ -636,7 +678,7 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
                           stage2_reg: float, rank_tol: float, stage1_reg: float,
                           stage2_eps: float | None, formulation: str, sparse_above: int,
                           stage1_objective: str, stage1_recenter: bool,
-                          qp_solver: str) -> ContactResult:
+                          qp_solver: str, sticking_gap: float = 1e-6) -> ContactResult:
     if qp_solver not in QP_SOLVERS:
         raise ValueError(f"{method}: qp_solver must be one of {QP_SOLVERS}, got {qp_solver!r}")
     if qp_solver == "active_set" and formulation == "sparse":
@@ -700,7 +742,7 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
                 polish=polish, stage2_reg=stage2_reg, rank_tol=rank_tol, stage1_reg=stage1_reg,
                 stage2_eps=stage2_eps, formulation="dense", sparse_above=sparse_above,
                 stage1_objective=stage1_objective, stage1_recenter=stage1_recenter,
-                qp_solver="osqp")
+                qp_solver="osqp", sticking_gap=sticking_gap)
             res.stats.info["active_set_stage1"] = _status_name(s1)
             return res
     elif form == "sparse":
@@ -786,9 +828,11 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     info["stage2_status"] = "skipped"
     if stage2:
         # Stage I's optimal set: J_f^T f fixed and, for the contact-velocity objective, also
-        # its linear term (the objective is linear along ker J_f^T)
-        Jfix = red.Jf if stage1_objective == "kinetic_energy" else np.column_stack([red.Jf,
-                                                                                    dlin])
+        # its linear term where it varies along ker J_f^T (_linear_term_varies: not its
+        # residue at touching contacts)
+        fix_lin = stage1_objective != "kinetic_energy" and _linear_term_varies(
+            red.Jf, dlin, rank_tol, sticking_gap / dt)
+        Jfix = np.column_stack([red.Jf, dlin]) if fix_lin else red.Jf
         f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start,
                          eps if stage2_eps is None else stage2_eps, max_iter,
                          polish, stage2_reg, rank_tol, info, coulomb, k, form, Jfix, qp_solver)

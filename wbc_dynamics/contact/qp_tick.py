@@ -78,6 +78,7 @@ from .qp import (
     QPLayout,
     _constraint_value,
     _dense_upper_pattern,
+    _linear_term_varies,
     _pattern_from_mask,
     _project,
     _settings,
@@ -500,13 +501,15 @@ def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
         for a in range(nu):
             Ja[i, a] = J[i, act[a]]
     # Stage I's optimal set: J_f^T f fixed, and for the contact-velocity objective also its
-    # linear term (qp._solve_two_stage_impl)
-    nfix = nf + 1 if o.contact_velocity else nf
+    # linear term where it varies along ker J_f^T (qp._solve_two_stage_impl)
+    fix_lin = o.contact_velocity and _linear_term_varies(w.Jf[:m], w.dlin[:m], o.rank_tol,
+                                                         o.sticking_gap / dt)
+    nfix = nf + 1 if fix_lin else nf
     Jfix = np.empty((m, nfix))
     for i in range(m):
         for c in range(nf):
             Jfix[i, c] = w.Jf[i, c]
-        if o.contact_velocity:
+        if fix_lin:
             Jfix[i, nf] = w.dlin[i]
     W, P2, q2, A2, l2 = _stage2_data(Jfix, Ja, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
                                      o.rank_tol, o.active_set)
