@@ -851,6 +851,13 @@ class WholeBodyController:
         return self._object is not None
 
     @property
+    def object_body(self) -> Any:
+        """The configured object (:class:`~wbc_dynamics.contact.geometry.FreeBody`: ``name``,
+        ``model`` -- its parsed URDF --, ``half_extents`` [m], ``mu``) or None: a simulator
+        builds its object from this one parse."""
+        return self._object
+
+    @property
     def warmed_methods(self) -> tuple[str, ...]:
         """Methods a runtime ``method`` switch can take without compiling ("none" always)."""
         return ("none", *(m for m in CONTACT_METHODS if m in self._warmed))
