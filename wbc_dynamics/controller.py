@@ -174,9 +174,9 @@ class ControllerConfig:
             than PID on a joint-space reference).
         warm_start: keep the contact solver's warm start across ticks.
         object_urdf: a free object the contact links may touch -- e.g. a grasped box: a URDF
-            (path, ``package://`` URI or a bundled name such as ``box``) of one floating body
-            whose first collision box is centred at its origin -- appended to the contact
-            problem as a free body (seed 004, Sec. 1.5); its pose and twist are an input
+            (path, ``package://`` URI, a bundled name such as ``box``, or the XML text) of one
+            floating body whose first collision box is centred at its origin -- appended to the
+            contact problem as a free body (seed 004, Sec. 1.5); its pose and twist are an input
             (:meth:`WholeBodyController.set_object_state`, the node's ``~/object_odom``) held
             to ``state_timeout`` like the joint state. "" = none. The object's contacts run the
             general (not the fused) contact path.
@@ -254,6 +254,9 @@ class ControlOutput:
         contact_ids: identities of the contacts in ``contact_forces`` (empty without contacts).
         contact_points: (nc, 3) world contact points [m].
         contact_forces: (nc, 3) contact forces on the robot, world axes [N].
+        contact_normals: (nc, 3) unit contact normals, world axes, pointing from the feature
+            (ground, object) into the robot link: ``contact_forces . contact_normals`` is each
+            contact's normal force [N].
         solver_flags: solver flags of this tick (see ``wbc_dynamics.contact.FLAGS``).
         warm_start_used: the contact solver used the previous tick's solution.
         compute_time: wall-clock time of the tick [s].
@@ -266,6 +269,7 @@ class ControlOutput:
     contact_ids: tuple = ()
     contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     contact_forces: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    contact_normals: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     solver_flags: tuple[str, ...] = ()
     warm_start_used: bool = False
     compute_time: float = 0.0
@@ -534,6 +538,8 @@ def _load_object(cfg: ControllerConfig) -> Any:
         raise ValueError(f"object_friction: must be finite and >= 0, got {cfg.object_friction!r}")
     if source in ROBOT_NAMES:
         path = robot_path(source)
+    elif source.startswith("<"):  # the object's URDF XML itself (e.g. a robot_description)
+        path = source
     else:
         path = _resolve_urdf_path("object_urdf", source)
     obj = RobotModel.from_urdf(path, floating_base=True, warmup=False)
@@ -1145,6 +1151,7 @@ class WholeBodyController:
         out.contact_ids = ()
         out.contact_points = self._no_contacts
         out.contact_forces = self._no_contacts
+        out.contact_normals = self._no_contacts
         out.solver_flags = ()
         out.warm_start_used = False
         out.compute_time = 0.0
@@ -1304,6 +1311,7 @@ class WholeBodyController:
                 out.contact_ids = fused.contact_ids()
                 out.contact_points = cm.data.points[:nc].copy()
                 out.contact_forces = fused.out.forces_world[:nc].copy()
+                out.contact_normals = cm.data.frames[:nc, :, 0].copy()
                 out.solver_flags = fused.flags
                 out.warm_start_used = fused.warm_start_used
                 return
@@ -1332,6 +1340,8 @@ class WholeBodyController:
         out.contact_ids = res.contact_ids
         out.contact_points = prob.points if prob.points is not None else np.zeros((0, 3))
         out.contact_forces = forces
+        out.contact_normals = (prob.frames[:, :, 0] if prob.frames is not None
+                               else self._no_contacts)
         out.solver_flags = flags
         out.warm_start_used = bool(res.stats.warm_start_used)
 

@@ -12,10 +12,11 @@ Used by the demo, the experiments and the CI tests. Each control tick (period ``
 Controllers (:data:`CONTROLLERS`):
 
 * ``lcp_noslip``, ``lcp_coulomb``, ``qp_coulomb``, ``qp_noslip`` -- ID(t_i) of seed 004 Sec. 7.3:
-  the product's :class:`~wbc_dynamics.controller.WholeBodyController` for the quadruped; for the
-  arm grasping the box, the same method through :class:`~wbc_dynamics.contact.ContactModel` with
-  the box appended as a free body (Sec. 1.5, eqs. (1)-(3)), which the controller config does not
-  cover.
+  the product's :class:`~wbc_dynamics.controller.WholeBodyController` for every robot: the
+  quadruped on the ground; the arm grasping the box with the box as the controller's object
+  (``object_urdf``, appended as a free body: Sec. 1.5, eqs. (1)-(3); its state fed as the
+  ``object_state`` input every tick), as a robot configuration with an object (e.g.
+  ``panda_grasp``) is.
 * ``none`` -- inverse dynamics without contact forces (the product's ``method: none``).
 * ``id_prev`` -- ID(t_{i-1}): inverse dynamics with the contact wrenches the simulator applied on
   the previous step ("exact sensed forces", Sec. 7.3): fixed base ``tau = RNEA(q, v, a, f_ext)``;
@@ -38,11 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from ..contact.grasp import (
-    GRASP_SOLVER_OPTIONS,
-    internal_force_torques,
-    internal_grasp_forces,
-)
 from ..robots import robot_info, robot_path
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
 from .references import make_reference
@@ -90,9 +86,6 @@ QUADRUPED_SOLVER_OPTIONS = {
 
 def _solver_options(cfg: LoopConfig) -> dict:
     out = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
-    if cfg.robot == "arm":  # the arm + box grasp (contact.grasp.GRASP_SOLVER_OPTIONS)
-        for k, v in GRASP_SOLVER_OPTIONS.items():
-            out.setdefault(k, {}).update(v)
     if cfg.robot == "quadruped" and not cfg.controller.endswith("_paper"):
         for k, v in QUADRUPED_SOLVER_OPTIONS.items():
             out.setdefault(k, {}).update(v)
@@ -134,10 +127,11 @@ class LoopConfig:
             the inverse dynamics; see ``docs/contact_api.md``). Defaults: on, 5 cm/s (MuJoCo's
             soft feet rebound at up to ~6 cm/s after a touchdown).
         grasp_force: arm + box, contact-aware methods: desired internal (squeeze) force [N] per
-            touching fingertip, added in the null space of the grasp map
-            (:func:`internal_grasp_forces`; seed 004 Fig. 11 "given contact state and internal
-            forces"). Rigid contact leaves the squeeze indeterminate and every solver returns
-            (nearly) zero squeeze, so the box slips out under MuJoCo's soft contacts; 0 = off
+            touching fingertip, added in the null space of the grasp map (the controller option
+            of the same name: :func:`~wbc_dynamics.contact.grasp.internal_grasp_forces`; seed
+            004 Fig. 11 "given contact state and internal forces"). Rigid contact leaves the
+            squeeze indeterminate and every solver returns (nearly) zero squeeze, so the box
+            slips out under MuJoCo's soft contacts; 0 = off
             (the solvers' own forces only). ``docs/simulation.md``: 20 N holds the box.
             None = off for the bundled arm, the configuration's ``grasp_force`` for a robot
             configuration with an object (the controller option of the same name).
@@ -181,9 +175,8 @@ class LoopResult:
     Arrays: ``t`` (K,) [s]; ``q, q_des, qd, qd_des, tau`` (K, n) [rad, rad/s, N m];
     ``base_pos`` (K, 3) [m] (quadruped) or object position (arm grasps); ``normal_pred`` /
     ``normal_sim`` (K,) summed contact normal force predicted by the controller / applied by the
-    simulator [N] (NaN where the controller predicts none; a configured grasp: NaN, the
-    controller reports world-axis forces, not normal components); ``tick_time`` (K,)
-    controller compute time [s].
+    simulator [N] (NaN where the controller predicts none); ``tick_time`` (K,) controller
+    compute time [s].
     """
 
     config: LoopConfig
@@ -251,10 +244,14 @@ class LoopResult:
 
 
 class _WBC:
-    """The product's WholeBodyController (quadruped: ground contact; arm without box: none)."""
+    """The product's WholeBodyController: the quadruped on the ground, the bundled arm with the
+    box as its object (``object_urdf``; a contact method) or without (``none``), a robot
+    configuration as its YAML says."""
 
     def __init__(self, cfg: LoopConfig, method: str, mu: float, joint_names: list[str],
-                 config: Any = None, model: Any = None) -> None:
+                 config: Any = None, model: Any = None, object_urdf: str = "") -> None:
+        """``object_urdf``: bundled robots: the grasped object (path, name or XML), with the
+        loop's grasp options; a configuration has its own."""
         from ..controller import ControllerConfig, WholeBodyController
 
         overrides = {
@@ -274,6 +271,11 @@ class _WBC:
                 robot=cfg.robot, floating_base=info["floating_base"], joints=joint_names,
                 kp=[cfg.kp if cfg.kp is not None else g["kp"]],
                 kd=[cfg.kd if cfg.kd is not None else g["kd"]])
+            if object_urdf:  # the arm + box (seed 004 Secs. 1.5, 7.2.2)
+                config = dataclasses.replace(
+                    config, contact_links=list(info["fingertip_links"]), object_urdf=object_urdf,
+                    object_friction=mu, grasp_force=float(cfg.grasp_force or 0.0),
+                    grasp_hold=bool(cfg.hold_touching_fingers))
         else:  # a robot configuration: its gains (and grasp options) unless the loop sets them
             overrides.update({k: [v] for k, v in (("kp", cfg.kp), ("kd", cfg.kd)) if v is not None})
             if config.object_urdf:
@@ -284,9 +286,7 @@ class _WBC:
         self.floating = self.ctl.floating_base
         #: the object's name in the plant (its state is the controller's object_state input)
         self.object_name = self.ctl.object_body.name if self.ctl.has_object else None
-        # summed normal force: the predicted forces are in world axes, so the ground's normal
-        # is their z component; an object's contact normals are not reported (NaN)
-        self.predicts = method != "none" and self.object_name is None
+        self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
         self.ctl.solver_state.options.update(_solver_options(cfg))
 
@@ -305,7 +305,9 @@ class _WBC:
         q_des, qd_des, qdd_des = ref
         c.set_reference(qdd_des, t, position=q_des, velocity=qd_des)
         out = c.update(t)
-        normal = float(np.sum(out.contact_forces[:, 2])) if self.predicts else math.nan
+        # summed normal force: each contact's force along its normal (ground: the z component)
+        normal = (float(np.sum(out.contact_forces * out.contact_normals)) if self.predicts
+                  else math.nan)
         return out.tau.copy(), normal, out.safe, out.solver_flags
 
 
@@ -369,78 +371,6 @@ class _SensedID:
             tau = M[6:, :6] @ a_b + M[6:, 6:] @ a_j + b[6:]
         normal = math.nan
         return np.clip(tau, -self.limit, self.limit), normal, False, ()
-
-
-class _BoxGraspID:
-    """Arm + box: contact-aware ID (seed 004) with the box appended as a free body (Sec. 1.5)."""
-
-    def __init__(
-        self, cfg: LoopConfig, method: str, mu: float, box_mass: float, limit: np.ndarray
-    ) -> None:
-        from ..contact import SolverState, solve
-        from ..contact.geometry import ContactModel
-        from ..contact.geometry import FreeBody as CFreeBody
-        from ..model import RobotModel
-
-        info = robot_info("arm")
-        self.m = RobotModel.from_urdf(robot_path("arm"), floating_base=False)
-        box_urdf = open(robot_path("box")).read()
-        if box_mass != info["box_mass"]:  # the paper's heavy box: same geometry, scaled mass
-            box_urdf = _scale_box_mass(box_urdf, box_mass / info["box_mass"])
-        box = RobotModel.from_urdf(box_urdf, floating_base=True)
-        self.cm = ContactModel(
-            self.m,
-            contact_links=info["fingertip_links"],
-            bodies=[CFreeBody.from_model("box", box, mu=mu)],
-            dt=1.0 / cfg.control_rate,
-            phi_deadband=cfg.phi_deadband,
-            passive_impact=cfg.passive_impact,
-            separation_tolerance=cfg.separation_tolerance,
-        )
-        self.method = method
-        self.state = SolverState()
-        self.state.options.update(_solver_options(cfg))
-        self.solve = solve
-        g = GAINS["arm"]
-        self.kp = cfg.kp if cfg.kp is not None else g["kp"]
-        self.kd = cfg.kd if cfg.kd is not None else g["kd"]
-        self.limit = limit
-        self.grasp_force = float(cfg.grasp_force or 0.0)
-        self.grasp_phi = 1e-3
-        self.hold_fingers = bool(cfg.hold_touching_fingers)
-        names = list(self.m.joint_names)
-        self.finger_of = {
-            link: names.index(j)
-            for link, j in zip(info["fingertip_links"], info["finger_joints"], strict=True)
-        }
-
-    def __call__(self, t, q, v, ref, plant):
-        q_des, qd_des, qdd_des = ref
-        a = qdd_des + self.kp * (q_des - q) + self.kd * (qd_des - v)
-        bq, bv = plant.free_body_state("box")
-        prob = self.cm.build(q, v, a, body_q=[bq], body_v=[bv])
-        if self.hold_fingers and prob.nc:
-            # Sec. 7.2.2: a finger touching the box keeps zero velocity / acceleration (no
-            # position feedback into the rigid box, which no contact force could realize)
-            hold = False
-            for (link, _, _), phi in zip(prob.contact_ids, prob.phi, strict=True):
-                j = self.finger_of.get(link)
-                if j is not None and phi <= self.grasp_phi:
-                    a[j] = qdd_des[j] - self.kd * v[j]
-                    hold = True
-            if hold:
-                prob = self.cm.build(q, v, a, body_q=[bq], body_v=[bv])
-        res = self.solve(self.method, prob, self.state)
-        tau, f_local = res.tau, res.contact_forces_local
-        flags = res.stats.flags
-        if self.grasp_force > 0.0 and prob.nc >= 2:
-            f_int = internal_grasp_forces(prob, self.grasp_force, self.grasp_phi)
-            if f_int is not None:
-                tau = tau - internal_force_torques(prob, f_int)
-                f_local = f_local + f_int
-                flags = (*flags, "grasp_force")
-        normal = float(np.sum(np.abs(f_local[:, 0]))) if prob.nc else 0.0
-        return np.clip(tau, -self.limit, self.limit), normal, False, flags
 
 
 def _scale_box_mass(urdf: str, factor: float) -> str:
@@ -532,8 +462,6 @@ class ClosedLoop:
             self.ctl = _PID(cfg, len(self.joint_names), self.limit)
         elif c == "id_prev":
             self.ctl = _SensedID(cfg, self.joint_names, self.limit)
-        elif cfg.robot == "arm" and c in CONTACT_METHODS:
-            self.ctl = _BoxGraspID(cfg, c, mu_ctl, self.box_mass, self.limit)
         else:
             from ..model import RobotModel
 
@@ -541,7 +469,13 @@ class ClosedLoop:
             model = RobotModel.from_urdf(self.plant.description,
                                          floating_base=info["floating_base"],
                                          warmup="control")  # as the controller's own model
-            self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names, model=model)
+            box = ""
+            if cfg.robot == "arm" and c in CONTACT_METHODS:
+                box = robot_path("box")
+                if self.box_mass != info["box_mass"]:  # the paper's heavy box: scaled mass
+                    with open(box) as fh:
+                        box = _scale_box_mass(fh.read(), self.box_mass / info["box_mass"])
+            self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names, model=model, object_urdf=box)
             self._schedule_swing()
         # initial state: the reference's pose at t = 0, at rest
         # quadruped: the reference's pose at t = 0 on the ground, settled; arm: the grasp pose
