@@ -186,8 +186,10 @@ class ControllerConfig:
             is unchanged (:func:`wbc_dynamics.contact.grasp.internal_grasp_forces`); rigid
             contact leaves the squeeze indeterminate and every solver returns almost none. 0 =
             off.
-        grasp_hold: a joint that moves a contact link touching the object gets no position
-            feedback: ``qdd = qdd_ref - kd qd`` (Sec. 7.2.2; a rigid object cannot realize it).
+        grasp_hold: a joint that moves a contact link touching the object keeps the position
+            at which the link started touching instead of following its reference:
+            ``qdd = qdd_ref + kp (q_grip - q) - kd qd`` (Sec. 7.2.2: zero velocity while
+            gripping; a reference inside a rigid object is a push no contact can realize).
     """
 
     robot: str = ""
@@ -787,6 +789,8 @@ class WholeBodyController:
         self._t_object = -math.inf if self._object is not None else math.inf
         #: configured index of the joint that moves each contact link (grasp_hold)
         self._link_joint: dict[str, int] = {}
+        #: grasp_hold: joint index -> its position [rad or m] when its link started touching
+        self._grip_positions: dict[int, float] = {}
         for ln in self._contact_links:
             body = model.link_frame(ln)[0] - (1 if self.floating_base else 0)
             if body >= 0 and model_joints[body] in self._joint_index:
@@ -1346,16 +1350,26 @@ class WholeBodyController:
         out.warm_start_used = bool(res.stats.warm_start_used)
 
     def _hold_touching(self, prob: Any) -> bool:
-        """grasp_hold: a joint moving a contact link that touches the object gets
-        ``qdd = qdd_ref - kd qd`` (no position feedback; Sec. 7.2.2). True if any changed."""
-        kd = self._params["kd"]
-        changed = False
-        for (link, _, feature), phi in zip(prob.contact_ids, prob.phi, strict=True):
-            i = self._link_joint.get(link)
-            if i is not None and feature == self._object.name and phi <= GRASP_TOUCH_DISTANCE:
-                self._qdd_cmd[i] = self._qdd_ref[i] - kd[i] * self._qdj[i]
-                changed = True
-        return changed
+        """grasp_hold: a joint moving a contact link that touches the object keeps the position
+        at which it started touching, ``qdd = qdd_ref + kp (q_grip - q) - kd qd`` (Sec. 7.2.2:
+        zero velocity while gripping, no pull towards a reference inside the object). Why the
+        grip position rather than no position feedback at all: two opposing fingers held by
+        damping alone drift together with the object (a motion no contact resists), the
+        panda's pair 2 cm in 3 s of the sinusoid, up to a finger's joint limit. True if any
+        joint is held."""
+        kp, kd = self._params["kp"], self._params["kd"]
+        touching = {self._link_joint[link]
+                    for (link, _, feature), phi in zip(prob.contact_ids, prob.phi, strict=True)
+                    if link in self._link_joint and feature == self._object.name
+                    and phi <= GRASP_TOUCH_DISTANCE}
+        grip = self._grip_positions
+        for i in [i for i in grip if i not in touching]:  # let go: latch again at the next touch
+            del grip[i]
+        for i in touching:
+            q_grip = grip.setdefault(i, float(self._qj[i]))
+            self._qdd_cmd[i] = (self._qdd_ref[i] + kp[i] * (q_grip - self._qj[i])
+                                - kd[i] * self._qdj[i])
+        return bool(touching)
 
     def _warm_contact_method(self, method: str) -> None:
         """Compile every kernel of the method (its option paths included), then run it once on
@@ -1433,6 +1447,7 @@ class WholeBodyController:
         self._t_ref = -math.inf
         self._have_state = False
         self._ref_pos = self._ref_vel = False
+        self._grip_positions.clear()
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
         self.solver_flag_counts = {}
