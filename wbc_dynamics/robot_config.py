@@ -112,6 +112,14 @@ class RobotSetup:
                     q[i] = values[j]
         return self._overridden(q, joint_names)
 
+    def start_positions(self) -> dict[str, float]:
+        """{joint: position [rad or m]} of the joints a simulation starts away from the standing
+        pose (``grasp.start_joints`` / ``start_positions``, e.g. fingers just clear of the
+        object); empty without a grasp group."""
+        return {str(j): float(x) for j, x in zip(self.grasp.get("start_joints") or [],
+                                                 self.grasp.get("start_positions") or [],
+                                                 strict=True)}
+
     def _overridden(self, q: np.ndarray, joint_names: list[str]) -> np.ndarray:
         names = [str(j) for j in self.standing.get("override_joints") or []]
         values = np.asarray(self.standing.get("override_positions") or [], dtype=float)

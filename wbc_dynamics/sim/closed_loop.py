@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..robots import robot_info, robot_path
-from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
+from .mujoco_model import FreeBody, GroundOptions, MujocoPlant, pose_in_link
 from .references import make_reference
 
 __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
@@ -533,9 +533,8 @@ class ClosedLoop:
         q_joints = setup.standing_joint_positions(self.joint_names, model)
         q0 = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
         grasp = setup.grasp
-        for j, x in zip(grasp.get("start_joints") or [], grasp.get("start_positions") or [],
-                        strict=True):  # e.g. fingers just clear of the object
-            q0[(7 if floating else 0) + model.joint_index(str(j))] = float(x)
+        for j, x in setup.start_positions().items():  # e.g. fingers just clear of the object
+            q0[(7 if floating else 0) + model.joint_index(j)] = x
         # the object (object_urdf) from the controller's own parse, placed in the hand
         self.object_name = ctl.object_body.name if ctl.has_object else None
         self.hand_link = str(grasp.get("hand_link", ""))
@@ -545,8 +544,8 @@ class ClosedLoop:
             if not grasp:
                 raise ValueError(f"{setup.path}: object_urdf needs a grasp group (hand_link, "
                                  "object_pose) to place the object in the simulation")
-            obj = FreeBody.from_object(ctl.object_body, _pose_in_link(model, q0, self.hand_link,
-                                                                      grasp["object_pose"]))
+            obj = FreeBody.from_object(ctl.object_body, pose_in_link(model, q0, self.hand_link,
+                                                                     grasp["object_pose"]))
             free_bodies, self.box_mass = (obj,), obj.mass
         self.plant = MujocoPlant(description, floating, joint_order=self.joint_names,
                                  ground=ground, free_bodies=free_bodies, joint_dynamics=False)
@@ -760,22 +759,6 @@ class ClosedLoop:
         if self.object_name is not None:
             return self.plant.total_normal_force(self.object_name)
         return self.plant.total_normal_force("ground")
-
-
-def _pose_in_link(model: Any, q: np.ndarray, link: str, pose_in_link) -> list[float]:
-    """World pose ([x, y, z] m + [qx, qy, qz, qw]) of a frame given in ``link``'s frame at the
-    model configuration ``q``: the model's own kinematics (the controller's parse)."""
-    import mujoco
-
-    T = np.asarray(model.frame_placement(q, link))
-    p = np.asarray(pose_in_link, dtype=float)
-    x, y, z, w = p[3:7] / np.linalg.norm(p[3:7])
-    R_local = np.empty(9)
-    mujoco.mju_quat2Mat(R_local, np.array([w, x, y, z]))
-    R = T[:3, :3] @ R_local.reshape(3, 3)
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, R.reshape(-1))
-    return [*(T[:3, :3] @ p[:3] + T[:3, 3]), quat[1], quat[2], quat[3], quat[0]]
 
 
 def run(cfg: LoopConfig, progress=None, stop_on_failure: bool = True) -> LoopResult:

@@ -74,6 +74,7 @@ __all__ = [
     "MujocoPlant",
     "build_mjcf",
     "parse_urdf",
+    "pose_in_link",
 ]
 
 #: Coulomb coefficient used for the paper's "high (sticky), mu = infinity" terrain. MuJoCo needs a
@@ -932,3 +933,18 @@ class MujocoPlant:
         self.data.qvel[da : da + 3] = _quat_xyzw_to_rot(quat) @ vv[0:3]
         self.data.qvel[da + 3 : da + 6] = vv[3:6]
         mujoco.mj_forward(self.model, self.data)
+
+
+def pose_in_link(model, q: np.ndarray, link: str, pose: Sequence[float]) -> list[float]:
+    """World pose ([x, y, z] m + [qx, qy, qz, qw]) of a frame whose pose in ``link``'s frame is
+    ``pose`` (same layout), at the configuration ``q`` of ``model`` (a RobotModel: the
+    controller's own kinematics; e.g. a grasped object placed in the hand)."""
+    T = np.asarray(model.frame_placement(q, link))
+    p = np.asarray(pose, dtype=float)
+    x, y, z, w = p[3:7] / np.linalg.norm(p[3:7])
+    R_local = np.empty(9)
+    mujoco.mju_quat2Mat(R_local, np.array([w, x, y, z]))
+    R = T[:3, :3] @ R_local.reshape(3, 3)
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, R.reshape(-1))
+    return [*(T[:3, :3] @ p[:3] + T[:3, 3]), quat[1], quat[2], quat[3], quat[0]]
