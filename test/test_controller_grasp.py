@@ -47,8 +47,8 @@ def _tick(ctl, q, v, bq, bv, ref, now=0.0):
 
 
 def test_controller_grasp_equals_the_closed_loop_grasp(grasp):
-    """The controller's squeeze + hold give the in-process loop's torques for the same state
-    (the loop's arm + box controller is the reference implementation the option generalizes)."""
+    """A user's configuration (this dict: what docs/node.md shows) gives the in-process loop's
+    torques for the same state: the loop runs the same controller, configured by the loop."""
     loop, q, v, bq, bv, ref = grasp
     expected, _, _, flags = loop.ctl(0.0, q, v, ref, loop.plant)
     assert "grasp_force" in flags

@@ -18,8 +18,9 @@ from wbc_dynamics.robots import ROBOT_NAMES, robot_info, robot_path
 pin = pytest.importorskip("pinocchio")  # test-only dependency
 urdf = pytest.importorskip("urdf_parser_py.urdf")
 
-EXPECTED_NV = {"quadruped": 18, "arm": 11, "box": 6, "branched": 16}
-EXPECTED_MASS = {"quadruped": 4.8, "arm": 20.7, "box": 0.5, "branched": 8.3, "humanoid": 50.1}
+EXPECTED_NV = {"quadruped": 18, "arm": 11, "box": 6, "small_box": 6, "branched": 16}
+EXPECTED_MASS = {"quadruped": 4.8, "arm": 20.7, "box": 0.5, "small_box": 0.1, "branched": 8.3,
+                 "humanoid": 50.1}
 
 
 def load(name: str):
@@ -57,7 +58,7 @@ def sphere_centres(model, data, q, name: str, links):
 
 
 def test_names_and_paths():
-    assert set(ROBOT_NAMES) == {"quadruped", "arm", "box", "branched", "humanoid"}
+    assert set(ROBOT_NAMES) == {"quadruped", "arm", "box", "small_box", "branched", "humanoid"}
     for n in ROBOT_NAMES:
         p = robot_path(n)
         assert os.path.isabs(p) and os.path.isfile(p)

@@ -163,7 +163,7 @@ def test_ros_closed_loop_keeps_a_configured_vendor_robot_up(ros_env, robot):
     controller and reference all take the robot from config/robots/<robot>.yaml
     (example-robot-data URDF, its contact geometry, SRDF standing pose with the computed base
     height); method and reference are the configuration's defaults (lcp_noslip, stand; the arms
-    panda and ur10: none, sinusoid)."""
+    panda and ur10: none, sinusoid; panda_grasp: lcp_noslip holding a cube, sinusoid)."""
     duration = 3.0
     # paced at real time (at most): the reference node's sim-time timer needs the simulator's
     # /clock discovered, which a fast simulation (panda, method none) could otherwise outrun
@@ -174,6 +174,12 @@ def test_ros_closed_loop_keeps_a_configured_vendor_robot_up(ros_env, robot):
     assert int(sim["missed_commands"]) == 0 and int(sim["stale_steps"]) == 0, sim
     if robot in ("panda", "ur10"):  # fixed base: method none tracking the joint sinusoid
         assert ctl is not None and ctl["mode"] == "control" and ctl["method"] == "none", ctl
+        return
+    if robot == "panda_grasp":  # holds the cube: 0.5 s held in place, then 2.5 s of sinusoid
+        assert ctl is not None and ctl["mode"] == "control", ctl
+        assert ctl["method"] == "lcp_noslip", ctl
+        # measured over ROS: 0.73 cm (in-process, test_sim_panda_grasp: 0.77 cm); dropped = 5 cm
+        assert float(sim["object_slip_max"]) < 0.015, sim
         return
     z0 = got["z"][0][1]
     assert z0 > 0.2, got["z"][:3]  # standing on its feet, not at z = 0

@@ -17,7 +17,9 @@ def grasp():
     loop = ClosedLoop(LoopConfig(robot="arm", controller="qp_coulomb", reference="sinusoid"))
     q, v = loop.plant.get_state()
     bq, bv = loop.plant.free_body_state("box")
-    prob = loop.ctl.cm.build(q, v, np.zeros(q.shape[0]), body_q=[bq], body_v=[bv])
+    # the loop's controller is the product's WholeBodyController with the box as its object
+    cm = loop.ctl.ctl._contact_model
+    prob = cm.build(q, v, np.zeros(q.shape[0]), body_q=[bq], body_v=[bv])
     return loop, q, v, bq, bv, prob
 
 
@@ -109,19 +111,28 @@ def test_without_internal_force_qp_coulomb_drops_the_box():
     assert r.failed and "dropped" in r.failure
 
 
+#: friction -> (slip bound [m], arm joint error bound [rad]). Measured over the settle time
+#: 0.499 / 0.5 / 0.501 s (the same grasp, 1 ms apart): high friction (mu = 10) slip 0.91-1.00
+#: cm, arm error 0.024-0.026 rad; mu = 1 slip 0.92 cm, arm error 0.028-0.029 rad. (Before the
+#: hold kept the grip position, high friction was sensitive: 1.0-2.4 cm, 0.028-0.070 rad.)
+#: Bounds: the measured worst + ~25 %.
+HOLD_BOUNDS = {"high": (0.0125, 0.033), 1.0: (0.0115, 0.036)}
+
+
 @pytest.mark.parametrize("friction", ["high", 1.0])
 def test_qp_coulomb_with_grasp_force_holds_the_box_for_3_s(friction):
-    """Measured (high / mu = 1): slip 1.16 / 0.77 cm; sum normal predicted 119.5 / 174.0 N vs
-    simulated 105.7 / 170.9 N; arm joint error 0.027 / 0.016 rad."""
+    """Measured (high / mu = 1, settle 0.5 s): slip 0.91 / 0.92 cm; sum normal predicted 119.4 /
+    177.9 N vs simulated 108.2 / 162.6 N; arm joint error 0.024 / 0.028 rad (see HOLD_BOUNDS)."""
     r = run(LoopConfig(robot="arm", controller="qp_coulomb", reference="sinusoid",
                        duration=3.0, friction=friction, grasp_force=20.0,
                        hold_touching_fingers=True))
     m = r.metrics()
+    slip_bound, error_bound = HOLD_BOUNDS[friction]
     assert not r.failed, r.failure
     assert m["ticks"] == 3000
-    assert m["box_slip_max"] < 0.015  # PID 0.31 cm, ID(t-1) 3.0 cm (high friction)
+    assert m["box_slip_max"] < slip_bound  # dropped = 5 cm
     # predicted vs simulated summed normal force: means within 20 %
     assert abs(m["normal_pred_mean"] - m["normal_sim_mean"]) < 0.2 * m["normal_sim_mean"]
     assert m["normal_sim_mean"] > 60.0  # the squeeze is real in the simulator (4 x 20 N)
     # arm joints track the 3 Hz sinusoid (PID: 0.06 rad mean over all joints)
-    assert np.mean(np.abs(r.q[:, :7] - r.q_des[:, :7])) < 0.05
+    assert np.mean(np.abs(r.q[:, :7] - r.q_des[:, :7])) < error_bound

@@ -174,9 +174,9 @@ class ControllerConfig:
             than PID on a joint-space reference).
         warm_start: keep the contact solver's warm start across ticks.
         object_urdf: a free object the contact links may touch -- e.g. a grasped box: a URDF
-            (path, ``package://`` URI or a bundled name such as ``box``) of one floating body
-            whose first collision box is centred at its origin -- appended to the contact
-            problem as a free body (seed 004, Sec. 1.5); its pose and twist are an input
+            (path, ``package://`` URI, a bundled name such as ``box``, or the XML text) of one
+            floating body whose first collision box is centred at its origin -- appended to the
+            contact problem as a free body (seed 004, Sec. 1.5); its pose and twist are an input
             (:meth:`WholeBodyController.set_object_state`, the node's ``~/object_odom``) held
             to ``state_timeout`` like the joint state. "" = none. The object's contacts run the
             general (not the fused) contact path.
@@ -186,8 +186,10 @@ class ControllerConfig:
             is unchanged (:func:`wbc_dynamics.contact.grasp.internal_grasp_forces`); rigid
             contact leaves the squeeze indeterminate and every solver returns almost none. 0 =
             off.
-        grasp_hold: a joint that moves a contact link touching the object gets no position
-            feedback: ``qdd = qdd_ref - kd qd`` (Sec. 7.2.2; a rigid object cannot realize it).
+        grasp_hold: a joint that moves a contact link touching the object keeps the position
+            at which the link started touching instead of following its reference:
+            ``qdd = qdd_ref + kp (q_grip - q) - kd qd`` (Sec. 7.2.2: zero velocity while
+            gripping; a reference inside a rigid object is a push no contact can realize).
     """
 
     robot: str = ""
@@ -254,6 +256,9 @@ class ControlOutput:
         contact_ids: identities of the contacts in ``contact_forces`` (empty without contacts).
         contact_points: (nc, 3) world contact points [m].
         contact_forces: (nc, 3) contact forces on the robot, world axes [N].
+        contact_normals: (nc, 3) unit contact normals, world axes, pointing from the feature
+            (ground, object) into the robot link: ``contact_forces . contact_normals`` is each
+            contact's normal force [N].
         solver_flags: solver flags of this tick (see ``wbc_dynamics.contact.FLAGS``).
         warm_start_used: the contact solver used the previous tick's solution.
         compute_time: wall-clock time of the tick [s].
@@ -266,6 +271,7 @@ class ControlOutput:
     contact_ids: tuple = ()
     contact_points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     contact_forces: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    contact_normals: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     solver_flags: tuple[str, ...] = ()
     warm_start_used: bool = False
     compute_time: float = 0.0
@@ -534,6 +540,8 @@ def _load_object(cfg: ControllerConfig) -> Any:
         raise ValueError(f"object_friction: must be finite and >= 0, got {cfg.object_friction!r}")
     if source in ROBOT_NAMES:
         path = robot_path(source)
+    elif source.startswith("<"):  # the object's URDF XML itself (e.g. a robot_description)
+        path = source
     else:
         path = _resolve_urdf_path("object_urdf", source)
     obj = RobotModel.from_urdf(path, floating_base=True, warmup=False)
@@ -781,6 +789,8 @@ class WholeBodyController:
         self._t_object = -math.inf if self._object is not None else math.inf
         #: configured index of the joint that moves each contact link (grasp_hold)
         self._link_joint: dict[str, int] = {}
+        #: grasp_hold: joint index -> its position [rad or m] when its link started touching
+        self._grip_positions: dict[int, float] = {}
         for ln in self._contact_links:
             body = model.link_frame(ln)[0] - (1 if self.floating_base else 0)
             if body >= 0 and model_joints[body] in self._joint_index:
@@ -849,6 +859,13 @@ class WholeBodyController:
     def has_object(self) -> bool:
         """An object is configured (``object_urdf``): its state is an input."""
         return self._object is not None
+
+    @property
+    def object_body(self) -> Any:
+        """The configured object (:class:`~wbc_dynamics.contact.geometry.FreeBody`: ``name``,
+        ``model`` -- its parsed URDF --, ``half_extents`` [m], ``mu``) or None: a simulator
+        builds its object from this one parse."""
+        return self._object
 
     @property
     def warmed_methods(self) -> tuple[str, ...]:
@@ -1138,6 +1155,7 @@ class WholeBodyController:
         out.contact_ids = ()
         out.contact_points = self._no_contacts
         out.contact_forces = self._no_contacts
+        out.contact_normals = self._no_contacts
         out.solver_flags = ()
         out.warm_start_used = False
         out.compute_time = 0.0
@@ -1297,6 +1315,7 @@ class WholeBodyController:
                 out.contact_ids = fused.contact_ids()
                 out.contact_points = cm.data.points[:nc].copy()
                 out.contact_forces = fused.out.forces_world[:nc].copy()
+                out.contact_normals = cm.data.frames[:nc, :, 0].copy()
                 out.solver_flags = fused.flags
                 out.warm_start_used = fused.warm_start_used
                 return
@@ -1325,20 +1344,32 @@ class WholeBodyController:
         out.contact_ids = res.contact_ids
         out.contact_points = prob.points if prob.points is not None else np.zeros((0, 3))
         out.contact_forces = forces
+        out.contact_normals = (prob.frames[:, :, 0] if prob.frames is not None
+                               else self._no_contacts)
         out.solver_flags = flags
         out.warm_start_used = bool(res.stats.warm_start_used)
 
     def _hold_touching(self, prob: Any) -> bool:
-        """grasp_hold: a joint moving a contact link that touches the object gets
-        ``qdd = qdd_ref - kd qd`` (no position feedback; Sec. 7.2.2). True if any changed."""
-        kd = self._params["kd"]
-        changed = False
-        for (link, _, feature), phi in zip(prob.contact_ids, prob.phi, strict=True):
-            i = self._link_joint.get(link)
-            if i is not None and feature == self._object.name and phi <= GRASP_TOUCH_DISTANCE:
-                self._qdd_cmd[i] = self._qdd_ref[i] - kd[i] * self._qdj[i]
-                changed = True
-        return changed
+        """grasp_hold: a joint moving a contact link that touches the object keeps the position
+        at which it started touching, ``qdd = qdd_ref + kp (q_grip - q) - kd qd`` (Sec. 7.2.2:
+        zero velocity while gripping, no pull towards a reference inside the object). Why the
+        grip position rather than no position feedback at all: two opposing fingers held by
+        damping alone drift together with the object (a motion no contact resists), the
+        panda's pair 2 cm in 3 s of the sinusoid, up to a finger's joint limit. True if any
+        joint is held."""
+        kp, kd = self._params["kp"], self._params["kd"]
+        touching = {self._link_joint[link]
+                    for (link, _, feature), phi in zip(prob.contact_ids, prob.phi, strict=True)
+                    if link in self._link_joint and feature == self._object.name
+                    and phi <= GRASP_TOUCH_DISTANCE}
+        grip = self._grip_positions
+        for i in [i for i in grip if i not in touching]:  # let go: latch again at the next touch
+            del grip[i]
+        for i in touching:
+            q_grip = grip.setdefault(i, float(self._qj[i]))
+            self._qdd_cmd[i] = (self._qdd_ref[i] + kp[i] * (q_grip - self._qj[i])
+                                - kd[i] * self._qdj[i])
+        return bool(touching)
 
     def _warm_contact_method(self, method: str) -> None:
         """Compile every kernel of the method (its option paths included), then run it once on
@@ -1416,6 +1447,7 @@ class WholeBodyController:
         self._t_ref = -math.inf
         self._have_state = False
         self._ref_pos = self._ref_vel = False
+        self._grip_positions.clear()
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
         self.solver_flag_counts = {}

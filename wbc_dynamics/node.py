@@ -131,8 +131,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "object_friction": (_T.DOUBLE, 1.0, "friction coefficient contact links / object"),
     "grasp_force": (_T.DOUBLE, 0.0, "internal (squeeze) force [N] per contact link touching "
                     "the object; 0 = off"),
-    "grasp_hold": (_T.BOOL, False, "joints of contact links touching the object: no position "
-                   "feedback (qdd = qdd_ref - kd qd)"),
+    "grasp_hold": (_T.BOOL, False, "joints of contact links touching the object hold the "
+                   "position where the touch began (qdd = qdd_ref + kp (q_grip - q) - kd qd)"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
     "kp": (_T.DOUBLE_ARRAY, [0.0], "position gains [1/s^2], one per joint or one for all"),

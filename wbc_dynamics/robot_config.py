@@ -54,6 +54,12 @@ STANDING_KEYS = ("srdf", "pose", "positions", "base_height", "override_joints",
 #: keys of the ``trot`` group: the gait parameters of :class:`~wbc_dynamics.sim.references.
 #: FootTrot` for this robot (period [s], speed [m/s], height [m], ramp [s])
 TROT_KEYS = ("period", "speed", "height", "ramp")
+#: keys of the ``grasp`` group (a configuration with ``object_urdf``; the node ignores it): the
+#: simulation's set-up of the grasp -- ``hand_link``, ``object_pose`` (the object frame in the
+#: hand frame at the start: [x, y, z] m + [qx, qy, qz, qw]), ``start_joints`` /
+#: ``start_positions`` (parallel lists: joints that start elsewhere than the standing pose,
+#: e.g. fingers just clear of the object)
+GRASP_KEYS = ("hand_link", "object_pose", "start_joints", "start_positions")
 
 
 @dataclass
@@ -69,6 +75,8 @@ class RobotSetup:
             override_joints / override_positions).
         trot: the ``trot`` group (:data:`TROT_KEYS`): this robot's gait parameters for the
             ``trot`` reference (the node ignores it, like ``standing``).
+        grasp: the ``grasp`` group (:data:`GRASP_KEYS`): where the simulation puts the object
+            (``object_urdf``) and the fingers at the start (the node ignores it).
     """
 
     name: str
@@ -77,6 +85,7 @@ class RobotSetup:
     node_parameters: dict[str, Any] = field(default_factory=dict)
     standing: dict[str, Any] = field(default_factory=dict)
     trot: dict[str, Any] = field(default_factory=dict)
+    grasp: dict[str, Any] = field(default_factory=dict)
 
     def standing_joint_positions(self, joint_names: list[str], model: Any) -> np.ndarray:
         """(n,) standing positions [rad or m] of ``joint_names`` (the controller's order):
@@ -102,6 +111,14 @@ class RobotSetup:
                 if j in values:
                     q[i] = values[j]
         return self._overridden(q, joint_names)
+
+    def start_positions(self) -> dict[str, float]:
+        """{joint: position [rad or m]} of the joints a simulation starts away from the standing
+        pose (``grasp.start_joints`` / ``start_positions``, e.g. fingers just clear of the
+        object); empty without a grasp group."""
+        return {str(j): float(x) for j, x in zip(self.grasp.get("start_joints") or [],
+                                                 self.grasp.get("start_positions") or [],
+                                                 strict=True)}
 
     def _overridden(self, q: np.ndarray, joint_names: list[str]) -> np.ndarray:
         names = [str(j) for j in self.standing.get("override_joints") or []]
@@ -232,14 +249,39 @@ def load_robot_setup(name_or_path: str | os.PathLike) -> RobotSetup:
            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0]
     if bad:
         raise ValueError(f"{path}: trot.{bad[0]}: must be a number > 0, got {trot[bad[0]]!r}")
+    grasp = {k[len("grasp."):]: v for k, v in params.items() if k.startswith("grasp.")}
+    _check_grasp(grasp, path)
     config = ControllerConfig.from_mapping({k: v for k, v in params.items() if k in fields})
     if config.urdf_path and not config.urdf_path.startswith("package://"):
         config = dataclasses.replace(
             config, urdf_path=str((path.parent / os.path.expanduser(config.urdf_path)).resolve()))
     node = {k: v for k, v in params.items()
-            if k not in fields and not k.startswith(("standing.", "trot."))}
+            if k not in fields and not k.startswith(("standing.", "trot.", "grasp."))}
+    if grasp and not config.object_urdf:
+        raise ValueError(f"{path}: a grasp group needs object_urdf (the object to place)")
     return RobotSetup(path.stem, str(path), config, node, standing,
-                      {k: float(v) for k, v in trot.items()})
+                      {k: float(v) for k, v in trot.items()}, grasp)
+
+
+def _check_grasp(grasp: dict[str, Any], path: Path) -> None:
+    """ValueError naming the file and key for a malformed ``grasp`` group."""
+    unknown = sorted(set(grasp) - set(GRASP_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: unknown grasp key(s) {unknown} (known: {GRASP_KEYS})")
+    if not grasp:
+        return
+    if not isinstance(grasp.get("hand_link"), str) or not grasp["hand_link"]:
+        raise ValueError(f"{path}: grasp.hand_link: the link the object pose is given in")
+    pose = np.asarray(grasp.get("object_pose", []), dtype=float).reshape(-1)
+    if pose.shape != (7,) or not np.all(np.isfinite(pose)) or \
+            abs(np.linalg.norm(pose[3:]) - 1.0) > 1e-3:
+        raise ValueError(f"{path}: grasp.object_pose: expected [x, y, z, qx, qy, qz, qw] with a "
+                         f"unit quaternion, got {grasp.get('object_pose')!r}")
+    joints = list(grasp.get("start_joints") or [])
+    positions = np.asarray(grasp.get("start_positions") or [], dtype=float).reshape(-1)
+    if positions.shape != (len(joints),) or not np.all(np.isfinite(positions)):
+        raise ValueError(f"{path}: grasp.start_positions: expected {len(joints)} finite values "
+                         f"(one per start_joints entry), got {grasp.get('start_positions')!r}")
 
 
 def standing_configuration(controller: Any, joint_positions: np.ndarray,

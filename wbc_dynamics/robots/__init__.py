@@ -11,6 +11,8 @@ Robots (see the comment at the top of every URDF for the modelling choices):
     contact spheres (r = 1 cm) centred at the origins of ``F1_tip`` .. ``F4_tip``.
 ``box``
     The grasped object: a single 10 cm, 0.5 kg cube, to be loaded with a free-flyer root.
+``small_box``
+    A 4 cm, 0.1 kg cube for parallel grippers (``config/robots/panda_grasp.yaml``), likewise.
 ``branched``
     Floating-base branched test system with revolute and prismatic joints (seed 003, Fig. 4;
     helical joints modelled as revolute).
@@ -35,7 +37,7 @@ from ._robot_data import ROBOT_DATA
 __all__ = ["ROBOT_NAMES", "ROBOTS_DIR", "robot_info", "robot_path"]
 
 ROBOTS_DIR: str = os.path.dirname(os.path.abspath(__file__))
-ROBOT_NAMES: tuple[str, ...] = ("quadruped", "arm", "box", "branched", "humanoid")
+ROBOT_NAMES: tuple[str, ...] = ("quadruped", "arm", "box", "small_box", "branched", "humanoid")
 
 
 def _check_name(name: str) -> str:

@@ -12,10 +12,11 @@ Used by the demo, the experiments and the CI tests. Each control tick (period ``
 Controllers (:data:`CONTROLLERS`):
 
 * ``lcp_noslip``, ``lcp_coulomb``, ``qp_coulomb``, ``qp_noslip`` -- ID(t_i) of seed 004 Sec. 7.3:
-  the product's :class:`~wbc_dynamics.controller.WholeBodyController` for the quadruped; for the
-  arm grasping the box, the same method through :class:`~wbc_dynamics.contact.ContactModel` with
-  the box appended as a free body (Sec. 1.5, eqs. (1)-(3)), which the controller config does not
-  cover.
+  the product's :class:`~wbc_dynamics.controller.WholeBodyController` for every robot: the
+  quadruped on the ground; the arm grasping the box with the box as the controller's object
+  (``object_urdf``, appended as a free body: Sec. 1.5, eqs. (1)-(3); its state fed as the
+  ``object_state`` input every tick), as a robot configuration with an object (e.g.
+  ``panda_grasp``) is.
 * ``none`` -- inverse dynamics without contact forces (the product's ``method: none``).
 * ``id_prev`` -- ID(t_{i-1}): inverse dynamics with the contact wrenches the simulator applied on
   the previous step ("exact sensed forces", Sec. 7.3): fixed base ``tau = RNEA(q, v, a, f_ext)``;
@@ -38,13 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from ..contact.grasp import (
-    GRASP_SOLVER_OPTIONS,
-    internal_force_torques,
-    internal_grasp_forces,
-)
 from ..robots import robot_info, robot_path
-from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
+from .mujoco_model import FreeBody, GroundOptions, MujocoPlant, pose_in_link
 from .references import make_reference
 
 __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
@@ -90,9 +86,6 @@ QUADRUPED_SOLVER_OPTIONS = {
 
 def _solver_options(cfg: LoopConfig) -> dict:
     out = {k: dict(v) for k, v in DEFAULT_SOLVER_OPTIONS.items()}
-    if cfg.robot == "arm":  # the arm + box grasp (contact.grasp.GRASP_SOLVER_OPTIONS)
-        for k, v in GRASP_SOLVER_OPTIONS.items():
-            out.setdefault(k, {}).update(v)
     if cfg.robot == "quadruped" and not cfg.controller.endswith("_paper"):
         for k, v in QUADRUPED_SOLVER_OPTIONS.items():
             out.setdefault(k, {}).update(v)
@@ -134,17 +127,21 @@ class LoopConfig:
             the inverse dynamics; see ``docs/contact_api.md``). Defaults: on, 5 cm/s (MuJoCo's
             soft feet rebound at up to ~6 cm/s after a touchdown).
         grasp_force: arm + box, contact-aware methods: desired internal (squeeze) force [N] per
-            touching fingertip, added in the null space of the grasp map
-            (:func:`internal_grasp_forces`; seed 004 Fig. 11 "given contact state and internal
-            forces"). Rigid contact leaves the squeeze indeterminate and every solver returns
-            (nearly) zero squeeze, so the box slips out under MuJoCo's soft contacts; 0 = off
+            touching fingertip, added in the null space of the grasp map (the controller option
+            of the same name: :func:`~wbc_dynamics.contact.grasp.internal_grasp_forces`; seed
+            004 Fig. 11 "given contact state and internal forces"). Rigid contact leaves the
+            squeeze indeterminate and every solver returns (nearly) zero squeeze, so the box
+            slips out under MuJoCo's soft contacts; 0 = off
             (the solvers' own forces only). ``docs/simulation.md``: 20 N holds the box.
+            None = off for the bundled arm, the configuration's ``grasp_force`` for a robot
+            configuration with an object (the controller option of the same name).
         hold_touching_fingers: arm + box, contact-aware methods: a finger whose tip touches the
             box (phi <= 1 mm) is commanded zero velocity / acceleration (Sec. 7.2.2: "maintain
             zero velocity and acceleration while gripping the box, and ... close further if not
             contacting") instead of the PD pull towards the reference 0.05 rad inside the box,
             which no rigid-contact force can realize (the problem is then inconsistent / the
-            solvers hit their limits).
+            solvers hit their limits). None = off (bundled arm) / the configuration's
+            ``grasp_hold`` (the controller option).
     """
 
     robot: str = "quadruped"
@@ -167,8 +164,8 @@ class LoopConfig:
     solver_options: dict = field(default_factory=dict)
     passive_impact: bool = True
     separation_tolerance: float = 0.05
-    grasp_force: float = 0.0
-    hold_touching_fingers: bool = False
+    grasp_force: float | None = None
+    hold_touching_fingers: bool | None = None
 
 
 @dataclass
@@ -176,9 +173,10 @@ class LoopResult:
     """Logged signals of a run (one row per control tick) and summary metrics.
 
     Arrays: ``t`` (K,) [s]; ``q, q_des, qd, qd_des, tau`` (K, n) [rad, rad/s, N m];
-    ``base_pos`` (K, 3) [m] (quadruped) or box position (arm); ``normal_pred`` / ``normal_sim``
-    (K,) summed contact normal force predicted by the controller / applied by the simulator [N]
-    (NaN where the controller predicts none); ``tick_time`` (K,) controller compute time [s].
+    ``base_pos`` (K, 3) [m] (quadruped) or object position (arm grasps); ``normal_pred`` /
+    ``normal_sim`` (K,) summed contact normal force predicted by the controller / applied by the
+    simulator [N] (NaN where the controller predicts none); ``tick_time`` (K,) controller
+    compute time [s].
     """
 
     config: LoopConfig
@@ -198,7 +196,7 @@ class LoopResult:
     effort_limit: np.ndarray
     safe_ticks: int = 0
     flags: dict = field(default_factory=dict)
-    #: arm: (K,) distance [m] of the box from its initial position in the hand frame
+    #: arm grasps: (K,) distance [m] of the object from its initial position in the hand frame
     box_slip: np.ndarray | None = None
 
     # ---- Sec. 8 metrics --------------------------------------------------------------------
@@ -246,10 +244,14 @@ class LoopResult:
 
 
 class _WBC:
-    """The product's WholeBodyController (quadruped: ground contact; arm without box: none)."""
+    """The product's WholeBodyController: the quadruped on the ground, the bundled arm with the
+    box as its object (``object_urdf``; a contact method) or without (``none``), a robot
+    configuration as its YAML says."""
 
     def __init__(self, cfg: LoopConfig, method: str, mu: float, joint_names: list[str],
-                 config: Any = None, model: Any = None) -> None:
+                 config: Any = None, model: Any = None, object_urdf: str = "") -> None:
+        """``object_urdf``: bundled robots: the grasped object (path, name or XML), with the
+        loop's grasp options; a configuration has its own."""
         from ..controller import ControllerConfig, WholeBodyController
 
         overrides = {
@@ -269,10 +271,21 @@ class _WBC:
                 robot=cfg.robot, floating_base=info["floating_base"], joints=joint_names,
                 kp=[cfg.kp if cfg.kp is not None else g["kp"]],
                 kd=[cfg.kd if cfg.kd is not None else g["kd"]])
-        else:  # a robot configuration: its gains unless the loop sets them
+            if object_urdf:  # the arm + box (seed 004 Secs. 1.5, 7.2.2)
+                config = dataclasses.replace(
+                    config, contact_links=list(info["fingertip_links"]), object_urdf=object_urdf,
+                    object_friction=mu, grasp_force=float(cfg.grasp_force or 0.0),
+                    grasp_hold=bool(cfg.hold_touching_fingers))
+        else:  # a robot configuration: its gains (and grasp options) unless the loop sets them
             overrides.update({k: [v] for k, v in (("kp", cfg.kp), ("kd", cfg.kd)) if v is not None})
+            if config.object_urdf:
+                overrides.update({k: v for k, v in (("grasp_force", cfg.grasp_force),
+                                                    ("grasp_hold", cfg.hold_touching_fingers))
+                                  if v is not None})
         self.ctl = WholeBodyController(dataclasses.replace(config, **overrides), model=model)
         self.floating = self.ctl.floating_base
+        #: the object's name in the plant (its state is the controller's object_state input)
+        self.object_name = self.ctl.object_body.name if self.ctl.has_object else None
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
         self.ctl.solver_state.options.update(_solver_options(cfg))
@@ -286,10 +299,15 @@ class _WBC:
             c.set_joint_state(q[7:], v[6:], t)
         else:
             c.set_joint_state(q, v, t)
+        if self.object_name is not None:
+            bq, bv = plant.free_body_state(self.object_name)
+            c.set_object_state(bq[:3], bq[3:7], bv[:3], bv[3:], t)
         q_des, qd_des, qdd_des = ref
         c.set_reference(qdd_des, t, position=q_des, velocity=qd_des)
         out = c.update(t)
-        normal = float(np.sum(out.contact_forces[:, 2])) if self.predicts else math.nan
+        # summed normal force: each contact's force along its normal (ground: the z component)
+        normal = (float(np.sum(out.contact_forces * out.contact_normals)) if self.predicts
+                  else math.nan)
         return out.tau.copy(), normal, out.safe, out.solver_flags
 
 
@@ -355,78 +373,6 @@ class _SensedID:
         return np.clip(tau, -self.limit, self.limit), normal, False, ()
 
 
-class _BoxGraspID:
-    """Arm + box: contact-aware ID (seed 004) with the box appended as a free body (Sec. 1.5)."""
-
-    def __init__(
-        self, cfg: LoopConfig, method: str, mu: float, box_mass: float, limit: np.ndarray
-    ) -> None:
-        from ..contact import SolverState, solve
-        from ..contact.geometry import ContactModel
-        from ..contact.geometry import FreeBody as CFreeBody
-        from ..model import RobotModel
-
-        info = robot_info("arm")
-        self.m = RobotModel.from_urdf(robot_path("arm"), floating_base=False)
-        box_urdf = open(robot_path("box")).read()
-        if box_mass != info["box_mass"]:  # the paper's heavy box: same geometry, scaled mass
-            box_urdf = _scale_box_mass(box_urdf, box_mass / info["box_mass"])
-        box = RobotModel.from_urdf(box_urdf, floating_base=True)
-        self.cm = ContactModel(
-            self.m,
-            contact_links=info["fingertip_links"],
-            bodies=[CFreeBody.from_model("box", box, mu=mu)],
-            dt=1.0 / cfg.control_rate,
-            phi_deadband=cfg.phi_deadband,
-            passive_impact=cfg.passive_impact,
-            separation_tolerance=cfg.separation_tolerance,
-        )
-        self.method = method
-        self.state = SolverState()
-        self.state.options.update(_solver_options(cfg))
-        self.solve = solve
-        g = GAINS["arm"]
-        self.kp = cfg.kp if cfg.kp is not None else g["kp"]
-        self.kd = cfg.kd if cfg.kd is not None else g["kd"]
-        self.limit = limit
-        self.grasp_force = float(cfg.grasp_force)
-        self.grasp_phi = 1e-3
-        self.hold_fingers = bool(cfg.hold_touching_fingers)
-        names = list(self.m.joint_names)
-        self.finger_of = {
-            link: names.index(j)
-            for link, j in zip(info["fingertip_links"], info["finger_joints"], strict=True)
-        }
-
-    def __call__(self, t, q, v, ref, plant):
-        q_des, qd_des, qdd_des = ref
-        a = qdd_des + self.kp * (q_des - q) + self.kd * (qd_des - v)
-        bq, bv = plant.free_body_state("box")
-        prob = self.cm.build(q, v, a, body_q=[bq], body_v=[bv])
-        if self.hold_fingers and prob.nc:
-            # Sec. 7.2.2: a finger touching the box keeps zero velocity / acceleration (no
-            # position feedback into the rigid box, which no contact force could realize)
-            hold = False
-            for (link, _, _), phi in zip(prob.contact_ids, prob.phi, strict=True):
-                j = self.finger_of.get(link)
-                if j is not None and phi <= self.grasp_phi:
-                    a[j] = qdd_des[j] - self.kd * v[j]
-                    hold = True
-            if hold:
-                prob = self.cm.build(q, v, a, body_q=[bq], body_v=[bv])
-        res = self.solve(self.method, prob, self.state)
-        tau, f_local = res.tau, res.contact_forces_local
-        flags = res.stats.flags
-        if self.grasp_force > 0.0 and prob.nc >= 2:
-            f_int = internal_grasp_forces(prob, self.grasp_force, self.grasp_phi)
-            if f_int is not None:
-                tau = tau - internal_force_torques(prob, f_int)
-                f_local = f_local + f_int
-                flags = (*flags, "grasp_force")
-        normal = float(np.sum(np.abs(f_local[:, 0]))) if prob.nc else 0.0
-        return np.clip(tau, -self.limit, self.limit), normal, False, flags
-
-
 def _scale_box_mass(urdf: str, factor: float) -> str:
     """Same box, mass and inertia scaled by ``factor`` (a denser material)."""
     import re
@@ -454,7 +400,8 @@ class ClosedLoop:
             raise ValueError(f"controller: {cfg.controller!r} is not one of {list(CONTROLLERS)}")
         if not (cfg.control_rate > 0 and cfg.sim_substeps >= 1 and cfg.duration > 0):
             raise ValueError("control_rate, sim_substeps and duration must be positive")
-        if not (math.isfinite(cfg.grasp_force) and cfg.grasp_force >= 0.0):
+        if cfg.grasp_force is not None and not (math.isfinite(cfg.grasp_force)
+                                                and cfg.grasp_force >= 0.0):
             raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")
         self.cfg = cfg
         self.setup = None
@@ -515,8 +462,6 @@ class ClosedLoop:
             self.ctl = _PID(cfg, len(self.joint_names), self.limit)
         elif c == "id_prev":
             self.ctl = _SensedID(cfg, self.joint_names, self.limit)
-        elif cfg.robot == "arm" and c in CONTACT_METHODS:
-            self.ctl = _BoxGraspID(cfg, c, mu_ctl, self.box_mass, self.limit)
         else:
             from ..model import RobotModel
 
@@ -524,7 +469,13 @@ class ClosedLoop:
             model = RobotModel.from_urdf(self.plant.description,
                                          floating_base=info["floating_base"],
                                          warmup="control")  # as the controller's own model
-            self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names, model=model)
+            box = ""
+            if cfg.robot == "arm" and c in CONTACT_METHODS:
+                box = robot_path("box")
+                if self.box_mass != info["box_mass"]:  # the paper's heavy box: scaled mass
+                    with open(box) as fh:
+                        box = _scale_box_mass(fh.read(), self.box_mass / info["box_mass"])
+            self.ctl = _WBC(cfg, c, mu_ctl, self.joint_names, model=model, object_urdf=box)
             self._schedule_swing()
         # initial state: the reference's pose at t = 0, at rest
         # quadruped: the reference's pose at t = 0 on the ground, settled; arm: the grasp pose
@@ -541,7 +492,10 @@ class ClosedLoop:
         else:
             self._settle_grasp(cfg.settle)
         self.q_start, _ = self.plant.get_state()
-        self.hand_box_offset = self._box_in_hand() if cfg.robot == "arm" else None
+        #: the grasped object (plant body name) and the link its slip is measured in
+        self.object_name = "box" if cfg.robot == "arm" else None
+        self.hand_link = info.get("hand_link", "")
+        self.hand_object_offset = self._object_in_hand() if self.object_name else None
 
     def _init_configured(self, cfg: LoopConfig) -> None:
         """A robot configuration (:func:`wbc_dynamics.robot_config.load_robot_setup`): the
@@ -576,23 +530,37 @@ class ClosedLoop:
         dt_sim = 1.0 / (cfg.control_rate * cfg.sim_substeps)
         ground = GroundOptions(friction=cfg.friction, compliant=cfg.compliant, timestep=dt_sim,
                                height=float(ctl.config.ground_height) if floating else None)
+        q_joints = setup.standing_joint_positions(self.joint_names, model)
+        q0 = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
+        grasp = setup.grasp
+        for j, x in setup.start_positions().items():  # e.g. fingers just clear of the object
+            q0[(7 if floating else 0) + model.joint_index(j)] = x
+        # the object (object_urdf) from the controller's own parse, placed in the hand
+        self.object_name = ctl.object_body.name if ctl.has_object else None
+        self.hand_link = str(grasp.get("hand_link", ""))
+        free_bodies: tuple = ()
+        self.box_mass = 0.0
+        if self.object_name is not None:
+            if not grasp:
+                raise ValueError(f"{setup.path}: object_urdf needs a grasp group (hand_link, "
+                                 "object_pose) to place the object in the simulation")
+            obj = FreeBody.from_object(ctl.object_body, pose_in_link(model, q0, self.hand_link,
+                                                                     grasp["object_pose"]))
+            free_bodies, self.box_mass = (obj,), obj.mass
         self.plant = MujocoPlant(description, floating, joint_order=self.joint_names,
-                                 ground=ground, joint_dynamics=False)
+                                 ground=ground, free_bodies=free_bodies, joint_dynamics=False)
         self.limit = self.plant.effort_limit.copy()
         self.ref = make_reference(setup, cfg.reference, self.joint_names,
                                   **cfg.reference_options)
         self._schedule_swing()
-        q_joints = setup.standing_joint_positions(self.joint_names, model)
-        q0 = standing_configuration(ctl, q_joints, setup.standing.get("base_height"))
         o = 7 if floating else 0  # model order -> the plant's (configured) joint order
         q0 = np.concatenate([q0[:o], [q0[o + model.joint_index(j)] for j in self.joint_names]])
         q0 = self.plant.place_on_ground(q0)  # the plant's feet on its ground (not dropping)
         self.standing_height = float(q0[2]) if floating else 0.0
-        if floating:
+        if floating or self.object_name is not None:
             self._settle_configured(cfg.settle)
         self.q_start, _ = self.plant.get_state()
-        self.hand_box_offset = None
-        self.box_mass = 0.0
+        self.hand_object_offset = self._object_in_hand() if self.object_name else None
 
     def _settle_configured(self, duration: float) -> None:
         """A robot configuration comes to rest on the ground before t = 0, as the bundled robots
@@ -602,19 +570,29 @@ class ClosedLoop:
         its lowest geometry exactly on the ground, where MuJoCo's soft contacts carry no load,
         so the first plant step is unsupported and the robot lands on its feet ~1 ms later;
         every method is compared from the same rest state instead (docs/robots.md: g1 under
-        ``lcp_coulomb`` does not recover from that landing)."""
+        ``lcp_coulomb`` does not recover from that landing).
+
+        With an object (a grasp): the object is held where the configuration puts it (a
+        fixture, as if on a table) while that controller -- with the configuration's
+        ``grasp_force`` / ``grasp_hold``, whatever the loop overrides for the run -- closes
+        the fingers on it, then the object is let go: every run starts from the same grasp."""
         if duration <= 0.0:
             return
         setup = self.setup
-        holder = _WBC(self.cfg, setup.controller.method, self.ctl.ctl.config.friction, [],
+        as_configured = dataclasses.replace(self.cfg, grasp_force=None,
+                                            hold_touching_fingers=None)
+        holder = _WBC(as_configured, setup.controller.method, self.ctl.ctl.config.friction, [],
                       config=setup.controller, model=self.ctl.ctl.model)
         q_ref = self.ref.sample(0.0)[0]
         hold = (q_ref, np.zeros_like(q_ref), np.zeros_like(q_ref))  # the pose, at rest
         dt = 1.0 / self.cfg.control_rate
+        held = None if self.object_name is None else self.plant.free_body_state(self.object_name)[0]
         for k in range(int(round(duration / dt))):
             q, v = self.plant.get_state()
             tau, _, _, _ = holder(k * dt, q, v, hold, self.plant)
             self.plant.step(tau, self.cfg.sim_substeps)
+            if held is not None:
+                self.plant.set_free_body_state(self.object_name, held)
         self.plant.data.time = 0.0
 
     def _schedule_swing(self) -> None:
@@ -671,9 +649,10 @@ class ClosedLoop:
             self.plant.set_free_body_state("box", box_q)
         self.plant.data.time = 0.0
 
-    def _box_in_hand(self) -> np.ndarray:
-        ph, Rh = self.plant.body_pose(self.info["hand_link"])
-        pb, _ = self.plant.body_pose("box")
+    def _object_in_hand(self) -> np.ndarray:
+        """The object's position in the hand frame [m] (its slip is the change of this)."""
+        ph, Rh = self.plant.body_pose(self.hand_link)
+        pb, _ = self.plant.body_pose(self.object_name)
         return Rh.T @ (pb - ph)
 
     def failure(self) -> str:
@@ -681,6 +660,11 @@ class ClosedLoop:
         q, _ = self.plant.get_state()
         if not np.all(np.isfinite(q)):
             return "state not finite"
+        if self.object_name is not None:
+            off = self._object_in_hand()
+            if np.linalg.norm(off - self.hand_object_offset) > 0.05:
+                return (f"dropped the {self.object_name}: it moved > 5 cm relative to the hand")
+            return ""
         if self.setup is not None and not self.info["floating_base"]:
             return ""
         if self.cfg.robot == "quadruped" or self.setup is not None:
@@ -695,9 +679,6 @@ class ClosedLoop:
                 if other == "ground" and body == self.info["base_link"]:
                     return "fell: trunk touches the ground"
             return ""
-        off = self._box_in_hand()
-        if np.linalg.norm(off - self.hand_box_offset) > 0.05:
-            return "dropped the box: it moved > 5 cm relative to the hand"
         return ""
 
     def run(
@@ -714,7 +695,7 @@ class ClosedLoop:
         npred = np.full(K, math.nan)
         nsim = np.zeros(K)
         tick = np.zeros(K)
-        slip = np.zeros(K) if cfg.robot == "arm" else None
+        slip = np.zeros(K) if self.object_name is not None else None
         floating = self.info["floating_base"]
         o, ov = (7, 6) if floating else (0, 0)
         failed, why, safe, flags = False, "", 0, {}
@@ -737,12 +718,12 @@ class ClosedLoop:
             log["tau"][k] = self.plant.applied_torques()
             if floating:
                 base[k] = q[0:3]
-            elif self.setup is None:
-                base[k] = self.plant.body_pose("box")[0]
+            elif self.object_name is not None:
+                base[k] = self.plant.body_pose(self.object_name)[0]
             npred[k] = normal
             nsim[k] = self._sim_normal()
             if slip is not None:
-                slip[k] = float(np.linalg.norm(self._box_in_hand() - self.hand_box_offset))
+                slip[k] = float(np.linalg.norm(self._object_in_hand() - self.hand_object_offset))
             k_done = k + 1
             if progress is not None and (k % every == 0 or k == K - 1):
                 progress((k + 1) / K, {"t": t + dt, "base": base[k]})
@@ -775,9 +756,9 @@ class ClosedLoop:
         )
 
     def _sim_normal(self) -> float:
-        if self.cfg.robot == "quadruped" or self.setup is not None:
-            return self.plant.total_normal_force("ground")
-        return self.plant.total_normal_force("box")
+        if self.object_name is not None:
+            return self.plant.total_normal_force(self.object_name)
+        return self.plant.total_normal_force("ground")
 
 
 def run(cfg: LoopConfig, progress=None, stop_on_failure: bool = True) -> LoopResult:

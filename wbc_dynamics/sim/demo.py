@@ -92,16 +92,21 @@ def summarize(res, stream=None) -> dict:
         else:
             w(
                 f"contact force   : simulated mean sum of normal forces "
-                f"{m['normal_sim_mean']:.2f} N (this controller predicts none)\n"
+                f"{m['normal_sim_mean']:.2f} N (no predicted normal sum to compare)\n"
             )
         w(
             f"tick time       : mean {1e6 * m['tick_mean']:.0f} us, p99 {1e6 * m['tick_p99']:.0f} "
             f"us, max {1e6 * m['tick_max']:.0f} us (controller only; budget "
             f"{1e6 / cfg.control_rate:.0f} us)\n"
         )
+        if "box_slip_max" in m:  # an arm grasp: the object's slip in the hand frame
+            w(f"object slip     : max {100 * m['box_slip_max']:.2f} cm in the hand frame\n")
     if res.flags:
         w(f"solver flags    : {dict(sorted(res.flags.items()))}\n")
-    w(f"result          : {'FELL - ' + res.failure if res.failed else 'did not fall'}\n")
+    if res.box_slip is not None:
+        w(f"result          : {'FAILED - ' + res.failure if res.failed else 'held the object'}\n")
+    else:
+        w(f"result          : {'FELL - ' + res.failure if res.failed else 'did not fall'}\n")
     return m
 
 

@@ -33,6 +33,10 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
     ("namespace", "", "namespace of the simulator, controller and reference"),
 )
 
+#: [s simulated] a configuration with an object: the simulator holds it in place this long
+#: while the controller closes the fingers on it; the reference starts moving afterwards
+OBJECT_HOLD = 0.5
+
 #: Coulomb coefficient of the named frictions (= mujoco_model.HIGH_FRICTION / LOW_FRICTION); the
 #: controller is given the simulator's mu.
 FRICTION_MU = {"high": 10.0, "low": 0.1}
@@ -89,6 +93,11 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
         sim_params.update(robot_config=setup.path,
                           ground_height=float(setup.controller.ground_height))
         params_file = setup.path
+    # a grasp (object_urdf): the simulator holds the object in place while the controller
+    # closes the fingers on it, the reference starts moving afterwards (as ClosedLoop's settle)
+    hold = OBJECT_HOLD if setup is not None and setup.controller.object_urdf else 0.0
+    if hold:
+        sim_params["object_hold"] = hold
     sim = NodePlan("wbc_sim", "wbc_dynamics.sim.sim_node", "wbc_sim", [sim_params])
     overrides: dict = {"use_sim_time": True, "method": method, "friction": mu,
                        "control_rate": sim_rate}
@@ -99,5 +108,5 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
                    [params_file, overrides])
     ref = NodePlan("wbc_reference", "wbc_dynamics.sim.references", "wbc_reference", [{
         "use_sim_time": True, "robot": robot if bundled else setup.path, "kind": reference,
-        "topic": "wbc_controller/reference", "rate": 200.0}])
+        "topic": "wbc_controller/reference", "rate": 200.0, "start_delay": hold}])
     return [sim, ctl, ref]

@@ -74,6 +74,7 @@ __all__ = [
     "MujocoPlant",
     "build_mjcf",
     "parse_urdf",
+    "pose_in_link",
 ]
 
 #: Coulomb coefficient used for the paper's "high (sticky), mu = infinity" terrain. MuJoCo needs a
@@ -152,12 +153,39 @@ class FreeBody:
     pos: tuple[float, float, float] = (0.0, 0.0, 0.0)
     quat_xyzw: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
     friction: float = 1.0
+    #: principal moments about the centre in the box axes [kg m^2]; None = the solid box's
+    principal_inertia: tuple[float, float, float] | None = None
 
     def inertia(self) -> np.ndarray:
-        """Principal moments of inertia of the solid box about its centre [kg m^2]."""
+        """Principal moments of inertia about the centre [kg m^2] (given, or the solid box's)."""
+        if self.principal_inertia is not None:
+            return np.asarray(self.principal_inertia, dtype=float)
         x, y, z = self.size
         m = self.mass
         return np.array([m * (y * y + z * z), m * (x * x + z * z), m * (x * x + y * y)]) / 12.0
+
+    @classmethod
+    def from_object(cls, body, pose_xyzw, friction: float | None = None) -> FreeBody:
+        """The plant's copy of a controller's object (:class:`wbc_dynamics.contact.geometry.
+        FreeBody`, e.g. ``WholeBodyController.object_body``): its collision box, mass and
+        inertia from the same parsed URDF, placed at ``pose_xyzw`` ([x, y, z] m + [qx, qy, qz,
+        qw] in world); ``friction`` None = the object's ``mu``.
+
+        Raises:
+            ValueError: the URDF's centre of mass is off the box centre or its inertia is not
+                diagonal in the box axes (a MuJoCo ``diaginertia`` could not represent it).
+        """
+        model = body.model
+        inertial = model.description.links[model.root_link].inertial
+        I = inertial.inertia_in_link_axes()
+        if np.linalg.norm(inertial.com) > 1e-9 or np.abs(I - np.diag(np.diag(I))).max() > 1e-12:
+            raise ValueError(f"object {body.name!r}: centre of mass must be at the box centre "
+                             "and the inertia diagonal in the box axes")
+        pose = [float(x) for x in pose_xyzw]
+        return cls(body.name, tuple(2.0 * np.asarray(body.half_extents, dtype=float)),
+                   float(inertial.mass), pos=tuple(pose[:3]), quat_xyzw=tuple(pose[3:7]),
+                   friction=float(body.mu if friction is None else friction),
+                   principal_inertia=tuple(float(x) for x in np.diag(I)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -905,3 +933,18 @@ class MujocoPlant:
         self.data.qvel[da : da + 3] = _quat_xyzw_to_rot(quat) @ vv[0:3]
         self.data.qvel[da + 3 : da + 6] = vv[3:6]
         mujoco.mj_forward(self.model, self.data)
+
+
+def pose_in_link(model, q: np.ndarray, link: str, pose: Sequence[float]) -> list[float]:
+    """World pose ([x, y, z] m + [qx, qy, qz, qw]) of a frame whose pose in ``link``'s frame is
+    ``pose`` (same layout), at the configuration ``q`` of ``model`` (a RobotModel: the
+    controller's own kinematics; e.g. a grasped object placed in the hand)."""
+    T = np.asarray(model.frame_placement(q, link))
+    p = np.asarray(pose, dtype=float)
+    x, y, z, w = p[3:7] / np.linalg.norm(p[3:7])
+    R_local = np.empty(9)
+    mujoco.mju_quat2Mat(R_local, np.array([w, x, y, z]))
+    R = T[:3, :3] @ R_local.reshape(3, 3)
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, R.reshape(-1))
+    return [*(T[:3, :3] @ p[:3] + T[:3, 3]), quat[1], quat[2], quat[3], quat[0]]

@@ -825,6 +825,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             self.declare_parameter("topic", args.topic)
             self.declare_parameter("schedule_topic", args.schedule_topic)
             self.declare_parameter("contact_links", Parameter.Type.STRING_ARRAY)
+            # [s] hold the reference's t = 0 sample this long first (e.g. while the simulator
+            # holds a grasped object in place and the fingers close on it)
+            self.declare_parameter("start_delay", 0.0)
+            self.start_delay = float(self.get_parameter("start_delay").value)
+            if not (math.isfinite(self.start_delay) and self.start_delay >= 0.0):
+                raise ValueError(f"start_delay: must be >= 0 s, got {self.start_delay}")
             robot = self.get_parameter("robot").value
             kind = self.get_parameter("kind").value
             rate = float(self.get_parameter("rate").value)
@@ -852,12 +858,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             now = self.get_clock().now()
             t = now.nanoseconds * 1e-9
             if self.t0 is None:
-                self.t0 = t
+                self.t0 = t + self.start_delay
+            if t < self.t0:  # the t = 0 pose, at rest
+                q, qd, qdd = self.ref.sample(0.0)
+                qd, qdd = np.zeros_like(qd), np.zeros_like(qdd)
+            else:
+                q, qd, qdd = self.ref.sample(t - self.t0)
             if self.pub_schedule is not None:
-                swing = self.ref.swing_active(t - self.t0)
+                swing = self.ref.swing_active(max(t - self.t0, 0.0))
                 self.pub_schedule.publish(UInt8MultiArray(
                     data=[0 if i >= 0 and swing[i] else 1 for i in self._foot_of]))
-            q, qd, qdd = self.ref.sample(t - self.t0)
             msg = JointTrajectory()
             msg.header.stamp = now.to_msg()
             msg.joint_names = list(self.ref.joint_names)

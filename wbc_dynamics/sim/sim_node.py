@@ -40,6 +40,12 @@ Publications
     ``odom`` (nav_msgs/Odometry) -- floating base only: pose of the base link in ``world_frame``,
     twist in the child (base) frame, as the controller expects. Published before
     ``joint_states`` of the same step.
+    ``object_odom_topic`` (nav_msgs/Odometry, default ``wbc_controller/object_odom``: the
+    controller's ``~/object_odom``) -- a robot configuration with ``object_urdf``: the object's
+    pose in ``world_frame`` and twist in its own frame, before ``joint_states``. The object is
+    the controller's parse of ``object_urdf`` placed at the configuration's ``grasp.object_pose``
+    in ``grasp.hand_link``; for the first ``object_hold`` seconds of simulated time it is held
+    there (a fixture, as if on a table) while the controller closes the fingers on it.
     ``joint_states`` (sensor_msgs/JointState) -- position, velocity and the *applied* effort of
     every joint (configured order), stamped with simulated time.
     ``~/contact_wrench/<link>`` (geometry_msgs/WrenchStamped) -- measured contact force on each
@@ -49,7 +55,8 @@ Publications
     state (holding / running / waiting / finished), simulated time, steps, matched commands,
     missed commands, stale (zero-torque) steps, rejected / ignored commands, re-sent states,
     measured real-time factor over the last period, base height and its minimum over all steps
-    (floating base).
+    (floating base); with an object, ``object_slip`` / ``object_slip_max``: its displacement in
+    the hand frame since it was let go [m] (now / largest).
 Subscriptions
     ``effort_controller/commands`` (std_msgs/Float64MultiArray, realtime mode) -- ``data[i]`` =
     effort of the i-th configured joint.
@@ -72,7 +79,7 @@ simulation then stops stepping and keeps publishing diagnostics), ``stamped_comm
 ``publish_every`` (realtime: publish state every N steps, 1), ``world_frame`` ("world"),
 ``base_frame`` (the URDF root link), ``with_box`` (arm: add the grasped box, false),
 ``initial_pose`` ("standing"/"grasp"/"neutral"), ``joint_dynamics`` (the URDF's joint damping and
-friction in the plant, true).
+friction in the plant, true), ``object_hold`` [s simulated] (0), ``object_odom_topic``.
 """
 
 from __future__ import annotations
@@ -109,7 +116,7 @@ def _make_node_class():
     from std_msgs.msg import Float64, Float64MultiArray
 
     from ..robots import ROBOT_NAMES, robot_info, robot_path
-    from .mujoco_model import FreeBody, GroundOptions, MujocoPlant
+    from .mujoco_model import FreeBody, GroundOptions, MujocoPlant, pose_in_link
 
     class SimNode(Node):
         """The ``wbc_sim`` node (see the module docstring)."""
@@ -146,6 +153,9 @@ def _make_node_class():
                 "initial_pose": "standing",
                 # the URDF's <dynamics damping friction> in the plant (False: ideal joints)
                 "joint_dynamics": True,
+                # a configuration's object (object_urdf): held in place this long [s simulated]
+                "object_hold": 0.0,
+                "object_odom_topic": "wbc_controller/object_odom",
             }
             for k, v in decl.items():
                 # floating_base / friction accept text or bool / number
@@ -158,11 +168,25 @@ def _make_node_class():
             info = robot_info(robot) if robot in ROBOT_NAMES else None
             source = p["robot_description"] or p["urdf_path"] or (robot_path(robot) if info else "")
             configured = None  # (q0 in the plant's joint order, contact links) of a config
+            grasped = None  # a configuration's object (object_urdf): plant FreeBody
             if str(p["robot_config"]).strip():
                 from ..robot_config import load_robot_setup, robot_setup_state
 
                 setup = load_robot_setup(str(p["robot_config"]).strip())
                 model, joints, q_model = robot_setup_state(setup)
+                o = 7 if model.floating_base else 0
+                for j, x in setup.start_positions().items():  # e.g. fingers clear of the object
+                    q_model[o + model.joint_index(j)] = x
+                if setup.controller.object_urdf:
+                    from ..controller import _load_object
+
+                    if not setup.grasp:
+                        raise ValueError(f"{setup.path}: object_urdf needs a grasp group "
+                                         "(hand_link, object_pose) to place the object")
+                    # the controller's own parse of the object, placed in the hand
+                    grasped = FreeBody.from_object(_load_object(setup.controller), pose_in_link(
+                        model, q_model, setup.grasp["hand_link"], setup.grasp["object_pose"]))
+                    self.hand_link = str(setup.grasp["hand_link"])
                 info = None
                 source = model.description.with_locked_joints(model.locked_joints)
                 p["floating_base"] = "true" if model.floating_base else "false"
@@ -170,7 +194,6 @@ def _make_node_class():
                     raise ValueError(
                         f"ground_height: {p['ground_height']} differs from the robot "
                         f"configuration's {setup.controller.ground_height}")
-                o = 7 if model.floating_base else 0
                 q_plant = np.concatenate(
                     [q_model[:o], [q_model[o + model.joint_index(j)] for j in joints]])
                 configured = (q_plant, list(setup.controller.contact_links))
@@ -218,7 +241,7 @@ def _make_node_class():
                 timestep=1.0 / rate,
                 height=float(p["ground_height"]),
             )
-            bodies: tuple = ()
+            bodies: tuple = () if grasped is None else (grasped,)
             if p["with_box"] and info and "box_pose" in info:
                 pose = info["box_pose"]
                 bodies = (
@@ -250,6 +273,16 @@ def _make_node_class():
             if configured is not None:  # the plant's feet on its ground (not dropping onto it)
                 q0 = self.plant.place_on_ground(q0)
             self.plant.set_state(q0, np.zeros(self.plant.nv))
+            #: the configuration's object: name, its pose held until object_hold [s], its
+            #: position in the hand frame when let go (slip is measured from it)
+            self.object_name = None if grasped is None else grasped.name
+            self.object_hold = float(p["object_hold"])
+            if not (math.isfinite(self.object_hold) and self.object_hold >= 0.0):
+                raise ValueError(f"object_hold: must be >= 0 s, got {self.object_hold!r}")
+            self._object_held = (None if grasped is None
+                                 else self.plant.free_body_state(grasped.name)[0])
+            self._object_start: np.ndarray | None = None
+            self._object_slip = self._object_slip_max = 0.0
             self.world_frame = str(p["world_frame"])
             self.base_frame = str(p["base_frame"]) or self.plant.parsed.root
             self.publish_clock = bool(p["publish_clock"])
@@ -295,6 +328,8 @@ def _make_node_class():
             self.pub_clock = self.create_publisher(Clock, "/clock", 10)
             self.pub_js = self.create_publisher(JointState, "joint_states", qos_state)
             self.pub_odom = self.create_publisher(Odometry, "odom", qos_state) if floating else None
+            self.pub_object_odom = (None if self.object_name is None else self.create_publisher(
+                Odometry, str(p["object_odom_topic"]), qos_state))
             self.pub_wrench = {
                 ln: self.create_publisher(WrenchStamped, f"~/contact_wrench/{ln}", 10)
                 for ln in self.contact_links
@@ -487,6 +522,8 @@ def _make_node_class():
             """Apply ``tau`` (default: the fallback command) for one step and publish."""
             self.plant.step(self._fallback() if tau is None else tau)
             self.counts["steps"] += 1
+            if self.object_name is not None:
+                self._track_object()
             if self.floating:
                 self._base_z_min = min(self._base_z_min, float(self.plant.get_state()[0][2]))
             if self.duration > 0 and self.plant.time >= self.duration - 0.5 / self.rate:
@@ -494,6 +531,35 @@ def _make_node_class():
                 self.get_logger().info(f"duration {self.duration:g} s reached: stopped")
             if self.counts["steps"] % self.publish_every == 0 or self.finished:
                 self._publish()
+
+        def _object_in_hand(self) -> np.ndarray:
+            ph, Rh = self.plant.body_pose(self.hand_link)
+            return Rh.T @ (self.plant.body_pose(self.object_name)[0] - ph)
+
+        def _track_object(self) -> None:
+            """Hold the object in place until ``object_hold``, then measure its slip."""
+            if self.plant.time < self.object_hold:
+                self.plant.set_free_body_state(self.object_name, self._object_held)
+                return
+            if self._object_start is None:
+                self._object_start = self._object_in_hand()
+            self._object_slip = float(np.linalg.norm(self._object_in_hand()
+                                                     - self._object_start))
+            self._object_slip_max = max(self._object_slip_max, self._object_slip)
+
+        def _odometry(self, stamp, child: str, q: np.ndarray, v: np.ndarray):
+            """nav_msgs/Odometry: pose in ``world_frame``, twist in the child frame."""
+            od = self._Odometry()
+            od.header.stamp = stamp
+            od.header.frame_id = self.world_frame
+            od.child_frame_id = child
+            pp, qq = od.pose.pose.position, od.pose.pose.orientation
+            pp.x, pp.y, pp.z = (float(x) for x in q[0:3])
+            qq.x, qq.y, qq.z, qq.w = (float(x) for x in q[3:7])
+            tl, ta = od.twist.twist.linear, od.twist.twist.angular
+            tl.x, tl.y, tl.z = (float(x) for x in v[0:3])
+            ta.x, ta.y, ta.z = (float(x) for x in v[3:6])
+            return od
 
         def _stamp(self):
             sec, nsec = divmod(int(round(self.plant.time * 1e9)), 1_000_000_000)
@@ -512,17 +578,10 @@ def _make_node_class():
             q, v = self.plant.get_state()
             o, ov = (7, 6) if self.floating else (0, 0)
             if self.pub_odom is not None:  # before joint_states: the controller ticks on those
-                od = self._Odometry()
-                od.header.stamp = stamp
-                od.header.frame_id = self.world_frame
-                od.child_frame_id = self.base_frame
-                pp, qq = od.pose.pose.position, od.pose.pose.orientation
-                pp.x, pp.y, pp.z = (float(x) for x in q[0:3])
-                qq.x, qq.y, qq.z, qq.w = (float(x) for x in q[3:7])
-                tl, ta = od.twist.twist.linear, od.twist.twist.angular
-                tl.x, tl.y, tl.z = (float(x) for x in v[0:3])
-                ta.x, ta.y, ta.z = (float(x) for x in v[3:6])
-                self.pub_odom.publish(od)
+                self.pub_odom.publish(self._odometry(stamp, self.base_frame, q, v))
+            if self.pub_object_odom is not None:  # likewise
+                bq, bv = self.plant.free_body_state(self.object_name)
+                self.pub_object_odom.publish(self._odometry(stamp, self.object_name, bq, bv))
             js = self._JointState()
             js.header.stamp = stamp
             js.name = list(self.plant.joint_names)
@@ -563,6 +622,9 @@ def _make_node_class():
             if self.floating:
                 kv["base_height"] = f"{self.plant.get_state()[0][2]:.5f}"
                 kv["base_height_min"] = f"{self._base_z_min:.5f}"
+            if self.object_name is not None:
+                kv["object_slip"] = f"{self._object_slip:.5f}"
+                kv["object_slip_max"] = f"{self._object_slip_max:.5f}"
             st.values = [self._KeyValue(key=k, value=v) for k, v in kv.items()]
             arr = self._Diag()
             arr.header.stamp = self._stamp()
