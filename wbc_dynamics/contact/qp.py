@@ -379,14 +379,17 @@ def _project(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool) -> np.ndarray
             out[i] = 0.0
     if coulomb:
         cpk = np.cos(np.pi / k)
+        g = np.zeros(nc)  # the largest facet value per contact (facet angle outer: one cos /
+        for j in range(k):  # sin per facet instead of per facet and contact)
+            th = (2.0 * j + 1.0) * np.pi / k
+            ct = np.cos(th)
+            st = np.sin(th)
+            for i in range(nc):
+                g[i] = max(g[i], (ct * out[nc + i] + st * out[2 * nc + i]) / cpk)
         for i in range(nc):
-            g = 0.0
-            for j in range(k):
-                th = (2.0 * j + 1.0) * np.pi / k
-                g = max(g, (np.cos(th) * out[nc + i] + np.sin(th) * out[2 * nc + i]) / cpk)
             lim = mu[i] * out[i]
-            if g > lim:
-                sc = lim / g
+            if g[i] > lim:
+                sc = lim / g[i]
                 out[nc + i] *= sc
                 out[2 * nc + i] *= sc
     return out
