@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from wbc_dynamics.kernels.linalg import psd_pinv_solve
+from wbc_dynamics.kernels.linalg import left_nullspace, psd_pinv_solve
 
 
 @pytest.mark.parametrize("n,rank", [(1, 1), (3, 3), (12, 12), (12, 8), (24, 6), (24, 23),
@@ -30,3 +30,25 @@ def test_psd_pinv_solve_non_finite_input_gives_non_finite_output():
     out = np.empty(3)
     psd_pinv_solve(A, np.ones(3), 1e-9, out)
     assert not np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("m,p,rank", [(12, 6, 6), (24, 6, 6), (6, 6, 5), (12, 7, 6), (3, 6, 3),
+                                      (9, 6, 4), (5, 0, 0), (4, 3, 0)])
+def test_left_nullspace_is_an_orthonormal_basis_of_the_svd_nullspace(m, p, rank):
+    """W spans exactly the left nullspace numpy's SVD gives (the same projector), is orthonormal
+    and A^T W = 0 to rounding, for full-rank, rank-deficient (dependent columns, as J_f of two
+    point contacts), wide and empty A."""
+    rng = np.random.default_rng(m * 100 + p * 10 + rank)
+    for _ in range(5):
+        A = (rng.standard_normal((m, rank)) @ rng.standard_normal((rank, p))
+             * rng.uniform(1e-2, 1e2))
+        U, sv, _ = np.linalg.svd(A)
+        ref = U[:, rank:]
+        out = np.full(m * m, np.nan)
+        r = left_nullspace(A.copy(), 1e-9, np.empty(max(p, 1)), out)
+        assert r == m - rank
+        W = out[:m * r].reshape((m, r))
+        np.testing.assert_allclose(W.T @ W, np.eye(r), atol=1e-13, rtol=0)
+        np.testing.assert_allclose(A.T @ W, 0.0, atol=1e-12 * np.abs(A).max(initial=1.0),
+                                   rtol=0)
+        np.testing.assert_allclose(W @ W.T, ref @ ref.T, atol=1e-12, rtol=0)

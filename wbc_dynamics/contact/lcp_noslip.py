@@ -415,16 +415,12 @@ def lcp_noslip_kernel(
     _chol_solve(L, nG, gr, lam0)
     Wc = np.ascontiguousarray(W[:, :nG])
     ftil = fstar + Wc @ lam0
-    # U = L^-1 W^T ; K = Minv - U^T U
-    U = np.zeros((nG, nv))
-    for c in range(nv):
-        for i in range(nG):
-            s = W[c, i]
-            for j in range(i):
-                s -= L[i, j] * U[j, c]
-            U[i, c] = s / L[i, i]
-    K = Minv - U.T @ U
-    NK = N @ K
+    # N K with K = M^-1 - W X^-1 W^T (X = G M^-1 G^T = L L^T): N K = N M^-1 - (X^-1 W^T N^T)^T
+    # W^T, without forming the nv x nv K (nc << nv rows are all the LCP needs)
+    Y = N @ Wc
+    for i in range(nc):
+        _chol_solve(L, nG, Y[i], Y[i])
+    NK = N @ Minv - Y @ Wc.T
     r = N @ ftil
     for i in range(nc):
         r[i] += phi[i] / dt

@@ -22,9 +22,10 @@ in the contact impulses only. With the notation of :mod:`.lcp_coulomb`
 Stage II (eqs. (102)-(112)): among all Stage I optima, the minimum-norm torques. The Stage I
 objective depends on ``c`` only through ``Z c`` (``A`` is positive definite), so the optimal set is
 ``{z0 + W w feasible}`` with ``W`` an orthonormal basis of ``ker(Z^T A Z) = ker(J_f^T)``
-(computed by an SVD of ``J_f``); on it ``Z W = 0``, so ``v+`` and constraints (108)-(109) are
-unchanged (the paper's remark after eq. (111)) and ``tau(z0 + W w) = tau(z0) - J_a^T W w``
-(eq. (105) simplified with ``J_f^T W = 0``). Stage II is therefore the QP (107), (110), (111)::
+(computed by a column-pivoted Householder QR of ``J_f``); on it ``Z W = 0``, so ``v+`` and
+constraints (108)-(109) are unchanged (the paper's remark after eq. (111)) and
+``tau(z0 + W w) = tau(z0) - J_a^T W w`` (eq. (105) simplified with ``J_f^T W = 0``). Stage II
+is therefore the QP (107), (110), (111)::
 
     min_w 1/2 |tau(z0) - J_a^T W w|^2 + delta/2 |w|^2
     s.t.  (z0 + W w)_N >= 0,   (z0 + W w) inside the friction pyramid
@@ -118,6 +119,7 @@ import osqp
 import scipy.sparse as sp
 from numba import njit
 
+from ..kernels.linalg import left_nullspace
 from .consistency import mark_sticking_correction, sticking_consistent_problem
 from .dense_qp import DenseQPWork, solve_dense_qp
 from .dispatch import fallback_result
@@ -313,6 +315,19 @@ def _constraint_value(r: int, c: int, nc: int, k: int, coulomb: bool, mu: np.nda
 
 
 @njit(cache=True)
+def _constraint_row(row: int, nc: int, k: int, mu: np.ndarray) -> tuple[int, float, float, float]:
+    """Row ``row`` of C (as :func:`_constraint_value`, with each facet angle's cos / sin
+    evaluated once per row instead of once per entry): (contact i, its entries in the f_N,i,
+    f_S,i, f_T,i columns i, nc + i, 2 nc + i); the row's other entries are zero. Rows < nc
+    are ``f_N,i >= 0``; row nc + i k + j is facet j of contact i (pyramid of ``qp_coulomb``)."""
+    if row < nc:
+        return row, 1.0, 0.0, 0.0
+    i = (row - nc) // k
+    th = (2.0 * ((row - nc) % k) + 1.0) * np.pi / k
+    return i, mu[i] * np.cos(np.pi / k), -np.cos(th), -np.sin(th)
+
+
+@njit(cache=True)
 def _constraint_matrix(mu: np.ndarray, nc: int, k: int, coulomb: bool,
                        pattern: bool) -> np.ndarray:
     # no default for ``pattern``: an omitted argument is a constant to numba, which would then
@@ -364,80 +379,82 @@ def _project(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool) -> np.ndarray
             out[i] = 0.0
     if coulomb:
         cpk = np.cos(np.pi / k)
+        g = np.zeros(nc)  # the largest facet value per contact (facet angle outer: one cos /
+        for j in range(k):  # sin per facet instead of per facet and contact)
+            th = (2.0 * j + 1.0) * np.pi / k
+            ct = np.cos(th)
+            st = np.sin(th)
+            for i in range(nc):
+                g[i] = max(g[i], (ct * out[nc + i] + st * out[2 * nc + i]) / cpk)
         for i in range(nc):
-            g = 0.0
-            for j in range(k):
-                th = (2.0 * j + 1.0) * np.pi / k
-                g = max(g, (np.cos(th) * out[nc + i] + np.sin(th) * out[2 * nc + i]) / cpk)
             lim = mu[i] * out[i]
-            if g > lim:
-                sc = lim / g
+            if g[i] > lim:
+                sc = lim / g[i]
                 out[nc + i] *= sc
                 out[2 * nc + i] *= sc
     return out
 
 
 @njit(cache=True)
-def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarray,
-                 mu: np.ndarray, k: int, coulomb: bool, reg: float, rank_tol: float,
-                 exact: bool):
-    """Nullspace W of J_f^T (SVD) and the dense Stage II QP (eqs. 107, 110, 111).
+def _stage2_data_into(Afix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.ndarray,
+                      tau1: np.ndarray, mu: np.ndarray, k: int, coulomb: bool, reg: float,
+                      rank_tol: float, exact: bool, beta: np.ndarray, JW: np.ndarray,
+                      W: np.ndarray, P2: np.ndarray, q2: np.ndarray, A2: np.ndarray,
+                      l2: np.ndarray) -> int:
+    """Nullspace W of J_fix^T and the dense Stage II QP (eqs. 107, 110, 111) in place.
 
-    Returns (W, P2 (r x r), q2, A2 (ncon x r), l2). ``exact`` (the active-set solver): the
+    ``Afix`` (m, p): J_fix = [J_f | fixed linear term], overwritten by the QR of
+    :func:`~wbc_dynamics.kernels.linalg.left_nullspace`; ``J`` (m, nv) the contact rows and
+    ``act`` the actuated columns (J_a = ``J[:, act]``); ``beta`` (>= p,), ``JW`` (>= nu m,)
+    scratch. Writes C-ordered prefixes: ``W`` (m, r), ``P2`` (r, r), ``q2`` (r,), ``A2``
+    (ncon, r), ``l2`` (ncon,); returns the nullity r. ``exact`` (the active-set solver): the
     rounding-level cleanup below (OSQP's data as before it, its closed loops tuned with it).
+    No allocation.
     """
-    m, nf = Jf.shape
-    nu = Ja.shape[1]
+    m = Afix.shape[0]
+    nu = act.shape[0]
     nc = mu.shape[0]
-    if nf == 0:
-        W = np.eye(m)
-    else:
-        U, sv, _ = np.linalg.svd(Jf)
-        smax = sv[0] if sv.shape[0] > 0 else 1.0
-        rank = 0
-        for i in range(sv.shape[0]):
-            if sv[i] > rank_tol * max(1.0, smax):
-                rank += 1
-        W = np.ascontiguousarray(U[:, rank:])
-    r = W.shape[1]
-    JW = np.zeros((nu, r))
+    r = left_nullspace(Afix, rank_tol, beta, W)
+    Wm = W[:m * r].reshape((m, r))
+    JWm = JW[:nu * r].reshape((nu, r))
     for a in range(nu):
+        ca = act[a]
         for c in range(r):
             s = 0.0
             for i in range(m):
-                s += Ja[i, a] * W[i, c]
-            JW[a, c] = s
-    P2 = np.zeros((r, r))
+                s += J[i, ca] * Wm[i, c]
+            JWm[a, c] = s
+    P2m = P2[:r * r].reshape((r, r))
     dmax = 1.0
     for i in range(r):
         for j in range(i, r):
             s = 0.0
             for a in range(nu):
-                s += JW[a, i] * JW[a, j]
-            P2[i, j] = s
-            P2[j, i] = s
-        dmax = max(dmax, P2[i, i])
+                s += JWm[a, i] * JWm[a, j]
+            P2m[i, j] = s
+            P2m[j, i] = s
+        dmax = max(dmax, P2m[i, i])
     for i in range(r):
-        P2[i, i] += reg * dmax
-    q2 = np.zeros(r)
+        P2m[i, i] += reg * dmax
     for c in range(r):
         s = 0.0
         for a in range(nu):
-            s -= JW[a, c] * tau1[a]
+            s -= JWm[a, c] * tau1[a]
         q2[c] = s
     ncon = nc + (nc * k if coulomb else 0)
-    A2 = np.zeros((ncon, r))
-    l2 = np.zeros(ncon)
+    A2m = A2[:ncon * r].reshape((ncon, r))
     for row in range(ncon):
+        i, ca, cb, cc = _constraint_row(row, nc, k, mu)  # A2 = C W (its three entries)
+        for c in range(r):
+            A2m[row, c] = 0.0
         cf = 0.0
         size = 0.0
-        for j in range(m):
-            v = _constraint_value(row, j, nc, k, coulomb, mu, np.bool_(False))
+        for col, v in ((i, ca), (nc + i, cb), (2 * nc + i, cc)):
             if v != 0.0:
-                cf += v * f0[j]
-                size += abs(v * f0[j])
+                cf += v * f0[col]
+                size += abs(v * f0[col])
                 for c in range(r):
-                    A2[row, c] += v * W[j, c]
+                    A2m[row, c] += v * Wm[col, c]
         # f0 is projected into the pyramid, so C f0 >= 0 holds exactly; a rounding-level
         # negative value (a facet f0 lies on) would make w = 0 infeasible by ~1e-16 |f| and let
         # the active-set solver chase dependent facet rows of a contact at its apex
@@ -445,34 +462,64 @@ def _stage2_data(Jf: np.ndarray, Ja: np.ndarray, f0: np.ndarray, tau1: np.ndarra
         if exact and cf >= -1e-12 * size:
             l2[row] = min(l2[row], 0.0)
     # rows of (rounding) size only: a contact force component that is (to rounding) fixed on
-    # the optimal set has ~1e-10 entries in W from the SVD; kept, such a row is a constraint
-    # with a noise normal whose addition makes the active set ill-conditioned. f0 satisfies it
+    # the optimal set has rounding-size entries in W; kept, such a row is a constraint with a
+    # noise normal whose addition makes the active set ill-conditioned. f0 satisfies it
     # (l2 <= 0), so it is dropped (a zero row with l2 <= 0 never binds).
     if not exact:
-        return W, P2, q2, A2, l2
+        return r
     amax = 0.0
     for row in range(ncon):
         s = 0.0
         for c in range(r):
-            s += A2[row, c] * A2[row, c]
+            s += A2m[row, c] * A2m[row, c]
         amax = max(amax, s)
     for row in range(ncon):
         s = 0.0
         for c in range(r):
-            s += A2[row, c] * A2[row, c]
+            s += A2m[row, c] * A2m[row, c]
         if s <= 1e-16 * amax:
             for c in range(r):
-                A2[row, c] = 0.0
+                A2m[row, c] = 0.0
             l2[row] = min(l2[row], 0.0)
-    return W, P2, q2, A2, l2
+    return r
 
 
 @njit(cache=True)
-def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float,
-                        tol: float) -> bool:
+def _stage2_data(Jfix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.ndarray,
+                 tau1: np.ndarray, mu: np.ndarray, k: int, coulomb: bool, reg: float,
+                 rank_tol: float, exact: bool):
+    """:func:`_stage2_data_into` on fresh buffers (the general path and the OSQP tick).
+
+    Returns (W (m x r), P2 (r x r), q2, A2 (ncon x r), l2).
+    """
+    m, p = Jfix.shape
+    nu = act.shape[0]
+    nc = mu.shape[0]
+    ncon = nc + (nc * k if coulomb else 0)
+    W = np.empty(m * m)
+    P2 = np.empty(m * m)
+    q2 = np.empty(m)
+    A2 = np.empty(ncon * m)
+    l2 = np.empty(ncon)
+    r = _stage2_data_into(Jfix.copy(), J, act, f0, tau1, mu, k, coulomb, reg, rank_tol, exact,
+                          np.empty(max(p, 1)), np.empty(max(nu * m, 1)), W, P2, q2, A2, l2)
+    return (W[:m * r].reshape((m, r)), P2[:r * r].reshape((r, r)), q2[:r],
+            A2[:ncon * r].reshape((ncon, r)), l2)
+
+
+def linear_term_work_size(m: int, nf: int) -> int:
+    """Length of :func:`_linear_term_varies`'s workspace for ``J_f`` (m, nf)."""
+    return m * nf + nf + 1 + m * m
+
+
+@njit(cache=True)
+def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float, tol: float,
+                        work: np.ndarray) -> bool:
     """Whether the contact-velocity Stage I objective changes along its flat directions
     ``ker J_f^T`` (the internal forces): the largest entry of ``dlin``'s projection on that
-    nullspace [m/s] exceeds ``tol``; ``rank(J_f)`` by the rule of :func:`_stage2_data`.
+    nullspace [m/s] exceeds ``tol``; the nullspace by the QR of :func:`_stage2_data_into`
+    (:func:`~wbc_dynamics.kernels.linalg.left_nullspace`, rank rule ``rank_tol``), in
+    ``work`` (:func:`linear_term_work_size`; no allocation).
 
     Why (issue 10): Stage II keeps ``dlin^T f`` fixed only where it varies. Along the internal
     forces of touching contacts the sticking correction makes it zero up to the correction's
@@ -488,22 +535,22 @@ def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float,
             if abs(dlin[i]) > tol:
                 return True
         return False
-    U, sv, _ = np.linalg.svd(Jf, full_matrices=False)
-    rank = 0
-    for i in range(sv.shape[0]):
-        if sv[i] > rank_tol * max(1.0, sv[0]):
-            rank += 1
-    coef = np.zeros(rank)  # dlin's coordinates in range(J_f)
-    for c in range(rank):
-        s = 0.0
+    A = work[:m * nf].reshape((m, nf))
+    A[:, :] = Jf
+    beta = work[m * nf:m * nf + nf + 1]
+    basis = work[m * nf + nf + 1:]
+    r = left_nullspace(A, rank_tol, beta, basis)
+    W = basis[:m * r].reshape((m, r))
+    proj = work[:m]  # (A is spent) W W^T dlin, dlin's part in ker J_f^T
+    proj[:] = 0.0
+    for c in range(r):
+        coef = 0.0
         for i in range(m):
-            s += U[i, c] * dlin[i]
-        coef[c] = s
-    for i in range(m):  # the rest lies in ker J_f^T
-        s = dlin[i]
-        for c in range(rank):
-            s -= U[i, c] * coef[c]
-        if abs(s) > tol:
+            coef += W[i, c] * dlin[i]
+        for i in range(m):
+            proj[i] += W[i, c] * coef
+    for i in range(m):
+        if abs(proj[i]) > tol:
             return True
     return False
 
@@ -830,8 +877,9 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
         # Stage I's optimal set: J_f^T f fixed and, for the contact-velocity objective, also
         # its linear term where it varies along ker J_f^T (_linear_term_varies: not its
         # residue at touching contacts)
+        m, nf = red.Jf.shape
         fix_lin = stage1_objective != "kinetic_energy" and _linear_term_varies(
-            red.Jf, dlin, rank_tol, sticking_gap / dt)
+            red.Jf, dlin, rank_tol, sticking_gap / dt, np.empty(linear_term_work_size(m, nf)))
         Jfix = np.column_stack([red.Jf, dlin]) if fix_lin else red.Jf
         f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start,
                          eps if stage2_eps is None else stage2_eps, max_iter,
@@ -999,9 +1047,9 @@ def _stage2(problem: ContactProblem, mstate: MethodState, method: str, lay: QPLa
             info["stage2_status"] = f"failed: {_status_name(s2)}"
             data.pop(f"{method}_s2", None)
         return f, it
-    Ja = np.ascontiguousarray(red.J[:, problem.actuated])
-    W, P2, q2, A2, l2 = _stage2_data(np.ascontiguousarray(Jfix), Ja, f0, tau1, mu, k, coulomb,
-                                     reg, rank_tol, qp_solver == "active_set")
+    W, P2, q2, A2, l2 = _stage2_data(np.ascontiguousarray(Jfix), red.J, problem.actuated, f0,
+                                     tau1, mu, k, coulomb, reg, rank_tol,
+                                     qp_solver == "active_set")
     r = W.shape[1]
     info["nullity"] = r
     if r == 0:

@@ -76,7 +76,7 @@ from .qp import (
     ACTIVE_SET_TOL,
     STAGE1_OBJECTIVES,
     QPLayout,
-    _constraint_value,
+    _constraint_row,
     _dense_upper_pattern,
     _linear_term_varies,
     _pattern_from_mask,
@@ -84,6 +84,8 @@ from .qp import (
     _settings,
     _stage1_data,
     _stage2_data,
+    _stage2_data_into,
+    linear_term_work_size,
 )
 from .tick import (
     TICK_GENERIC,
@@ -212,6 +214,10 @@ class QPWork(NamedTuple):
     active row sides by candidate slot, ``prev_act1`` (n_slots, 2 + k: non-penetration row,
     ``f_N >= 0``, k facets) and ``prev_act2`` (n_slots, 1 + k: ``f_N >= 0``, k facets), valid
     where ``act_known`` (n_slots, 2: stage); the solver's workspace ``qp_fwork`` / ``qp_iwork``.
+
+    Stage II's data: ``s2_fwork`` (3 cap (nf + 1) + nf + 2 + nu 3 cap, or more for
+    ``qp.linear_term_work_size``) holds J_fix (the QR of the nullspace overwrites it), the
+    Householder scales and J_a^T W; before them the workspace of ``qp._linear_term_varies``.
     """
 
     J: np.ndarray
@@ -268,6 +274,7 @@ class QPWork(NamedTuple):
     act_known: np.ndarray
     qp_fwork: np.ndarray
     qp_iwork: np.ndarray
+    s2_fwork: np.ndarray
 
 
 @njit(cache=True)
@@ -385,10 +392,16 @@ def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act
             w.q1[i] = lin[i] / dt
             for j in range(m):
                 P1[i, j] = Hp[i, j]
-        for r in range(ncon):
+        for r in range(nc):
             for c in range(m):
-                A1[r, c] = H[r, c] if r < nc else _constraint_value(
-                    r - nc, c, nc, o.k, o.coulomb, mu, np.bool_(False))
+                A1[r, c] = H[r, c]
+        for r in range(nc, ncon):  # C's rows: three entries each
+            for c in range(m):
+                A1[r, c] = 0.0
+            i, ca, cb, cc = _constraint_row(r - nc, nc, o.k, mu)
+            A1[r, i] = ca
+            A1[r, nc + i] = cb
+            A1[r, 2 * nc + i] = cc
         for i in range(ncon):
             w.l1[i] = (-phi[i] / dt - Jv0[i]) / dt if i < nc else 0.0
         w.state[_S_NC] = nc
@@ -494,44 +507,34 @@ def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
     J = w.J[:m]
     dt = o.dt
     tau1, _vn, _g = _recover_kernel(d.Minv, act, w.L, w.tau0, w.fstar, dt, J, dt * f0)
-    nu = act.shape[0]
     nf = w.Jf.shape[1]
-    Ja = np.empty((m, nu))
-    for i in range(m):
-        for a in range(nu):
-            Ja[i, a] = J[i, act[a]]
     # Stage I's optimal set: J_f^T f fixed, and for the contact-velocity objective also its
     # linear term where it varies along ker J_f^T (qp._solve_two_stage_impl)
+    ws = w.s2_fwork
     fix_lin = o.contact_velocity and _linear_term_varies(w.Jf[:m], w.dlin[:m], o.rank_tol,
-                                                         o.sticking_gap / dt)
+                                                         o.sticking_gap / dt, ws)
     nfix = nf + 1 if fix_lin else nf
-    Jfix = np.empty((m, nfix))
+    Jfix = ws[:m * nfix].reshape((m, nfix))  # (overwritten by the nullspace's QR)
     for i in range(m):
         for c in range(nf):
             Jfix[i, c] = w.Jf[i, c]
         if fix_lin:
             Jfix[i, nf] = w.dlin[i]
-    W, P2, q2, A2, l2 = _stage2_data(Jfix, Ja, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
+    beta = ws[m * nfix:m * nfix + nfix + 1]
+    JW = ws[m * nfix + nfix + 1:]
+    ncon = nc + (nc * o.k if o.coulomb else 0)
+    if o.active_set:  # the dense problem straight into the solver's C-ordered prefixes
+        r = _stage2_data_into(Jfix, J, act, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
+                              o.rank_tol, o.active_set, beta, JW, w.W, w.P2d, w.q2, w.A2d,
+                              w.l2)
+        w.state[_S_R] = r
+        return TICK_OK, r, False
+    W, P2, q2, A2, l2 = _stage2_data(Jfix, J, act, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
                                      o.rank_tol, o.active_set)
     r = W.shape[1]
     w.state[_S_R] = r
     if r == 0:
         return TICK_OK, 0, False
-    ncon = A2.shape[0]
-    if o.active_set:  # the dense problem, C-ordered prefixes (qp._stage2)
-        P2d = w.P2d[:r * r].reshape((r, r))
-        A2d = w.A2d[:ncon * r].reshape((ncon, r))
-        for i in range(r):
-            w.q2[i] = q2[i]
-            for j in range(r):
-                P2d[i, j] = P2[i, j]
-        for row in range(ncon):
-            w.l2[row] = l2[row]
-            for c in range(r):
-                A2d[row, c] = A2[row, c]
-        Wc = w.W[:m * r].reshape((m, r))
-        Wc[:, :] = W
-        return TICK_OK, r, False
     p = 0
     for j in range(r):  # dense upper triangle, column-major (qp._dense_upper_pattern)
         for i in range(j + 1):
@@ -918,7 +921,9 @@ class QPTick(_CompiledTick):
             prev_act1=np.zeros((nslot if active_set else 1, 2 + kk), dtype=np.int64),
             prev_act2=np.zeros((nslot if active_set else 1, 1 + kk), dtype=np.int64),
             act_known=np.zeros((nslot if active_set else 1, 2), dtype=np.bool_),
-            qp_fwork=np.zeros(fw), qp_iwork=np.zeros(iw, dtype=np.int64))
+            qp_fwork=np.zeros(fw), qp_iwork=np.zeros(iw, dtype=np.int64),
+            s2_fwork=np.zeros(max(mcap * (nf + 1) + nf + 2 + nu * mcap,
+                                  linear_term_work_size(mcap, nf))))
 
     def _solver1(self, nc: int, fresh: bool, x0) -> _Solver:
         """Stage I's solver of ``nc`` contacts holding this tick's data."""

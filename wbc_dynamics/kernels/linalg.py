@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bound_entry", "cholesky", "chol_solve", "psd_pinv_solve"]
+__all__ = ["bound_entry", "cholesky", "chol_solve", "left_nullspace", "psd_pinv_solve"]
 
 
 @njit(cache=True)
@@ -50,6 +50,76 @@ def chol_solve(L, k, b, out):
         for j in range(i + 1, k):
             s -= L[j, i] * out[j]
         out[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def left_nullspace(A, rank_tol, beta, out):
+    """An orthonormal basis of ``ker A^T`` (the orthogonal complement of the range of ``A``,
+    (m, p)) written to ``out[:m r]`` as a C-ordered (m, r) matrix; returns its dimension r.
+
+    Householder QR with column pivoting (Golub & Van Loan, Alg. 5.4.1), ``A P = Q R``: the
+    last ``m - rank`` columns of ``Q``. The factorization stops at the first pivot column
+    whose remaining norm is ``<= rank_tol * max(1, largest column norm of A)`` (the rank
+    decision on ``|R_jj|`` instead of singular values: the same for the well-separated ranks
+    of contact Jacobians -- independent columns, or columns dependent to rounding).
+    ``A`` is overwritten (its Householder vectors), ``beta`` (>= min(m, p),) holds their
+    scales; no allocation. Replaces numba's LAPACK SVD, whose workspace queries and copies
+    cost more than this arithmetic on the few-dozen-row matrices of a tick.
+    """
+    m, p = A.shape
+    ref = 1.0
+    rank = 0
+    for j in range(min(m, p)):
+        best = j  # pivot: the column of largest remaining norm (norms recomputed: p is small)
+        bn = -1.0
+        for c in range(j, p):
+            s = 0.0
+            for i in range(j, m):
+                s += A[i, c] * A[i, c]
+            if s > bn:
+                bn = s
+                best = c
+        nrm = np.sqrt(bn)
+        if j == 0:
+            ref = max(1.0, nrm)
+        if not nrm > rank_tol * ref:
+            break
+        if best != j:
+            for i in range(m):
+                t = A[i, j]
+                A[i, j] = A[i, best]
+                A[i, best] = t
+        # v = x - alpha e_1 with alpha = -sign(x_0) |x| (no cancellation in v_0)
+        alpha = -nrm if A[j, j] >= 0.0 else nrm
+        A[j, j] -= alpha
+        vv = 0.0
+        for i in range(j, m):
+            vv += A[i, j] * A[i, j]
+        beta[j] = 2.0 / vv
+        for c in range(j + 1, p):
+            _reflect(A, j, beta[j], A, c)
+        rank = j + 1
+    r = m - rank
+    W = out[:m * r].reshape((m, r))
+    for c in range(r):  # Q e_(rank + c) = H_0 H_1 ... H_(rank-1) e_(rank + c)
+        for i in range(m):
+            W[i, c] = 0.0
+        W[rank + c, c] = 1.0
+        for h in range(rank - 1, -1, -1):
+            _reflect(A, h, beta[h], W, c)
+    return r
+
+
+@njit(cache=True)
+def _reflect(V, h, beta, X, c):
+    """``X[:, c] <- (I - beta v v^T) X[:, c]``: the Householder reflector whose vector ``v`` is
+    ``V[h:, h]`` (zero above row h)."""
+    s = 0.0
+    for i in range(h, V.shape[0]):
+        s += V[i, h] * X[i, c]
+    s *= beta
+    for i in range(h, V.shape[0]):
+        X[i, c] -= s * V[i, h]
 
 
 @njit(cache=True, error_model="numpy")
