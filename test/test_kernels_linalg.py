@@ -1,9 +1,10 @@
-"""kernels.linalg.psd_pinv_solve equals numpy's lstsq (SVD) on PSD matrices of every rank."""
+"""kernels.linalg.psd_pinv_solve equals numpy's lstsq (SVD) on PSD matrices of every rank;
+lu_solve equals np.linalg.solve; left_nullspace spans the SVD's left nullspace."""
 
 import numpy as np
 import pytest
 
-from wbc_dynamics.kernels.linalg import left_nullspace, psd_pinv_solve
+from wbc_dynamics.kernels.linalg import left_nullspace, lu_solve, psd_pinv_solve
 
 
 @pytest.mark.parametrize("n,rank", [(1, 1), (3, 3), (12, 12), (12, 8), (24, 6), (24, 23),
@@ -22,6 +23,34 @@ def test_psd_pinv_solve_equals_lstsq(n, rank):
         cond = sv[0] / sv[-1] if rank else 1.0  # condition number on A's range
         np.testing.assert_allclose(out, ref, atol=1e-14 * cond * (1.0 + np.max(np.abs(ref))),
                                    rtol=0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 10, 24])
+def test_lu_solve_equals_numpy_solve(n):
+    """Non-symmetric (pivoting needed: a zero leading entry), SPD and nearly singular (cond
+    ~1e12, the dual Newton's regularized A D A^T) matrices, against LAPACK's gesv."""
+    rng = np.random.default_rng(n)
+    J = rng.standard_normal((max(n - 1, 1), n))
+    cases = [rng.standard_normal((n, n)), J.T @ J + 1e-12 * np.trace(J.T @ J) * np.eye(n)]
+    if n > 1:
+        cases[0][0, 0] = 0.0
+    for A in cases:
+        b = rng.standard_normal(n)
+        ref = np.linalg.solve(A, b)
+        x = b.copy()
+        assert lu_solve(A.copy(), x, 0.0)
+        cond = np.linalg.cond(A)
+        np.testing.assert_allclose(x, ref, rtol=0,
+                                   atol=1e-14 * cond * (1.0 + np.max(np.abs(ref))))
+        np.testing.assert_allclose(A @ x, b, rtol=0, atol=1e-12 * cond * np.max(np.abs(b)))
+
+
+def test_lu_solve_reports_a_singular_matrix():
+    A = np.array([[1.0, 2.0], [2.0, 4.0 + 1e-14]])
+    assert not lu_solve(A.copy(), np.ones(2), 1e-12)
+    x = np.ones(2)
+    assert lu_solve(A.copy(), x, 0.0)  # nonsingular to rounding without a threshold
+    assert not lu_solve(np.zeros((2, 2)), np.ones(2), 0.0)
 
 
 def test_psd_pinv_solve_non_finite_input_gives_non_finite_output():

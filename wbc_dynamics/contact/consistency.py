@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import lu_solve
 from .lcp_noslip import _alg1, lcp_noslip_kernel, min_pivot
 from .problem import ContactProblem
 
@@ -182,7 +183,13 @@ def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
             trace += A[i, j] * A[i, j]
     reg = 1e-14 * trace / m + 1e-300
     H = np.empty((m, m))
+    res = np.empty(m)
+    e = np.empty(n)
+    active = np.empty(n, dtype=np.int64)
+    # loops on preallocated buffers, not A @ c / np.linalg.solve: each of those allocates and
+    # calls BLAS / LAPACK, which cost more than this (m x m, m <= ~12) arithmetic
     for it in range(max_iter):
+        na = 0
         for j in range(n):
             s = 0.0
             for i in range(m):
@@ -194,29 +201,47 @@ def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
                 c[j] = s if s > 0.0 else 0.0
             else:
                 c[j] = 0.0
-        res = b - A @ c
+            # the first step (lam = 0: every u_j = 0) takes every sign-constrained entry as
+            # active -- the unconstrained minimum-norm direction -- instead of none (a bare
+            # gradient step): one step when that already is >= 0 (a load shared by every
+            # contact), the same maximizer (an ascent direction with an exact line search)
+            if kind[j] == 0 or (kind[j] == 1 and (s > 0.0 or it == 0)):
+                active[na] = j
+                na += 1
         rmax = 0.0
         for i in range(m):
-            rmax = max(rmax, abs(res[i]))
+            s = b[i]
+            for j in range(n):
+                s -= A[i, j] * c[j]
+            res[i] = s
+            rmax = max(rmax, abs(s))
         if rmax <= tol:
             return c, it, True
-        for i in range(m):
-            for k in range(m):
+        for i in range(m):  # generalized Hessian A D A^T (symmetric) + reg I
+            for k in range(i + 1):
                 s = 0.0
-                for j in range(n):
-                    if kind[j] == 0 or (kind[j] == 1 and u[j] > 0.0):
-                        s += A[i, j] * A[k, j]
+                for a in range(na):
+                    j = active[a]
+                    s += A[i, j] * A[k, j]
                 H[i, k] = s
+                H[k, i] = s
             H[i, i] += reg
-        d = np.linalg.solve(H, res)
-        e = A.T @ d
+        # res becomes the Newton direction d (H >= reg I: singular only for non-finite data)
+        if not lu_solve(H, res, 0.0):
+            return c, it, False
         bd = 0.0
         for i in range(m):
-            bd += b[i] * d[i]
+            bd += b[i] * res[i]
+        for j in range(n):
+            s = 0.0
+            for i in range(m):
+                s += A[i, j] * res[i]
+            e[j] = s
         t = _exact_dual_step(u, e, kind, bd)
-        if t < 0.0:
+        if not t >= 0.0:  # unbounded dual (infeasible primal) or a non-finite direction
             return c, it, False
-        lam += t * d
+        for i in range(m):
+            lam[i] += t * res[i]
     return c, max_iter, False
 
 

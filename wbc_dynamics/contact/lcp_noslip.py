@@ -87,15 +87,25 @@ def _chol_append(L, k, x, d, tol_rel, min_pivot):
 
 
 @njit(cache=True)
-def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot):
+def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol):
     """Try to append row g (with wg = M^-1 g, d = g . wg) to G, W = M^-1 G^T and the factor L
-    (pivot tests of :func:`_chol_append`)."""
+    (pivot tests of :func:`_chol_append`). ``kind``, ``idx`` of the rows kept so far (as
+    :func:`_alg1`); ``pcol``: the dof of g if it is a P row (unit vector), else -1.
+
+    The entries ``G_j M^-1 g`` are read off where a factor is a unit vector: ``wg[act[idx_j]]``
+    for a P row j, ``W[pcol, j]`` when g is one (M^-1 symmetric) -- O(1) instead of an
+    nv-long dot product, the same products summed in the same order."""
     nv = wg.shape[0]
     for j in range(k):
-        s = 0.0
-        for r in range(nv):
-            s += G[j, r] * wg[r]
-        x[j] = s
+        if kind[j] == 0:
+            x[j] = wg[act[idx[j]]]
+        elif pcol >= 0:
+            x[j] = W[pcol, j]
+        else:
+            s = 0.0
+            for r in range(nv):
+                s += G[j, r] * wg[r]
+            x[j] = s
     if not _chol_append(L, k, x, d, tol, min_pivot):
         return False
     for r in range(nv):
@@ -140,6 +150,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
     e = np.zeros(nv)
     soft = eps_p > 0.0
     k = np.int64(0)  # typed, not a literal: one compiled signature of _append_row
+    no_p = np.int64(-1)
     for phase in range(2):
         if phase == (1 if soft else 0):
             for a in range(nu):
@@ -148,7 +159,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
                     wg[r] = Minv[r, act[a]]
                 e[act[a]] = 1.0
                 if not _append_row(G, W, L, k, e, wg, Minv[act[a], act[a]] + eps_p, 1e-14, x,
-                                   0.0):
+                                   0.0, kind, idx, act, act[a]):
                     return G, W, L, -1, kind, idx
                 kind[k] = 0
                 idx[k] = a
@@ -160,15 +171,20 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
                     if nst >= nv or (not soft and k >= nv):
                         break
                     g = S[i] if which == 0 else T[i]
+                    # M^-1 g column by column, skipping g's zeros (a foot's row touches only
+                    # the base and its own leg): independent sums, not one dependent chain
                     for r in range(nv):
-                        sacc = 0.0
-                        for c in range(nv):
-                            sacc += Minv[r, c] * g[c]
-                        wg[r] = sacc
+                        wg[r] = 0.0
+                    for c in range(nv):
+                        gc = g[c]
+                        if gc != 0.0:
+                            for r in range(nv):
+                                wg[r] += Minv[r, c] * gc
                     d = 0.0
                     for r in range(nv):
                         d += g[r] * wg[r]
-                    if _append_row(G, W, L, k, g, wg, d, rank_tol, x, min_pivot):
+                    if _append_row(G, W, L, k, g, wg, d, rank_tol, x, min_pivot, kind, idx, act,
+                                   no_p):
                         kind[k] = 1 + which
                         idx[k] = i
                         k += 1
@@ -413,26 +429,65 @@ def lcp_noslip_kernel(
             gr[j] += v[act[idx[j]]] + dt * qdd_des[idx[j]]
     lam0 = np.zeros(nG)
     _chol_solve(L, nG, gr, lam0)
-    Wc = np.ascontiguousarray(W[:, :nG])
-    ftil = fstar + Wc @ lam0
+    # loops with a contiguous, independent inner loop (axpy form, which LLVM vectorizes)
+    # instead of numpy products: each of those allocates and calls BLAS, which costs more than
+    # this arithmetic at the sizes of a tick (nc contacts x nv dofs x nG <= nv + nu rows)
+    ftil = fstar.copy()  # f~ = f* + W lam0
+    for c in range(nv):
+        s = 0.0
+        for j in range(nG):
+            s += W[c, j] * lam0[j]
+        ftil[c] += s
     # N K with K = M^-1 - W X^-1 W^T (X = G M^-1 G^T = L L^T): N K = N M^-1 - (X^-1 W^T N^T)^T
     # W^T, without forming the nv x nv K (nc << nv rows are all the LCP needs)
-    Y = N @ Wc
+    Y = np.zeros((nc, nG))
+    NK = np.zeros((nc, nv))
     for i in range(nc):
+        for c in range(nv):
+            nic = N[i, c]
+            if nic != 0.0:
+                for j in range(nG):
+                    Y[i, j] += nic * W[c, j]
+                for col in range(nv):
+                    NK[i, col] += nic * Minv[c, col]
         _chol_solve(L, nG, Y[i], Y[i])
-    NK = N @ Minv - Y @ Wc.T
-    r = N @ ftil
+        for c in range(nv):
+            s = 0.0
+            for j in range(nG):
+                s += Y[i, j] * W[c, j]
+            NK[i, c] -= s
+    r = np.empty(nc)
     for i in range(nc):
-        r[i] += phi[i] / dt
+        s = phi[i] / dt
+        for c in range(nv):
+            s += N[i, c] * ftil[c]
+        r[i] = s
     prt = rank_tol if ppm_rank_tol < 0.0 else ppm_rank_tol
     z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, prt, tol, dep_tol)
     # force retrieval (Sec. 4.5): lambda = X^-1 (g - G f* - W^T N^T z),
     # v+ = f* + W lambda + M^-1 N^T z
-    y = N.T @ z
-    gy = gr - Wc.T @ y
+    y = np.zeros(nv)
+    for i in range(nc):
+        zi = z[i]
+        if zi != 0.0:
+            for c in range(nv):
+                y[c] += N[i, c] * zi
+    gy = gr.copy()
+    for c in range(nv):
+        yc = y[c]
+        if yc != 0.0:
+            for j in range(nG):
+                gy[j] -= W[c, j] * yc
     lam = np.zeros(nG)
     _chol_solve(L, nG, gy, lam)
-    v_next = fstar + Wc @ lam + Minv @ y
+    v_next = fstar.copy()
+    for c in range(nv):
+        s = 0.0
+        for j in range(nG):
+            s += W[c, j] * lam[j]
+        for col in range(nv):
+            s += Minv[c, col] * y[col]
+        v_next[c] += s
     for j in range(nG):
         if kind[j] == 0:
             tau[idx[j]] = lam[j] / dt

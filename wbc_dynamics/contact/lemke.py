@@ -49,6 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import lu_solve
+
 __all__ = [
     "SUCCESS",
     "RAY_TERMINATION",
@@ -340,6 +342,68 @@ def _violation(Q: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> fl
 
 
 @njit(cache=True)
+def _complementary_basis_solution(Q: np.ndarray, q: np.ndarray, warm: np.ndarray,
+                                  x: np.ndarray) -> bool:
+    """Basic values ``x`` of the complementary basis ``warm`` (z_i basic where ``warm[i]``,
+    else w_i): the principal block ``-Q_ZZ z_Z = q_Z``, then ``w_i = q_i + Q_iZ z_Z`` -- the
+    solution of ``B x = q`` for :func:`_basis_matrix`'s B in O(n k + k^3) (k = ``warm``'s
+    count) instead of inverting the n x n B. Returns False where :func:`_invert` would
+    reject B (a pivot ``<= 1e-13 max |B|``, partial pivoting)."""
+    n = q.shape[0]
+    k = 0
+    for i in range(n):
+        if warm[i]:
+            k += 1
+    zi = np.empty(k, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        if warm[i]:
+            zi[k] = i
+            k += 1
+    scale = 1.0  # max |B|: its identity columns and the -Q columns of the basic z
+    for a in range(k):
+        for r in range(n):
+            scale = max(scale, abs(Q[r, zi[a]]))
+    A = np.empty((k, k))
+    b = np.empty(k)
+    for a in range(k):
+        b[a] = q[zi[a]]
+        for c in range(k):
+            A[a, c] = -Q[zi[a], zi[c]]
+    if not lu_solve(A, b, 1e-13 * scale):  # _invert's pivot test
+        return False
+    for i in range(n):
+        x[i] = q[i]
+    for a in range(k):
+        x[zi[a]] = b[a]
+    for i in range(n):
+        if not warm[i]:
+            t = x[i]
+            for a in range(k):
+                t += Q[i, zi[a]] * b[a]
+            x[i] = t
+    return True
+
+
+@njit(cache=True)
+def _accept_basic(Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray,
+                  z: np.ndarray, w: np.ndarray, tol: float) -> float:
+    """The basic values ``x`` of ``basis`` as the solution (z, w, tiny negative z clipped) if
+    they are feasible (``x >= -tol``) and solve the LCP to ``tol``: returns the violation, or
+    -1 (not a solution; z, w scratch)."""
+    n = q.shape[0]
+    for i in range(n):
+        if x[i] < -tol:
+            return -1.0
+    if _extract(Q, q, basis, x, z, w) > tol:
+        return -1.0
+    for i in range(n):
+        if z[i] < 0.0:
+            z[i] = 0.0
+    return _violation(Q, q, z, w)
+
+
+@njit(cache=True)
 def _lemke_once(
     Q: np.ndarray,
     q: np.ndarray,
@@ -380,21 +444,19 @@ def _lemke_once(
             else:
                 basis[i] = i
         if nwarm > 0:
+            # the basic values straight from the principal block (the usual tick-to-tick case:
+            # the warm basis solves the LCP as it is, accepted without inverting B)
+            solved = _complementary_basis_solution(Q, q, warm, x)
+            if solved:
+                viol = _accept_basic(Q, q, basis, x, z, w, tol)
+                if viol >= 0.0:
+                    return SUCCESS, 0, 1, viol
             _basis_matrix(Q, basis, Bm)
             if _invert(Bm, Binv, work):
                 _matvec(Binv, q, x)
-                ok = True
-                for i in range(n):
-                    if x[i] < -tol:
-                        ok = False
-                        break
-                if ok:
-                    viol = _extract(Q, q, basis, x, z, w)
-                    if viol <= tol:
-                        for i in range(n):
-                            if z[i] < 0.0:
-                                z[i] = 0.0
-                        viol = _violation(Q, q, z, w)
+                if not solved:
+                    viol = _accept_basic(Q, q, basis, x, z, w, tol)
+                    if viol >= 0.0:
                         return SUCCESS, 0, 1, viol
                 # Lemke from the warm basis with covering vector d = B 1
                 for i in range(n):

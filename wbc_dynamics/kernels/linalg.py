@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bound_entry", "cholesky", "chol_solve", "left_nullspace", "psd_pinv_solve"]
+__all__ = ["bound_entry", "cholesky", "chol_solve", "left_nullspace", "lu_solve",
+           "psd_pinv_solve"]
 
 
 @njit(cache=True)
@@ -50,6 +51,47 @@ def chol_solve(L, k, b, out):
         for j in range(i + 1, k):
             s -= L[j, i] * out[j]
         out[i] = s / L[i, i]
+
+
+@njit(cache=True, error_model="numpy")
+def lu_solve(A, b, min_pivot):
+    """Solve ``A x = b`` in place (``b`` becomes x; ``A`` (n, n) is overwritten by its LU
+    factors) by Gaussian elimination with partial pivoting, the algorithm of LAPACK's unblocked
+    ``getf2`` / ``getrs`` (what ``np.linalg.solve`` calls for small n), without its copies and
+    workspace. Returns False (``A``, ``b`` partly overwritten) at the first pivot with
+    ``|pivot| <= min_pivot``: singular to that threshold."""
+    n = A.shape[0]
+    for k in range(n):
+        p = k
+        amax = abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > amax:
+                amax = abs(A[i, k])
+                p = i
+        if not amax > min_pivot:
+            return False
+        if p != k:
+            for c in range(n):
+                t = A[k, c]
+                A[k, c] = A[p, c]
+                A[p, c] = t
+            t2 = b[k]
+            b[k] = b[p]
+            b[p] = t2
+        piv = A[k, k]
+        for i in range(k + 1, n):
+            f = A[i, k] / piv
+            A[i, k] = f
+            if f != 0.0:
+                for c in range(k + 1, n):
+                    A[i, c] -= f * A[k, c]
+                b[i] -= f * b[k]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for c in range(i + 1, n):
+            s -= A[i, c] * b[c]
+        b[i] = s / A[i, i]
+    return True
 
 
 @njit(cache=True)
