@@ -93,7 +93,6 @@ from .tick import (
     _assemble_with_impact,
     _CompiledTick,
     _min_pivot,
-    _plain,
     _sticking_qdd,
     _write_result,
 )
@@ -1034,9 +1033,7 @@ class QPTick(_CompiledTick):
                                                     False))
             self._e3 = bound_entry(qp_tick_finish, (d, self.options, w, self.out, act, x, 0))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        nq, nv, nu = self._dims
-        call = (self._entry if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu)
-                else qp_tick_stage1)
+        call = self._call(q, v, qdd, qp_tick_stage1)
         nc, code, fresh, found = call(*self._head, q, v, qdd, *self._tail, cont_ok, map_warm)
         if nc < 0:
             r_._raise(-nc)
@@ -1089,9 +1086,7 @@ class QPTick(_CompiledTick):
             self._entry = bound_entry(qp_tick_active_set, (*self._head, q, v, qdd, *self._tail,
                                                            warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        nq, nv, nu = self._dims
-        call = (self._entry if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu)
-                else qp_tick_active_set)
+        call = self._call(q, v, qdd, qp_tick_active_set)
         nc, code, bits, n_active, s1 = call(*self._head, q, v, qdd, *self._tail, warm)
         if nc < 0:
             r_._raise(-nc)
@@ -1105,22 +1100,9 @@ class QPTick(_CompiledTick):
         return self._accept(nc, bits, n_active, mstate)
 
     def _accept(self, nc: int, bits: int, n_active: int, mstate: MethodState | None) -> bool:
-        """A solved tick: flags, contact identities and the method state (as ``solve``)."""
-        cm, w = self.cm, self.w
-        use_warm = mstate is not None
-        flags = self._flags.get(bits)
-        if flags is None:
-            flags = tuple(name for bit, name in self.flag_names if bits & bit)
-            self._flags[bits] = flags
-        self.nc = nc
-        self.flags = flags
-        self._ids = cm.ids_of(cm.data.slot[:nc])
-        if use_warm:
-            o_ = self.out
-            mstate.contact_ids = self._ids
-            mstate.impulses = w.imp_raw[:nc].copy()
-            mstate.active_ids = cm.ids_of(o_.active_slots[:n_active])
-            mstate.data["tau"] = o_.tau.copy()
+        """A solved tick: flags, contact identities and the method state (as ``solve``; the
+        impulses before the force retrieval's clean-up, ``w.imp_raw``)."""
+        self._solved(nc, bits, n_active, mstate, self.w.imp_raw)
         return True
 
     def _fallback(self, nc: int, status: int, mstate: MethodState | None) -> bool:

@@ -490,6 +490,11 @@ class _CompiledTick:
         self._no_box_p = np.zeros((0, 3))
         self._flags: dict[int, tuple[str, ...]] = {}
         self._entry = None  # the kernel's entry point for these buffers (bound_entry)
+        #: the last (q, v, qdd) arrays found plain (_plain): the controller passes the same
+        #: buffers every tick, checked once (an array's type cannot change, its contents can)
+        self._checked: tuple = ()
+        #: per row count n: views of the first n rows of the slot / result buffers
+        self._row_views: dict[int, tuple] = {}
         self._ids: tuple = ()
         self.nc = 0
         self.flags: tuple[str, ...] = ()
@@ -539,32 +544,62 @@ class _CompiledTick:
                 *self._head, q, v, qdd, *self._tail, use_warm, self._no_box_R,
                 self._no_box_p))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        nq, nv, nu = self._dims
-        if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu):
-            call = self._entry
-        else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
-            call = type(self).kernel
+        call = self._call(q, v, qdd, type(self).kernel)
         nc, code, bits, warm_used, n_active = call(*self._head, q, v, qdd, *self._tail,
                                                    use_warm, self._no_box_R, self._no_box_p)
         if nc < 0:
             r._raise(-nc)
         if code != TICK_OK:
             return False
+        self.warm_start_used = bool(warm_used)
+        self._solved(nc, bits, n_active, mstate, o.impulses)
+        if use_warm:
+            self._stored(mstate)
+        return True
+
+    def _call(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray, kernel):
+        """The bound entry point if (q, v, qdd) have the types it was bound for, else the
+        ``kernel``'s dispatcher (other layouts / dtypes: numba checks and converts them)."""
+        checked = self._checked
+        if checked and q is checked[0] and v is checked[1] and qdd is checked[2]:
+            return self._entry
+        nq, nv, nu = self._dims
+        if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu):
+            self._checked = (q, v, qdd)
+            return self._entry
+        return kernel
+
+    def _rows(self, n: int) -> tuple:
+        """Views of the first ``n`` rows: (slots of the contacts, active slots, contact points,
+        world forces, normals (strided), the latter three read-only for the output)."""
+        views = self._row_views.get(n)
+        if views is None:
+            d, o = self.cm.data, self.out
+            views = (d.slot[:n], o.active_slots[:n], d.points[:n], o.forces_world[:n],
+                     d.frames[:n, :, 0])
+            for a in views[2:]:
+                a.flags.writeable = False
+            self._row_views[n] = views
+        return views
+
+    def _solved(self, nc: int, bits: int, n_active: int, mstate: MethodState | None,
+                impulses: np.ndarray) -> None:
+        """A solved tick: its flags, contact identities and, with a warm start, the method
+        state as ``solve`` leaves it (``impulses`` (cap, 3) [N s], the first nc rows this
+        tick's)."""
         flags = self._flags.get(bits)
         if flags is None:
             flags = tuple(name for bit, name in self.flag_names if bits & bit)
             self._flags[bits] = flags
         self.nc = nc
         self.flags = flags
-        self.warm_start_used = bool(warm_used)
-        self._ids = cm.ids_of(cm.data.slot[:nc])
-        if use_warm:
+        cm = self.cm
+        self._ids = cm.ids_of(self._rows(nc)[0])
+        if mstate is not None:
             mstate.contact_ids = self._ids
-            mstate.impulses = o.impulses[:nc].copy()
-            mstate.active_ids = cm.ids_of(o.active_slots[:n_active])
-            mstate.data["tau"] = o.tau.copy()
-            self._stored(mstate)
-        return True
+            mstate.impulses = impulses[:nc].copy()
+            mstate.active_ids = cm.ids_of(self._rows(n_active)[1])
+            mstate.data["tau"] = self.out.tau.copy()
 
     def _stored(self, mstate: MethodState) -> None:
         """Mark ``mstate`` as written by this tick (see :meth:`_sync_warm`)."""
@@ -576,6 +611,11 @@ class _CompiledTick:
     def contact_ids(self) -> tuple:
         """Identities of this tick's contact rows."""
         return self._ids
+
+    def contact_views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This tick's (nc, 3) world contact points [m], world contact forces [N] and unit
+        normals: read-only views of the tick's buffers, valid until its next :meth:`run`."""
+        return self._rows(self.nc)[2:]
 
 
 class NoslipTick(_CompiledTick):
