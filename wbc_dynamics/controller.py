@@ -325,12 +325,13 @@ def _clamp_count(tau, limit):
 
 
 class _TickBuffers(NamedTuple):
-    """The controller's fixed per-tick buffers, passed to :func:`_prepare_tick` and
-    :func:`_finish_tick` as one argument. Configured joint order (n,): ``qdd_ref``, ``q_ref``,
-    ``qd_ref``, ``qj``, ``qdj``, ``qdd_cmd``, ``tau``, ``tau_out``; ``cfg_to_model`` (n,) model
-    index of each configured joint; model order: ``q`` (nq,), ``v`` (nv,), ``qdd_model`` (n,),
-    ``tau_model`` (n,); ``act_model`` (nu,) model indices of the actuated joints (empty when
-    every joint is actuated) and ``qdd_act`` (nu,) their desired accelerations."""
+    """The controller's fixed per-tick buffers (packed with the gains for :func:`_prepare_tick`
+    and :func:`_finish_tick`: ``WholeBodyController._pack``). Configured joint order (n,):
+    ``qdd_ref``, ``q_ref``, ``qd_ref``, ``qj``, ``qdj``, ``qdd_cmd``, ``tau``, ``tau_out``;
+    ``cfg_to_model`` (n,) model index of each configured joint; model order: ``q`` (nq,),
+    ``v`` (nv,), ``qdd_model`` (n,), ``tau_model`` (n,); ``act_model`` (nu,) model indices of
+    the actuated joints (empty when every joint is actuated) and ``qdd_act`` (nu,) their
+    desired accelerations."""
 
     qdd_ref: np.ndarray
     q_ref: np.ndarray
@@ -358,12 +359,15 @@ _CMD_DAMP = 2
 
 
 @njit(cache=True)
-def _prepare_tick(b, kp, kd, damping, command, use_pos, use_vel, off_q, off_v, has_act):
+def _prepare_tick(p, command, use_pos, use_vel, off_q, off_v, has_act):
     """The tick's steps before the inverse dynamics, in one call: the commanded accelerations
     (``command``: :data:`_CMD_PD` -> :func:`_pd_command`, :data:`_CMD_DAMP` -> ``-damping
     qd``, :data:`_CMD_KEEP` -> unchanged), the joint state into the model's q (from ``off_q``)
     and v (from ``off_v``), ``qdd_cmd`` in model order into ``qdd_model`` and, ``has_act``,
-    the actuated ones into ``qdd_act``. ``b``: :class:`_TickBuffers`."""
+    the actuated ones into ``qdd_act``. ``p``: :class:`~wbc_dynamics.kernels.fixed_args.
+    FixedArgs` of (:class:`_TickBuffers`, (kp, kd, safe_damping, effort_limit))."""
+    b = p.head
+    kp, kd, damping, _limit = p.tail
     if command == _CMD_PD:
         _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, kp, kd, use_pos, use_vel,
                     b.qdd_cmd)
@@ -380,11 +384,14 @@ def _prepare_tick(b, kp, kd, damping, command, use_pos, use_vel, off_q, off_v, h
 
 
 @njit(cache=True)
-def _finish_tick(b, tau_act, gather, has_act, limit):
+def _finish_tick(p, tau_act, gather, has_act):
     """The tick's steps after the inverse dynamics, in one call: if ``gather``, the actuated
     torques ``tau_act`` (model order of the actuated joints) into ``b.tau`` (configured order,
     0 on passive joints: ``WholeBodyController._gather_actuated``); then ``b.tau_out = b.tau``
-    clamped to ``limit`` (:func:`_clamp_count`). Returns (#clamped, all finite)."""
+    clamped to the effort limit (:func:`_clamp_count`). ``p`` as in :func:`_prepare_tick`.
+    Returns (#clamped, all finite)."""
+    b = p.head
+    limit = p.tail[3]
     idx = b.cfg_to_model
     src = tau_act
     if gather and has_act:
@@ -879,17 +886,16 @@ class WholeBodyController:
             act_model=np.zeros(0, dtype=np.int64) if self._act_model is None else self._act_model,
             qdd_act=self._qdd_act, tau=self._tau, tau_model=self._tau_model,
             tau_out=self._tau_out)
-        # the entry points of the two per-tick kernels for exactly these buffers' types (the
-        # dispatcher's typing of ~20 arguments per call is skipped: bound_entry); every array
-        # passed to them is a fixed buffer or a (n,) float64 parameter array (_apply)
+        self._pack()
+        # the entry points of the two per-tick kernels for exactly these types (the
+        # dispatcher's typing per call is skipped: bound_entry); the arrays passed to them are
+        # the packed buffers and gains and the (nu,) float64 torques of a compiled tick
         from .kernels.linalg import bound_entry
 
-        kp, kd, damping, limit = self._gains
         self._prepare = bound_entry(_prepare_tick, (
-            self._bufs, kp, kd, damping, _CMD_KEEP, False, False, self._off_q, self._off_v,
-            self._has_act))
-        self._finish = bound_entry(_finish_tick, (self._bufs, self._tau, False, self._has_act,
-                                                  limit))
+            self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act))
+        self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
+                                                  self._has_act))
         self._warmed: set[str] = set()
         for method in dict.fromkeys([self._params["method"], *self._warm_methods]):
             if method != "none":
@@ -1041,6 +1047,15 @@ class WholeBodyController:
             p[k] = np.array(v, dtype=np.float64) if isinstance(v, np.ndarray) else v
         #: the per-joint arrays a tick reads, in _prepare_tick / _finish_tick's order
         self._gains = (p.get("kp"), p.get("kd"), p.get("safe_damping"), p.get("effort_limit"))
+        if getattr(self, "_bufs", None) is not None:  # (after construction)
+            self._pack()
+
+    def _pack(self) -> None:
+        """Pack the tick buffers and the gains for the per-tick kernels (again whenever a gain
+        array is replaced: _apply)."""
+        from .kernels.fixed_args import fixed_args
+
+        self._tick_args = fixed_args(self._bufs, self._gains)
 
     # ------------------------------------------------------------------ inputs
     def set_joint_state(self, position: np.ndarray, velocity: np.ndarray, now: float) -> None:
@@ -1242,9 +1257,8 @@ class WholeBodyController:
     def _prepare_step(self, command: int) -> None:
         """The commanded accelerations (``command``: _CMD_PD, _CMD_DAMP or _CMD_KEEP) and the
         state and accelerations in the model's order (:func:`_prepare_tick`)."""
-        kp, kd, damping, _ = self._gains
-        self._prepare(self._bufs, kp, kd, damping, command, self._ref_pos, self._ref_vel,
-                      self._off_q, self._off_v, self._has_act)
+        self._prepare(self._tick_args, command, self._ref_pos, self._ref_vel, self._off_q,
+                      self._off_v, self._has_act)
 
     def _inverse_dynamics(self, mode: str, command: int = _CMD_KEEP) -> ControlOutput:
         """tau for the commanded accelerations at the current state (see module docstring,
@@ -1265,11 +1279,9 @@ class WholeBodyController:
         except (ValueError, FloatingPointError, np.linalg.LinAlgError, ArithmeticError):
             return self._zero_output(MODE_NONFINITE)
         if tau_act is None:  # self._tau holds the torques already
-            clamped, finite = self._finish(self._bufs, self._tau, False, self._has_act,
-                                           self._gains[3])
+            clamped, finite = self._finish(self._tick_args, self._tau, False, self._has_act)
         else:
-            clamped, finite = self._finish(self._bufs, tau_act, True, self._has_act,
-                                           self._gains[3])
+            clamped, finite = self._finish(self._tick_args, tau_act, True, self._has_act)
         if not finite:
             return self._zero_output(MODE_NONFINITE)
         out.clamped = int(clamped)

@@ -60,6 +60,7 @@ import osqp
 import scipy.sparse as sp
 from numba import njit
 
+from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry
 from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
@@ -780,6 +781,13 @@ class _Solver:
         return int(info.status_val), s.solution.x
 
 
+@njit(cache=True)
+def _qp_tick_active_set_packed(a, q, v, qdd, warm):
+    """:func:`qp_tick_active_set` with its fixed arguments packed (``a``: FixedArgs of the
+    arguments before q and of those between qdd and ``warm``; see kernels.fixed_args)."""
+    return qp_tick_active_set(*a.head, q, v, qdd, *a.tail, warm)
+
+
 class QPTick(_CompiledTick):
     """Compiled ``qp_coulomb`` / ``qp_noslip`` tick (module doc): the dense formulation of
     ``solve_qp_coulomb`` / ``solve_qp_noslip`` with the given options.
@@ -1033,7 +1041,7 @@ class QPTick(_CompiledTick):
                                                     False))
             self._e3 = bound_entry(qp_tick_finish, (d, self.options, w, self.out, act, x, 0))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        call = self._call(q, v, qdd, qp_tick_stage1)
+        call = self._entry if self._plain_args(q, v, qdd) else qp_tick_stage1
         nc, code, fresh, found = call(*self._head, q, v, qdd, *self._tail, cont_ok, map_warm)
         if nc < 0:
             r_._raise(-nc)
@@ -1083,11 +1091,15 @@ class QPTick(_CompiledTick):
             self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
                           self._no_box_p)
             self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
-            self._entry = bound_entry(qp_tick_active_set, (*self._head, q, v, qdd, *self._tail,
-                                                           warm))
+            self._packed = fixed_args(self._head, self._tail)
+            self._entry = bound_entry(_qp_tick_active_set_packed, (self._packed, q, v, qdd,
+                                                                   warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        call = self._call(q, v, qdd, qp_tick_active_set)
-        nc, code, bits, n_active, s1 = call(*self._head, q, v, qdd, *self._tail, warm)
+        if self._plain_args(q, v, qdd):
+            res = self._entry(self._packed, q, v, qdd, warm)
+        else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
+            res = qp_tick_active_set(*self._head, q, v, qdd, *self._tail, warm)
+        nc, code, bits, n_active, s1 = res
         if nc < 0:
             r_._raise(-nc)
         if code == TICK_STAGE1_FAILED and s1 in (_PRIMAL_INF, 9):

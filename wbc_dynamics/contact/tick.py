@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry
 from .consistency import min_norm_solution_kernel
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
@@ -470,12 +471,29 @@ def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des,
     return nc, TICK_OK, flags, warm_used, n_active
 
 
+@njit(cache=True)
+def _lcp_noslip_tick_packed(a, q, v, qdd, use_warm):
+    """:func:`lcp_noslip_tick` with its fixed arguments packed (``a``: FixedArgs of the
+    arguments before q and of (act, free, excluded, bx_R, bx_p); see kernels.fixed_args)."""
+    t = a.tail
+    return lcp_noslip_tick(*a.head, q, v, qdd, t[0], t[1], t[2], use_warm, t[3], t[4])
+
+
+@njit(cache=True)
+def _lcp_coulomb_tick_packed(a, q, v, qdd, use_warm):
+    """:func:`lcp_coulomb_tick` with its fixed arguments packed (as
+    :func:`_lcp_noslip_tick_packed`)."""
+    t = a.tail
+    return lcp_coulomb_tick(*a.head, q, v, qdd, t[0], t[1], t[2], use_warm, t[3], t[4])
+
+
 class _CompiledTick:
     """The controller's compiled tick of one method on one :class:`ContactModel` (no free
     bodies) with fixed options: calls the method's kernel and keeps the
     :class:`~wbc_dynamics.contact.problem.MethodState` exactly as ``solve`` would."""
 
     kernel = None  # the method's compiled tick
+    packed_kernel = None  # the same with its fixed arguments packed (kernels.fixed_args)
     flag_names: tuple = ()
 
     def __init__(self, cm: ContactModel, options, out) -> None:
@@ -540,13 +558,17 @@ class _CompiledTick:
                           cm.geometry, cm.data, self.options, o)
             self._tail = (cm.actuated, cm.free, cm.excluded_mask())
             self._dims = (r.nq, r.nv, cm.actuated.shape[0])
-            self._entry = bound_entry(type(self).kernel, (
-                *self._head, q, v, qdd, *self._tail, use_warm, self._no_box_R,
-                self._no_box_p))
+            self._packed = fixed_args(self._head, (*self._tail, self._no_box_R,
+                                                   self._no_box_p))
+            self._entry = bound_entry(type(self).packed_kernel, (self._packed, q, v, qdd,
+                                                                 use_warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        call = self._call(q, v, qdd, type(self).kernel)
-        nc, code, bits, warm_used, n_active = call(*self._head, q, v, qdd, *self._tail,
-                                                   use_warm, self._no_box_R, self._no_box_p)
+        if self._plain_args(q, v, qdd):
+            res = self._entry(self._packed, q, v, qdd, use_warm)
+        else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
+            res = type(self).kernel(*self._head, q, v, qdd, *self._tail, use_warm,
+                                    self._no_box_R, self._no_box_p)
+        nc, code, bits, warm_used, n_active = res
         if nc < 0:
             r._raise(-nc)
         if code != TICK_OK:
@@ -557,17 +579,17 @@ class _CompiledTick:
             self._stored(mstate)
         return True
 
-    def _call(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray, kernel):
-        """The bound entry point if (q, v, qdd) have the types it was bound for, else the
-        ``kernel``'s dispatcher (other layouts / dtypes: numba checks and converts them)."""
+    def _plain_args(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> bool:
+        """(q, v, qdd) have the types the bound entry point was bound for (:func:`_plain`);
+        else the kernel's dispatcher must check (and convert) them."""
         checked = self._checked
         if checked and q is checked[0] and v is checked[1] and qdd is checked[2]:
-            return self._entry
+            return True
         nq, nv, nu = self._dims
         if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu):
             self._checked = (q, v, qdd)
-            return self._entry
-        return kernel
+            return True
+        return False
 
     def _rows(self, n: int) -> tuple:
         """Views of the first ``n`` rows: (slots of the contacts, active slots, contact points,
@@ -628,6 +650,7 @@ class NoslipTick(_CompiledTick):
     """
 
     kernel = lcp_noslip_tick
+    packed_kernel = _lcp_noslip_tick_packed
     flag_names = _FLAG_NAMES
 
     def __init__(self, cm: ContactModel, noslip_gap: float | None = None,
@@ -673,6 +696,7 @@ class CoulombTick(_CompiledTick):
     """
 
     kernel = lcp_coulomb_tick
+    packed_kernel = _lcp_coulomb_tick_packed
     flag_names = _COULOMB_FLAG_NAMES
 
     def __init__(self, cm: ContactModel, sticking_correction: bool = False,
