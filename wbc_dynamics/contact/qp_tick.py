@@ -677,17 +677,21 @@ def _keep_active(d, w, nc, k, coulomb, stage1_solved, stage2_solved):
 
 
 @njit(cache=True)
-def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd_des, act,
-                       free, excluded, bx_R, bx_p, warm):
+def qp_tick_active_set(a, q, v, qdd_des, warm):
     """The whole ``qp_coulomb`` / ``qp_noslip`` tick with the exact active-set solver
     (``qp_solver="active_set"``) in one compiled call: :func:`qp_tick_stage1`, Stage I by
     :func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel` (and its re-centred pass),
-    :func:`qp_tick_stage2`, Stage II, :func:`qp_tick_finish`. ``warm``: start each stage from
-    the previous tick's active row sides mapped by candidate slot.
+    :func:`qp_tick_stage2`, Stage II, :func:`qp_tick_finish`. ``a``: the fixed arguments
+    packed (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`, one pointer to unbox per call
+    instead of ~100 arrays): ``a.head`` = (topo, tree, Sm, I6, gravity, geo, d, o, w, out),
+    ``a.tail`` = (act, free, excluded, bx_R, bx_p). ``warm``: start each stage from the
+    previous tick's active row sides mapped by candidate slot.
 
     Returns (nc, code, flag bits, n_active, Stage I status); code TICK_STAGE1_FAILED with the
     status for the fallback, nc < 0 for invalid q / v as :func:`qp_tick_stage1`.
     """
+    topo, tree, Sm, I6, gravity, geo, d, o, w, out = a.head
+    act, free, excluded, bx_R, bx_p = a.tail
     nc, code, _fresh, _found = qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v,
                                               qdd_des, act, free, excluded, bx_R, bx_p, warm,
                                               np.bool_(False))  # (not a literal: one signature)
@@ -779,13 +783,6 @@ class _Solver:
         s.solve()
         info = s.info
         return int(info.status_val), s.solution.x
-
-
-@njit(cache=True)
-def _qp_tick_active_set_packed(a, q, v, qdd, warm):
-    """:func:`qp_tick_active_set` with its fixed arguments packed (``a``: FixedArgs of the
-    arguments before q and of those between qdd and ``warm``; see kernels.fixed_args)."""
-    return qp_tick_active_set(*a.head, q, v, qdd, *a.tail, warm)
 
 
 class QPTick(_CompiledTick):
@@ -1092,14 +1089,11 @@ class QPTick(_CompiledTick):
                           self._no_box_p)
             self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
             self._packed = fixed_args(self._head, self._tail)
-            self._entry = bound_entry(_qp_tick_active_set_packed, (self._packed, q, v, qdd,
-                                                                   warm))
+            self._entry = bound_entry(qp_tick_active_set, (self._packed, q, v, qdd, warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        if self._plain_args(q, v, qdd):
-            res = self._entry(self._packed, q, v, qdd, warm)
-        else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
-            res = qp_tick_active_set(*self._head, q, v, qdd, *self._tail, warm)
-        nc, code, bits, n_active, s1 = res
+        # other layouts / dtypes of q, v, qdd: numba's dispatcher checks (and converts) them
+        call = self._entry if self._plain_args(q, v, qdd) else qp_tick_active_set
+        nc, code, bits, n_active, s1 = call(self._packed, q, v, qdd, warm)
         if nc < 0:
             r_._raise(-nc)
         if code == TICK_STAGE1_FAILED and s1 in (_PRIMAL_INF, 9):

@@ -157,16 +157,20 @@ def _write_result(d, out, dt, tau, cN, cS, cT):
 
 
 @njit(cache=True)
-def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act, free, excluded,
-                    use_warm, bx_R, bx_p):
-    """One ``lcp_noslip`` tick (see the module doc); ``d`` :class:`ContactData`, ``o``
-    :class:`NoslipOptions`, ``out`` :class:`NoslipOutput`; q (nq,), v (nv,) and qdd (nu,) in
-    the model's order; ``excluded`` (n_spheres,) bool; ``use_warm``: warm start from
-    ``out.warm_slots`` (and write this tick's set there).
+def lcp_noslip_tick(a, q, v, qdd, use_warm):
+    """One ``lcp_noslip`` tick (see the module doc). ``a``: the fixed arguments packed
+    (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`: one pointer to unbox per call instead
+    of ~70 arrays), ``a.head`` = (topo, tree, Sm, I6, gravity, geo, ``d``
+    :class:`ContactData`, ``o`` :class:`NoslipOptions`, ``out`` :class:`NoslipOutput`),
+    ``a.tail`` = (act, free, ``excluded`` (n_spheres,) bool, bx_R, bx_p); q (nq,), v (nv,) and
+    qdd (nu,) in the model's order; ``use_warm``: warm start from ``out.warm_slots`` (and
+    write this tick's set there).
 
     Returns (nc, code, flag bits, warm_used, n_active); nc < 0 is ``-status`` of the core
     kernels for an invalid q / v.
     """
+    topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
+    act, free, excluded, bx_R, bx_p = a.tail
     nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
                                bx_p)
     if nc <= 0:
@@ -340,16 +344,18 @@ def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qd
 
 
 @njit(cache=True)
-def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des, act, free,
-                     excluded, use_warm, bx_R, bx_p):
+def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     """One ``lcp_coulomb`` tick (Sec. 5, LCP (64) by Lemke), as ``build`` + ``solve``: the
     contact assembly and passive impact of :func:`lcp_noslip_tick`, the sticking correction
     (``consistency.sticking_consistent_problem``), the reduced dynamics, Lemke with the
-    previous basis by slot, the minimum-norm selection and the world forces; ``o``
-    :class:`CoulombOptions`, ``out`` :class:`CoulombOutput`.
+    previous basis by slot, the minimum-norm selection and the world forces; ``a`` packed as
+    for :func:`lcp_noslip_tick` with ``o`` :class:`CoulombOptions`, ``out``
+    :class:`CoulombOutput`.
 
     Returns (nc, code, flag bits, warm_used, n_active) as :func:`lcp_noslip_tick`.
     """
+    topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
+    act, free, excluded, bx_R, bx_p = a.tail
     nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
                                bx_p)
     if nc <= 0:
@@ -471,29 +477,12 @@ def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des,
     return nc, TICK_OK, flags, warm_used, n_active
 
 
-@njit(cache=True)
-def _lcp_noslip_tick_packed(a, q, v, qdd, use_warm):
-    """:func:`lcp_noslip_tick` with its fixed arguments packed (``a``: FixedArgs of the
-    arguments before q and of (act, free, excluded, bx_R, bx_p); see kernels.fixed_args)."""
-    t = a.tail
-    return lcp_noslip_tick(*a.head, q, v, qdd, t[0], t[1], t[2], use_warm, t[3], t[4])
-
-
-@njit(cache=True)
-def _lcp_coulomb_tick_packed(a, q, v, qdd, use_warm):
-    """:func:`lcp_coulomb_tick` with its fixed arguments packed (as
-    :func:`_lcp_noslip_tick_packed`)."""
-    t = a.tail
-    return lcp_coulomb_tick(*a.head, q, v, qdd, t[0], t[1], t[2], use_warm, t[3], t[4])
-
-
 class _CompiledTick:
     """The controller's compiled tick of one method on one :class:`ContactModel` (no free
     bodies) with fixed options: calls the method's kernel and keeps the
     :class:`~wbc_dynamics.contact.problem.MethodState` exactly as ``solve`` would."""
 
     kernel = None  # the method's compiled tick
-    packed_kernel = None  # the same with its fixed arguments packed (kernels.fixed_args)
     flag_names: tuple = ()
 
     def __init__(self, cm: ContactModel, options, out) -> None:
@@ -560,15 +549,11 @@ class _CompiledTick:
             self._dims = (r.nq, r.nv, cm.actuated.shape[0])
             self._packed = fixed_args(self._head, (*self._tail, self._no_box_R,
                                                    self._no_box_p))
-            self._entry = bound_entry(type(self).packed_kernel, (self._packed, q, v, qdd,
-                                                                 use_warm))
+            self._entry = bound_entry(type(self).kernel, (self._packed, q, v, qdd, use_warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        if self._plain_args(q, v, qdd):
-            res = self._entry(self._packed, q, v, qdd, use_warm)
-        else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
-            res = type(self).kernel(*self._head, q, v, qdd, *self._tail, use_warm,
-                                    self._no_box_R, self._no_box_p)
-        nc, code, bits, warm_used, n_active = res
+        # other layouts / dtypes of q, v, qdd: numba's dispatcher checks (and converts) them
+        call = self._entry if self._plain_args(q, v, qdd) else type(self).kernel
+        nc, code, bits, warm_used, n_active = call(self._packed, q, v, qdd, use_warm)
         if nc < 0:
             r._raise(-nc)
         if code != TICK_OK:
@@ -650,7 +635,6 @@ class NoslipTick(_CompiledTick):
     """
 
     kernel = lcp_noslip_tick
-    packed_kernel = _lcp_noslip_tick_packed
     flag_names = _FLAG_NAMES
 
     def __init__(self, cm: ContactModel, noslip_gap: float | None = None,
@@ -696,7 +680,6 @@ class CoulombTick(_CompiledTick):
     """
 
     kernel = lcp_coulomb_tick
-    packed_kernel = _lcp_coulomb_tick_packed
     flag_names = _COULOMB_FLAG_NAMES
 
     def __init__(self, cm: ContactModel, sticking_correction: bool = False,
