@@ -4,9 +4,12 @@ Calling a compiled kernel from Python unboxes every argument: ~40 ns per array, 
 tick's kernels take ~70 arrays (the robot model's arrays and the contact buffers, NamedTuples of
 arrays), ~2.4 us of a ~45 us quadruped tick, repeated for every compiled call of the tick.
 :class:`FixedArgs` is a numba StructRef holding two tuples, ``head`` and ``tail``, of those
-fixed arguments; it unboxes as one pointer whatever it holds. A small jitted wrapper per kernel
-unpacks it (``kernel(*a.head, q, v, ..., *a.tail)``: a native call, nothing unboxed) and is
-called through its :func:`~wbc_dynamics.kernels.linalg.bound_entry`.
+fixed arguments; it unboxes as one pointer whatever it holds. The kernel takes it in place of
+them and unpacks it on entry (``topo, tree, ... = a.head``: native code, nothing unboxed); it
+is called through its :func:`~wbc_dynamics.kernels.linalg.bound_entry`. Not through a jitted
+wrapper that unpacks and calls the unchanged kernel: numba links the callee into the wrapper
+and generates its code once more (~10 s per tick kernel on a cold start, ~24 s for the QP
+tick).
 
 The arrays are held by reference (no copy): the kernels see in-place updates of them, as
 before; a buffer *replaced* by a new array object needs a new pack.
