@@ -49,7 +49,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -246,7 +246,10 @@ class ControllerConfig:
 @dataclass
 class ControlOutput:
     """Result of one control tick. The controller reuses ONE instance and its arrays every tick
-    (no per-tick allocation): copy what you want to keep.
+    (no per-tick allocation): everything in it, the arrays included, is valid until the next
+    :meth:`WholeBodyController.update` (or ``compute`` / ``safe_command``); copy what you want
+    to keep. The contact arrays are views of the contact solver's buffers (``contact_normals``
+    a strided one), not copies.
 
     Attributes:
         tau: (n,) joint torques [N m / N] in the configured joint order (clamped, finite).
@@ -296,13 +299,6 @@ def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, use_pos, use_vel, out):
 
 
 @njit(cache=True)
-def _scatter(src, idx, offset, dst):
-    """dst[offset + idx[i]] = src[i]."""
-    for i in range(src.shape[0]):
-        dst[offset + idx[i]] = src[i]
-
-
-@njit(cache=True)
 def _gather(src, idx, offset, dst):
     """dst[i] = src[offset + idx[i]]."""
     for i in range(dst.shape[0]):
@@ -328,6 +324,88 @@ def _clamp_count(tau, limit):
     return n, finite
 
 
+class _TickBuffers(NamedTuple):
+    """The controller's fixed per-tick buffers (packed with the gains for :func:`_prepare_tick`
+    and :func:`_finish_tick`: ``WholeBodyController._pack``). Configured joint order (n,):
+    ``qdd_ref``, ``q_ref``, ``qd_ref``, ``qj``, ``qdj``, ``qdd_cmd``, ``tau``, ``tau_out``;
+    ``cfg_to_model`` (n,) model index of each configured joint; model order: ``q`` (nq,),
+    ``v`` (nv,), ``qdd_model`` (n,), ``tau_model`` (n,); ``act_model`` (nu,) model indices of
+    the actuated joints (empty when every joint is actuated) and ``qdd_act`` (nu,) their
+    desired accelerations."""
+
+    qdd_ref: np.ndarray
+    q_ref: np.ndarray
+    qd_ref: np.ndarray
+    qj: np.ndarray
+    qdj: np.ndarray
+    qdd_cmd: np.ndarray
+    cfg_to_model: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    qdd_model: np.ndarray
+    act_model: np.ndarray
+    qdd_act: np.ndarray
+    tau: np.ndarray
+    tau_model: np.ndarray
+    tau_out: np.ndarray
+
+
+#: _prepare_tick's ``command``: keep ``qdd_cmd`` as it is (compute(), warm-up)
+_CMD_KEEP = 0
+#: ... the PD command of the reference (a control tick)
+_CMD_PD = 1
+#: ... joint damping ``-safe_damping * qd`` (the damping safe command)
+_CMD_DAMP = 2
+
+
+@njit(cache=True)
+def _prepare_tick(p, command, use_pos, use_vel, off_q, off_v, has_act):
+    """The tick's steps before the inverse dynamics, in one call: the commanded accelerations
+    (``command``: :data:`_CMD_PD` -> :func:`_pd_command`, :data:`_CMD_DAMP` -> ``-damping
+    qd``, :data:`_CMD_KEEP` -> unchanged), the joint state into the model's q (from ``off_q``)
+    and v (from ``off_v``), ``qdd_cmd`` in model order into ``qdd_model`` and, ``has_act``,
+    the actuated ones into ``qdd_act``. ``p``: :class:`~wbc_dynamics.kernels.fixed_args.
+    FixedArgs` of (:class:`_TickBuffers`, (kp, kd, safe_damping, effort_limit))."""
+    b = p.head
+    kp, kd, damping, _limit = p.tail
+    if command == _CMD_PD:
+        _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, kp, kd, use_pos, use_vel,
+                    b.qdd_cmd)
+    elif command == _CMD_DAMP:
+        _negdamp(damping, b.qdj, b.qdd_cmd)
+    idx = b.cfg_to_model
+    for i in range(idx.shape[0]):
+        b.q[off_q + idx[i]] = b.qj[i]
+        b.v[off_v + idx[i]] = b.qdj[i]
+        b.qdd_model[idx[i]] = b.qdd_cmd[i]
+    if has_act:
+        for a in range(b.act_model.shape[0]):
+            b.qdd_act[a] = b.qdd_model[b.act_model[a]]
+
+
+@njit(cache=True)
+def _finish_tick(p, tau_act, gather, has_act):
+    """The tick's steps after the inverse dynamics, in one call: if ``gather``, the actuated
+    torques ``tau_act`` (model order of the actuated joints) into ``b.tau`` (configured order,
+    0 on passive joints: ``WholeBodyController._gather_actuated``); then ``b.tau_out = b.tau``
+    clamped to the effort limit (:func:`_clamp_count`). ``p`` as in :func:`_prepare_tick`.
+    Returns (#clamped, all finite)."""
+    b = p.head
+    limit = p.tail[3]
+    idx = b.cfg_to_model
+    src = tau_act
+    if gather and has_act:
+        src = b.tau_model
+        src[:] = 0.0
+        for a in range(b.act_model.shape[0]):
+            src[b.act_model[a]] = tau_act[a]
+    for i in range(idx.shape[0]):
+        if gather:
+            b.tau[i] = src[idx[i]]
+        b.tau_out[i] = b.tau[i]
+    return _clamp_count(b.tau_out, limit)
+
+
 @njit(cache=True)
 def _all_finite(x):
     for i in range(x.shape[0]):
@@ -349,15 +427,13 @@ def _warm_method_names(cfg: ControllerConfig) -> list[str]:
 
 
 def _warm_kernels() -> None:
-    """Compile (or load from cache) every kernel of this module."""
+    """Compile (or load from cache) the kernels of this module the controller calls through
+    the dispatcher (the constructor binds :func:`_prepare_tick` and :func:`_finish_tick`, which
+    compiles them and their callees)."""
     a = np.zeros(2)
     i = np.arange(2, dtype=np.int64)
-    _pd_command(a, a, a, a, a, a, a, True, True, a.copy())
-    _scatter(a, i, 0, a.copy())
     _gather(a, i, 0, a.copy())
-    _clamp_count(a.copy(), np.ones(2))
     _all_finite(a)
-    _negdamp(a, a, a.copy())
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -802,6 +878,24 @@ class WholeBodyController:
         n_act = n if self._act_model is None else self._act_model.shape[0]
         self._qdd_act = np.zeros(n_act)
         self._tau_model = np.zeros(n)
+        self._has_act = self._act_model is not None
+        self._bufs = _TickBuffers(
+            qdd_ref=self._qdd_ref, q_ref=self._q_ref, qd_ref=self._qd_ref, qj=self._qj,
+            qdj=self._qdj, qdd_cmd=self._qdd_cmd, cfg_to_model=self._cfg_to_model, q=self._q,
+            v=self._v, qdd_model=self._qdd_model,
+            act_model=np.zeros(0, dtype=np.int64) if self._act_model is None else self._act_model,
+            qdd_act=self._qdd_act, tau=self._tau, tau_model=self._tau_model,
+            tau_out=self._tau_out)
+        self._pack()
+        # the entry points of the two per-tick kernels for exactly these types (the
+        # dispatcher's typing per call is skipped: bound_entry); the arrays passed to them are
+        # the packed buffers and gains and the (nu,) float64 torques of a compiled tick
+        from .kernels.linalg import bound_entry
+
+        self._prepare = bound_entry(_prepare_tick, (
+            self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act))
+        self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
+                                                  self._has_act))
         self._warmed: set[str] = set()
         for method in dict.fromkeys([self._params["method"], *self._warm_methods]):
             if method != "none":
@@ -947,8 +1041,21 @@ class WholeBodyController:
             self._contact_model = self._build_contact_model()
 
     def _apply(self, norm: Mapping[str, Any]) -> None:
+        p = self._params
         for k, v in norm.items():
-            self._params[k] = np.array(v, dtype=np.float64) if isinstance(v, np.ndarray) else v
+            # a fresh C-contiguous float64 (n,) array: the type the bound tick entries expect
+            p[k] = np.array(v, dtype=np.float64) if isinstance(v, np.ndarray) else v
+        #: the per-joint arrays a tick reads, in _prepare_tick / _finish_tick's order
+        self._gains = (p.get("kp"), p.get("kd"), p.get("safe_damping"), p.get("effort_limit"))
+        if getattr(self, "_bufs", None) is not None:  # (after construction)
+            self._pack()
+
+    def _pack(self) -> None:
+        """Pack the tick buffers and the gains for the per-tick kernels (again whenever a gain
+        array is replaced: _apply)."""
+        from .kernels.fixed_args import fixed_args
+
+        self._tick_args = fixed_args(self._bufs, self._gains)
 
     # ------------------------------------------------------------------ inputs
     def set_joint_state(self, position: np.ndarray, velocity: np.ndarray, now: float) -> None:
@@ -1086,33 +1193,14 @@ class WholeBodyController:
         Never raises for bad numbers: failures give a flagged safe command.
         """
         t0 = time.perf_counter()
-        p = self._params
         if not self.state_fresh(now):
             out = self._zero_output(MODE_STALE_STATE)
+        elif self.reference_fresh(now):
+            out = self._inverse_dynamics(MODE_CONTROL, _CMD_PD)
+        elif self._params["safe_mode"] == "damping":
+            out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
         else:
-            if self.reference_fresh(now):
-                mode = MODE_CONTROL
-                _pd_command(
-                    self._qdd_ref,
-                    self._q_ref,
-                    self._qd_ref,
-                    self._qj,
-                    self._qdj,
-                    p["kp"],
-                    p["kd"],
-                    self._ref_pos,
-                    self._ref_vel,
-                    self._qdd_cmd,
-                )
-            elif p["safe_mode"] == "damping":
-                mode = MODE_STALE_REFERENCE
-                _negdamp(p["safe_damping"], self._qdj, self._qdd_cmd)
-            else:
-                mode = None
-            if mode is None:
-                out = self._zero_output(MODE_STALE_REFERENCE)
-            else:
-                out = self._inverse_dynamics(mode)
+            out = self._zero_output(MODE_STALE_REFERENCE)
         dtc = time.perf_counter() - t0
         out.compute_time = dtc
         self._record(out, dtc)
@@ -1166,29 +1254,34 @@ class WholeBodyController:
         self._qdd_cmd[:] = 0.0
         return self._fresh_output(mode)
 
-    def _inverse_dynamics(self, mode: str) -> ControlOutput:
-        """tau for self._qdd_cmd at the current state (see module docstring, step 3)."""
-        m = self.model
-        p = self._params
-        oq, ov = self._off_q, self._off_v
-        idx = self._cfg_to_model
-        _scatter(self._qj, idx, oq, self._q)
-        _scatter(self._qdj, idx, ov, self._v)
+    def _prepare_step(self, command: int) -> None:
+        """The commanded accelerations (``command``: _CMD_PD, _CMD_DAMP or _CMD_KEEP) and the
+        state and accelerations in the model's order (:func:`_prepare_tick`)."""
+        self._prepare(self._tick_args, command, self._ref_pos, self._ref_vel, self._off_q,
+                      self._off_v, self._has_act)
+
+    def _inverse_dynamics(self, mode: str, command: int = _CMD_KEEP) -> ControlOutput:
+        """tau for the commanded accelerations at the current state (see module docstring,
+        steps 2 to 4; ``command`` as :meth:`_prepare_step`)."""
+        self._prepare_step(command)
         out = self._fresh_output(mode)
-        method = p["method"]
+        method = self._params["method"]
+        tau_act = None
         try:
             if method == "none" and not self.floating_base and self._act_model is None:
-                _scatter(self._qdd_cmd, idx, 0, self._a)
-                tau_full = m.rnea(self._q, self._v, self._a)
+                idx = self._cfg_to_model
+                tau_full = self.model.rnea(self._q, self._v, self._qdd_model)
                 _gather(tau_full, idx, 0, self._tau)
             elif method == "none":
                 self._free_base_id()
             else:
-                self._contact_id(method, out, hold=mode == MODE_CONTROL)
+                tau_act = self._contact_id(method, out, hold=mode == MODE_CONTROL)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError, ArithmeticError):
             return self._zero_output(MODE_NONFINITE)
-        self._tau_out[:] = self._tau
-        clamped, finite = _clamp_count(self._tau_out, p["effort_limit"])
+        if tau_act is None:  # self._tau holds the torques already
+            clamped, finite = self._finish(self._tick_args, self._tau, False, self._has_act)
+        else:
+            clamped, finite = self._finish(self._tick_args, tau_act, True, self._has_act)
         if not finite:
             return self._zero_output(MODE_NONFINITE)
         out.clamped = int(clamped)
@@ -1202,7 +1295,7 @@ class WholeBodyController:
         Minv = m.minverse(self._q)
         h = m.nonlinear_effects(self._q, self._v)
         ov = self._off_v
-        _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._a[ov:])
+        self._a[ov:] = self._qdd_model
         if self._act_model is None:
             Y = Minv[ov:, ov:]
             rhs = Minv[ov:, :] @ h + self._a[ov:]
@@ -1291,17 +1384,14 @@ class WholeBodyController:
         return ticks[key]
 
     def _contact_id(self, method: str, out: ControlOutput, model: Any = None,
-                    hold: bool = False) -> None:
-        """Contact-aware inverse dynamics (seed 004) of self._qdd_cmd; fills out's contact data.
-        ``hold``: apply ``grasp_hold`` (control ticks only, not the safe commands)."""
-        from .contact import solve
-
+                    hold: bool = False) -> np.ndarray | None:
+        """Contact-aware inverse dynamics (seed 004) of the commanded accelerations (model
+        order, ``self._qdd_model`` / ``self._qdd_act``: :meth:`_prepare_step` first); fills
+        out's contact data. ``hold``: apply ``grasp_hold`` (control ticks only, not the safe
+        commands). Returns the actuated torques for :func:`_finish_tick` to gather, or None if
+        they are in ``self._tau`` already."""
         cm = self._contact_model if model is None else model
-        _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
-        qdd = self._qdd_model
-        if self._act_model is not None:
-            np.take(self._qdd_model, self._act_model, out=self._qdd_act)
-            qdd = self._qdd_act
+        qdd = self._qdd_model if self._act_model is None else self._qdd_act
         fused = self._compiled_tick(cm, method)
         if fused is not None:
             # the whole tick in one compiled call; the general path below only for its rare
@@ -1310,24 +1400,21 @@ class WholeBodyController:
             if fused.run(self._q, self._v, qdd, mstate):
                 if mstate is not None:
                     self.solver_state.ticks += 1
-                nc = fused.nc
-                self._gather_actuated(fused.out.tau)
                 out.contact_ids = fused.contact_ids()
-                out.contact_points = cm.data.points[:nc].copy()
-                out.contact_forces = fused.out.forces_world[:nc].copy()
-                out.contact_normals = cm.data.frames[:nc, :, 0].copy()
+                out.contact_points, out.contact_forces, out.contact_normals = \
+                    fused.contact_views()
                 out.solver_flags = fused.flags
                 out.warm_start_used = fused.warm_start_used
-                return
+                return fused.out.tau
             fused.export_warm(mstate)
+        from .contact import solve
+
         body = ((), ()) if self._object is None else ([self._object_q], [self._object_v])
         prob = cm.build(self._q, self._v, qdd, *body)
         if hold and self._grasp_hold and self._hold_touching(prob):
             # only the desired accelerations change (the rest of the problem does not depend
             # on them): rewrite them in the same buffer instead of assembling again
-            _scatter(self._qdd_cmd, self._cfg_to_model, 0, self._qdd_model)
-            if self._act_model is not None:
-                np.take(self._qdd_model, self._act_model, out=self._qdd_act)
+            self._prepare_step(_CMD_KEEP)
             prob.qdd_des = qdd
         state = self.solver_state if self._cfg.warm_start else None
         res = solve(method, prob, state, **self._solver_options.get(method, {}))
@@ -1348,6 +1435,7 @@ class WholeBodyController:
                                else self._no_contacts)
         out.solver_flags = flags
         out.warm_start_used = bool(res.stats.warm_start_used)
+        return None
 
     def _hold_touching(self, prob: Any) -> bool:
         """grasp_hold: a joint moving a contact link that touches the object keeps the position
@@ -1392,6 +1480,7 @@ class WholeBodyController:
             _gather(q0, self._cfg_to_model, self._off_q, self._qj)
             self._qdj[:] = 0.0
             self._qdd_cmd[:] = 0.0
+            self._prepare_step(_CMD_KEEP)
             from .contact import SolverState
 
             st, self.solver_state = self.solver_state, SolverState()
@@ -1495,18 +1584,6 @@ class WholeBodyController:
         self._qdj[:] = 0.0
         self._qdd_cmd[:] = 0.0
         self._inverse_dynamics(MODE_CONTROL)
-        _pd_command(
-            self._qdd_ref,
-            self._q_ref,
-            self._qd_ref,
-            self._qj,
-            self._qdj,
-            self._params["kp"],
-            self._params["kd"],
-            True,
-            True,
-            self._qdd_cmd,
-        )
         if base_saved is not None:
             self._q[:7], self._v[:6] = base_saved
         self._qdd_cmd[:] = 0.0

@@ -60,6 +60,7 @@ import osqp
 import scipy.sparse as sp
 from numba import njit
 
+from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry
 from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
@@ -93,7 +94,6 @@ from .tick import (
     _assemble_with_impact,
     _CompiledTick,
     _min_pivot,
-    _plain,
     _sticking_qdd,
     _write_result,
 )
@@ -677,17 +677,21 @@ def _keep_active(d, w, nc, k, coulomb, stage1_solved, stage2_solved):
 
 
 @njit(cache=True)
-def qp_tick_active_set(topo, tree, Sm, I6, gravity, geo, d, o, w, out, q, v, qdd_des, act,
-                       free, excluded, bx_R, bx_p, warm):
+def qp_tick_active_set(a, q, v, qdd_des, warm):
     """The whole ``qp_coulomb`` / ``qp_noslip`` tick with the exact active-set solver
     (``qp_solver="active_set"``) in one compiled call: :func:`qp_tick_stage1`, Stage I by
     :func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel` (and its re-centred pass),
-    :func:`qp_tick_stage2`, Stage II, :func:`qp_tick_finish`. ``warm``: start each stage from
-    the previous tick's active row sides mapped by candidate slot.
+    :func:`qp_tick_stage2`, Stage II, :func:`qp_tick_finish`. ``a``: the fixed arguments
+    packed (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`, one pointer to unbox per call
+    instead of ~100 arrays): ``a.head`` = (topo, tree, Sm, I6, gravity, geo, d, o, w, out),
+    ``a.tail`` = (act, free, excluded, bx_R, bx_p). ``warm``: start each stage from the
+    previous tick's active row sides mapped by candidate slot.
 
     Returns (nc, code, flag bits, n_active, Stage I status); code TICK_STAGE1_FAILED with the
     status for the fallback, nc < 0 for invalid q / v as :func:`qp_tick_stage1`.
     """
+    topo, tree, Sm, I6, gravity, geo, d, o, w, out = a.head
+    act, free, excluded, bx_R, bx_p = a.tail
     nc, code, _fresh, _found = qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v,
                                               qdd_des, act, free, excluded, bx_R, bx_p, warm,
                                               np.bool_(False))  # (not a literal: one signature)
@@ -1034,9 +1038,7 @@ class QPTick(_CompiledTick):
                                                     False))
             self._e3 = bound_entry(qp_tick_finish, (d, self.options, w, self.out, act, x, 0))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        nq, nv, nu = self._dims
-        call = (self._entry if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu)
-                else qp_tick_stage1)
+        call = self._entry if self._plain_args(q, v, qdd) else qp_tick_stage1
         nc, code, fresh, found = call(*self._head, q, v, qdd, *self._tail, cont_ok, map_warm)
         if nc < 0:
             r_._raise(-nc)
@@ -1086,13 +1088,12 @@ class QPTick(_CompiledTick):
             self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
                           self._no_box_p)
             self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
-            self._entry = bound_entry(qp_tick_active_set, (*self._head, q, v, qdd, *self._tail,
-                                                           warm))
+            self._packed = fixed_args(self._head, self._tail)
+            self._entry = bound_entry(qp_tick_active_set, (self._packed, q, v, qdd, warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        nq, nv, nu = self._dims
-        call = (self._entry if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu)
-                else qp_tick_active_set)
-        nc, code, bits, n_active, s1 = call(*self._head, q, v, qdd, *self._tail, warm)
+        # other layouts / dtypes of q, v, qdd: numba's dispatcher checks (and converts) them
+        call = self._entry if self._plain_args(q, v, qdd) else qp_tick_active_set
+        nc, code, bits, n_active, s1 = call(self._packed, q, v, qdd, warm)
         if nc < 0:
             r_._raise(-nc)
         if code == TICK_STAGE1_FAILED and s1 in (_PRIMAL_INF, 9):
@@ -1105,22 +1106,9 @@ class QPTick(_CompiledTick):
         return self._accept(nc, bits, n_active, mstate)
 
     def _accept(self, nc: int, bits: int, n_active: int, mstate: MethodState | None) -> bool:
-        """A solved tick: flags, contact identities and the method state (as ``solve``)."""
-        cm, w = self.cm, self.w
-        use_warm = mstate is not None
-        flags = self._flags.get(bits)
-        if flags is None:
-            flags = tuple(name for bit, name in self.flag_names if bits & bit)
-            self._flags[bits] = flags
-        self.nc = nc
-        self.flags = flags
-        self._ids = cm.ids_of(cm.data.slot[:nc])
-        if use_warm:
-            o_ = self.out
-            mstate.contact_ids = self._ids
-            mstate.impulses = w.imp_raw[:nc].copy()
-            mstate.active_ids = cm.ids_of(o_.active_slots[:n_active])
-            mstate.data["tau"] = o_.tau.copy()
+        """A solved tick: flags, contact identities and the method state (as ``solve``; the
+        impulses before the force retrieval's clean-up, ``w.imp_raw``)."""
+        self._solved(nc, bits, n_active, mstate, self.w.imp_raw)
         return True
 
     def _fallback(self, nc: int, status: int, mstate: MethodState | None) -> bool:

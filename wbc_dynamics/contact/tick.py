@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry
 from .consistency import min_norm_solution_kernel
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
@@ -156,16 +157,20 @@ def _write_result(d, out, dt, tau, cN, cS, cT):
 
 
 @njit(cache=True)
-def lcp_noslip_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd, act, free, excluded,
-                    use_warm, bx_R, bx_p):
-    """One ``lcp_noslip`` tick (see the module doc); ``d`` :class:`ContactData`, ``o``
-    :class:`NoslipOptions`, ``out`` :class:`NoslipOutput`; q (nq,), v (nv,) and qdd (nu,) in
-    the model's order; ``excluded`` (n_spheres,) bool; ``use_warm``: warm start from
-    ``out.warm_slots`` (and write this tick's set there).
+def lcp_noslip_tick(a, q, v, qdd, use_warm):
+    """One ``lcp_noslip`` tick (see the module doc). ``a``: the fixed arguments packed
+    (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`: one pointer to unbox per call instead
+    of ~70 arrays), ``a.head`` = (topo, tree, Sm, I6, gravity, geo, ``d``
+    :class:`ContactData`, ``o`` :class:`NoslipOptions`, ``out`` :class:`NoslipOutput`),
+    ``a.tail`` = (act, free, ``excluded`` (n_spheres,) bool, bx_R, bx_p); q (nq,), v (nv,) and
+    qdd (nu,) in the model's order; ``use_warm``: warm start from ``out.warm_slots`` (and
+    write this tick's set there).
 
     Returns (nc, code, flag bits, warm_used, n_active); nc < 0 is ``-status`` of the core
     kernels for an invalid q / v.
     """
+    topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
+    act, free, excluded, bx_R, bx_p = a.tail
     nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
                                bx_p)
     if nc <= 0:
@@ -339,16 +344,18 @@ def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qd
 
 
 @njit(cache=True)
-def lcp_coulomb_tick(topo, tree, Sm, I6, gravity, geo, d, o, out, q, v, qdd_des, act, free,
-                     excluded, use_warm, bx_R, bx_p):
+def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     """One ``lcp_coulomb`` tick (Sec. 5, LCP (64) by Lemke), as ``build`` + ``solve``: the
     contact assembly and passive impact of :func:`lcp_noslip_tick`, the sticking correction
     (``consistency.sticking_consistent_problem``), the reduced dynamics, Lemke with the
-    previous basis by slot, the minimum-norm selection and the world forces; ``o``
-    :class:`CoulombOptions`, ``out`` :class:`CoulombOutput`.
+    previous basis by slot, the minimum-norm selection and the world forces; ``a`` packed as
+    for :func:`lcp_noslip_tick` with ``o`` :class:`CoulombOptions`, ``out``
+    :class:`CoulombOutput`.
 
     Returns (nc, code, flag bits, warm_used, n_active) as :func:`lcp_noslip_tick`.
     """
+    topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
+    act, free, excluded, bx_R, bx_p = a.tail
     nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
                                bx_p)
     if nc <= 0:
@@ -490,6 +497,11 @@ class _CompiledTick:
         self._no_box_p = np.zeros((0, 3))
         self._flags: dict[int, tuple[str, ...]] = {}
         self._entry = None  # the kernel's entry point for these buffers (bound_entry)
+        #: the last (q, v, qdd) arrays found plain (_plain): the controller passes the same
+        #: buffers every tick, checked once (an array's type cannot change, its contents can)
+        self._checked: tuple = ()
+        #: per row count n: views of the first n rows of the slot / result buffers
+        self._row_views: dict[int, tuple] = {}
         self._ids: tuple = ()
         self.nc = 0
         self.flags: tuple[str, ...] = ()
@@ -535,36 +547,66 @@ class _CompiledTick:
                           cm.geometry, cm.data, self.options, o)
             self._tail = (cm.actuated, cm.free, cm.excluded_mask())
             self._dims = (r.nq, r.nv, cm.actuated.shape[0])
-            self._entry = bound_entry(type(self).kernel, (
-                *self._head, q, v, qdd, *self._tail, use_warm, self._no_box_R,
-                self._no_box_p))
+            self._packed = fixed_args(self._head, (*self._tail, self._no_box_R,
+                                                   self._no_box_p))
+            self._entry = bound_entry(type(self).kernel, (self._packed, q, v, qdd, use_warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
-        nq, nv, nu = self._dims
-        if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu):
-            call = self._entry
-        else:  # other layouts / dtypes: numba's dispatcher checks (and converts) them
-            call = type(self).kernel
-        nc, code, bits, warm_used, n_active = call(*self._head, q, v, qdd, *self._tail,
-                                                   use_warm, self._no_box_R, self._no_box_p)
+        # other layouts / dtypes of q, v, qdd: numba's dispatcher checks (and converts) them
+        call = self._entry if self._plain_args(q, v, qdd) else type(self).kernel
+        nc, code, bits, warm_used, n_active = call(self._packed, q, v, qdd, use_warm)
         if nc < 0:
             r._raise(-nc)
         if code != TICK_OK:
             return False
+        self.warm_start_used = bool(warm_used)
+        self._solved(nc, bits, n_active, mstate, o.impulses)
+        if use_warm:
+            self._stored(mstate)
+        return True
+
+    def _plain_args(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> bool:
+        """(q, v, qdd) have the types the bound entry point was bound for (:func:`_plain`);
+        else the kernel's dispatcher must check (and convert) them."""
+        checked = self._checked
+        if checked and q is checked[0] and v is checked[1] and qdd is checked[2]:
+            return True
+        nq, nv, nu = self._dims
+        if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu):
+            self._checked = (q, v, qdd)
+            return True
+        return False
+
+    def _rows(self, n: int) -> tuple:
+        """Views of the first ``n`` rows: (slots of the contacts, active slots, contact points,
+        world forces, normals (strided), the latter three read-only for the output)."""
+        views = self._row_views.get(n)
+        if views is None:
+            d, o = self.cm.data, self.out
+            views = (d.slot[:n], o.active_slots[:n], d.points[:n], o.forces_world[:n],
+                     d.frames[:n, :, 0])
+            for a in views[2:]:
+                a.flags.writeable = False
+            self._row_views[n] = views
+        return views
+
+    def _solved(self, nc: int, bits: int, n_active: int, mstate: MethodState | None,
+                impulses: np.ndarray) -> None:
+        """A solved tick: its flags, contact identities and, with a warm start, the method
+        state as ``solve`` leaves it (``impulses`` (cap, 3) [N s], the first nc rows this
+        tick's)."""
         flags = self._flags.get(bits)
         if flags is None:
             flags = tuple(name for bit, name in self.flag_names if bits & bit)
             self._flags[bits] = flags
         self.nc = nc
         self.flags = flags
-        self.warm_start_used = bool(warm_used)
-        self._ids = cm.ids_of(cm.data.slot[:nc])
-        if use_warm:
+        cm = self.cm
+        self._ids = cm.ids_of(self._rows(nc)[0])
+        if mstate is not None:
             mstate.contact_ids = self._ids
-            mstate.impulses = o.impulses[:nc].copy()
-            mstate.active_ids = cm.ids_of(o.active_slots[:n_active])
-            mstate.data["tau"] = o.tau.copy()
-            self._stored(mstate)
-        return True
+            mstate.impulses = impulses[:nc].copy()
+            mstate.active_ids = cm.ids_of(self._rows(n_active)[1])
+            mstate.data["tau"] = self.out.tau.copy()
 
     def _stored(self, mstate: MethodState) -> None:
         """Mark ``mstate`` as written by this tick (see :meth:`_sync_warm`)."""
@@ -576,6 +618,11 @@ class _CompiledTick:
     def contact_ids(self) -> tuple:
         """Identities of this tick's contact rows."""
         return self._ids
+
+    def contact_views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This tick's (nc, 3) world contact points [m], world contact forces [N] and unit
+        normals: read-only views of the tick's buffers, valid until its next :meth:`run`."""
+        return self._rows(self.nc)[2:]
 
 
 class NoslipTick(_CompiledTick):
