@@ -229,8 +229,9 @@ class QPWork(NamedTuple):
     (max(nu (nf + 2), nu + nv),; also ``_recover_into``'s); ``lin`` (3 cap,) Stage I's linear
     term [m/s]; the recovery's ``tau1`` (nu,) [N m], ``vnext``, ``gen`` (nv,); ``c`` (3 cap,)
     impulses [N s], ``f`` (3 cap,) Stage II's forces [N], ``gscratch`` (cap,) the
-    projection's, ``cloc`` (3, cap) the reported (c_N, c_S, c_T). Nothing in the active-set
-    tick allocates.
+    projection's, ``cloc`` (3, cap) the reported (c_N, c_S, c_T). Past the sticking correction
+    and ``qp_noslip``'s rank rule (``_sticking_qdd``, ``lcp_noslip._alg1``) the active-set
+    tick allocates nothing.
     """
 
     J: np.ndarray
