@@ -1,10 +1,17 @@
-"""kernels.linalg.psd_pinv_solve equals numpy's lstsq (SVD) on PSD matrices of every rank;
-lu_solve equals np.linalg.solve; left_nullspace spans the SVD's left nullspace."""
+"""kernels.linalg: psd_pinv_solve equals numpy's lstsq (SVD) on PSD matrices of every rank;
+lu_solve equals np.linalg.solve; left_nullspace, cholesky and chol_solve_columns against numpy."""
 
 import numpy as np
 import pytest
 
-from wbc_dynamics.kernels.linalg import left_nullspace, lu_solve, psd_pinv_solve
+from wbc_dynamics.kernels.linalg import (
+    chol_solve,
+    chol_solve_columns,
+    cholesky,
+    left_nullspace,
+    lu_solve,
+    psd_pinv_solve,
+)
 
 
 @pytest.mark.parametrize("n,rank", [(1, 1), (3, 3), (12, 12), (12, 8), (24, 6), (24, 23),
@@ -81,3 +88,27 @@ def test_left_nullspace_is_an_orthonormal_basis_of_the_svd_nullspace(m, p, rank)
         np.testing.assert_allclose(A.T @ W, 0.0, atol=1e-12 * np.abs(A).max(initial=1.0),
                                    rtol=0)
         np.testing.assert_allclose(W @ W.T, ref @ ref.T, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("n,p", [(1, 1), (12, 7), (31, 7), (24, 1)])
+def test_cholesky_and_column_solves_equal_numpy(n, p):
+    """cholesky equals numpy's factor, rejects a matrix with a non-positive pivot, and
+    chol_solve_columns solves every column as numpy's solve does and bit for bit as
+    chol_solve does one column at a time (the compiled tick relies on the same rounding)."""
+    rng = np.random.default_rng(n * 10 + p)
+    B = rng.standard_normal((n, n))
+    A = B @ B.T + n * np.eye(n)
+    L = np.full((n, n), np.nan)
+    assert cholesky(A, L, 0.0)
+    np.testing.assert_allclose(L, np.linalg.cholesky(A), rtol=0, atol=1e-12 * np.sqrt(n))
+    X = rng.standard_normal((n, p))
+    Y = X.copy()
+    chol_solve_columns(L, Y)
+    np.testing.assert_allclose(Y, np.linalg.solve(A, X), rtol=0,
+                               atol=1e-12 * np.abs(np.linalg.solve(A, X)).max())
+    for c in range(p):
+        col = np.ascontiguousarray(X[:, c])
+        chol_solve(L, n, col, col)
+        assert np.array_equal(col, Y[:, c])
+    A[n - 1, n - 1] = -1.0  # not positive definite
+    assert not cholesky(A, L, 0.0)

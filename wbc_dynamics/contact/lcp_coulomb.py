@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..kernels.linalg import chol_solve, cholesky
+from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky
 from .consistency import min_norm_impulse_kernel
 from .dispatch import fallback_result
 from .lemke import PIVOT_LIMIT, STATUS_NAMES, lcp_residual, solve_lcp
@@ -90,38 +90,62 @@ def _reduce_kernel(
 
     Returns (ok, L_G, tau0, fstar, v0, Kff, Jf, H, Jv0, uf_term, ufree) with
     H = J_f K_ff J_f^T, Jv0 = J v0 and uf_term = J_f (f*_f - M^-1_fa G^-1 f*_a) (the linear
-    term of the Stage I objective, see qp.py).
+    term of the Stage I objective, see qp.py); :func:`_reduce_into` on fresh buffers.
     """
     nv = v.shape[0]
     nu = act.shape[0]
     nf = fr.shape[0]
     m = J.shape[0]
     fstar = np.empty(nv)
-    for i in range(nv):
-        s = 0.0
-        for j in range(nv):
-            s += Minv[i, j] * h[j]
-        fstar[i] = v[i] - dt * s
-    G = np.empty((nu, nu))
-    for i in range(nu):
-        for j in range(nu):
-            G[i, j] = Minv[act[i], act[j]]
-    L = np.zeros((nu, nu))  # (returned as is if G is not positive definite)
-    ok = cholesky(G, L, 0.0)
+    L = np.zeros((nu, nu))
     tau0 = np.zeros(nu)
-    v0 = fstar.copy()
+    v0 = np.empty(nv)
     Kff = np.empty((nf, nf))
     Jf = np.empty((m, nf))
     H = np.zeros((m, m))
     Jv0 = np.zeros(m)
     uf = np.zeros(m)
+    ufree = np.zeros(nf)
+    ok = _reduce_into(Minv, h, v, act, fr, qdd, dt, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0,
+                      uf, ufree, np.empty((nu, nu)), np.empty(nu * (nf + 2)),
+                      np.empty((m, nf)))
+    return ok, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree
+
+
+@njit(cache=True)
+def _reduce_into(Minv, h, v, act, fr, qdd, dt, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf,
+                 ufree, G, scratch, JK) -> bool:
+    """:func:`_reduce_kernel` into the caller's buffers (no allocation): ``L``, ``G`` (nu, nu),
+    ``tau0`` (nu,), ``fstar``, ``v0`` (nv,), ``Kff`` (nf, nf), ``Jf``, ``JK`` (m, nf), ``H``
+    (m, m), ``Jv0``, ``uf`` (m,), ``ufree`` (nf,), ``scratch`` (>= nu (nf + 2),). Returns
+    False (``L`` zero, the other outputs partly written) if G = P M^-1 P^T is not positive
+    definite.
+    """
+    nv = v.shape[0]
+    nu = act.shape[0]
+    nf = fr.shape[0]
+    m = J.shape[0]
+    for i in range(nv):
+        s = 0.0
+        for j in range(nv):
+            s += Minv[i, j] * h[j]
+        fstar[i] = v[i] - dt * s
+    for i in range(nu):
+        for j in range(nu):
+            G[i, j] = Minv[act[i], act[j]]
+    ok = cholesky(G, L, 0.0)
     if not ok:
-        return False, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, np.zeros(nf)
+        for i in range(nu):
+            for j in range(nu):
+                L[i, j] = 0.0
+        return False
     # tau0 = G^-1 (qdot_des - f*_a) / dt ; qdot_des = v_a + dt qdd
     for i in range(nu):
         tau0[i] = v[act[i]] + dt * qdd[i] - fstar[act[i]]
     _chol_solve_inplace(L, tau0)
-    y = tau0.copy()  # G^-1 (qdot_des - f*_a)
+    y = scratch[:nu]  # G^-1 (qdot_des - f*_a)
+    for i in range(nu):
+        y[i] = tau0[i]
     for i in range(nu):
         tau0[i] /= dt
     for i in range(nv):
@@ -129,36 +153,35 @@ def _reduce_kernel(
         for j in range(nu):
             s += Minv[i, act[j]] * y[j]
         v0[i] = fstar[i] + s
-    # Kff = Minv_ff - Minv_fa G^-1 Minv_af ; ga = G^-1 f*_a for uf
-    col = np.empty(nu)
-    for c in range(nf):
+    # Kff = Minv_ff - Minv_fa G^-1 Minv_af ; ga = G^-1 f*_a for uf: G^-1 [Minv_af | f*_a]
+    # solved for all nf + 1 columns at once
+    nx = nf + 1
+    X = scratch[nu:nu + nu * nx].reshape((nu, nx))
+    for i in range(nu):
+        for c in range(nf):
+            X[i, c] = Minv[act[i], fr[c]]
+        X[i, nf] = fstar[act[i]]
+    chol_solve_columns(L, X)
+    for r in range(nf):  # Minv_fa [G^-1 Minv_af | ga], each entry summed in order of i
+        for c in range(nf):
+            Kff[r, c] = 0.0
+        sga = 0.0
         for i in range(nu):
-            col[i] = Minv[act[i], fr[c]]
-        _chol_solve_inplace(L, col)
-        for r in range(nf):
-            s = 0.0
-            for i in range(nu):
-                s += Minv[fr[r], act[i]] * col[i]
-            Kff[r, c] = Minv[fr[r], fr[c]] - s
+            mri = Minv[fr[r], act[i]]
+            for c in range(nf):
+                Kff[r, c] += mri * X[i, c]
+            sga += mri * X[i, nf]
+        for c in range(nf):
+            Kff[r, c] = Minv[fr[r], fr[c]] - Kff[r, c]
+        ufree[r] = fstar[fr[r]] - sga
     for r in range(nf):
         for c in range(r):
             a = 0.5 * (Kff[r, c] + Kff[c, r])
             Kff[r, c] = a
             Kff[c, r] = a
-    ga = np.empty(nu)
-    for i in range(nu):
-        ga[i] = fstar[act[i]]
-    _chol_solve_inplace(L, ga)
-    ufree = np.empty(nf)
-    for r in range(nf):
-        s = 0.0
-        for i in range(nu):
-            s += Minv[fr[r], act[i]] * ga[i]
-        ufree[r] = fstar[fr[r]] - s
     for i in range(m):
         for c in range(nf):
             Jf[i, c] = J[i, fr[c]]
-    JK = np.zeros((m, nf))
     for i in range(m):
         for c in range(nf):
             s = 0.0
@@ -181,7 +204,7 @@ def _reduce_kernel(
         for c in range(nf):
             s += Jf[i, c] * ufree[c]
         uf[i] = s
-    return True, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree
+    return True
 
 
 @njit(cache=True)
@@ -195,36 +218,48 @@ def _recover_kernel(
     J: np.ndarray,
     c: np.ndarray,
 ):
-    """tau (eq. 90) and v+ (eq. 37) for contact impulses c (rows of J). Returns (tau, v+, gen)."""
+    """tau (eq. 90) and v+ (eq. 37) for contact impulses c (rows of J). Returns (tau, v+, gen);
+    :func:`_recover_into` on fresh buffers."""
+    nv = fstar.shape[0]
+    nu = act.shape[0]
+    tau = np.empty(nu)
+    vn = np.empty(nv)
+    gen = np.empty(nv)
+    _recover_into(Minv, act, L, tau0, fstar, dt, J, c, tau, vn, gen, np.empty(nv + nu))
+    return tau, vn, gen
+
+
+@njit(cache=True)
+def _recover_into(Minv, act, L, tau0, fstar, dt, J, c, tau, vn, gen, scratch) -> None:
+    """:func:`_recover_kernel` into ``tau`` (nu,), ``vn``, ``gen`` (nv,) with ``scratch``
+    (>= nv + nu,); no allocation."""
     nv = fstar.shape[0]
     nu = act.shape[0]
     m = J.shape[0]
-    gen = np.zeros(nv)  # R c = J^T c  (generalized contact impulse)
+    for j in range(nv):  # R c = J^T c  (generalized contact impulse)
+        gen[j] = 0.0
     for i in range(m):
         ci = c[i]
         if ci != 0.0:
             for j in range(nv):
                 gen[j] += J[i, j] * ci
-    mg = np.empty(nv)
+    mg = scratch[:nv]
     for i in range(nv):
         s = 0.0
         for j in range(nv):
             s += Minv[i, j] * gen[j]
         mg[i] = s
-    tau = np.empty(nu)
-    y = np.empty(nu)
+    y = scratch[nv:nv + nu]
     for i in range(nu):
         y[i] = mg[act[i]]
     _chol_solve_inplace(L, y)
     for i in range(nu):
         tau[i] = tau0[i] - y[i] / dt
-    vn = np.empty(nv)
     for i in range(nv):
         s = 0.0
         for j in range(nu):
             s += Minv[i, act[j]] * tau[j]
         vn[i] = fstar[i] + dt * s + mg[i]
-    return tau, vn, gen
 
 
 # --------------------------------------------------------------------------- Python helpers

@@ -372,16 +372,28 @@ def _stage1_data(H: np.ndarray, Hp: np.ndarray, uf: np.ndarray, Jv0: np.ndarray,
 @njit(cache=True)
 def _project(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool) -> np.ndarray:
     """Clip f_N >= 0; scale (f_S, f_T) into the k-pyramid of radius mu f_N (coulomb)."""
-    out = f.copy()
+    out = np.empty(f.shape[0])
+    _project_into(f, mu, k, coulomb, out, np.empty(mu.shape[0]))
+    return out
+
+
+@njit(cache=True)
+def _project_into(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool, out: np.ndarray,
+                  g: np.ndarray) -> None:
+    """:func:`_project` into ``out`` (may be ``f``) with ``g`` (>= nc,) scratch; no
+    allocation."""
     nc = mu.shape[0]
+    for j in range(f.shape[0]):
+        out[j] = f[j]
     for i in range(nc):
         if out[i] < 0.0:
             out[i] = 0.0
     if coulomb:
         cpk = np.cos(np.pi / k)
-        g = np.zeros(nc)  # the largest facet value per contact (facet angle outer: one cos /
-        for j in range(k):  # sin per facet instead of per facet and contact)
-            th = (2.0 * j + 1.0) * np.pi / k
+        for i in range(nc):
+            g[i] = 0.0
+        for j in range(k):  # the largest facet value per contact (facet angle outer: one cos /
+            th = (2.0 * j + 1.0) * np.pi / k  # sin per facet instead of per facet and contact)
             ct = np.cos(th)
             st = np.sin(th)
             for i in range(nc):
@@ -392,7 +404,6 @@ def _project(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool) -> np.ndarray
                 sc = lim / g[i]
                 out[nc + i] *= sc
                 out[2 * nc + i] *= sc
-    return out
 
 
 @njit(cache=True)
@@ -404,43 +415,65 @@ def _stage2_data_into(Afix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.n
     """Nullspace W of J_fix^T and the dense Stage II QP (eqs. 107, 110, 111) in place.
 
     ``Afix`` (m, p): J_fix = [J_f | fixed linear term], overwritten by the QR of
-    :func:`~wbc_dynamics.kernels.linalg.left_nullspace`; ``J`` (m, nv) the contact rows and
-    ``act`` the actuated columns (J_a = ``J[:, act]``); ``beta`` (>= p,), ``JW`` (>= nu m,)
-    scratch. Writes C-ordered prefixes: ``W`` (m, r), ``P2`` (r, r), ``q2`` (r,), ``A2``
-    (ncon, r), ``l2`` (ncon,); returns the nullity r. ``exact`` (the active-set solver): the
-    rounding-level cleanup below (OSQP's data as before it, its closed loops tuned with it).
-    No allocation.
+    :func:`~wbc_dynamics.kernels.linalg.left_nullspace`; ``beta`` (>= p,) its scratch; the
+    rest as :func:`_stage2_data_from_basis`. Returns the nullity r. No allocation.
     """
-    m = Afix.shape[0]
+    r = left_nullspace(Afix, rank_tol, beta, W)
+    _stage2_data_from_basis(W, r, J, act, f0, tau1, mu, k, coulomb, reg, exact, JW, P2, q2,
+                            A2, l2)
+    return r
+
+
+@njit(cache=True)
+def _stage2_data_from_basis(W: np.ndarray, r: int, J: np.ndarray, act: np.ndarray,
+                            f0: np.ndarray, tau1: np.ndarray, mu: np.ndarray, k: int,
+                            coulomb: bool, reg: float, exact: bool, JW: np.ndarray,
+                            P2: np.ndarray, q2: np.ndarray, A2: np.ndarray,
+                            l2: np.ndarray) -> None:
+    """The dense Stage II QP (eqs. 107, 110, 111) on the nullspace basis ``W[:m r]`` (a
+    C-ordered (m, r) matrix: :func:`~wbc_dynamics.kernels.linalg.left_nullspace` of J_fix).
+
+    ``J`` (m, nv) the contact rows and ``act`` the actuated columns (J_a = ``J[:, act]``);
+    ``JW`` (>= max(nu r, ncon),) scratch. Writes C-ordered prefixes: ``P2`` (r, r), ``q2``
+    (r,), ``A2`` (ncon, r), ``l2`` (ncon,). ``exact`` (the active-set solver): the
+    rounding-level cleanup below (OSQP's data as before it, its closed loops tuned with it).
+    No allocation. The products run with the summed index outside and the output's contiguous
+    index inside: each entry sums in the same order as a dot product would (the same rounding),
+    without one sum's chain of dependent additions.
+    """
+    m = J.shape[0]
     nu = act.shape[0]
     nc = mu.shape[0]
-    r = left_nullspace(Afix, rank_tol, beta, W)
     Wm = W[:m * r].reshape((m, r))
     JWm = JW[:nu * r].reshape((nu, r))
-    for a in range(nu):
+    for a in range(nu):  # J_a^T W
         ca = act[a]
         for c in range(r):
-            s = 0.0
-            for i in range(m):
-                s += J[i, ca] * Wm[i, c]
-            JWm[a, c] = s
+            JWm[a, c] = 0.0
+        for i in range(m):
+            jia = J[i, ca]
+            for c in range(r):
+                JWm[a, c] += jia * Wm[i, c]
     P2m = P2[:r * r].reshape((r, r))
     dmax = 1.0
-    for i in range(r):
+    for i in range(r):  # W^T J_a J_a^T W, upper triangle row by row, mirrored
         for j in range(i, r):
-            s = 0.0
-            for a in range(nu):
-                s += JWm[a, i] * JWm[a, j]
-            P2m[i, j] = s
-            P2m[j, i] = s
+            P2m[i, j] = 0.0
+        for a in range(nu):
+            jai = JWm[a, i]
+            for j in range(i, r):
+                P2m[i, j] += jai * JWm[a, j]
+        for j in range(i + 1, r):
+            P2m[j, i] = P2m[i, j]
         dmax = max(dmax, P2m[i, i])
     for i in range(r):
         P2m[i, i] += reg * dmax
     for c in range(r):
-        s = 0.0
-        for a in range(nu):
-            s -= JWm[a, c] * tau1[a]
-        q2[c] = s
+        q2[c] = 0.0
+    for a in range(nu):
+        ta = tau1[a]
+        for c in range(r):
+            q2[c] -= JWm[a, c] * ta
     ncon = nc + (nc * k if coulomb else 0)
     A2m = A2[:ncon * r].reshape((ncon, r))
     for row in range(ncon):
@@ -466,22 +499,20 @@ def _stage2_data_into(Afix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.n
     # noise normal whose addition makes the active set ill-conditioned. f0 satisfies it
     # (l2 <= 0), so it is dropped (a zero row with l2 <= 0 never binds).
     if not exact:
-        return r
+        return
+    rown = JW[:ncon]  # (J_a^T W is spent) squared row norms of A2
     amax = 0.0
     for row in range(ncon):
         s = 0.0
         for c in range(r):
             s += A2m[row, c] * A2m[row, c]
+        rown[row] = s
         amax = max(amax, s)
     for row in range(ncon):
-        s = 0.0
-        for c in range(r):
-            s += A2m[row, c] * A2m[row, c]
-        if s <= 1e-16 * amax:
+        if rown[row] <= 1e-16 * amax:
             for c in range(r):
                 A2m[row, c] = 0.0
             l2[row] = min(l2[row], 0.0)
-    return r
 
 
 @njit(cache=True)
@@ -502,24 +533,27 @@ def _stage2_data(Jfix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.ndarra
     A2 = np.empty(ncon * m)
     l2 = np.empty(ncon)
     r = _stage2_data_into(Jfix.copy(), J, act, f0, tau1, mu, k, coulomb, reg, rank_tol, exact,
-                          np.empty(max(p, 1)), np.empty(max(nu * m, 1)), W, P2, q2, A2, l2)
+                          np.empty(max(p, 1)), np.empty(max(nu * m, ncon, 1)), W, P2, q2, A2,
+                          l2)
     return (W[:m * r].reshape((m, r)), P2[:r * r].reshape((r, r)), q2[:r],
             A2[:ncon * r].reshape((ncon, r)), l2)
 
 
 def linear_term_work_size(m: int, nf: int) -> int:
     """Length of :func:`_linear_term_varies`'s workspace for ``J_f`` (m, nf)."""
-    return m * nf + nf + 1 + m * m
+    return m * nf + nf + 1 + 2 * m
 
 
 @njit(cache=True)
 def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float, tol: float,
-                        work: np.ndarray) -> bool:
+                        work: np.ndarray, basis: np.ndarray) -> tuple[bool, int]:
     """Whether the contact-velocity Stage I objective changes along its flat directions
     ``ker J_f^T`` (the internal forces): the largest entry of ``dlin``'s projection on that
     nullspace [m/s] exceeds ``tol``; the nullspace by the QR of :func:`_stage2_data_into`
-    (:func:`~wbc_dynamics.kernels.linalg.left_nullspace`, rank rule ``rank_tol``), in
-    ``work`` (:func:`linear_term_work_size`; no allocation).
+    (:func:`~wbc_dynamics.kernels.linalg.left_nullspace`, rank rule ``rank_tol``), written to
+    ``basis`` (>= m m,; its first m r entries a C-ordered (m, r) matrix), in ``work``
+    (:func:`linear_term_work_size`; no allocation). Returns (varies, r): when the term does
+    not vary, Stage II's J_fix is J_f and ``basis`` is its nullspace (the same QR).
 
     Why (issue 10): Stage II keeps ``dlin^T f`` fixed only where it varies. Along the internal
     forces of touching contacts the sticking correction makes it zero up to the correction's
@@ -530,29 +564,34 @@ def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float, tol: 
     ``tol = sticking_gap / dt``, the velocity that moves a contact across the touching gap
     within one tick (below it the contact still counts as touching)."""
     m, nf = Jf.shape
-    if nf == 0:  # no free dofs: every direction is flat
-        for i in range(m):
-            if abs(dlin[i]) > tol:
-                return True
-        return False
     A = work[:m * nf].reshape((m, nf))
     A[:, :] = Jf
     beta = work[m * nf:m * nf + nf + 1]
-    basis = work[m * nf + nf + 1:]
+    proj = work[m * nf + nf + 1:m * nf + nf + 1 + m]
+    coef = work[m * nf + nf + 1 + m:m * nf + nf + 1 + 2 * m]
     r = left_nullspace(A, rank_tol, beta, basis)
+    if nf == 0:  # no free dofs: every direction is flat (basis = I)
+        for i in range(m):
+            if abs(dlin[i]) > tol:
+                return True, r
+        return False, r
     W = basis[:m * r].reshape((m, r))
-    proj = work[:m]  # (A is spent) W W^T dlin, dlin's part in ker J_f^T
-    proj[:] = 0.0
+    for c in range(r):  # W^T dlin (each entry summed in row order)
+        coef[c] = 0.0
+    for i in range(m):
+        di = dlin[i]
+        for c in range(r):
+            coef[c] += W[i, c] * di
+    for i in range(m):  # W W^T dlin, dlin's part in ker J_f^T
+        proj[i] = 0.0
     for c in range(r):
-        coef = 0.0
+        cc = coef[c]
         for i in range(m):
-            coef += W[i, c] * dlin[i]
-        for i in range(m):
-            proj[i] += W[i, c] * coef
+            proj[i] += W[i, c] * cc
     for i in range(m):
         if abs(proj[i]) > tol:
-            return True
-    return False
+            return True, r
+    return False, r
 
 
 # --------------------------------------------------------------------------- lifted (sparse) form
@@ -879,7 +918,8 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
         # residue at touching contacts)
         m, nf = red.Jf.shape
         fix_lin = stage1_objective != "kinetic_energy" and _linear_term_varies(
-            red.Jf, dlin, rank_tol, sticking_gap / dt, np.empty(linear_term_work_size(m, nf)))
+            red.Jf, dlin, rank_tol, sticking_gap / dt, np.empty(linear_term_work_size(m, nf)),
+            np.empty(m * m))[0]
         Jfix = np.column_stack([red.Jf, dlin]) if fix_lin else red.Jf
         f, it2 = _stage2(problem, mstate, method, lay, red, f0, key, warm_start,
                          eps if stage2_eps is None else stage2_eps, max_iter,

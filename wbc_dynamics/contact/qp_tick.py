@@ -18,13 +18,16 @@ OSQP calls between them:
    sticking correction (option ``sticking_correction``, Sec. 4.5 QP), the ``friction_gap`` /
    ``noslip_gap`` rows (eq. (34)), ``qp_noslip``'s scale-aware rank rule on the tangential rows
    (option ``rank_mass_ratio``, Alg. 1's pivots), the reduced dynamics (eqs. (85)-(94),
-   ``lcp_coulomb._reduce_kernel``) and Stage I's OSQP data (``qp._stage1_data``) written into
-   preallocated value arrays in the fixed sparsity pattern of the contact count; and the
-   warm start mapped by contact identity when the contact set changed.
+   ``lcp_coulomb._reduce_into``, in ``QPWork``) and Stage I's OSQP data
+   (``qp._stage1_data``) written into preallocated value arrays in the fixed sparsity pattern
+   of the contact count; and the warm start mapped by contact identity when the contact set
+   changed.
 2. OSQP: update the Stage I solver of this contact count in place and solve; the proximal
    re-centring solve (option ``stage1_recenter``; its linear term from :func:`_recenter_q`).
 3. :func:`qp_tick_stage2` -- projection of the Stage I impulses, torques of the Stage I
-   solution (eq. (90)), the nullspace W and Stage II's data (``qp._stage2_data``) in place.
+   solution (eq. (90)), the nullspace W and Stage II's data (``qp._stage2_data``) in place;
+   with the active-set solver ``qp._stage2_data_from_basis`` on the nullspace of J_f that
+   ``qp._linear_term_varies`` already computed when the contact-velocity term does not vary.
 4. OSQP: update the Stage II solver of (contact count, nullity) in place and solve.
 5. :func:`qp_tick_finish` -- projection, ``tau`` and ``v+`` (eqs. (90), (37)), the world
    forces, the flags as bits and the warm start for the next tick.
@@ -61,10 +64,10 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..kernels.fixed_args import fixed_args
-from ..kernels.linalg import bound_entry
+from ..kernels.linalg import bound_entry, left_nullspace
 from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
-from .lcp_coulomb import _recover_kernel, _reduce_kernel
+from .lcp_coulomb import _recover_into, _reduce_into
 from .lcp_noslip import _alg1
 from .problem import MethodState
 from .qp import (
@@ -81,11 +84,11 @@ from .qp import (
     _dense_upper_pattern,
     _linear_term_varies,
     _pattern_from_mask,
-    _project,
+    _project_into,
     _settings,
     _stage1_data,
     _stage2_data,
-    _stage2_data_into,
+    _stage2_data_from_basis,
     linear_term_work_size,
 )
 from .tick import (
@@ -217,7 +220,18 @@ class QPWork(NamedTuple):
 
     Stage II's data: ``s2_fwork`` (3 cap (nf + 1) + nf + 2 + nu 3 cap, or more for
     ``qp.linear_term_work_size``) holds J_fix (the QR of the nullspace overwrites it), the
-    Householder scales and J_a^T W; before them the workspace of ``qp._linear_term_varies``.
+    Householder scales and J_a^T W; before them the workspace of ``qp._linear_term_varies``
+    (whose nullspace of J_f, written to ``W``, Stage II reuses when J_fix = J_f).
+
+    The reduced dynamics' other outputs and scratch (``lcp_coulomb._reduce_into``): ``H``
+    ((3 cap)^2,) a C-ordered (m, m) prefix, ``Jv0``, ``uf`` (3 cap,), ``v0`` (nv,), ``Kff``
+    (nf, nf), ``ufree`` (nf,), ``G`` (nu, nu), ``JK`` (3 cap, nf), ``rscratch``
+    (max(nu (nf + 2), nu + nv),; also ``_recover_into``'s); ``lin`` (3 cap,) Stage I's linear
+    term [m/s]; the recovery's ``tau1`` (nu,) [N m], ``vnext``, ``gen`` (nv,); ``c`` (3 cap,)
+    impulses [N s], ``f`` (3 cap,) Stage II's forces [N], ``gscratch`` (cap,) the
+    projection's, ``cloc`` (3, cap) the reported (c_N, c_S, c_T). Past the sticking correction
+    and ``qp_noslip``'s rank rule (``_sticking_qdd``, ``lcp_noslip._alg1``) the active-set
+    tick allocates nothing.
     """
 
     J: np.ndarray
@@ -275,6 +289,23 @@ class QPWork(NamedTuple):
     qp_fwork: np.ndarray
     qp_iwork: np.ndarray
     s2_fwork: np.ndarray
+    H: np.ndarray
+    Jv0: np.ndarray
+    uf: np.ndarray
+    v0: np.ndarray
+    Kff: np.ndarray
+    ufree: np.ndarray
+    G: np.ndarray
+    JK: np.ndarray
+    rscratch: np.ndarray
+    lin: np.ndarray
+    tau1: np.ndarray
+    vnext: np.ndarray
+    gen: np.ndarray
+    c: np.ndarray
+    f: np.ndarray
+    gscratch: np.ndarray
+    cloc: np.ndarray
 
 
 @njit(cache=True)
@@ -356,31 +387,29 @@ def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act
             J[i, c] = N[i, c]
             J[nc + i, c] = S[i, c]
             J[2 * nc + i, c] = T[i, c]
-    ok, L, tau0, fstar, _v0, _Kff, Jf, H, Jv0, uf, _ufree = _reduce_kernel(
-        d.Minv, d.h, d.v, act, free, qdd, dt, J)
+    H = w.H[:m * m].reshape((m, m))
+    Jf = w.Jf[:m]
+    Jv0 = w.Jv0[:m]
+    uf = w.uf[:m]
+    ok = _reduce_into(d.Minv, d.h, d.v, act, free, qdd, dt, J, w.L, w.tau0, w.fstar, w.v0,
+                      w.Kff, Jf, H, Jv0, uf, w.ufree, w.G, w.rscratch, w.JK[:m])
     if not ok:  # the general path raises LinAlgError -> solve's fallback
         return nc, TICK_GENERIC, False, False
-    w.L[:, :] = L
-    w.tau0[:] = tau0
-    w.fstar[:] = fstar
-    nf = Jf.shape[1]
     # Stage I linear term [m/s] (qp._solve_two_stage_impl): eq. (98) or the contact velocity
-    lin = uf
+    lin = w.lin[:m]
+    for i in range(m):
+        lin[i] = uf[i]
     if o.contact_velocity:
-        lin = Jv0.copy()
+        for i in range(m):
+            lin[i] = Jv0[i]
         for i in range(nc):
             lin[i] += phi[i] / dt
     for i in range(m):
         w.dlin[i] = lin[i] - uf[i]
-        for c in range(nf):
-            w.Jf[i, c] = Jf[i, c]
     hmax = 1.0
     for i in range(m):
         hmax = max(hmax, H[i, i])
     delta = o.stage1_reg * hmax
-    Hp = H.copy()
-    for i in range(m):
-        Hp[i, i] += delta
     w.fstate[0] = delta
     for j in range(m):
         w.qlin[j] = lin[j] / dt
@@ -391,7 +420,8 @@ def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act
         for i in range(m):
             w.q1[i] = lin[i] / dt
             for j in range(m):
-                P1[i, j] = Hp[i, j]
+                P1[i, j] = H[i, j]
+            P1[i, i] += delta  # H + delta I
         for r in range(nc):
             for c in range(m):
                 A1[r, c] = H[r, c]
@@ -408,6 +438,9 @@ def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act
         w.state[_S_BITS] = bits
         w.state[_S_SEP] = 1 if n_sep > 0 else 0
         return nc, TICK_OK, False, False
+    Hp = H.copy()
+    for i in range(m):
+        Hp[i, i] += delta
     p0, p1 = w.p1_off[nc], w.p1_off[nc + 1]
     a0, a1 = w.a1_off[nc], w.a1_off[nc + 1]
     Px, qv, Ax, lo = _stage1_data(H, Hp, lin, Jv0, phi, dt, mu, o.k, o.coulomb,
@@ -499,36 +532,53 @@ def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
         w.last_slots[i] = d.slot[i]
     w.state[_S_LAST_NC] = nc
     mu = d.mu[:nc]
-    f0 = _project(x, mu, o.k, o.coulomb)
-    w.f0[:m] = f0
+    f0 = w.f0[:m]
+    _project_into(x, mu, o.k, o.coulomb, f0, w.gscratch)
     w.state[_S_R] = -1
     if not o.stage2:
         return TICK_OK, -1, False
     J = w.J[:m]
     dt = o.dt
-    tau1, _vn, _g = _recover_kernel(d.Minv, act, w.L, w.tau0, w.fstar, dt, J, dt * f0)
+    c0 = w.c[:m]
+    for j in range(m):
+        c0[j] = dt * f0[j]
+    tau1 = w.tau1
+    _recover_into(d.Minv, act, w.L, w.tau0, w.fstar, dt, J, c0, tau1, w.vnext, w.gen,
+                  w.rscratch)
     nf = w.Jf.shape[1]
     # Stage I's optimal set: J_f^T f fixed, and for the contact-velocity objective also its
     # linear term where it varies along ker J_f^T (qp._solve_two_stage_impl)
     ws = w.s2_fwork
-    fix_lin = o.contact_velocity and _linear_term_varies(w.Jf[:m], w.dlin[:m], o.rank_tol,
-                                                         o.sticking_gap / dt, ws)
+    fix_lin = False
+    r = -1  # the nullity once w.W holds the basis
+    if o.contact_velocity:
+        fix_lin, r_f = _linear_term_varies(w.Jf[:m], w.dlin[:m], o.rank_tol,
+                                           o.sticking_gap / dt, ws, w.W)
+        if not fix_lin:  # J_fix = J_f: w.W already holds its nullspace (the same QR)
+            r = r_f
     nfix = nf + 1 if fix_lin else nf
-    Jfix = ws[:m * nfix].reshape((m, nfix))  # (overwritten by the nullspace's QR)
+    beta = ws[m * nfix:m * nfix + nfix + 1]
+    JW = ws[m * nfix + nfix + 1:]
+    ncon = nc + (nc * o.k if o.coulomb else 0)
+    if o.active_set:  # the dense problem straight into the solver's C-ordered prefixes
+        if r < 0:
+            Jfix = ws[:m * nfix].reshape((m, nfix))  # (overwritten by the nullspace's QR)
+            for i in range(m):
+                for c in range(nf):
+                    Jfix[i, c] = w.Jf[i, c]
+                if fix_lin:
+                    Jfix[i, nf] = w.dlin[i]
+            r = left_nullspace(Jfix, o.rank_tol, beta, w.W)
+        _stage2_data_from_basis(w.W, r, J, act, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
+                                o.active_set, JW, w.P2d, w.q2, w.A2d, w.l2)
+        w.state[_S_R] = r
+        return TICK_OK, r, False
+    Jfix = ws[:m * nfix].reshape((m, nfix))
     for i in range(m):
         for c in range(nf):
             Jfix[i, c] = w.Jf[i, c]
         if fix_lin:
             Jfix[i, nf] = w.dlin[i]
-    beta = ws[m * nfix:m * nfix + nfix + 1]
-    JW = ws[m * nfix + nfix + 1:]
-    ncon = nc + (nc * o.k if o.coulomb else 0)
-    if o.active_set:  # the dense problem straight into the solver's C-ordered prefixes
-        r = _stage2_data_into(Jfix, J, act, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
-                              o.rank_tol, o.active_set, beta, JW, w.W, w.P2d, w.q2, w.A2d,
-                              w.l2)
-        w.state[_S_R] = r
-        return TICK_OK, r, False
     W, P2, q2, A2, l2 = _stage2_data(Jfix, J, act, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
                                      o.rank_tol, o.active_set)
     r = W.shape[1]
@@ -569,10 +619,16 @@ def qp_tick_finish(d, o, w, out, act, x2, s2):
     r = w.state[_S_R]
     bits = w.state[_S_BITS]
     mu = d.mu[:nc]
-    f = w.f0[:m].copy()
+    f = w.f[:m]
+    for j in range(m):
+        f[j] = w.f0[j]
     if r > 0:
         if _finite_vector(x2, r) and _accepted(s2):
-            f = _project(f + w.W[:m * r].reshape((m, r)) @ x2, mu, o.k, o.coulomb)
+            Wx = w.c[:m]  # (free until the impulses below) W x2 by BLAS, as the general
+            np.dot(w.W[:m * r].reshape((m, r)), x2, Wx)  # path's numpy product: same rounding
+            for i in range(m):
+                f[i] += Wx[i]
+            _project_into(f, mu, o.k, o.coulomb, f, w.gscratch)
             if s2 != 1:
                 bits |= _ITER_LIMIT
             w.state[_S_KEY2_NC] = nc
@@ -585,17 +641,26 @@ def qp_tick_finish(d, o, w, out, act, x2, s2):
             w.state[_S_KEY2_R] = -1
         bits |= _MIN_NORM
     dt = o.dt
-    c = dt * f
-    tau, v_next, _g = _recover_kernel(d.Minv, act, w.L, w.tau0, w.fstar, dt, w.J[:m], c)
+    c = w.c[:m]
+    for j in range(m):
+        c[j] = dt * f[j]
+    tau = w.tau1
+    v_next = w.vnext
+    _recover_into(d.Minv, act, w.L, w.tau0, w.fstar, dt, w.J[:m], c, tau, v_next, w.gen,
+                  w.rscratch)
     for a in range(tau.shape[0]):
         if not np.isfinite(tau[a]):
             return TICK_GENERIC, bits, 0
     for j in range(v_next.shape[0]):
         if not np.isfinite(v_next[j]):
             return TICK_GENERIC, bits, 0
-    cN = c[:nc].copy()
-    cS = c[nc:2 * nc].copy()
-    cT = c[2 * nc:].copy()
+    cN = w.cloc[0, :nc]
+    cS = w.cloc[1, :nc]
+    cT = w.cloc[2, :nc]
+    for i in range(nc):
+        cN[i] = c[i]
+        cS[i] = c[nc + i]
+        cT[i] = c[2 * nc + i]
     for i in range(nc):
         w.imp_raw[i, 0] = cN[i]
         w.imp_raw[i, 1] = cS[i]
@@ -926,8 +991,14 @@ class QPTick(_CompiledTick):
             prev_act2=np.zeros((nslot if active_set else 1, 1 + kk), dtype=np.int64),
             act_known=np.zeros((nslot if active_set else 1, 2), dtype=np.bool_),
             qp_fwork=np.zeros(fw), qp_iwork=np.zeros(iw, dtype=np.int64),
-            s2_fwork=np.zeros(max(mcap * (nf + 1) + nf + 2 + nu * mcap,
-                                  linear_term_work_size(mcap, nf))))
+            s2_fwork=np.zeros(max(mcap * (nf + 1) + nf + 2 + max(nu * mcap, ncon2),
+                                  linear_term_work_size(mcap, nf))),
+            H=np.zeros(mcap * mcap), Jv0=np.zeros(mcap), uf=np.zeros(mcap), v0=np.zeros(nv),
+            Kff=np.zeros((nf, nf)), ufree=np.zeros(nf), G=np.zeros((nu, nu)),
+            JK=np.zeros((mcap, nf)), rscratch=np.zeros(max(nu * (nf + 2), nu + nv)),
+            lin=np.zeros(mcap),
+            tau1=np.zeros(nu), vnext=np.zeros(nv), gen=np.zeros(nv), c=np.zeros(mcap),
+            f=np.zeros(mcap), gscratch=np.zeros(cap), cloc=np.zeros((3, cap)))
 
     def _solver1(self, nc: int, fresh: bool, x0) -> _Solver:
         """Stage I's solver of ``nc`` contacts holding this tick's data."""

@@ -10,31 +10,42 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["bound_entry", "cholesky", "chol_solve", "left_nullspace", "lu_solve",
-           "psd_pinv_solve"]
+__all__ = ["bound_entry", "cholesky", "chol_solve", "chol_solve_columns", "left_nullspace",
+           "lu_solve", "psd_pinv_solve"]
 
 
 @njit(cache=True)
 def cholesky(A, L, min_pivot):
     """``A = L L^T`` from the lower triangle of the symmetric ``A`` (n, n) into ``L`` (its upper
     triangle zeroed). Returns False (``L`` partly written) at the first pivot ``<= min_pivot``:
-    not positive definite to that threshold."""
+    not positive definite to that threshold.
+
+    Right-looking (outer-product) form in ``L``: entry (i, c) receives the same subtractions
+    ``L[i, k] L[c, k]`` in the same order k = 0, 1, ... as the dot products of the left-looking
+    form (the same rounding), but each update runs along contiguous rows -- column j copied to
+    row j of the (not yet used) upper triangle -- with independent entries instead of one
+    sum's chain of dependent additions.
+    """
     n = A.shape[0]
+    for i in range(n):
+        for c in range(i + 1):
+            L[i, c] = A[i, c]
     for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
+        s = L[j, j]
         if not s > min_pivot:
             return False
         d = np.sqrt(s)
         L[j, j] = d
         for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / d
-        for i in range(j):
-            L[i, j] = 0.0
+            L[i, j] = L[i, j] / d
+            L[j, i] = L[i, j]  # column j as a contiguous row
+        for i in range(j + 1, n):
+            lij = L[i, j]
+            for c in range(j + 1, i + 1):
+                L[i, c] -= lij * L[j, c]
+    for i in range(n):
+        for c in range(i + 1, n):
+            L[i, c] = 0.0
     return True
 
 
@@ -95,6 +106,31 @@ def lu_solve(A, b, min_pivot):
 
 
 @njit(cache=True)
+def chol_solve_columns(L, X):
+    """Solve ``(L L^T) Y = X`` for every column of ``X`` (n, p) in place, ``L`` (n, n) lower
+    triangular: each column's substitutions in :func:`chol_solve`'s order (the same rounding),
+    the inner loop across the columns instead of along one sum's chain of dependent
+    additions."""
+    n, p = X.shape
+    for i in range(n):  # L Z = X
+        for j in range(i):
+            lij = L[i, j]
+            for c in range(p):
+                X[i, c] -= lij * X[j, c]
+        lii = L[i, i]
+        for c in range(p):
+            X[i, c] = X[i, c] / lii
+    for i in range(n - 1, -1, -1):  # L^T Y = Z
+        for j in range(i + 1, n):
+            lji = L[j, i]
+            for c in range(p):
+                X[i, c] -= lji * X[j, c]
+        lii = L[i, i]
+        for c in range(p):
+            X[i, c] = X[i, c] / lii
+
+
+@njit(cache=True)
 def left_nullspace(A, rank_tol, beta, out):
     """An orthonormal basis of ``ker A^T`` (the orthogonal complement of the range of ``A``,
     (m, p)) written to ``out[:m r]`` as a C-ordered (m, r) matrix; returns its dimension r.
@@ -105,8 +141,9 @@ def left_nullspace(A, rank_tol, beta, out):
     decision on ``|R_jj|`` instead of singular values: the same for the well-separated ranks
     of contact Jacobians -- independent columns, or columns dependent to rounding).
     ``A`` is overwritten (its Householder vectors), ``beta`` (>= min(m, p),) holds their
-    scales; no allocation. Replaces numba's LAPACK SVD, whose workspace queries and copies
-    cost more than this arithmetic on the few-dozen-row matrices of a tick.
+    scales; ``out`` needs ``m m`` entries (those after the basis are scratch); no allocation.
+    Replaces numba's LAPACK SVD, whose workspace queries and copies cost more than this
+    arithmetic on the few-dozen-row matrices of a tick.
     """
     m, p = A.shape
     ref = 1.0
@@ -143,12 +180,31 @@ def left_nullspace(A, rank_tol, beta, out):
         rank = j + 1
     r = m - rank
     W = out[:m * r].reshape((m, r))
-    for c in range(r):  # Q e_(rank + c) = H_0 H_1 ... H_(rank-1) e_(rank + c)
-        for i in range(m):
+    for i in range(m):
+        for c in range(r):
             W[i, c] = 0.0
+    for c in range(r):
         W[rank + c, c] = 1.0
-        for h in range(rank - 1, -1, -1):
-            _reflect(A, h, beta[h], W, c)
+    if rank == 0:
+        return r
+    # Q e_(rank + c) = H_0 H_1 ... H_(rank-1) e_(rank + c), each reflector applied to all r
+    # columns at once: the dot products accumulate per column in the same order as one column
+    # at a time (the same rounding), but the inner loop runs along W's contiguous rows with
+    # independent sums instead of one sum's chain of dependent additions
+    sc = out[m * r:m * r + r]  # scratch: rank >= 1 gives r <= m - 1, so m r + r < m m
+    for h in range(rank - 1, -1, -1):
+        for c in range(r):
+            sc[c] = 0.0
+        for i in range(h, m):
+            vi = A[i, h]
+            for c in range(r):
+                sc[c] += vi * W[i, c]
+        for c in range(r):
+            sc[c] *= beta[h]
+        for i in range(h, m):
+            vi = A[i, h]
+            for c in range(r):
+                W[i, c] -= sc[c] * vi
     return r
 
 
