@@ -379,6 +379,16 @@ def test_grasped_object_over_dds(ros):
         acc = np.zeros(len(names))
 
         def expected(q):
+            # grasp_hold latches each held joint's grip position at the controller's FIRST
+            # control tick touching the box, so the node's torque at q depends on which of the
+            # states command_for sent was its first control tick. command_for returns the first
+            # attempt whose echo equals expected(q); the node's ticks of the attempts before
+            # were safe ticks (reference or object state not there yet -- no latch), else they
+            # would have matched. So q is the node's first control tick: start from a fresh
+            # latch. (A persistent latch from the first call, q0, differed from the node's by
+            # 2.8e-4 / 5.7e-4 N m when the node's first control tick was the 2nd / 3rd attempt:
+            # the CI failure, reproduced by delaying the object stream by 0.5 s.)
+            ctl.reset()
             ctl.set_joint_state(q, np.zeros(len(names)), 0.0)
             ctl.set_object_state(box[:3], box[3:7], np.zeros(3), np.zeros(3), 0.0)
             ctl.set_reference(acc, 0.0, position=q_des, velocity=np.zeros(len(names)))

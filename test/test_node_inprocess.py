@@ -70,6 +70,34 @@ def test_event_mode_rate_cap_token_bucket(make_node):
     assert len(published) == 8 and node._rate_limited == 5
 
 
+def test_stale_state_tick_publishes_no_record_and_takes_no_token(make_node):
+    """A floating-base node with joint states but no odom yet (a simulator's odom publisher
+    matched late): each joint state gets the zero-torque stale-state command on
+    effort_controller/commands, but no ~/joint_commands record (wbc_sim's lockstep steps on the
+    record matching its state: it stepped go2 on ~60 such zeros and the base sagged to 90 %),
+    and no token of the rate cap -- on a paused simulator's clock (standing still) the bucket
+    never refills, so the re-sent initial state must still be answered once odom arrives."""
+    info = robot_info("quadruped")
+    node, published, _ = make_node(robot="quadruped", floating_base=True, method="lcp_noslip")
+    records = []
+    orig = node._pub_js.publish
+    node._pub_js.publish = lambda m: (records.append(np.array(m.effort)), orig(m))[1]
+    clock = [node._now()]
+    node._now = lambda: clock[0]                                # a paused clock
+    q = np.array(info["standing_q"])
+    names = info["joint_names"]
+    node.controller.set_reference(np.zeros(12), clock[0])
+    for _ in range(8):                                          # > the burst of 5 tokens
+        node._on_joint_state(_js(names, q[7:]))
+    assert len(published) == 8 and all(np.all(p == 0.0) for p in published)
+    assert records == [] and node._rate_limited == 0
+    assert node.controller.safe_tick_counts == {"safe_stale_state": 8}
+    node.controller.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), clock[0])
+    node._on_joint_state(_js(names, q[7:]))                     # the clock has not moved
+    assert len(records) == 1 and np.any(records[0] != 0.0)      # the command, with a record
+    np.testing.assert_array_equal(records[0], published[-1])
+
+
 def test_timer_mode_ticks_at_control_rate_and_watchdog_zero(make_node):
     info = robot_info("arm")
     node, published, ctx = make_node(robot="arm", control_mode="timer", control_rate=200.0,

@@ -143,8 +143,9 @@ def test_ros_closed_loop_keeps_the_quadruped_up(ros_env, reference, method):
     ticks, safe = int(ctl["ticks"]), int(ctl["safe_ticks"])
     safe_modes = {k: int(v) for k, v in ctl.items() if k.startswith("safe_ticks.")}
     assert ticks >= steps, ctl
-    # lockstep: the controller always has the state of the step it answers (a few ticks before
-    # the first odom at most)
+    # lockstep: the controller always has the state of the step it answers; before its first
+    # odom it answers the paused simulator's (re-sent, every 0.1 s) initial state with a
+    # stale-state zero that has no joint_commands record, so the simulator waits for it
     assert safe_modes.get("safe_ticks.safe_stale_state", 0) <= 10, safe_modes
     # the reference comes from a third process on its own simulated-time timer, outside the
     # lockstep: a few ticks before its first message; on a machine loaded by other work it can

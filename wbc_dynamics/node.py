@@ -13,7 +13,8 @@ Publications
     ``effort_controller/commands`` (std_msgs/Float64MultiArray) -- ``data[i]`` = torque of the
     i-th configured joint, for ros2_control's ForwardCommandController (effort interface).
     ``~/joint_commands`` (sensor_msgs/JointState) -- the same torques as ``effort`` (with the
-    position / velocity they were computed for).
+    position / velocity they were computed for, stamped with that joint state's stamp); none
+    for a zero-torque stale-state tick (computed from no complete state).
     ``~/contact_wrench/<link>`` (geometry_msgs/WrenchStamped) -- predicted contact force per
     contact link (contact methods), world axes, applied at the contact point.
     ``~/contact_markers`` (visualization_msgs/MarkerArray) -- force arrows for RViz.
@@ -600,6 +601,14 @@ class WbcControllerNode(LifecycleNode):
             return
         self._state_stamp = msg.header.stamp
         if self._active and self._control_mode == "event":
+            if not ctl.state_fresh(now):
+                # the zero-torque stale-state tick (base / object state missing) computes
+                # nothing, so it takes no token of the cap: a simulator starting paused holds
+                # its clock still (no refill) and re-sends its initial state until a command
+                # computed from it arrives (such a tick publishes no record, see _tick): five
+                # token-taking ticks would starve the bucket for good
+                self._tick(now)
+                return
             self._tokens = min(self._cap_burst,
                                self._tokens + (now - self._t_tokens) * self._cap_rate)
             self._t_tokens = now
@@ -680,15 +689,19 @@ class WbcControllerNode(LifecycleNode):
         self._last_tick = now
         self._cmd_view[:] = out.tau
         self._pub_cmd.publish(self._cmd_msg)
-        self._js_pos[:] = ctl._qj
-        self._js_vel[:] = ctl._qdj
-        self._js_eff[:] = out.tau
-        # stamp = the joint_states stamp this command was computed from (traceable latency)
-        if out.mode == MODE_STALE_STATE or self._state_stamp is None:
-            self._js_msg.header.stamp = self.get_clock().now().to_msg()
-        else:
+        # the record of a command computed from a state, stamped with that joint_states stamp
+        # (traceable latency; wbc_sim's lockstep steps on the record matching its state). A
+        # stale-state tick's zero torque was computed from no complete state: no record. (It
+        # used to be stamped with the clock -- under use_sim_time the stamp of the very state
+        # the base / object state of was missing, so the simulator stepped on the zero torque:
+        # go2 over ROS sagged to 90 % after ~60 such steps while the controller's odom
+        # subscription was still unmatched at the start.)
+        if out.mode != MODE_STALE_STATE and self._state_stamp is not None:
+            self._js_pos[:] = ctl._qj
+            self._js_vel[:] = ctl._qdj
+            self._js_eff[:] = out.tau
             self._js_msg.header.stamp = self._state_stamp
-        self._pub_js.publish(self._js_msg)
+            self._pub_js.publish(self._js_msg)
         if out.mode != MODE_CONTROL:
             self.get_logger().warning(f"safe command: {out.mode}", throttle_duration_sec=1.0)
         if (
