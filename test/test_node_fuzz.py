@@ -463,6 +463,12 @@ def test_odom_stopping_alone_gives_zero_in_time_then_resumes(robots):
     assert quad.client.spin(lambda: any(np.all(c == 0.0) for _, c in quad.client.cmds[n0:]), 2.0)
     t_zero = next(t for t, c in quad.client.cmds[n0:] if np.all(c == 0.0))
     assert t_zero - t_stop <= STATE_TIMEOUT + 0.25, t_zero - t_stop
-    assert quad.diag()["mode"] == "safe_stale_state"
+    # the diagnostics report it: the first report after the zero may still say
+    # safe_stale_reference on a loaded machine, where odom published before the stop can reach
+    # the node's queue late and make the base state fresh for a few more ticks
+    n_diag = len(quad.client.diag)
+    assert quad.client.spin(lambda: any(d["mode"] == "safe_stale_state"
+                                        for d in quad.client.diag[n_diag:]), 2.0), \
+        [d["mode"] for d in quad.client.diag[n_diag:]]
     quad.odom_streaming = True
     quad.assert_control_resumes()
