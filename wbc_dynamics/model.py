@@ -92,6 +92,22 @@ def _vector(x, n: int, name: str) -> np.ndarray:
     return x
 
 
+class _LazyEntry:
+    """Stands in for a kernel's bound entry point (:meth:`RobotModel._bound`) until its first
+    call, then puts the entry point in its place on the model: a kernel nobody calls is never
+    compiled."""
+
+    __slots__ = ("attr", "kernel", "model")
+
+    def __init__(self, model: RobotModel, kernel, attr: str) -> None:
+        self.model, self.kernel, self.attr = model, kernel, attr
+
+    def __call__(self, *args):
+        entry = self.model._bound(self.kernel)
+        setattr(self.model, self.attr, entry)
+        return entry(*args)
+
+
 class RobotModel:
     """Rigid-body model of a robot loaded from URDF, with compiled dynamics algorithms.
 
@@ -150,7 +166,6 @@ class RobotModel:
             self._SC,
         )
         self._k_kin = (self._topo, self._tree, self._Sm, self._W, self._SC)
-        self._k_place = (self._topo, self._tree, self._W, self._SC)
         self._k_aba = (self._topo, self._tree, self._Sm, self._gravity, self._W, self._SC)
         self._FP = np.zeros((nb + 1, 6, nv))
         self._J6 = np.zeros((6, nv))
@@ -159,15 +174,41 @@ class RobotModel:
         self._eye3 = np.eye(3)
         self._origin = np.zeros(3)
         self._joint_index = {name: k for k, name in enumerate(self.joint_names)}
+        # link -> (body, F) as the frame kernels take them, F (4, 3) = [R; p] the link frame in
+        # its body: one dict hit per frame query
+        self._frames = {
+            link: (body, np.vstack([data.link_pose[link][0], data.link_pose[link][1]]))
+            for link, body in data.link_body.items()
+        }
+        self._shape_q = (self.nq,)
+        self._shape_J = (6, nv)
         self._entries: dict = {}
         q0, z = self.neutral(), np.zeros(nv)
+        q_any = np.repeat(q0, 2)[::2]
+        self._frames_any = np.vstack([self._eye3, self._origin])
         # bound at the first call (or warm-up): a kernel nobody calls is never compiled
         self._bind_args = {
             world.rnea: (q0, z, z, self._fext, False, True, z.copy(), *self._k_rnea),
             world.crba: (q0, np.empty((nv, nv)), *self._k_kin),
             world.minverse: (q0, np.empty((nv, nv)), self._FP, *self._k_kin),
             world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_aba),
+            world.point_bias: (
+                self._topo, self._tree, self._Sm, q0, z, 0, self._origin, self._eye3, False,
+                self._W, self._SC, np.empty(6),
+            ),
+            # q strided ('A' layout): the frame queries leave its contiguity to the kernel
+            world.frame_jacobian: (
+                q_any, 0, self._frames_any, False, self._J6, self._topo, self._tree
+            ),
+            world.frame_placement: (
+                q_any, 0, self._frames_any, np.empty((4, 4)), self._topo, self._tree
+            ),
         }
+        # the hot paths call ``self._e_<kernel>``: an attribute, bound at the first call (~0.1 us
+        # less than looking the entry point up per call)
+        for kernel in self._bind_args:
+            attr = "_e_" + kernel.__name__
+            setattr(self, attr, _LazyEntry(self, kernel, attr))
         if warmup:
             self.warmup(warmup if isinstance(warmup, str) else "all")
 
@@ -296,11 +337,10 @@ class RobotModel:
     def link_frame(self, link: str) -> tuple[int, np.ndarray, np.ndarray]:
         """(body index, R, p) of a link's frame in the frame of the body that carries it."""
         try:
-            body = self._data.link_body[link]
+            body, F = self._frames[link]
         except KeyError:
             raise ValueError(f"unknown link '{link}'; known links: {self.link_names}") from None
-        R, p = self._data.link_pose[link]
-        return body, R, p
+        return body, F[0:3].copy(), F[3].copy()
 
     def _bound(self, kernel):
         """``kernel``'s compiled entry point for this model's argument types (bound at warm-up,
@@ -356,7 +396,7 @@ class RobotModel:
             a = _vector(a, nv, "a")
         use_fext = self._external_forces(f_ext)
         tau = np.empty(nv)
-        st = self._bound(world.rnea)(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
+        st = self._e_rnea(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
         if st:
             self._raise(st)
         return tau
@@ -376,7 +416,7 @@ class RobotModel:
         ):
             q = _vector(q, self.nq, "q")
         M = np.empty((self.nv, self.nv))
-        st = self._bound(world.crba)(q, M, *self._k_kin)
+        st = self._e_crba(q, M, *self._k_kin)
         if st:
             self._raise(st)
         return M
@@ -432,7 +472,7 @@ class RobotModel:
         ):
             q = _vector(q, self.nq, "q")
         Minv = np.empty((self.nv, self.nv))
-        st = self._bound(world.minverse)(q, Minv, self._FP, *self._k_kin)
+        st = self._e_minverse(q, Minv, self._FP, *self._k_kin)
         if st:
             self._raise(st)
         return Minv
@@ -456,30 +496,37 @@ class RobotModel:
             tau = _vector(tau, nv, "tau")
         use_fext = self._external_forces(f_ext)
         ddq = np.empty(nv)
-        st = self._bound(world.aba)(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
+        st = self._e_aba(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
         if st:
             self._raise(st, a="tau")
         return ddq
 
     # ------------------------------------------------------------------ kinematics
-    def _point(self, link: str, point) -> tuple[int, np.ndarray, np.ndarray]:
-        body, R, p = self.link_frame(link)
+    def _point(self, link: str, point) -> tuple[int, np.ndarray]:
+        """(body, F): the link frame F (4, 3) = [R; p] in its body, moved to ``point`` (m, link
+        frame) if given."""
+        frame = self._frames.get(link)
+        if frame is None:
+            self.link_frame(link)  # raises, naming the link
         if point is None:
-            return body, p, R
+            return frame
         r = _vector(point, 3, "point")
         if not np.all(np.isfinite(r)):
             raise ValueError("point contains NaN or inf")
-        return body, p + R @ r, R
+        body, F = frame
+        F = F.copy()
+        F[3] += F[0:3] @ r
+        return body, F
 
     def frame_placement(self, q, link: str) -> np.ndarray:
         """4x4 homogeneous transform of ``link``'s frame in the world (m)."""
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
-        body, p, R = self._point(link, None)
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
+        frame = self._frames.get(link)
+        if frame is None:
+            self.link_frame(link)  # raises, naming the link
         T = np.empty((4, 4))
-        st = world.placement(q, body, p, R, T, *self._k_place)
+        st = self._e_frame_placement(q, *frame, T, self._topo, self._tree)
         if st:
             self._raise(st)
         return T
@@ -491,15 +538,19 @@ class RobotModel:
         velocities in world-aligned axes (Pinocchio LOCAL_WORLD_ALIGNED); ``"local"``: in the
         link frame's axes (Pinocchio LOCAL).
         """
-        if frame not in _FRAMES:
+        if frame == "world":
+            local = False
+        elif frame == "local":
+            local = True
+        else:
             raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
-        body, r, R = self._point(link, point)
-        J = np.empty((6, self.nv))
-        st = world.point_jacobian(q, body, r, R, frame == "local", J, *self._k_kin)
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
+        link_frame = self._frames.get(link) if point is None else self._point(link, point)
+        if link_frame is None:
+            self.link_frame(link)  # raises, naming the link
+        J = np.empty(self._shape_J)
+        st = self._e_frame_jacobian(q, *link_frame, local, J, self._topo, self._tree)
         if st:
             self._raise(st)
         return J
@@ -514,10 +565,14 @@ class RobotModel:
             type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
-        v = _vector(v, self.nv, "v")
-        body, r, R = self._point(link, point)
+        if not (
+            type(v) is _ND and v.dtype is _F64 and v.shape == (self.nv,) and v.flags.c_contiguous
+        ):
+            v = _vector(v, self.nv, "v")
+        body, F = self._point(link, point)
+        r, R = F[3], F[0:3]
         out = np.empty(6)
-        st = world.point_bias(
+        st = self._e_point_bias(
             self._topo,
             self._tree,
             self._Sm,
@@ -554,7 +609,8 @@ class RobotModel:
         bodies = np.empty(len(links), dtype=np.int64)
         rs = np.empty((len(links), 3))
         for k, link in enumerate(links):
-            bodies[k], rs[k], _ = self._point(link, pts[k])
+            bodies[k], F = self._point(link, pts[k])
+            rs[k] = F[3]
         k = len(links)
         pos = np.empty((k, 3))
         J = np.empty((k, 3, self.nv))

@@ -37,10 +37,14 @@ from .dynamics import (
     BAD_A,
     BAD_FEXT,
     BAD_V,
+    FREE_FLYER,
+    IQ,
     IV,
+    JTYPE,
     NVI,
     OK,
     PARENT,
+    REVOLUTE,
     SINGULAR,
     SUBTREE_END,
     _invert_spd,
@@ -49,7 +53,6 @@ from .dynamics import (
     check_vector,
 )
 from .kinematics import point_bias as _point_bias
-from .kinematics import point_jacobian_filled
 from .kinematics import points_kinematics as _points_kinematics
 from .spatial import (
     apply_force_transpose_add,
@@ -685,48 +688,258 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     return OK
 
 
-@njit(cache=True, error_model="numpy")
-def point_jacobian(q, body, r, Rf, local, J, topo, tree, Sm, W, SC):
-    """Jacobian (6 x nv, rows [linear; angular]) of the point ``r`` (body frame) of ``body``.
+@njit(cache=True, error_model="numpy", inline="always")
+def _local_pose(topo, tree, q, i):
+    """Rotation (9, row-major) and translation (3) of body i in its parent's frame, as scalars.
 
-    Velocities in world-aligned axes, or with ``local`` in the axes of the frame whose rotation
-    in the body is ``Rf``. Only the bodies up to ``body`` in depth-first order are posed.
+    The arithmetic of :func:`.dynamics._pose_in_parent` held in registers: the frame kernels
+    below then need no workspace argument (each array argument costs ~40 ns to unbox).
+    """
+    jt = topo[i, JTYPE]
+    iq = topo[i, IQ]
+    t = tree[i]
+    if jt == FREE_FLYER:
+        qx, qy, qz, qw = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+        n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+        x = qx / n
+        y = qy / n
+        z = qz / n
+        w = qw / n
+        return (
+            1.0 - 2.0 * (y * y + z * z),
+            2.0 * (x * y - z * w),
+            2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w),
+            1.0 - 2.0 * (x * x + z * z),
+            2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w),
+            2.0 * (y * z + x * w),
+            1.0 - 2.0 * (x * x + y * y),
+            q[iq],
+            q[iq + 1],
+            q[iq + 2],
+        )
+    if jt == REVOLUTE:
+        c = np.cos(q[iq])
+        s = np.sin(q[iq])
+        u = 1.0 - c
+        x = t[12]
+        y = t[13]
+        z = t[14]
+        j00 = c + u * x * x
+        j01 = u * x * y - s * z
+        j02 = u * x * z + s * y
+        j10 = u * x * y + s * z
+        j11 = c + u * y * y
+        j12 = u * y * z - s * x
+        j20 = u * x * z - s * y
+        j21 = u * y * z + s * x
+        j22 = c + u * z * z
+        return (
+            t[0] * j00 + t[1] * j10 + t[2] * j20,
+            t[0] * j01 + t[1] * j11 + t[2] * j21,
+            t[0] * j02 + t[1] * j12 + t[2] * j22,
+            t[3] * j00 + t[4] * j10 + t[5] * j20,
+            t[3] * j01 + t[4] * j11 + t[5] * j21,
+            t[3] * j02 + t[4] * j12 + t[5] * j22,
+            t[6] * j00 + t[7] * j10 + t[8] * j20,
+            t[6] * j01 + t[7] * j11 + t[8] * j21,
+            t[6] * j02 + t[7] * j12 + t[8] * j22,
+            t[9],
+            t[10],
+            t[11],
+        )
+    # prismatic: translate along the axis expressed in the joint frame
+    d = q[iq]
+    ax0 = t[12] * d
+    ax1 = t[13] * d
+    ax2 = t[14] * d
+    return (
+        t[0],
+        t[1],
+        t[2],
+        t[3],
+        t[4],
+        t[5],
+        t[6],
+        t[7],
+        t[8],
+        t[9] + t[0] * ax0 + t[1] * ax1 + t[2] * ax2,
+        t[10] + t[3] * ax0 + t[4] * ax1 + t[5] * ax2,
+        t[11] + t[6] * ax0 + t[7] * ax1 + t[8] * ax2,
+    )
+
+
+@njit(cache=True, error_model="numpy")
+def frame_jacobian(q, body, F, local, J, topo, tree):
+    """Jacobian (6 x nv, rows [linear; angular]) of the frame ``F`` of ``body``.
+
+    ``F`` (4, 3): rows 0-2 the frame's rotation ``Rf`` in the body, row 3 its origin ``r``
+    (body frame, m), in one array because each array argument costs ~40 ns to unbox. ``q`` may
+    be strided (the caller then need not check its contiguity, ~0.1 us in Python). Velocities
+    in world-aligned axes (Pinocchio LOCAL_WORLD_ALIGNED), or with ``local`` in the frame's axes
+    (Pinocchio LOCAL). Only the
+    ancestors of ``body`` are posed, root to body, with the running world pose in registers:
+    a joint column is first its twist at the world origin, [p_j x a; a] (the point is not known
+    yet), and gets a x P once the point's world position P is.
     """
     st = check_configuration(topo, q)
     if st != OK:
         return st
+    r = F[3]
+    Rf = F[0:3]
+    nv = J.shape[1]
+    for a in range(6):
+        for c in range(nv):
+            J[a, c] = 0.0
     if body < 0:
-        J[:, :] = 0.0
         return OK
-    world_poses_into(topo, tree, q, body, W, SC)
-    point_jacobian_filled(
-        topo, Sm, W[:, 6, 0:3, 0:3], W[:, 6, 3, 0:3], body, r, Rf, local, SC[5, 3, 0:3], J
-    )
+    ivb = topo[body, IV]
+    R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    p0, p1, p2 = 0.0, 0.0, 0.0
+    for i in range(body + 1):
+        iv = topo[i, IV]
+        # in depth-first order the ancestors of body are the bodies before it whose subtree's
+        # v range holds body's; each one's parent is the ancestor met before it
+        if iv > ivb or ivb >= topo[i, SUBTREE_END]:
+            continue
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+        p0, p1, p2 = (
+            p0 + R00 * l0 + R01 * l1 + R02 * l2,
+            p1 + R10 * l0 + R11 * l1 + R12 * l2,
+            p2 + R20 * l0 + R21 * l1 + R22 * l2,
+        )
+        R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
+            R00 * L00 + R01 * L10 + R02 * L20,
+            R00 * L01 + R01 * L11 + R02 * L21,
+            R00 * L02 + R01 * L12 + R02 * L22,
+            R10 * L00 + R11 * L10 + R12 * L20,
+            R10 * L01 + R11 * L11 + R12 * L21,
+            R10 * L02 + R11 * L12 + R12 * L22,
+            R20 * L00 + R21 * L10 + R22 * L20,
+            R20 * L01 + R21 * L11 + R22 * L21,
+            R20 * L02 + R21 * L12 + R22 * L22,
+        )
+        jt = topo[i, JTYPE]
+        if jt == FREE_FLYER:
+            # base twist in base axes: linear k moves the point along R e_k, angular k turns
+            # it about R e_k through the base origin
+            J[0, iv], J[1, iv], J[2, iv] = R00, R10, R20
+            J[0, iv + 1], J[1, iv + 1], J[2, iv + 1] = R01, R11, R21
+            J[0, iv + 2], J[1, iv + 2], J[2, iv + 2] = R02, R12, R22
+            for k in range(3):
+                if k == 0:
+                    a0, a1, a2 = R00, R10, R20
+                elif k == 1:
+                    a0, a1, a2 = R01, R11, R21
+                else:
+                    a0, a1, a2 = R02, R12, R22
+                c = iv + 3 + k
+                J[0, c] = p1 * a2 - p2 * a1
+                J[1, c] = p2 * a0 - p0 * a2
+                J[2, c] = p0 * a1 - p1 * a0
+                J[3, c] = a0
+                J[4, c] = a1
+                J[5, c] = a2
+        else:
+            t = tree[i]
+            a0 = R00 * t[12] + R01 * t[13] + R02 * t[14]
+            a1 = R10 * t[12] + R11 * t[13] + R12 * t[14]
+            a2 = R20 * t[12] + R21 * t[13] + R22 * t[14]
+            if jt == REVOLUTE:
+                J[0, iv] = p1 * a2 - p2 * a1
+                J[1, iv] = p2 * a0 - p0 * a2
+                J[2, iv] = p0 * a1 - p1 * a0
+                J[3, iv] = a0
+                J[4, iv] = a1
+                J[5, iv] = a2
+            else:
+                J[0, iv] = a0
+                J[1, iv] = a1
+                J[2, iv] = a2
+    P0 = p0 + R00 * r[0] + R01 * r[1] + R02 * r[2]
+    P1 = p1 + R10 * r[0] + R11 * r[1] + R12 * r[2]
+    P2 = p2 + R20 * r[0] + R21 * r[1] + R22 * r[2]
+    j = body
+    while j >= 0:
+        iv = topo[j, IV]
+        for c in range(iv, iv + topo[j, NVI]):
+            w0, w1, w2 = J[3, c], J[4, c], J[5, c]
+            J[0, c] += w1 * P2 - w2 * P1
+            J[1, c] += w2 * P0 - w0 * P2
+            J[2, c] += w0 * P1 - w1 * P0
+        j = topo[j, PARENT]
+    if local:
+        # express in the frame's axes: multiply by (R Rf)^T
+        F00 = R00 * Rf[0, 0] + R01 * Rf[1, 0] + R02 * Rf[2, 0]
+        F01 = R00 * Rf[0, 1] + R01 * Rf[1, 1] + R02 * Rf[2, 1]
+        F02 = R00 * Rf[0, 2] + R01 * Rf[1, 2] + R02 * Rf[2, 2]
+        F10 = R10 * Rf[0, 0] + R11 * Rf[1, 0] + R12 * Rf[2, 0]
+        F11 = R10 * Rf[0, 1] + R11 * Rf[1, 1] + R12 * Rf[2, 1]
+        F12 = R10 * Rf[0, 2] + R11 * Rf[1, 2] + R12 * Rf[2, 2]
+        F20 = R20 * Rf[0, 0] + R21 * Rf[1, 0] + R22 * Rf[2, 0]
+        F21 = R20 * Rf[0, 1] + R21 * Rf[1, 1] + R22 * Rf[2, 1]
+        F22 = R20 * Rf[0, 2] + R21 * Rf[1, 2] + R22 * Rf[2, 2]
+        j = body
+        while j >= 0:
+            iv = topo[j, IV]
+            for c in range(iv, iv + topo[j, NVI]):
+                for blk in range(0, 6, 3):
+                    b0, b1, b2 = J[blk, c], J[blk + 1, c], J[blk + 2, c]
+                    J[blk, c] = F00 * b0 + F10 * b1 + F20 * b2
+                    J[blk + 1, c] = F01 * b0 + F11 * b1 + F21 * b2
+                    J[blk + 2, c] = F02 * b0 + F12 * b1 + F22 * b2
+            j = topo[j, PARENT]
     return OK
 
 
 @njit(cache=True, error_model="numpy")
-def placement(q, body, r, Rf, T, topo, tree, W, SC):
-    """4x4 homogeneous world placement of the frame (body, r, Rf) into T (m)."""
+def frame_placement(q, body, F, T, topo, tree):
+    """4x4 homogeneous world placement of the frame ``F`` of ``body`` into T (m); ``F`` and
+    ``q`` as in :func:`frame_jacobian`, which also says why only the ancestors of ``body`` are
+    posed."""
     st = check_configuration(topo, q)
     if st != OK:
         return st
-    for a in range(4):
-        for b in range(4):
-            T[a, b] = 0.0
+    r = F[3]
+    Rf = F[0:3]
+    R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    p0, p1, p2 = 0.0, 0.0, 0.0
+    if body >= 0:
+        ivb = topo[body, IV]
+        for i in range(body + 1):
+            if topo[i, IV] > ivb or ivb >= topo[i, SUBTREE_END]:
+                continue  # not an ancestor
+            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(
+                topo, tree, q, i
+            )
+            p0, p1, p2 = (
+                p0 + R00 * l0 + R01 * l1 + R02 * l2,
+                p1 + R10 * l0 + R11 * l1 + R12 * l2,
+                p2 + R20 * l0 + R21 * l1 + R22 * l2,
+            )
+            R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
+                R00 * L00 + R01 * L10 + R02 * L20,
+                R00 * L01 + R01 * L11 + R02 * L21,
+                R00 * L02 + R01 * L12 + R02 * L22,
+                R10 * L00 + R11 * L10 + R12 * L20,
+                R10 * L01 + R11 * L11 + R12 * L21,
+                R10 * L02 + R11 * L12 + R12 * L22,
+                R20 * L00 + R21 * L10 + R22 * L20,
+                R20 * L01 + R21 * L11 + R22 * L21,
+                R20 * L02 + R21 * L12 + R22 * L22,
+            )
+    for b in range(3):
+        T[0, b] = R00 * Rf[0, b] + R01 * Rf[1, b] + R02 * Rf[2, b]
+        T[1, b] = R10 * Rf[0, b] + R11 * Rf[1, b] + R12 * Rf[2, b]
+        T[2, b] = R20 * Rf[0, b] + R21 * Rf[1, b] + R22 * Rf[2, b]
+    T[0, 3] = p0 + R00 * r[0] + R01 * r[1] + R02 * r[2]
+    T[1, 3] = p1 + R10 * r[0] + R11 * r[1] + R12 * r[2]
+    T[2, 3] = p2 + R20 * r[0] + R21 * r[1] + R22 * r[2]
+    T[3, 0] = 0.0
+    T[3, 1] = 0.0
+    T[3, 2] = 0.0
     T[3, 3] = 1.0
-    if body < 0:
-        for a in range(3):
-            for b in range(3):
-                T[a, b] = Rf[a, b]
-            T[a, 3] = r[a]
-        return OK
-    world_poses_into(topo, tree, q, body, W, SC)
-    P = W[body, 6]
-    for a in range(3):
-        for b in range(3):
-            T[a, b] = P[a, 0] * Rf[0, b] + P[a, 1] * Rf[1, b] + P[a, 2] * Rf[2, b]
-        T[a, 3] = P[3, a] + P[a, 0] * r[0] + P[a, 1] * r[1] + P[a, 2] * r[2]
     return OK
 
 
