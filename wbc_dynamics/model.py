@@ -180,8 +180,11 @@ class RobotModel:
             link: (body, np.vstack([data.link_pose[link][0], data.link_pose[link][1]]))
             for link, body in data.link_body.items()
         }
+        # shape tuples built once (the per-call checks compare with them)
         self._shape_q = (self.nq,)
+        self._shape_v = (nv,)
         self._shape_J = (6, nv)
+        self._shape_M = (nv, nv)
         self._entries: dict = {}
         q0, z = self.neutral(), np.zeros(nv)
         q_any = np.repeat(q0, 2)[::2]
@@ -189,19 +192,40 @@ class RobotModel:
         # bound at the first call (or warm-up): a kernel nobody calls is never compiled
         self._bind_args = {
             world.rnea: (q0, z, z, self._fext, False, True, z.copy(), *self._k_rnea),
-            world.crba: (q0, np.empty((nv, nv)), *self._k_kin),
+            world.crba: (q_any, np.empty((nv, nv)), *self._k_kin),  # q strided, as below
             world.minverse: (q0, np.empty((nv, nv)), self._FP, *self._k_kin),
             world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_aba),
             world.point_bias: (
-                self._topo, self._tree, self._Sm, q0, z, 0, self._origin, self._eye3, False,
-                self._W, self._SC, np.empty(6),
+                self._topo,
+                self._tree,
+                self._Sm,
+                q0,
+                z,
+                0,
+                self._origin,
+                self._eye3,
+                False,
+                self._W,
+                self._SC,
+                np.empty(6),
             ),
             # q strided ('A' layout): the frame queries leave its contiguity to the kernel
             world.frame_jacobian: (
-                q_any, 0, self._frames_any, False, self._J6, self._topo, self._tree
+                q_any,
+                0,
+                self._frames_any,
+                False,
+                self._J6,
+                self._topo,
+                self._tree,
             ),
             world.frame_placement: (
-                q_any, 0, self._frames_any, np.empty((4, 4)), self._topo, self._tree
+                q_any,
+                0,
+                self._frames_any,
+                np.empty((4, 4)),
+                self._topo,
+                self._tree,
             ),
         }
         # the hot paths call ``self._e_<kernel>``: an attribute, bound at the first call (~0.1 us
@@ -385,17 +409,17 @@ class RobotModel:
         Floating base: the first six entries are the base wrench in the base frame (seed 003,
         Table 4, extended inverse dynamics). Units: N m / N (joints), N and N m (base).
         """
-        nv = self.nv
+        sv = self._shape_v
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
-        if not (type(v) is _ND and v.dtype is _F64 and v.shape == (nv,) and v.flags.c_contiguous):
-            v = _vector(v, nv, "v")
-        if not (type(a) is _ND and a.dtype is _F64 and a.shape == (nv,) and a.flags.c_contiguous):
-            a = _vector(a, nv, "a")
-        use_fext = self._external_forces(f_ext)
-        tau = np.empty(nv)
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv and v.flags.c_contiguous):
+            v = _vector(v, self.nv, "v")
+        if not (type(a) is _ND and a.dtype is _F64 and a.shape == sv and a.flags.c_contiguous):
+            a = _vector(a, self.nv, "a")
+        use_fext = False if f_ext is None else self._external_forces(f_ext)
+        tau = np.empty(sv)
         st = self._e_rnea(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
         if st:
             self._raise(st)
@@ -411,11 +435,9 @@ class RobotModel:
 
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space inertia matrix M(q) (nv x nv) by the composite-rigid-body algorithm."""
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
-        M = np.empty((self.nv, self.nv))
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
+        M = np.empty(self._shape_M)
         st = self._e_crba(q, M, *self._k_kin)
         if st:
             self._raise(st)
@@ -448,7 +470,7 @@ class RobotModel:
         """M(q) by the unit-vector method (seed 002): column j = ID(q, 0, e_j) - ID(q, 0, 0)
         with gravity off. n inverse-dynamics calls: a reference, not the fast path."""
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
         nv = self.nv
@@ -468,10 +490,10 @@ class RobotModel:
         """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (seed 000, Alg. 1; moving
         base: IMMAmb, seed 003 Table 9). M is never formed or factored."""
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
-        Minv = np.empty((self.nv, self.nv))
+        Minv = np.empty(self._shape_M)
         st = self._e_minverse(q, Minv, self._FP, *self._k_kin)
         if st:
             self._raise(st)
@@ -483,19 +505,19 @@ class RobotModel:
         Floating base: ``tau[:6]`` is the wrench applied to the base (zero for an unactuated
         base) and ``a[:6]`` the base spatial acceleration in the base frame.
         """
-        nv = self.nv
+        sv = self._shape_v
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
-        if not (type(v) is _ND and v.dtype is _F64 and v.shape == (nv,) and v.flags.c_contiguous):
-            v = _vector(v, nv, "v")
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv and v.flags.c_contiguous):
+            v = _vector(v, self.nv, "v")
         if not (
-            type(tau) is _ND and tau.dtype is _F64 and tau.shape == (nv,) and tau.flags.c_contiguous
+            type(tau) is _ND and tau.dtype is _F64 and tau.shape == sv and tau.flags.c_contiguous
         ):
-            tau = _vector(tau, nv, "tau")
-        use_fext = self._external_forces(f_ext)
-        ddq = np.empty(nv)
+            tau = _vector(tau, self.nv, "tau")
+        use_fext = False if f_ext is None else self._external_forces(f_ext)
+        ddq = np.empty(sv)
         st = self._e_aba(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
         if st:
             self._raise(st, a="tau")
@@ -559,15 +581,14 @@ class RobotModel:
         """Bias acceleration J̇(q, v) v (6,) of a point of ``link``: its classical acceleration
         when the joint accelerations are zero (no gravity), rows [linear (m/s^2); angular
         (rad/s^2)], axes as in :meth:`jacobian`."""
+        sv = self._shape_v
         if frame not in _FRAMES:
             raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
-        if not (
-            type(v) is _ND and v.dtype is _F64 and v.shape == (self.nv,) and v.flags.c_contiguous
-        ):
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv and v.flags.c_contiguous):
             v = _vector(v, self.nv, "v")
         body, F = self._point(link, point)
         r, R = F[3], F[0:3]
@@ -599,7 +620,7 @@ class RobotModel:
         :func:`wbc_dynamics.kernels.kinematics.points_kinematics` directly.
         """
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
@@ -639,7 +660,7 @@ class RobotModel:
         """Configuration reached from q by moving with constant velocity v for dt seconds
         (the base on SE(3), so the quaternion stays unit)."""
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")

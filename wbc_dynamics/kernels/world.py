@@ -203,44 +203,144 @@ def crba(q, M, topo, tree, Sm, W, SC):
     """Joint-space inertia matrix by the composite-rigid-body algorithm, world frame.
 
     Featherstone (2008) Table 6.2 with composite inertias at the world origin: Ic_parent += Ic_i
-    and M[j, i] = S_j^T Ic_i S_i for every ancestor j, with no frame changes.
+    and M[j, i] = S_j^T Ic_i S_i for every ancestor j, with no frame changes. A composite
+    inertia is held as its 10 parameters (mass m, first moment h and rotational inertia Ibar
+    about the world origin, slot 1 rows 0-1) rather than as a 6x6 matrix: the backward pass adds
+    10 numbers per body instead of 36, and Ic S is formed from them. The additions are the ones
+    the 6x6 sum makes on its distinct entries, so Ic is the same to the bit.
     """
     st = check_configuration(topo, q)
     if st != OK:
         return st
-    kinematics_into(topo, tree, q, W, SC)
-    world_quantities(topo, tree, Sm, W, True)
     nb = topo.shape[0]
-    M[:, :] = 0.0  # bodies on different branches do not couple
+    nv = M.shape[0]
     for i in range(nb):
-        _copy6(W[i, 8], W[i, 1])
+        # world pose (slot 6), as world_poses_into with the local pose in registers
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+        P = W[i, 6]
+        par = topo[i, PARENT]
+        if par < 0:
+            R00, R01, R02 = L00, L01, L02
+            R10, R11, R12 = L10, L11, L12
+            R20, R21, R22 = L20, L21, L22
+            p0, p1, p2 = l0, l1, l2
+        else:
+            Pp = W[par, 6]
+            R00 = Pp[0, 0] * L00 + Pp[0, 1] * L10 + Pp[0, 2] * L20
+            R01 = Pp[0, 0] * L01 + Pp[0, 1] * L11 + Pp[0, 2] * L21
+            R02 = Pp[0, 0] * L02 + Pp[0, 1] * L12 + Pp[0, 2] * L22
+            R10 = Pp[1, 0] * L00 + Pp[1, 1] * L10 + Pp[1, 2] * L20
+            R11 = Pp[1, 0] * L01 + Pp[1, 1] * L11 + Pp[1, 2] * L21
+            R12 = Pp[1, 0] * L02 + Pp[1, 1] * L12 + Pp[1, 2] * L22
+            R20 = Pp[2, 0] * L00 + Pp[2, 1] * L10 + Pp[2, 2] * L20
+            R21 = Pp[2, 0] * L01 + Pp[2, 1] * L11 + Pp[2, 2] * L21
+            R22 = Pp[2, 0] * L02 + Pp[2, 1] * L12 + Pp[2, 2] * L22
+            p0 = Pp[3, 0] + Pp[0, 0] * l0 + Pp[0, 1] * l1 + Pp[0, 2] * l2
+            p1 = Pp[3, 1] + Pp[1, 0] * l0 + Pp[1, 1] * l1 + Pp[1, 2] * l2
+            p2 = Pp[3, 2] + Pp[2, 0] * l0 + Pp[2, 1] * l1 + Pp[2, 2] * l2
+        P[0, 0], P[0, 1], P[0, 2] = R00, R01, R02
+        P[1, 0], P[1, 1], P[1, 2] = R10, R11, R12
+        P[2, 0], P[2, 1], P[2, 2] = R20, R21, R22
+        P[3, 0], P[3, 1], P[3, 2] = p0, p1, p2
+        # motion subspace at the world origin (slot 7), as world_quantities
+        Sw = W[i, 7]
+        S = Sm[i]
+        for k in range(topo[i, NVI]):
+            a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
+            a1 = R10 * S[3, k] + R11 * S[4, k] + R12 * S[5, k]
+            a2 = R20 * S[3, k] + R21 * S[4, k] + R22 * S[5, k]
+            v0 = R00 * S[0, k] + R01 * S[1, k] + R02 * S[2, k]
+            v1 = R10 * S[0, k] + R11 * S[1, k] + R12 * S[2, k]
+            v2 = R20 * S[0, k] + R21 * S[1, k] + R22 * S[2, k]
+            Sw[0, k] = v0 + p1 * a2 - p2 * a1
+            Sw[1, k] = v1 + p2 * a0 - p0 * a2
+            Sw[2, k] = v2 + p0 * a1 - p1 * a0
+            Sw[3, k] = a0
+            Sw[4, k] = a1
+            Sw[5, k] = a2
+        # inertia parameters at the world origin, world_quantities' arithmetic: h_w = R h + m p,
+        # Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2
+        t = tree[i]
+        m = t[MASS]
+        hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
+        g0 = R00 * hx + R01 * hy + R02 * hz
+        g1 = R10 * hx + R11 * hy + R12 * hz
+        g2 = R20 * hx + R21 * hy + R22 * hz
+        B = SC[0]
+        for r in range(3):
+            for c in range(3):
+                B[r, c] = (
+                    t[ROT_INERTIA + 3 * r] * P[c, 0]
+                    + t[ROT_INERTIA + 3 * r + 1] * P[c, 1]
+                    + t[ROT_INERTIA + 3 * r + 2] * P[c, 2]
+                )
+        gp = g0 * p0 + g1 * p1 + g2 * p2
+        pp = p0 * p0 + p1 * p1 + p2 * p2
+        gv = (g0, g1, g2)
+        pv = (p0, p1, p2)
+        C = W[i, 1]
+        C[0, 0] = m
+        C[0, 1] = g0 + m * p0
+        C[0, 2] = g1 + m * p1
+        C[0, 3] = g2 + m * p2
+        # rows 1-2: Ibar_w's upper triangle (00, 01, 02, 11, 12, 22)
+        n = 0
+        for r in range(3):
+            for c in range(r, 3):
+                rot = P[r, 0] * B[0, c] + P[r, 1] * B[1, c] + P[r, 2] * B[2, c]
+                sh = -(pv[r] * gv[c] + gv[r] * pv[c]) - m * pv[r] * pv[c]
+                if r == c:
+                    sh += 2.0 * gp + m * pp
+                C[1, n] = rot + sh
+                n += 1
     for i in range(nb - 1, -1, -1):
         par = topo[i, PARENT]
         if par >= 0:
-            for r in range(6):
-                for c in range(6):
-                    W[par, 1, r, c] += W[i, 1, r, c]
-    F = SC[0]
+            C = W[i, 1]
+            Cp = W[par, 1]
+            for c in range(4):
+                Cp[0, c] += C[0, c]
+            for c in range(6):
+                Cp[1, c] += C[1, c]
+    F = SC[1]
     for i in range(nb):
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        Ic = W[i, 1]
+        # bodies on different branches do not couple: in depth-first order, the bodies after
+        # i's subtree are not its descendants (the ancestor loops write every other entry once)
+        for k in range(iv, iv + nvi):
+            for c in range(topo[i, SUBTREE_END], nv):
+                M[k, c] = 0.0
+                M[c, k] = 0.0
+        C = W[i, 1]
+        m, h0, h1, h2 = C[0, 0], C[0, 1], C[0, 2], C[0, 3]
+        I00, I01, I02, I11, I12, I22 = C[1, 0], C[1, 1], C[1, 2], C[1, 3], C[1, 4], C[1, 5]
         Sw = W[i, 7]
         for k in range(nvi):
-            for r in range(6):
-                s = 0.0
-                for c in range(6):
-                    s += Ic[r, c] * Sw[c, k]
-                F[r, k] = s
+            # F = Ic S: [m v - h x w; h x v + Ibar w] (Ic = [m 1, -[h]; [h], Ibar])
+            v0, v1, v2, w0, w1, w2 = Sw[0, k], Sw[1, k], Sw[2, k], Sw[3, k], Sw[4, k], Sw[5, k]
+            F[0, k] = m * v0 + (h2 * w1 - h1 * w2)
+            F[1, k] = m * v1 + (h0 * w2 - h2 * w0)
+            F[2, k] = m * v2 + (h1 * w0 - h0 * w1)
+            F[3, k] = (h1 * v2 - h2 * v1) + (I00 * w0 + I01 * w1 + I02 * w2)
+            F[4, k] = (h2 * v0 - h0 * v2) + (I01 * w0 + I11 * w1 + I12 * w2)
+            F[5, k] = (h0 * v1 - h1 * v0) + (I02 * w0 + I12 * w1 + I22 * w2)
         j = i
         while j >= 0:
             jv = topo[j, IV]
             Sj = W[j, 7]
             for k1 in range(topo[j, NVI]):
+                s0, s1, s2 = Sj[0, k1], Sj[1, k1], Sj[2, k1]
+                s3, s4, s5 = Sj[3, k1], Sj[4, k1], Sj[5, k1]
                 for k2 in range(nvi):
-                    s = 0.0
-                    for r in range(6):
-                        s += Sj[r, k1] * F[r, k2]
+                    s = (
+                        s0 * F[0, k2]
+                        + s1 * F[1, k2]
+                        + s2 * F[2, k2]
+                        + s3 * F[3, k2]
+                        + s4 * F[4, k2]
+                        + s5 * F[5, k2]
+                    )
                     M[jv + k1, iv + k2] = s
                     M[iv + k2, jv + k1] = s
             j = topo[j, PARENT]
@@ -910,9 +1010,7 @@ def frame_placement(q, body, F, T, topo, tree):
         for i in range(body + 1):
             if topo[i, IV] > ivb or ivb >= topo[i, SUBTREE_END]:
                 continue  # not an ancestor
-            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(
-                topo, tree, q, i
-            )
+            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
             p0, p1, p2 = (
                 p0 + R00 * l0 + R01 * l1 + R02 * l2,
                 p1 + R10 * l0 + R11 * l1 + R12 * l2,
