@@ -71,6 +71,7 @@ class KernelArrays(NamedTuple):
 
 
 _ND = np.ndarray
+_SHAPE_T = (4, 4)
 _F64 = np.dtype(np.float64)
 
 
@@ -187,13 +188,15 @@ class RobotModel:
         self._shape_M = (nv, nv)
         self._entries: dict = {}
         q0, z = self.neutral(), np.zeros(nv)
-        q_any = np.repeat(q0, 2)[::2]
+        q_any, z_any = np.repeat(q0, 2)[::2], np.zeros(2 * nv)[::2]
         self._frames_any = np.vstack([self._eye3, self._origin])
         # bound at the first call (or warm-up): a kernel nobody calls is never compiled
         self._bind_args = {
-            world.rnea: (q0, z, z, self._fext, False, True, z.copy(), *self._k_rnea),
+            # q, v, a strided ('A' layout), also in the contact tick's calls: their contiguity
+            # is left to the kernel (~0.1 us per vector of Python checks)
+            world.rnea: (q_any, z_any, z_any, self._fext, False, True, z.copy(), *self._k_rnea),
             world.crba: (q_any, np.empty((nv, nv)), *self._k_kin),  # q strided, as below
-            world.minverse: (q0, np.empty((nv, nv)), self._FP, *self._k_kin),
+            world.minverse: (q_any, np.empty((nv, nv)), self._FP, *self._k_kin),
             world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_aba),
             world.point_bias: (
                 self._topo,
@@ -409,14 +412,13 @@ class RobotModel:
         Floating base: the first six entries are the base wrench in the base frame (seed 003,
         Table 4, extended inverse dynamics). Units: N m / N (joints), N and N m (base).
         """
+        # strided vectors are fine: the kernel takes any layout
         sv = self._shape_v
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
-        ):
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")
-        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv and v.flags.c_contiguous):
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv):
             v = _vector(v, self.nv, "v")
-        if not (type(a) is _ND and a.dtype is _F64 and a.shape == sv and a.flags.c_contiguous):
+        if not (type(a) is _ND and a.dtype is _F64 and a.shape == sv):
             a = _vector(a, self.nv, "a")
         use_fext = False if f_ext is None else self._external_forces(f_ext)
         tau = np.empty(sv)
@@ -480,7 +482,7 @@ class RobotModel:
         for j in range(nv):
             e[:] = 0.0
             e[j] = 1.0
-            st = world.rnea(q, self._zeros_nv, e, self._fext, False, False, col, *self._k_rnea)
+            st = self._e_rnea(q, self._zeros_nv, e, self._fext, False, False, col, *self._k_rnea)
             if st:
                 self._raise(st)
             M[:, j] = col
@@ -489,10 +491,8 @@ class RobotModel:
     def minverse(self, q) -> np.ndarray:
         """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (seed 000, Alg. 1; moving
         base: IMMAmb, seed 003 Table 9). M is never formed or factored."""
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
         Minv = np.empty(self._shape_M)
         st = self._e_minverse(q, Minv, self._FP, *self._k_kin)
         if st:
@@ -544,11 +544,12 @@ class RobotModel:
         """4x4 homogeneous transform of ``link``'s frame in the world (m)."""
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
-        frame = self._frames.get(link)
-        if frame is None:
+        try:
+            body, F = self._frames[link]
+        except KeyError:
             self.link_frame(link)  # raises, naming the link
-        T = np.empty((4, 4))
-        st = self._e_frame_placement(q, *frame, T, self._topo, self._tree)
+        T = np.empty(_SHAPE_T)
+        st = self._e_frame_placement(q, body, F, T, self._topo, self._tree)
         if st:
             self._raise(st)
         return T
@@ -568,11 +569,15 @@ class RobotModel:
             raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
-        link_frame = self._frames.get(link) if point is None else self._point(link, point)
-        if link_frame is None:
-            self.link_frame(link)  # raises, naming the link
+        if point is None:
+            try:
+                body, F = self._frames[link]
+            except KeyError:
+                self.link_frame(link)  # raises, naming the link
+        else:
+            body, F = self._point(link, point)
         J = np.empty(self._shape_J)
-        st = self._e_frame_jacobian(q, *link_frame, local, J, self._topo, self._tree)
+        st = self._e_frame_jacobian(q, body, F, local, J, self._topo, self._tree)
         if st:
             self._raise(st)
         return J
