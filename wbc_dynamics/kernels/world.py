@@ -48,20 +48,15 @@ from .dynamics import (
     SINGULAR,
     SUBTREE_END,
     _invert_spd,
-    _pose_in_parent,
     check_configuration,
     check_vector,
 )
 from .kinematics import point_bias as _point_bias
 from .kinematics import points_kinematics as _points_kinematics
 from .spatial import (
-    apply_force_transpose_add,
-    apply_motion,
-    apply_motion_add,
     cross_force_add,
     cross_motion_add,
     mat6_vec,
-    motion_transform,
 )
 
 N_SLOTS = 10
@@ -398,6 +393,32 @@ def crba(q, M, topo, tree, Sm, W, SC):
         m, h0, h1, h2 = C[0, 0], C[0, 1], C[0, 2], C[0, 3]
         I00, I01, I02, I11, I12, I22 = C[1, 0], C[1, 1], C[1, 2], C[1, 3], C[1, 4], C[1, 5]
         Sw = W[i, 7]
+        if nvi == 1:
+            # the common case with F in registers: one column against every ancestor's
+            v0, v1, v2, w0, w1, w2 = Sw[0, 0], Sw[1, 0], Sw[2, 0], Sw[3, 0], Sw[4, 0], Sw[5, 0]
+            f0 = m * v0 + (h2 * w1 - h1 * w2)
+            f1 = m * v1 + (h0 * w2 - h2 * w0)
+            f2 = m * v2 + (h1 * w0 - h0 * w1)
+            f3 = (h1 * v2 - h2 * v1) + (I00 * w0 + I01 * w1 + I02 * w2)
+            f4 = (h2 * v0 - h0 * v2) + (I01 * w0 + I11 * w1 + I12 * w2)
+            f5 = (h0 * v1 - h1 * v0) + (I02 * w0 + I12 * w1 + I22 * w2)
+            j = i
+            while j >= 0:
+                jv = topo[j, IV]
+                Sj = W[j, 7]
+                for k1 in range(topo[j, NVI]):
+                    s = (
+                        Sj[0, k1] * f0
+                        + Sj[1, k1] * f1
+                        + Sj[2, k1] * f2
+                        + Sj[3, k1] * f3
+                        + Sj[4, k1] * f4
+                        + Sj[5, k1] * f5
+                    )
+                    M[jv + k1, iv] = s
+                    M[iv, jv + k1] = s
+                j = topo[j, PARENT]
+            continue
         for k in range(nvi):
             # F = Ic S: [m v - h x w; h x v + Ibar w] (Ic = [m 1, -[h]; [h], Ibar])
             v0, v1, v2, w0, w1, w2 = Sw[0, k], Sw[1, k], Sw[2, k], Sw[3, k], Sw[4, k], Sw[5, k]
@@ -875,6 +896,47 @@ def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
 # Python passes few arguments (numba's dispatcher costs ~50 ns per array argument).
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _neg_cross(a0, a1, a2, p0, p1, p2):
+    """-(a x p), as motion_transform writes a row of -R^T [p]x (a: a column of R)."""
+    return -(a1 * p2 - a2 * p1), -(a2 * p0 - a0 * p2), -(a0 * p1 - a1 * p0)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _xup_motion(X, m, out, add):
+    """``out (+)= Xup m`` with only Xup's rows 0-2 stored: rows 3-5 are [0, R^T] and R^T is
+    the upper-left block. The terms and their order are apply_motion's (its zero block
+    skipped), so the results are the same to the bit."""
+    for r in range(3):
+        lin = (
+            X[r, 0] * m[0]
+            + X[r, 1] * m[1]
+            + X[r, 2] * m[2]
+            + X[r, 3] * m[3]
+            + X[r, 4] * m[4]
+            + X[r, 5] * m[5]
+        )
+        ang = X[r, 0] * m[3] + X[r, 1] * m[4] + X[r, 2] * m[5]
+        if add:
+            out[r] += lin
+            out[r + 3] += ang
+        else:
+            out[r] = lin
+            out[r + 3] = ang
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _inertia_vec(I, x, out):
+    """``out = I x`` for a body inertia [[m 1, -[h]x], [[h]x, Ibar]] (the loader's layout):
+    mat6_vec's sums without the 12 terms that multiply its structural zeros."""
+    out[0] = I[0, 0] * x[0] + I[0, 4] * x[4] + I[0, 5] * x[5]
+    out[1] = I[1, 1] * x[1] + I[1, 3] * x[3] + I[1, 5] * x[5]
+    out[2] = I[2, 2] * x[2] + I[2, 3] * x[3] + I[2, 4] * x[4]
+    out[3] = I[3, 1] * x[1] + I[3, 2] * x[2] + I[3, 3] * x[3] + I[3, 4] * x[4] + I[3, 5] * x[5]
+    out[4] = I[4, 0] * x[0] + I[4, 2] * x[2] + I[4, 3] * x[3] + I[4, 4] * x[4] + I[4, 5] * x[5]
+    out[5] = I[5, 0] * x[0] + I[5, 1] * x[1] + I[5, 3] * x[3] + I[5, 4] * x[4] + I[5, 5] * x[5]
+
+
 @njit(cache=True, error_model="numpy")
 def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity, W, SC):
     """Recursive Newton-Euler inverse dynamics in body frames (Featherstone 2008, Table 5.1).
@@ -894,9 +956,6 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     if use_fext and not check_vector(fext.ravel()):
         return BAD_FEXT
     nb = topo.shape[0]
-    Rj = SC[6, 0:3, 0:3]
-    Rl = SC[7, 0:3, 0:3]
-    pvec = SC[5, 5, 0:3]
     vJ = SC[5, 0]
     Iv = SC[5, 1]
     g6 = SC[5, 2]
@@ -904,12 +963,16 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         g6[r] = -gravity[r] if use_gravity else 0.0
         g6[r + 3] = 0.0
     for i in range(nb):
-        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
-        pvec[0] = pl0
-        pvec[1] = pl1
-        pvec[2] = pl2
+        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(topo, tree, q, i)
+        # Xup = [[R^T, -R^T [p]x], [0, R^T]] (motion_transform's arithmetic), rows 0-2 only: the
+        # lower rows repeat R^T (see _xup_motion)
         X = W[i, 0]
-        motion_transform(Rl, pvec, X)
+        X[0, 0], X[0, 1], X[0, 2] = R00, R10, R20
+        X[1, 0], X[1, 1], X[1, 2] = R01, R11, R21
+        X[2, 0], X[2, 1], X[2, 2] = R02, R12, R22
+        X[0, 3], X[0, 4], X[0, 5] = _neg_cross(R00, R10, R20, p0, p1, p2)
+        X[1, 3], X[1, 4], X[1, 5] = _neg_cross(R01, R11, R21, p0, p1, p2)
+        X[2, 3], X[2, 4], X[2, 5] = _neg_cross(R02, R12, R22, p0, p1, p2)
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
@@ -929,16 +992,16 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
             for r in range(6):
                 vel[r] = vJ[r]
             # the world "accelerates" upwards: a_0 = -g, so gravity enters through the tree
-            apply_motion_add(X, g6, acc)
+            _xup_motion(X, g6, acc, True)
         else:
-            apply_motion(X, W[par, 5, 0], vel)
+            _xup_motion(X, W[par, 5, 0], vel, False)
             for r in range(6):
                 vel[r] += vJ[r]
-            apply_motion_add(X, W[par, 5, 1], acc)
+            _xup_motion(X, W[par, 5, 1], acc, True)
             cross_motion_add(vel, vJ, acc)
         frc = vec[2]
-        mat6_vec(I6[i], acc, frc)
-        mat6_vec(I6[i], vel, Iv)
+        _inertia_vec(I6[i], acc, frc)
+        _inertia_vec(I6[i], vel, Iv)
         cross_force_add(vel, Iv, frc)
         if use_fext:
             for r in range(6):
@@ -954,7 +1017,20 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
             tau[iv + k] = s
         par = topo[i, PARENT]
         if par >= 0:
-            apply_force_transpose_add(W[i, 0], frc, W[par, 5, 2])
+            # Xup^T f with Xup's lower rows read from its upper ones (R^T)
+            X = W[i, 0]
+            out = W[par, 5, 2]
+            for c in range(3):
+                out[c] += X[0, c] * frc[0] + X[1, c] * frc[1] + X[2, c] * frc[2]
+            for c in range(3):
+                out[c + 3] += (
+                    X[0, c + 3] * frc[0]
+                    + X[1, c + 3] * frc[1]
+                    + X[2, c + 3] * frc[2]
+                    + X[0, c] * frc[3]
+                    + X[1, c] * frc[4]
+                    + X[2, c] * frc[5]
+                )
     return OK
 
 
