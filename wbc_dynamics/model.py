@@ -150,6 +150,7 @@ class RobotModel:
         self._tree = data.tree
         self._Sm = data.Sm
         self._I6 = data.I6
+        self._kin = world.kin_array(data.topo, data.tree)  # the frame kernels' model array
         nb = data.topo.shape[0]
         nv = data.nv
         self._nb = nb
@@ -219,16 +220,14 @@ class RobotModel:
                 self._frames_any,
                 False,
                 self._J6,
-                self._topo,
-                self._tree,
+                self._kin,
             ),
             world.frame_placement: (
                 q_any,
                 0,
                 self._frames_any,
                 np.empty((4, 4)),
-                self._topo,
-                self._tree,
+                self._kin,
             ),
         }
         # the hot paths call ``self._e_<kernel>``: an attribute, bound at the first call (~0.1 us
@@ -549,7 +548,7 @@ class RobotModel:
         except KeyError:
             self.link_frame(link)  # raises, naming the link
         T = np.empty(_SHAPE_T)
-        st = self._e_frame_placement(q, body, F, T, self._topo, self._tree)
+        st = self._e_frame_placement(q, body, F, T, self._kin)
         if st:
             self._raise(st)
         return T
@@ -577,7 +576,7 @@ class RobotModel:
         else:
             body, F = self._point(link, point)
         J = np.empty(self._shape_J)
-        st = self._e_frame_jacobian(q, body, F, local, J, self._topo, self._tree)
+        st = self._e_frame_jacobian(q, body, F, local, J, self._kin)
         if st:
             self._raise(st)
         return J

@@ -36,6 +36,8 @@ from numba import njit
 from .dynamics import (
     BAD_A,
     BAD_FEXT,
+    BAD_Q,
+    BAD_QUATERNION,
     BAD_V,
     FREE_FLYER,
     IQ,
@@ -44,6 +46,7 @@ from .dynamics import (
     NVI,
     OK,
     PARENT,
+    QUATERNION_TOLERANCE,
     REVOLUTE,
     SINGULAR,
     SUBTREE_END,
@@ -167,9 +170,12 @@ def _local_pose(topo, tree, q, i):
     The arithmetic of :func:`.dynamics._pose_in_parent` held in registers: the frame kernels
     below then need no workspace argument (each array argument costs ~40 ns to unbox).
     """
-    jt = topo[i, JTYPE]
-    iq = topo[i, IQ]
-    t = tree[i]
+    return _local_pose_t(topo[i, JTYPE], topo[i, IQ], tree[i], q)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _local_pose_t(jt, iq, t, q):
+    """:func:`_local_pose` from the joint type, first q index and ``tree`` row ``t``."""
     if jt == FREE_FLYER:
         qx, qy, qz, qw = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
         n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
@@ -1034,8 +1040,42 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     return OK
 
 
+# ``kin`` (nb, TREE_COLS + 6) float64, the frame kernels' one model array: a body's ``tree``
+# row, then its ``topo`` row as floats (column KIN_TOPO + PARENT etc.). One array instead of
+# two: ~40 ns less per call from Python, a twentieth of a Jacobian query.
+KIN_TOPO = TREE_COLS
+
+
+def kin_array(topo: np.ndarray, tree: np.ndarray) -> np.ndarray:
+    """The frame kernels' model array (see :data:`KIN_TOPO`) from ``topo`` and ``tree``."""
+    return np.ascontiguousarray(np.hstack([tree, topo.astype(np.float64)]))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_int(kin, i, col):
+    return int(kin[i, KIN_TOPO + col])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_local_pose(kin, q, i):
+    return _local_pose_t(_kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_check_configuration(kin, q):
+    """:func:`.dynamics.check_configuration` reading ``kin``."""
+    if not check_vector(q):
+        return BAD_Q
+    if kin.shape[0] > 0 and _kin_int(kin, 0, JTYPE) == FREE_FLYER:
+        i = _kin_int(kin, 0, IQ)
+        n2 = q[i + 3] ** 2 + q[i + 4] ** 2 + q[i + 5] ** 2 + q[i + 6] ** 2
+        if abs(np.sqrt(n2) - 1.0) > QUATERNION_TOLERANCE:
+            return BAD_QUATERNION
+    return OK
+
+
 @njit(cache=True, error_model="numpy")
-def frame_jacobian(q, body, F, local, J, topo, tree):
+def frame_jacobian(q, body, F, local, J, kin):
     """Jacobian (6 x nv, rows [linear; angular]) of the frame ``F`` of ``body``.
 
     ``F`` (4, 3): rows 0-2 the frame's rotation ``Rf`` in the body, row 3 its origin ``r``
@@ -1047,7 +1087,7 @@ def frame_jacobian(q, body, F, local, J, topo, tree):
     a joint column is first its twist at the world origin, [p_j x a; a] (the point is not known
     yet), and gets a x P once the point's world position P is.
     """
-    st = check_configuration(topo, q)
+    st = _kin_check_configuration(kin, q)
     if st != OK:
         return st
     r = F[3]
@@ -1058,16 +1098,18 @@ def frame_jacobian(q, body, F, local, J, topo, tree):
             J[a, c] = 0.0
     if body < 0:
         return OK
-    ivb = topo[body, IV]
+    ivb = _kin_int(kin, body, IV)
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     p0, p1, p2 = 0.0, 0.0, 0.0
     for i in range(body + 1):
-        iv = topo[i, IV]
+        iv = _kin_int(kin, i, IV)
         # in depth-first order the ancestors of body are the bodies before it whose subtree's
         # v range holds body's; each one's parent is the ancestor met before it
-        if iv > ivb or ivb >= topo[i, SUBTREE_END]:
+        if iv > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
             continue
-        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
+            _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
+        )
         p0, p1, p2 = (
             p0 + R00 * l0 + R01 * l1 + R02 * l2,
             p1 + R10 * l0 + R11 * l1 + R12 * l2,
@@ -1084,7 +1126,7 @@ def frame_jacobian(q, body, F, local, J, topo, tree):
             R20 * L01 + R21 * L11 + R22 * L21,
             R20 * L02 + R21 * L12 + R22 * L22,
         )
-        jt = topo[i, JTYPE]
+        jt = _kin_int(kin, i, JTYPE)
         if jt == FREE_FLYER:
             # base twist in base axes: linear k moves the point along R e_k, angular k turns
             # it about R e_k through the base origin
@@ -1106,7 +1148,7 @@ def frame_jacobian(q, body, F, local, J, topo, tree):
                 J[4, c] = a1
                 J[5, c] = a2
         else:
-            t = tree[i]
+            t = kin[i]
             a0 = R00 * t[12] + R01 * t[13] + R02 * t[14]
             a1 = R10 * t[12] + R11 * t[13] + R12 * t[14]
             a2 = R20 * t[12] + R21 * t[13] + R22 * t[14]
@@ -1126,13 +1168,13 @@ def frame_jacobian(q, body, F, local, J, topo, tree):
     P2 = p2 + R20 * r[0] + R21 * r[1] + R22 * r[2]
     j = body
     while j >= 0:
-        iv = topo[j, IV]
-        for c in range(iv, iv + topo[j, NVI]):
+        iv = _kin_int(kin, j, IV)
+        for c in range(iv, iv + _kin_int(kin, j, NVI)):
             w0, w1, w2 = J[3, c], J[4, c], J[5, c]
             J[0, c] += w1 * P2 - w2 * P1
             J[1, c] += w2 * P0 - w0 * P2
             J[2, c] += w0 * P1 - w1 * P0
-        j = topo[j, PARENT]
+        j = _kin_int(kin, j, PARENT)
     if local:
         # express in the frame's axes: multiply by (R Rf)^T
         F00 = R00 * Rf[0, 0] + R01 * Rf[1, 0] + R02 * Rf[2, 0]
@@ -1146,23 +1188,23 @@ def frame_jacobian(q, body, F, local, J, topo, tree):
         F22 = R20 * Rf[0, 2] + R21 * Rf[1, 2] + R22 * Rf[2, 2]
         j = body
         while j >= 0:
-            iv = topo[j, IV]
-            for c in range(iv, iv + topo[j, NVI]):
+            iv = _kin_int(kin, j, IV)
+            for c in range(iv, iv + _kin_int(kin, j, NVI)):
                 for blk in range(0, 6, 3):
                     b0, b1, b2 = J[blk, c], J[blk + 1, c], J[blk + 2, c]
                     J[blk, c] = F00 * b0 + F10 * b1 + F20 * b2
                     J[blk + 1, c] = F01 * b0 + F11 * b1 + F21 * b2
                     J[blk + 2, c] = F02 * b0 + F12 * b1 + F22 * b2
-            j = topo[j, PARENT]
+            j = _kin_int(kin, j, PARENT)
     return OK
 
 
 @njit(cache=True, error_model="numpy")
-def frame_placement(q, body, F, T, topo, tree):
+def frame_placement(q, body, F, T, kin):
     """4x4 homogeneous world placement of the frame ``F`` of ``body`` into T (m); ``F`` and
     ``q`` as in :func:`frame_jacobian`, which also says why only the ancestors of ``body`` are
     posed."""
-    st = check_configuration(topo, q)
+    st = _kin_check_configuration(kin, q)
     if st != OK:
         return st
     r = F[3]
@@ -1170,11 +1212,13 @@ def frame_placement(q, body, F, T, topo, tree):
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     p0, p1, p2 = 0.0, 0.0, 0.0
     if body >= 0:
-        ivb = topo[body, IV]
+        ivb = _kin_int(kin, body, IV)
         for i in range(body + 1):
-            if topo[i, IV] > ivb or ivb >= topo[i, SUBTREE_END]:
+            if _kin_int(kin, i, IV) > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
                 continue  # not an ancestor
-            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
+                _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
+            )
             p0, p1, p2 = (
                 p0 + R00 * l0 + R01 * l1 + R02 * l2,
                 p1 + R10 * l0 + R11 * l1 + R12 * l2,
