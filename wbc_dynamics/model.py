@@ -213,6 +213,21 @@ class RobotModel:
                 self._SC,
                 np.empty(6),
             ),
+            world.points_kinematics: (
+                self._topo,
+                self._tree,
+                self._Sm,
+                q0,
+                z,
+                np.zeros(1, dtype=np.int64),
+                np.zeros((1, 3)),
+                self._W,
+                self._SC,
+                self._J6,
+                np.zeros((1, 3)),
+                np.zeros((1, 3, nv)),
+                np.zeros((1, 3)),
+            ),
             # q strided ('A' layout): the frame queries leave its contiguity to the kernel
             world.frame_jacobian: (
                 q_any,
@@ -640,7 +655,7 @@ class RobotModel:
         pos = np.empty((k, 3))
         J = np.empty((k, 3, self.nv))
         bias = np.empty((k, 3))
-        st = world.points_kinematics(
+        st = self._e_points_kinematics(
             self._topo,
             self._tree,
             self._Sm,
