@@ -387,7 +387,8 @@ class RobotModel:
         """``kernel``'s compiled entry point for this model's argument types (bound at warm-up,
         see :func:`wbc_dynamics.kernels.linalg.bound_entry`): skips numba's per-call typing of
         the ~14 arguments, half of a single call's cost. Only for the kernels whose per-call
-        arrays the public methods have checked (float64, C-contiguous, right shape)."""
+        arrays the public methods have checked (float64, right shape, and C-contiguous unless
+        ``_bind_args`` binds that argument strided: an entry point does not check types)."""
         entry = self._entries.get(kernel)
         if entry is None:
             args = self._bind_args.get(kernel)

@@ -11,8 +11,9 @@ passes a handful of arguments):
 ==== ==========================================================================================
 slot content
 ==== ==========================================================================================
-0    ``Xup``: parent-to-body motion transforms
-1    ``IA``: articulated (or composite) inertias, world frame
+0    ``Xup``: parent-to-body motion transforms (:func:`rnea` stores rows 0-2 only)
+1    ``IA``: articulated inertias, world frame (:func:`crba`: the composite inertia's 10
+     parameters in rows 0-1; :func:`minverse` accumulates IA in slot 8 instead)
 2    ``U = IA S``
 3    ``D = S^T U``
 4    ``D^-1``
@@ -20,12 +21,15 @@ slot content
      5 joint-space u (all world frame)
 6    world pose: rows 0-2, cols 0-2 rotation; row 3, cols 0-2 position
 7    ``S`` in world frame (first nvi columns)
-8    body inertia in world frame
-9    spare
+8    body inertia in world frame (after :func:`minverse`: its articulated inertias)
+9    scratch of :func:`world_quantities`
 ==== ==========================================================================================
 
 Scratch ``SC`` (8, 6, 6): slots 0-3 6x6 work matrices, slots 6-7 rows 0-2 the (2, 3, 3)
 rotation scratch of :func:`forward_kinematics`.
+
+The frame queries (:func:`frame_jacobian`, :func:`frame_placement`) take no workspace: they read
+the model from one array, ``kin`` (:func:`kin_array`).
 """
 
 from __future__ import annotations
