@@ -71,6 +71,7 @@ class KernelArrays(NamedTuple):
 
 
 _ND = np.ndarray
+_SHAPE_T = (4, 4)
 _F64 = np.dtype(np.float64)
 
 
@@ -90,6 +91,22 @@ def _vector(x, n: int, name: str) -> np.ndarray:
     if x.shape[0] != n:
         raise ValueError(f"{name} must have length {n}, got {x.shape[0]}")
     return x
+
+
+class _LazyEntry:
+    """Stands in for a kernel's bound entry point (:meth:`RobotModel._bound`) until its first
+    call, then puts the entry point in its place on the model: a kernel nobody calls is never
+    compiled."""
+
+    __slots__ = ("attr", "kernel", "model")
+
+    def __init__(self, model: RobotModel, kernel, attr: str) -> None:
+        self.model, self.kernel, self.attr = model, kernel, attr
+
+    def __call__(self, *args):
+        entry = self.model._bound(self.kernel)
+        setattr(self.model, self.attr, entry)
+        return entry(*args)
 
 
 class RobotModel:
@@ -133,6 +150,7 @@ class RobotModel:
         self._tree = data.tree
         self._Sm = data.Sm
         self._I6 = data.I6
+        self._kin = world.kin_array(data.topo, data.tree)  # the frame kernels' model array
         nb = data.topo.shape[0]
         nv = data.nv
         self._nb = nb
@@ -150,7 +168,6 @@ class RobotModel:
             self._SC,
         )
         self._k_kin = (self._topo, self._tree, self._Sm, self._W, self._SC)
-        self._k_place = (self._topo, self._tree, self._W, self._SC)
         self._k_aba = (self._topo, self._tree, self._Sm, self._gravity, self._W, self._SC)
         self._FP = np.zeros((nb + 1, 6, nv))
         self._J6 = np.zeros((6, nv))
@@ -159,15 +176,80 @@ class RobotModel:
         self._eye3 = np.eye(3)
         self._origin = np.zeros(3)
         self._joint_index = {name: k for k, name in enumerate(self.joint_names)}
+        # link -> (body, F) as the frame kernels take them, F (4, 3) = [R; p] the link frame in
+        # its body: one dict hit per frame query
+        self._frames = {
+            link: (body, np.vstack([data.link_pose[link][0], data.link_pose[link][1]]))
+            for link, body in data.link_body.items()
+        }
+        # shape tuples built once (the per-call checks compare with them)
+        self._shape_q = (self.nq,)
+        self._shape_v = (nv,)
+        self._shape_J = (6, nv)
+        self._shape_M = (nv, nv)
         self._entries: dict = {}
         q0, z = self.neutral(), np.zeros(nv)
+        q_any, z_any = np.repeat(q0, 2)[::2], np.zeros(2 * nv)[::2]
+        self._frames_any = np.vstack([self._eye3, self._origin])
         # bound at the first call (or warm-up): a kernel nobody calls is never compiled
         self._bind_args = {
-            world.rnea: (q0, z, z, self._fext, False, True, z.copy(), *self._k_rnea),
-            world.crba: (q0, np.empty((nv, nv)), *self._k_kin),
-            world.minverse: (q0, np.empty((nv, nv)), self._FP, *self._k_kin),
+            # q, v, a strided ('A' layout), also in the contact tick's calls: their contiguity
+            # is left to the kernel (~0.1 us per vector of Python checks)
+            world.rnea: (q_any, z_any, z_any, self._fext, False, True, z.copy(), *self._k_rnea),
+            world.crba: (q_any, np.empty((nv, nv)), *self._k_kin),  # q strided, as below
+            world.minverse: (q_any, np.empty((nv, nv)), self._FP, *self._k_kin),
             world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_aba),
+            world.point_bias: (
+                self._topo,
+                self._tree,
+                self._Sm,
+                q0,
+                z,
+                0,
+                self._origin,
+                self._eye3,
+                False,
+                self._W,
+                self._SC,
+                np.empty(6),
+            ),
+            world.points_kinematics: (
+                self._topo,
+                self._tree,
+                self._Sm,
+                q0,
+                z,
+                np.zeros(1, dtype=np.int64),
+                np.zeros((1, 3)),
+                self._W,
+                self._SC,
+                self._J6,
+                np.zeros((1, 3)),
+                np.zeros((1, 3, nv)),
+                np.zeros((1, 3)),
+            ),
+            # q strided ('A' layout): the frame queries leave its contiguity to the kernel
+            world.frame_jacobian: (
+                q_any,
+                0,
+                self._frames_any,
+                False,
+                self._J6,
+                self._kin,
+            ),
+            world.frame_placement: (
+                q_any,
+                0,
+                self._frames_any,
+                np.empty((4, 4)),
+                self._kin,
+            ),
         }
+        # the hot paths call ``self._e_<kernel>``: an attribute, bound at the first call (~0.1 us
+        # less than looking the entry point up per call)
+        for kernel in self._bind_args:
+            attr = "_e_" + kernel.__name__
+            setattr(self, attr, _LazyEntry(self, kernel, attr))
         if warmup:
             self.warmup(warmup if isinstance(warmup, str) else "all")
 
@@ -296,17 +378,17 @@ class RobotModel:
     def link_frame(self, link: str) -> tuple[int, np.ndarray, np.ndarray]:
         """(body index, R, p) of a link's frame in the frame of the body that carries it."""
         try:
-            body = self._data.link_body[link]
+            body, F = self._frames[link]
         except KeyError:
             raise ValueError(f"unknown link '{link}'; known links: {self.link_names}") from None
-        R, p = self._data.link_pose[link]
-        return body, R, p
+        return body, F[0:3].copy(), F[3].copy()
 
     def _bound(self, kernel):
         """``kernel``'s compiled entry point for this model's argument types (bound at warm-up,
         see :func:`wbc_dynamics.kernels.linalg.bound_entry`): skips numba's per-call typing of
         the ~14 arguments, half of a single call's cost. Only for the kernels whose per-call
-        arrays the public methods have checked (float64, C-contiguous, right shape)."""
+        arrays the public methods have checked (float64, right shape, and C-contiguous unless
+        ``_bind_args`` binds that argument strided: an entry point does not check types)."""
         entry = self._entries.get(kernel)
         if entry is None:
             args = self._bind_args.get(kernel)
@@ -345,18 +427,17 @@ class RobotModel:
         Floating base: the first six entries are the base wrench in the base frame (seed 003,
         Table 4, extended inverse dynamics). Units: N m / N (joints), N and N m (base).
         """
-        nv = self.nv
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
+        # strided vectors are fine: the kernel takes any layout
+        sv = self._shape_v
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")
-        if not (type(v) is _ND and v.dtype is _F64 and v.shape == (nv,) and v.flags.c_contiguous):
-            v = _vector(v, nv, "v")
-        if not (type(a) is _ND and a.dtype is _F64 and a.shape == (nv,) and a.flags.c_contiguous):
-            a = _vector(a, nv, "a")
-        use_fext = self._external_forces(f_ext)
-        tau = np.empty(nv)
-        st = self._bound(world.rnea)(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv):
+            v = _vector(v, self.nv, "v")
+        if not (type(a) is _ND and a.dtype is _F64 and a.shape == sv):
+            a = _vector(a, self.nv, "a")
+        use_fext = False if f_ext is None else self._external_forces(f_ext)
+        tau = np.empty(sv)
+        st = self._e_rnea(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
         if st:
             self._raise(st)
         return tau
@@ -371,12 +452,10 @@ class RobotModel:
 
     def mass_matrix(self, q) -> np.ndarray:
         """Joint-space inertia matrix M(q) (nv x nv) by the composite-rigid-body algorithm."""
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
-        M = np.empty((self.nv, self.nv))
-        st = self._bound(world.crba)(q, M, *self._k_kin)
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
+        M = np.empty(self._shape_M)
+        st = self._e_crba(q, M, *self._k_kin)
         if st:
             self._raise(st)
         return M
@@ -408,7 +487,7 @@ class RobotModel:
         """M(q) by the unit-vector method (seed 002): column j = ID(q, 0, e_j) - ID(q, 0, 0)
         with gravity off. n inverse-dynamics calls: a reference, not the fast path."""
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
         nv = self.nv
@@ -418,7 +497,7 @@ class RobotModel:
         for j in range(nv):
             e[:] = 0.0
             e[j] = 1.0
-            st = world.rnea(q, self._zeros_nv, e, self._fext, False, False, col, *self._k_rnea)
+            st = self._e_rnea(q, self._zeros_nv, e, self._fext, False, False, col, *self._k_rnea)
             if st:
                 self._raise(st)
             M[:, j] = col
@@ -427,12 +506,10 @@ class RobotModel:
     def minverse(self, q) -> np.ndarray:
         """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (seed 000, Alg. 1; moving
         base: IMMAmb, seed 003 Table 9). M is never formed or factored."""
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
-        Minv = np.empty((self.nv, self.nv))
-        st = self._bound(world.minverse)(q, Minv, self._FP, *self._k_kin)
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
+        Minv = np.empty(self._shape_M)
+        st = self._e_minverse(q, Minv, self._FP, *self._k_kin)
         if st:
             self._raise(st)
         return Minv
@@ -443,43 +520,51 @@ class RobotModel:
         Floating base: ``tau[:6]`` is the wrench applied to the base (zero for an unactuated
         base) and ``a[:6]`` the base spatial acceleration in the base frame.
         """
-        nv = self.nv
+        sv = self._shape_v
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
-        if not (type(v) is _ND and v.dtype is _F64 and v.shape == (nv,) and v.flags.c_contiguous):
-            v = _vector(v, nv, "v")
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv and v.flags.c_contiguous):
+            v = _vector(v, self.nv, "v")
         if not (
-            type(tau) is _ND and tau.dtype is _F64 and tau.shape == (nv,) and tau.flags.c_contiguous
+            type(tau) is _ND and tau.dtype is _F64 and tau.shape == sv and tau.flags.c_contiguous
         ):
-            tau = _vector(tau, nv, "tau")
-        use_fext = self._external_forces(f_ext)
-        ddq = np.empty(nv)
-        st = self._bound(world.aba)(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
+            tau = _vector(tau, self.nv, "tau")
+        use_fext = False if f_ext is None else self._external_forces(f_ext)
+        ddq = np.empty(sv)
+        st = self._e_aba(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
         if st:
             self._raise(st, a="tau")
         return ddq
 
     # ------------------------------------------------------------------ kinematics
-    def _point(self, link: str, point) -> tuple[int, np.ndarray, np.ndarray]:
-        body, R, p = self.link_frame(link)
+    def _point(self, link: str, point) -> tuple[int, np.ndarray]:
+        """(body, F): the link frame F (4, 3) = [R; p] in its body, moved to ``point`` (m, link
+        frame) if given."""
+        frame = self._frames.get(link)
+        if frame is None:
+            self.link_frame(link)  # raises, naming the link
         if point is None:
-            return body, p, R
+            return frame
         r = _vector(point, 3, "point")
         if not np.all(np.isfinite(r)):
             raise ValueError("point contains NaN or inf")
-        return body, p + R @ r, R
+        body, F = frame
+        F = F.copy()
+        F[3] += F[0:3] @ r
+        return body, F
 
     def frame_placement(self, q, link: str) -> np.ndarray:
         """4x4 homogeneous transform of ``link``'s frame in the world (m)."""
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
-        body, p, R = self._point(link, None)
-        T = np.empty((4, 4))
-        st = world.placement(q, body, p, R, T, *self._k_place)
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
+        try:
+            body, F = self._frames[link]
+        except KeyError:
+            self.link_frame(link)  # raises, naming the link
+        T = np.empty(_SHAPE_T)
+        st = self._e_frame_placement(q, body, F, T, self._kin)
         if st:
             self._raise(st)
         return T
@@ -491,15 +576,23 @@ class RobotModel:
         velocities in world-aligned axes (Pinocchio LOCAL_WORLD_ALIGNED); ``"local"``: in the
         link frame's axes (Pinocchio LOCAL).
         """
-        if frame not in _FRAMES:
+        if frame == "world":
+            local = False
+        elif frame == "local":
+            local = True
+        else:
             raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
-        if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
-        ):
-            q = _vector(q, self.nq, "q")
-        body, r, R = self._point(link, point)
-        J = np.empty((6, self.nv))
-        st = world.point_jacobian(q, body, r, R, frame == "local", J, *self._k_kin)
+        if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
+            q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
+        if point is None:
+            try:
+                body, F = self._frames[link]
+            except KeyError:
+                self.link_frame(link)  # raises, naming the link
+        else:
+            body, F = self._point(link, point)
+        J = np.empty(self._shape_J)
+        st = self._e_frame_jacobian(q, body, F, local, J, self._kin)
         if st:
             self._raise(st)
         return J
@@ -508,16 +601,19 @@ class RobotModel:
         """Bias acceleration J̇(q, v) v (6,) of a point of ``link``: its classical acceleration
         when the joint accelerations are zero (no gravity), rows [linear (m/s^2); angular
         (rad/s^2)], axes as in :meth:`jacobian`."""
+        sv = self._shape_v
         if frame not in _FRAMES:
             raise ValueError(f"frame must be one of {_FRAMES}, got {frame!r}")
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
-        v = _vector(v, self.nv, "v")
-        body, r, R = self._point(link, point)
+        if not (type(v) is _ND and v.dtype is _F64 and v.shape == sv and v.flags.c_contiguous):
+            v = _vector(v, self.nv, "v")
+        body, F = self._point(link, point)
+        r, R = F[3], F[0:3]
         out = np.empty(6)
-        st = world.point_bias(
+        st = self._e_point_bias(
             self._topo,
             self._tree,
             self._Sm,
@@ -544,7 +640,7 @@ class RobotModel:
         :func:`wbc_dynamics.kernels.kinematics.points_kinematics` directly.
         """
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")
@@ -554,12 +650,13 @@ class RobotModel:
         bodies = np.empty(len(links), dtype=np.int64)
         rs = np.empty((len(links), 3))
         for k, link in enumerate(links):
-            bodies[k], rs[k], _ = self._point(link, pts[k])
+            bodies[k], F = self._point(link, pts[k])
+            rs[k] = F[3]
         k = len(links)
         pos = np.empty((k, 3))
         J = np.empty((k, 3, self.nv))
         bias = np.empty((k, 3))
-        st = world.points_kinematics(
+        st = self._e_points_kinematics(
             self._topo,
             self._tree,
             self._Sm,
@@ -583,7 +680,7 @@ class RobotModel:
         """Configuration reached from q by moving with constant velocity v for dt seconds
         (the base on SE(3), so the quaternion stays unit)."""
         if not (
-            type(q) is _ND and q.dtype is _F64 and q.shape == (self.nq,) and q.flags.c_contiguous
+            type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
         ):
             q = _vector(q, self.nq, "q")
         v = _vector(v, self.nv, "v")

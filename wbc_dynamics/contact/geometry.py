@@ -560,12 +560,14 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
     the scratch arena (:mod:`wbc_dynamics.kernels.arena`).
     """
     if dynamics:
-        st = world.minverse(q, d.Minv_robot, d.FP, topo, tree, Sm, d.W, d.SC)
+        # q[::1] etc.: strided ('A') vector types, those of RobotModel's bound entry points, so
+        # that one compiled minverse / rnea serves both (a second one costs seconds to compile)
+        st = world.minverse(q[::1], d.Minv_robot, d.FP, topo, tree, Sm, d.W, d.SC)
         if st != OK:
             return -st
         # np.bool_: typed flags, not literals -- a literal would compile a second rnea (~2.5 s)
-        st = world.rnea(q, v, d.a_zero, d.fext, np.bool_(False), np.bool_(True), d.h_robot,
-                        topo, tree, Sm, I6, gravity, d.W, d.SC)
+        st = world.rnea(q[::1], v[::1], d.a_zero[::1], d.fext, np.bool_(False), np.bool_(True),
+                        d.h_robot, topo, tree, Sm, I6, gravity, d.W, d.SC)
         if st != OK:
             return -st
         for c in range(v.shape[0]):

@@ -380,7 +380,7 @@ def aba_derivatives(
                           SC)
     if st != OK:
         return st
-    st = minverse(q, Minv, FP, topo, tree, Sm, W, SC)
+    st = minverse(q[::1], Minv, FP, topo, tree, Sm, W, SC)  # 'A' q: RobotModel.minverse's type
     if st != OK:
         return st
     neg_sym_matmul(Minv, dq, ddq_dq)

@@ -11,8 +11,9 @@ passes a handful of arguments):
 ==== ==========================================================================================
 slot content
 ==== ==========================================================================================
-0    ``Xup``: parent-to-body motion transforms
-1    ``IA``: articulated (or composite) inertias, world frame
+0    ``Xup``: parent-to-body motion transforms (:func:`rnea` stores rows 0-2 only)
+1    ``IA``: articulated inertias, world frame (:func:`crba`: the composite inertia's 10
+     parameters in rows 0-1; :func:`minverse` accumulates IA in slot 8 instead)
 2    ``U = IA S``
 3    ``D = S^T U``
 4    ``D^-1``
@@ -20,12 +21,15 @@ slot content
      5 joint-space u (all world frame)
 6    world pose: rows 0-2, cols 0-2 rotation; row 3, cols 0-2 position
 7    ``S`` in world frame (first nvi columns)
-8    body inertia in world frame
-9    spare
+8    body inertia in world frame (after :func:`minverse`: its articulated inertias)
+9    scratch of :func:`world_quantities`
 ==== ==========================================================================================
 
 Scratch ``SC`` (8, 6, 6): slots 0-3 6x6 work matrices, slots 6-7 rows 0-2 the (2, 3, 3)
 rotation scratch of :func:`forward_kinematics`.
+
+The frame queries (:func:`frame_jacobian`, :func:`frame_placement`) take no workspace: they read
+the model from one array, ``kin`` (:func:`kin_array`).
 """
 
 from __future__ import annotations
@@ -36,29 +40,30 @@ from numba import njit
 from .dynamics import (
     BAD_A,
     BAD_FEXT,
+    BAD_Q,
+    BAD_QUATERNION,
     BAD_V,
+    FREE_FLYER,
+    IQ,
     IV,
+    JTYPE,
     NVI,
     OK,
     PARENT,
+    QUATERNION_TOLERANCE,
+    REVOLUTE,
     SINGULAR,
     SUBTREE_END,
     _invert_spd,
-    _pose_in_parent,
     check_configuration,
     check_vector,
 )
 from .kinematics import point_bias as _point_bias
-from .kinematics import point_jacobian_filled
 from .kinematics import points_kinematics as _points_kinematics
 from .spatial import (
-    apply_force_transpose_add,
-    apply_motion,
-    apply_motion_add,
     cross_force_add,
     cross_motion_add,
     mat6_vec,
-    motion_transform,
 )
 
 N_SLOTS = 10
@@ -162,31 +167,116 @@ def _copy6(src, dst):
             dst[r, c] = src[r, c]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _local_pose(topo, tree, q, i):
+    """Rotation (9, row-major) and translation (3) of body i in its parent's frame, as scalars.
+
+    The arithmetic of :func:`.dynamics._pose_in_parent` held in registers: the frame kernels
+    below then need no workspace argument (each array argument costs ~40 ns to unbox).
+    """
+    return _local_pose_t(topo[i, JTYPE], topo[i, IQ], tree[i], q)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _local_pose_t(jt, iq, t, q):
+    """:func:`_local_pose` from the joint type, first q index and ``tree`` row ``t``."""
+    if jt == FREE_FLYER:
+        qx, qy, qz, qw = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+        n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+        x = qx / n
+        y = qy / n
+        z = qz / n
+        w = qw / n
+        return (
+            1.0 - 2.0 * (y * y + z * z),
+            2.0 * (x * y - z * w),
+            2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w),
+            1.0 - 2.0 * (x * x + z * z),
+            2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w),
+            2.0 * (y * z + x * w),
+            1.0 - 2.0 * (x * x + y * y),
+            q[iq],
+            q[iq + 1],
+            q[iq + 2],
+        )
+    if jt == REVOLUTE:
+        c = np.cos(q[iq])
+        s = np.sin(q[iq])
+        u = 1.0 - c
+        x = t[12]
+        y = t[13]
+        z = t[14]
+        j00 = c + u * x * x
+        j01 = u * x * y - s * z
+        j02 = u * x * z + s * y
+        j10 = u * x * y + s * z
+        j11 = c + u * y * y
+        j12 = u * y * z - s * x
+        j20 = u * x * z - s * y
+        j21 = u * y * z + s * x
+        j22 = c + u * z * z
+        return (
+            t[0] * j00 + t[1] * j10 + t[2] * j20,
+            t[0] * j01 + t[1] * j11 + t[2] * j21,
+            t[0] * j02 + t[1] * j12 + t[2] * j22,
+            t[3] * j00 + t[4] * j10 + t[5] * j20,
+            t[3] * j01 + t[4] * j11 + t[5] * j21,
+            t[3] * j02 + t[4] * j12 + t[5] * j22,
+            t[6] * j00 + t[7] * j10 + t[8] * j20,
+            t[6] * j01 + t[7] * j11 + t[8] * j21,
+            t[6] * j02 + t[7] * j12 + t[8] * j22,
+            t[9],
+            t[10],
+            t[11],
+        )
+    # prismatic: translate along the axis expressed in the joint frame
+    d = q[iq]
+    ax0 = t[12] * d
+    ax1 = t[13] * d
+    ax2 = t[14] * d
+    return (
+        t[0],
+        t[1],
+        t[2],
+        t[3],
+        t[4],
+        t[5],
+        t[6],
+        t[7],
+        t[8],
+        t[9] + t[0] * ax0 + t[1] * ax1 + t[2] * ax2,
+        t[10] + t[3] * ax0 + t[4] * ax1 + t[5] * ax2,
+        t[11] + t[6] * ax0 + t[7] * ax1 + t[8] * ax2,
+    )
+
+
 @njit(cache=True, error_model="numpy")
 def world_poses_into(topo, tree, q, last, W, SC):
     """World poses of bodies 0..last into slot 6 (rows 0-2 rotation, row 3 position).
 
-    In depth-first order bodies 0..last include every ancestor of ``last``.
+    In depth-first order bodies 0..last include every ancestor of ``last``. The local pose is
+    held in registers (:func:`_local_pose`, the arithmetic of ``_pose_in_parent``): ``SC`` is
+    not used any more, kept so that callers need not change.
     """
-    Rj = SC[6, 0:3, 0:3]
-    Rl = SC[7, 0:3, 0:3]
     for i in range(last + 1):
-        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
         P = W[i, 6]
         par = topo[i, PARENT]
         if par < 0:
-            for r in range(3):
-                for c in range(3):
-                    P[r, c] = Rl[r, c]
-            P[3, 0] = pl0
-            P[3, 1] = pl1
-            P[3, 2] = pl2
+            P[0, 0], P[0, 1], P[0, 2] = L00, L01, L02
+            P[1, 0], P[1, 1], P[1, 2] = L10, L11, L12
+            P[2, 0], P[2, 1], P[2, 2] = L20, L21, L22
+            P[3, 0], P[3, 1], P[3, 2] = l0, l1, l2
         else:
             Pp = W[par, 6]
             for r in range(3):
-                for c in range(3):
-                    P[r, c] = Pp[r, 0] * Rl[0, c] + Pp[r, 1] * Rl[1, c] + Pp[r, 2] * Rl[2, c]
-                P[3, r] = Pp[3, r] + Pp[r, 0] * pl0 + Pp[r, 1] * pl1 + Pp[r, 2] * pl2
+                a0, a1, a2 = Pp[r, 0], Pp[r, 1], Pp[r, 2]
+                P[r, 0] = a0 * L00 + a1 * L10 + a2 * L20
+                P[r, 1] = a0 * L01 + a1 * L11 + a2 * L21
+                P[r, 2] = a0 * L02 + a1 * L12 + a2 * L22
+                P[3, r] = Pp[3, r] + a0 * l0 + a1 * l1 + a2 * l2
 
 
 @njit(cache=True, error_model="numpy")
@@ -200,44 +290,170 @@ def crba(q, M, topo, tree, Sm, W, SC):
     """Joint-space inertia matrix by the composite-rigid-body algorithm, world frame.
 
     Featherstone (2008) Table 6.2 with composite inertias at the world origin: Ic_parent += Ic_i
-    and M[j, i] = S_j^T Ic_i S_i for every ancestor j, with no frame changes.
+    and M[j, i] = S_j^T Ic_i S_i for every ancestor j, with no frame changes. A composite
+    inertia is held as its 10 parameters (mass m, first moment h and rotational inertia Ibar
+    about the world origin, slot 1 rows 0-1) rather than as a 6x6 matrix: the backward pass adds
+    10 numbers per body instead of 36, and Ic S is formed from them. The additions are the ones
+    the 6x6 sum makes on its distinct entries, so Ic is the same to the bit.
     """
     st = check_configuration(topo, q)
     if st != OK:
         return st
-    kinematics_into(topo, tree, q, W, SC)
-    world_quantities(topo, tree, Sm, W, True)
     nb = topo.shape[0]
-    M[:, :] = 0.0  # bodies on different branches do not couple
+    nv = M.shape[0]
     for i in range(nb):
-        _copy6(W[i, 8], W[i, 1])
+        # world pose (slot 6), as world_poses_into with the local pose in registers
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+        P = W[i, 6]
+        par = topo[i, PARENT]
+        if par < 0:
+            R00, R01, R02 = L00, L01, L02
+            R10, R11, R12 = L10, L11, L12
+            R20, R21, R22 = L20, L21, L22
+            p0, p1, p2 = l0, l1, l2
+        else:
+            Pp = W[par, 6]
+            R00 = Pp[0, 0] * L00 + Pp[0, 1] * L10 + Pp[0, 2] * L20
+            R01 = Pp[0, 0] * L01 + Pp[0, 1] * L11 + Pp[0, 2] * L21
+            R02 = Pp[0, 0] * L02 + Pp[0, 1] * L12 + Pp[0, 2] * L22
+            R10 = Pp[1, 0] * L00 + Pp[1, 1] * L10 + Pp[1, 2] * L20
+            R11 = Pp[1, 0] * L01 + Pp[1, 1] * L11 + Pp[1, 2] * L21
+            R12 = Pp[1, 0] * L02 + Pp[1, 1] * L12 + Pp[1, 2] * L22
+            R20 = Pp[2, 0] * L00 + Pp[2, 1] * L10 + Pp[2, 2] * L20
+            R21 = Pp[2, 0] * L01 + Pp[2, 1] * L11 + Pp[2, 2] * L21
+            R22 = Pp[2, 0] * L02 + Pp[2, 1] * L12 + Pp[2, 2] * L22
+            p0 = Pp[3, 0] + Pp[0, 0] * l0 + Pp[0, 1] * l1 + Pp[0, 2] * l2
+            p1 = Pp[3, 1] + Pp[1, 0] * l0 + Pp[1, 1] * l1 + Pp[1, 2] * l2
+            p2 = Pp[3, 2] + Pp[2, 0] * l0 + Pp[2, 1] * l1 + Pp[2, 2] * l2
+        P[0, 0], P[0, 1], P[0, 2] = R00, R01, R02
+        P[1, 0], P[1, 1], P[1, 2] = R10, R11, R12
+        P[2, 0], P[2, 1], P[2, 2] = R20, R21, R22
+        P[3, 0], P[3, 1], P[3, 2] = p0, p1, p2
+        # motion subspace at the world origin (slot 7), as world_quantities
+        Sw = W[i, 7]
+        S = Sm[i]
+        for k in range(topo[i, NVI]):
+            a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
+            a1 = R10 * S[3, k] + R11 * S[4, k] + R12 * S[5, k]
+            a2 = R20 * S[3, k] + R21 * S[4, k] + R22 * S[5, k]
+            v0 = R00 * S[0, k] + R01 * S[1, k] + R02 * S[2, k]
+            v1 = R10 * S[0, k] + R11 * S[1, k] + R12 * S[2, k]
+            v2 = R20 * S[0, k] + R21 * S[1, k] + R22 * S[2, k]
+            Sw[0, k] = v0 + p1 * a2 - p2 * a1
+            Sw[1, k] = v1 + p2 * a0 - p0 * a2
+            Sw[2, k] = v2 + p0 * a1 - p1 * a0
+            Sw[3, k] = a0
+            Sw[4, k] = a1
+            Sw[5, k] = a2
+        # inertia parameters at the world origin, world_quantities' arithmetic: h_w = R h + m p,
+        # Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2
+        t = tree[i]
+        m = t[MASS]
+        hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
+        g0 = R00 * hx + R01 * hy + R02 * hz
+        g1 = R10 * hx + R11 * hy + R12 * hz
+        g2 = R20 * hx + R21 * hy + R22 * hz
+        B = SC[0]
+        for r in range(3):
+            for c in range(3):
+                B[r, c] = (
+                    t[ROT_INERTIA + 3 * r] * P[c, 0]
+                    + t[ROT_INERTIA + 3 * r + 1] * P[c, 1]
+                    + t[ROT_INERTIA + 3 * r + 2] * P[c, 2]
+                )
+        gp = g0 * p0 + g1 * p1 + g2 * p2
+        pp = p0 * p0 + p1 * p1 + p2 * p2
+        gv = (g0, g1, g2)
+        pv = (p0, p1, p2)
+        C = W[i, 1]
+        C[0, 0] = m
+        C[0, 1] = g0 + m * p0
+        C[0, 2] = g1 + m * p1
+        C[0, 3] = g2 + m * p2
+        # rows 1-2: Ibar_w's upper triangle (00, 01, 02, 11, 12, 22)
+        n = 0
+        for r in range(3):
+            for c in range(r, 3):
+                rot = P[r, 0] * B[0, c] + P[r, 1] * B[1, c] + P[r, 2] * B[2, c]
+                sh = -(pv[r] * gv[c] + gv[r] * pv[c]) - m * pv[r] * pv[c]
+                if r == c:
+                    sh += 2.0 * gp + m * pp
+                C[1, n] = rot + sh
+                n += 1
     for i in range(nb - 1, -1, -1):
         par = topo[i, PARENT]
         if par >= 0:
-            for r in range(6):
-                for c in range(6):
-                    W[par, 1, r, c] += W[i, 1, r, c]
-    F = SC[0]
+            C = W[i, 1]
+            Cp = W[par, 1]
+            for c in range(4):
+                Cp[0, c] += C[0, c]
+            for c in range(6):
+                Cp[1, c] += C[1, c]
+    F = SC[1]
     for i in range(nb):
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        Ic = W[i, 1]
+        # bodies on different branches do not couple: in depth-first order, the bodies after
+        # i's subtree are not its descendants (the ancestor loops write every other entry once)
+        for k in range(iv, iv + nvi):
+            for c in range(topo[i, SUBTREE_END], nv):
+                M[k, c] = 0.0
+                M[c, k] = 0.0
+        C = W[i, 1]
+        m, h0, h1, h2 = C[0, 0], C[0, 1], C[0, 2], C[0, 3]
+        I00, I01, I02, I11, I12, I22 = C[1, 0], C[1, 1], C[1, 2], C[1, 3], C[1, 4], C[1, 5]
         Sw = W[i, 7]
+        if nvi == 1:
+            # the common case with F in registers: one column against every ancestor's
+            v0, v1, v2, w0, w1, w2 = Sw[0, 0], Sw[1, 0], Sw[2, 0], Sw[3, 0], Sw[4, 0], Sw[5, 0]
+            f0 = m * v0 + (h2 * w1 - h1 * w2)
+            f1 = m * v1 + (h0 * w2 - h2 * w0)
+            f2 = m * v2 + (h1 * w0 - h0 * w1)
+            f3 = (h1 * v2 - h2 * v1) + (I00 * w0 + I01 * w1 + I02 * w2)
+            f4 = (h2 * v0 - h0 * v2) + (I01 * w0 + I11 * w1 + I12 * w2)
+            f5 = (h0 * v1 - h1 * v0) + (I02 * w0 + I12 * w1 + I22 * w2)
+            j = i
+            while j >= 0:
+                jv = topo[j, IV]
+                Sj = W[j, 7]
+                for k1 in range(topo[j, NVI]):
+                    s = (
+                        Sj[0, k1] * f0
+                        + Sj[1, k1] * f1
+                        + Sj[2, k1] * f2
+                        + Sj[3, k1] * f3
+                        + Sj[4, k1] * f4
+                        + Sj[5, k1] * f5
+                    )
+                    M[jv + k1, iv] = s
+                    M[iv, jv + k1] = s
+                j = topo[j, PARENT]
+            continue
         for k in range(nvi):
-            for r in range(6):
-                s = 0.0
-                for c in range(6):
-                    s += Ic[r, c] * Sw[c, k]
-                F[r, k] = s
+            # F = Ic S: [m v - h x w; h x v + Ibar w] (Ic = [m 1, -[h]; [h], Ibar])
+            v0, v1, v2, w0, w1, w2 = Sw[0, k], Sw[1, k], Sw[2, k], Sw[3, k], Sw[4, k], Sw[5, k]
+            F[0, k] = m * v0 + (h2 * w1 - h1 * w2)
+            F[1, k] = m * v1 + (h0 * w2 - h2 * w0)
+            F[2, k] = m * v2 + (h1 * w0 - h0 * w1)
+            F[3, k] = (h1 * v2 - h2 * v1) + (I00 * w0 + I01 * w1 + I02 * w2)
+            F[4, k] = (h2 * v0 - h0 * v2) + (I01 * w0 + I11 * w1 + I12 * w2)
+            F[5, k] = (h0 * v1 - h1 * v0) + (I02 * w0 + I12 * w1 + I22 * w2)
         j = i
         while j >= 0:
             jv = topo[j, IV]
             Sj = W[j, 7]
             for k1 in range(topo[j, NVI]):
+                s0, s1, s2 = Sj[0, k1], Sj[1, k1], Sj[2, k1]
+                s3, s4, s5 = Sj[3, k1], Sj[4, k1], Sj[5, k1]
                 for k2 in range(nvi):
-                    s = 0.0
-                    for r in range(6):
-                        s += Sj[r, k1] * F[r, k2]
+                    s = (
+                        s0 * F[0, k2]
+                        + s1 * F[1, k2]
+                        + s2 * F[2, k2]
+                        + s3 * F[3, k2]
+                        + s4 * F[4, k2]
+                        + s5 * F[5, k2]
+                    )
                     M[jv + k1, iv + k2] = s
                     M[iv + k2, jv + k1] = s
             j = topo[j, PARENT]
@@ -247,7 +463,14 @@ def crba(q, M, topo, tree, Sm, W, SC):
 @njit(cache=True, error_model="numpy")
 def _backward_joint(topo, i, W, SC):
     """U = IA S, D = S^T U, D^-1 for body i (world frame). False if D is not positive definite."""
-    nvi = topo[i, NVI]
+    if topo[i, NVI] == 6:
+        # a literal DoF count for the free-flyer: fixed loop bounds (unrolled)
+        return _backward_joint_n(topo, i, 6, W, SC)
+    return _backward_joint_n(topo, i, topo[i, NVI], W, SC)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _backward_joint_n(topo, i, nvi, W, SC):
     IA = W[i, 1]
     Sw = W[i, 7]
     U = W[i, 2]
@@ -421,6 +644,71 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
 
 
 @njit(cache=True, error_model="numpy")
+def _minv_articulate_1dof(topo, i, W):
+    """U = IA S, D^-1 (slots 2, 4) of a 1-DoF joint and IA[parent] += IA - U D^-1 U^T, with the
+    articulated inertias IA in slot 8, upper triangles only (see :func:`minverse`). False if D
+    is not positive (a massless subtree)."""
+    IA = W[i, 8]
+    S = W[i, 7]
+    U = W[i, 2]
+    s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
+    for r in range(6):
+        # row r of the symmetric IA read from its upper triangle
+        u = (
+            IA[min(r, 0), max(r, 0)] * s0
+            + IA[min(r, 1), max(r, 1)] * s1
+            + IA[min(r, 2), max(r, 2)] * s2
+            + IA[min(r, 3), max(r, 3)] * s3
+            + IA[min(r, 4), max(r, 4)] * s4
+            + IA[min(r, 5), max(r, 5)] * s5
+        )
+        U[r, 0] = u
+    D = U[0, 0] * s0 + U[1, 0] * s1 + U[2, 0] * s2 + U[3, 0] * s3 + U[4, 0] * s4 + U[5, 0] * s5
+    if not D > 0.0:
+        return False
+    d = 1.0 / D
+    W[i, 3, 0, 0] = D
+    W[i, 4, 0, 0] = d
+    par = topo[i, PARENT]
+    if par >= 0:
+        IAp = W[par, 8]
+        for r in range(6):
+            ur = U[r, 0] * d
+            for c in range(r, 6):
+                IAp[r, c] += IA[r, c] - ur * U[c, 0]
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _minv_articulate_ndof(topo, i, W, SC):
+    """:func:`_minv_articulate_1dof` for a multi-DoF joint (the free-flyer): IA completed from
+    its upper triangle into slot 1 for :func:`_backward_joint`."""
+    IA = W[i, 8]
+    IA1 = W[i, 1]
+    for r in range(6):
+        for c in range(6):
+            IA1[r, c] = IA[r, c] if r <= c else IA[c, r]
+    if not _backward_joint(topo, i, W, SC):
+        return False
+    par = topo[i, PARENT]
+    if par >= 0:
+        nvi = topo[i, NVI]
+        U = W[i, 2]
+        Di = W[i, 4]
+        IAp = W[par, 8]
+        for r in range(6):
+            for c in range(r, 6):
+                s = IA1[r, c]
+                for k1 in range(nvi):
+                    t = 0.0
+                    for k2 in range(nvi):
+                        t += Di[k1, k2] * U[c, k2]
+                    s -= U[r, k1] * t
+                IAp[r, c] += s
+    return True
+
+
+@njit(cache=True, error_model="numpy")
 def _minv_backward_1dof(topo, i, W, F, Minv):
     """Alg. 1 lines 9-13 for a 1-DoF joint, world frame (see :func:`minverse`)."""
     iv = topo[i, IV]
@@ -455,8 +743,16 @@ def _minv_backward_1dof(topo, i, W, F, Minv):
 @njit(cache=True, error_model="numpy")
 def _minv_backward_ndof(topo, i, W, F, Minv, col):
     """Alg. 1 lines 9-13 for a multi-DoF joint (the free-flyer), world frame."""
+    if topo[i, NVI] == 6:
+        # a literal DoF count: the 6-term loops get fixed bounds (unrolled), ~0.3 us faster
+        _minv_backward_ndof_n(topo, i, 6, W, F, Minv, col)
+    else:
+        _minv_backward_ndof_n(topo, i, topo[i, NVI], W, F, Minv, col)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _minv_backward_ndof_n(topo, i, nvi, W, F, Minv, col):
     iv = topo[i, IV]
-    nvi = topo[i, NVI]
     end = topo[i, SUBTREE_END]
     Sw = W[i, 7]
     Di = W[i, 4]
@@ -516,8 +812,15 @@ def _minv_forward_1dof(topo, i, W, FP, Minv, nv):
 @njit(cache=True, error_model="numpy")
 def _minv_forward_ndof(topo, i, W, FP, Minv, nv, col):
     """Alg. 1 lines 21-26 for a multi-DoF joint or a root joint, world frame."""
+    if topo[i, NVI] == 6:
+        _minv_forward_ndof_n(topo, i, 6, W, FP, Minv, nv, col)  # as in _minv_backward_ndof
+    else:
+        _minv_forward_ndof_n(topo, i, topo[i, NVI], W, FP, Minv, nv, col)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _minv_forward_ndof_n(topo, i, nvi, W, FP, Minv, nv, col):
     iv = topo[i, IV]
-    nvi = topo[i, NVI]
     end = topo[i, SUBTREE_END]
     par = topo[i, PARENT]
     Sw = W[i, 7]
@@ -572,18 +875,19 @@ def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
     nb = topo.shape[0]
     nv = Minv.shape[0]
     F = FP[nb]
-    for i in range(nb):
-        _copy6(W[i, 8], W[i, 1])
     col = SC[0, 0]
+    # the articulated inertias are accumulated in place of the body inertias (slot 8, which
+    # nothing reads after this kernel), upper triangles only: no 6x6 copy per body, and 21
+    # instead of 36 updates per joint
     for i in range(nb - 1, -1, -1):
-        if not _backward_joint(topo, i, W, SC):
-            return SINGULAR
         if topo[i, NVI] == 1:
+            if not _minv_articulate_1dof(topo, i, W):
+                return SINGULAR
             _minv_backward_1dof(topo, i, W, F, Minv)
         else:
+            if not _minv_articulate_ndof(topo, i, W, SC):
+                return SINGULAR
             _minv_backward_ndof(topo, i, W, F, Minv, col)
-        if topo[i, PARENT] >= 0:
-            _add_articulated_to_parent(topo, i, W)
     # Alg. 1 lines 19-28: contributions of the supports, P_i = S Minv[i, i:] + P_parent. Entries
     # of row i beyond i's subtree were not touched by the backward pass: they start from zero.
     for i in range(nb):
@@ -600,6 +904,47 @@ def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
 # ----------------------------------------------------------------------------- entry points
 # Thin wrappers over the per-array kernels taking the packed workspace, so that a call from
 # Python passes few arguments (numba's dispatcher costs ~50 ns per array argument).
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _neg_cross(a0, a1, a2, p0, p1, p2):
+    """-(a x p), as motion_transform writes a row of -R^T [p]x (a: a column of R)."""
+    return -(a1 * p2 - a2 * p1), -(a2 * p0 - a0 * p2), -(a0 * p1 - a1 * p0)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _xup_motion(X, m, out, add):
+    """``out (+)= Xup m`` with only Xup's rows 0-2 stored: rows 3-5 are [0, R^T] and R^T is
+    the upper-left block. The terms and their order are apply_motion's (its zero block
+    skipped), so the results are the same to the bit."""
+    for r in range(3):
+        lin = (
+            X[r, 0] * m[0]
+            + X[r, 1] * m[1]
+            + X[r, 2] * m[2]
+            + X[r, 3] * m[3]
+            + X[r, 4] * m[4]
+            + X[r, 5] * m[5]
+        )
+        ang = X[r, 0] * m[3] + X[r, 1] * m[4] + X[r, 2] * m[5]
+        if add:
+            out[r] += lin
+            out[r + 3] += ang
+        else:
+            out[r] = lin
+            out[r + 3] = ang
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _inertia_vec(I, x, out):
+    """``out = I x`` for a body inertia [[m 1, -[h]x], [[h]x, Ibar]] (the loader's layout):
+    mat6_vec's sums without the 12 terms that multiply its structural zeros."""
+    out[0] = I[0, 0] * x[0] + I[0, 4] * x[4] + I[0, 5] * x[5]
+    out[1] = I[1, 1] * x[1] + I[1, 3] * x[3] + I[1, 5] * x[5]
+    out[2] = I[2, 2] * x[2] + I[2, 3] * x[3] + I[2, 4] * x[4]
+    out[3] = I[3, 1] * x[1] + I[3, 2] * x[2] + I[3, 3] * x[3] + I[3, 4] * x[4] + I[3, 5] * x[5]
+    out[4] = I[4, 0] * x[0] + I[4, 2] * x[2] + I[4, 3] * x[3] + I[4, 4] * x[4] + I[4, 5] * x[5]
+    out[5] = I[5, 0] * x[0] + I[5, 1] * x[1] + I[5, 3] * x[3] + I[5, 4] * x[4] + I[5, 5] * x[5]
 
 
 @njit(cache=True, error_model="numpy")
@@ -621,9 +966,6 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     if use_fext and not check_vector(fext.ravel()):
         return BAD_FEXT
     nb = topo.shape[0]
-    Rj = SC[6, 0:3, 0:3]
-    Rl = SC[7, 0:3, 0:3]
-    pvec = SC[5, 5, 0:3]
     vJ = SC[5, 0]
     Iv = SC[5, 1]
     g6 = SC[5, 2]
@@ -631,12 +973,16 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         g6[r] = -gravity[r] if use_gravity else 0.0
         g6[r + 3] = 0.0
     for i in range(nb):
-        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
-        pvec[0] = pl0
-        pvec[1] = pl1
-        pvec[2] = pl2
+        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(topo, tree, q, i)
+        # Xup = [[R^T, -R^T [p]x], [0, R^T]] (motion_transform's arithmetic), rows 0-2 only: the
+        # lower rows repeat R^T (see _xup_motion)
         X = W[i, 0]
-        motion_transform(Rl, pvec, X)
+        X[0, 0], X[0, 1], X[0, 2] = R00, R10, R20
+        X[1, 0], X[1, 1], X[1, 2] = R01, R11, R21
+        X[2, 0], X[2, 1], X[2, 2] = R02, R12, R22
+        X[0, 3], X[0, 4], X[0, 5] = _neg_cross(R00, R10, R20, p0, p1, p2)
+        X[1, 3], X[1, 4], X[1, 5] = _neg_cross(R01, R11, R21, p0, p1, p2)
+        X[2, 3], X[2, 4], X[2, 5] = _neg_cross(R02, R12, R22, p0, p1, p2)
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
@@ -656,16 +1002,16 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
             for r in range(6):
                 vel[r] = vJ[r]
             # the world "accelerates" upwards: a_0 = -g, so gravity enters through the tree
-            apply_motion_add(X, g6, acc)
+            _xup_motion(X, g6, acc, True)
         else:
-            apply_motion(X, W[par, 5, 0], vel)
+            _xup_motion(X, W[par, 5, 0], vel, False)
             for r in range(6):
                 vel[r] += vJ[r]
-            apply_motion_add(X, W[par, 5, 1], acc)
+            _xup_motion(X, W[par, 5, 1], acc, True)
             cross_motion_add(vel, vJ, acc)
         frc = vec[2]
-        mat6_vec(I6[i], acc, frc)
-        mat6_vec(I6[i], vel, Iv)
+        _inertia_vec(I6[i], acc, frc)
+        _inertia_vec(I6[i], vel, Iv)
         cross_force_add(vel, Iv, frc)
         if use_fext:
             for r in range(6):
@@ -681,52 +1027,229 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
             tau[iv + k] = s
         par = topo[i, PARENT]
         if par >= 0:
-            apply_force_transpose_add(W[i, 0], frc, W[par, 5, 2])
+            # Xup^T f with Xup's lower rows read from its upper ones (R^T)
+            X = W[i, 0]
+            out = W[par, 5, 2]
+            for c in range(3):
+                out[c] += X[0, c] * frc[0] + X[1, c] * frc[1] + X[2, c] * frc[2]
+            for c in range(3):
+                out[c + 3] += (
+                    X[0, c + 3] * frc[0]
+                    + X[1, c + 3] * frc[1]
+                    + X[2, c + 3] * frc[2]
+                    + X[0, c] * frc[3]
+                    + X[1, c] * frc[4]
+                    + X[2, c] * frc[5]
+                )
+    return OK
+
+
+# ``kin`` (nb, TREE_COLS + 6) float64, the frame kernels' one model array: a body's ``tree``
+# row, then its ``topo`` row as floats (column KIN_TOPO + PARENT etc.). One array instead of
+# two: ~40 ns less per call from Python, a twentieth of a Jacobian query.
+KIN_TOPO = TREE_COLS
+
+
+def kin_array(topo: np.ndarray, tree: np.ndarray) -> np.ndarray:
+    """The frame kernels' model array (see :data:`KIN_TOPO`) from ``topo`` and ``tree``."""
+    return np.ascontiguousarray(np.hstack([tree, topo.astype(np.float64)]))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_int(kin, i, col):
+    return int(kin[i, KIN_TOPO + col])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_local_pose(kin, q, i):
+    return _local_pose_t(_kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_check_configuration(kin, q):
+    """:func:`.dynamics.check_configuration` reading ``kin``."""
+    if not check_vector(q):
+        return BAD_Q
+    if kin.shape[0] > 0 and _kin_int(kin, 0, JTYPE) == FREE_FLYER:
+        i = _kin_int(kin, 0, IQ)
+        n2 = q[i + 3] ** 2 + q[i + 4] ** 2 + q[i + 5] ** 2 + q[i + 6] ** 2
+        if abs(np.sqrt(n2) - 1.0) > QUATERNION_TOLERANCE:
+            return BAD_QUATERNION
     return OK
 
 
 @njit(cache=True, error_model="numpy")
-def point_jacobian(q, body, r, Rf, local, J, topo, tree, Sm, W, SC):
-    """Jacobian (6 x nv, rows [linear; angular]) of the point ``r`` (body frame) of ``body``.
+def frame_jacobian(q, body, F, local, J, kin):
+    """Jacobian (6 x nv, rows [linear; angular]) of the frame ``F`` of ``body``.
 
-    Velocities in world-aligned axes, or with ``local`` in the axes of the frame whose rotation
-    in the body is ``Rf``. Only the bodies up to ``body`` in depth-first order are posed.
+    ``F`` (4, 3): rows 0-2 the frame's rotation ``Rf`` in the body, row 3 its origin ``r``
+    (body frame, m), in one array because each array argument costs ~40 ns to unbox. ``q`` may
+    be strided (the caller then need not check its contiguity, ~0.1 us in Python). Velocities
+    in world-aligned axes (Pinocchio LOCAL_WORLD_ALIGNED), or with ``local`` in the frame's axes
+    (Pinocchio LOCAL). Only the
+    ancestors of ``body`` are posed, root to body, with the running world pose in registers:
+    a joint column is first its twist at the world origin, [p_j x a; a] (the point is not known
+    yet), and gets a x P once the point's world position P is.
     """
-    st = check_configuration(topo, q)
+    st = _kin_check_configuration(kin, q)
     if st != OK:
         return st
+    r = F[3]
+    Rf = F[0:3]
+    nv = J.shape[1]
+    for a in range(6):
+        for c in range(nv):
+            J[a, c] = 0.0
     if body < 0:
-        J[:, :] = 0.0
         return OK
-    world_poses_into(topo, tree, q, body, W, SC)
-    point_jacobian_filled(
-        topo, Sm, W[:, 6, 0:3, 0:3], W[:, 6, 3, 0:3], body, r, Rf, local, SC[5, 3, 0:3], J
-    )
+    ivb = _kin_int(kin, body, IV)
+    R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    p0, p1, p2 = 0.0, 0.0, 0.0
+    for i in range(body + 1):
+        iv = _kin_int(kin, i, IV)
+        # in depth-first order the ancestors of body are the bodies before it whose subtree's
+        # v range holds body's; each one's parent is the ancestor met before it
+        if iv > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
+            continue
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
+            _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
+        )
+        p0, p1, p2 = (
+            p0 + R00 * l0 + R01 * l1 + R02 * l2,
+            p1 + R10 * l0 + R11 * l1 + R12 * l2,
+            p2 + R20 * l0 + R21 * l1 + R22 * l2,
+        )
+        R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
+            R00 * L00 + R01 * L10 + R02 * L20,
+            R00 * L01 + R01 * L11 + R02 * L21,
+            R00 * L02 + R01 * L12 + R02 * L22,
+            R10 * L00 + R11 * L10 + R12 * L20,
+            R10 * L01 + R11 * L11 + R12 * L21,
+            R10 * L02 + R11 * L12 + R12 * L22,
+            R20 * L00 + R21 * L10 + R22 * L20,
+            R20 * L01 + R21 * L11 + R22 * L21,
+            R20 * L02 + R21 * L12 + R22 * L22,
+        )
+        jt = _kin_int(kin, i, JTYPE)
+        if jt == FREE_FLYER:
+            # base twist in base axes: linear k moves the point along R e_k, angular k turns
+            # it about R e_k through the base origin
+            J[0, iv], J[1, iv], J[2, iv] = R00, R10, R20
+            J[0, iv + 1], J[1, iv + 1], J[2, iv + 1] = R01, R11, R21
+            J[0, iv + 2], J[1, iv + 2], J[2, iv + 2] = R02, R12, R22
+            for k in range(3):
+                if k == 0:
+                    a0, a1, a2 = R00, R10, R20
+                elif k == 1:
+                    a0, a1, a2 = R01, R11, R21
+                else:
+                    a0, a1, a2 = R02, R12, R22
+                c = iv + 3 + k
+                J[0, c] = p1 * a2 - p2 * a1
+                J[1, c] = p2 * a0 - p0 * a2
+                J[2, c] = p0 * a1 - p1 * a0
+                J[3, c] = a0
+                J[4, c] = a1
+                J[5, c] = a2
+        else:
+            t = kin[i]
+            a0 = R00 * t[12] + R01 * t[13] + R02 * t[14]
+            a1 = R10 * t[12] + R11 * t[13] + R12 * t[14]
+            a2 = R20 * t[12] + R21 * t[13] + R22 * t[14]
+            if jt == REVOLUTE:
+                J[0, iv] = p1 * a2 - p2 * a1
+                J[1, iv] = p2 * a0 - p0 * a2
+                J[2, iv] = p0 * a1 - p1 * a0
+                J[3, iv] = a0
+                J[4, iv] = a1
+                J[5, iv] = a2
+            else:
+                J[0, iv] = a0
+                J[1, iv] = a1
+                J[2, iv] = a2
+    P0 = p0 + R00 * r[0] + R01 * r[1] + R02 * r[2]
+    P1 = p1 + R10 * r[0] + R11 * r[1] + R12 * r[2]
+    P2 = p2 + R20 * r[0] + R21 * r[1] + R22 * r[2]
+    j = body
+    while j >= 0:
+        iv = _kin_int(kin, j, IV)
+        for c in range(iv, iv + _kin_int(kin, j, NVI)):
+            w0, w1, w2 = J[3, c], J[4, c], J[5, c]
+            J[0, c] += w1 * P2 - w2 * P1
+            J[1, c] += w2 * P0 - w0 * P2
+            J[2, c] += w0 * P1 - w1 * P0
+        j = _kin_int(kin, j, PARENT)
+    if local:
+        # express in the frame's axes: multiply by (R Rf)^T
+        F00 = R00 * Rf[0, 0] + R01 * Rf[1, 0] + R02 * Rf[2, 0]
+        F01 = R00 * Rf[0, 1] + R01 * Rf[1, 1] + R02 * Rf[2, 1]
+        F02 = R00 * Rf[0, 2] + R01 * Rf[1, 2] + R02 * Rf[2, 2]
+        F10 = R10 * Rf[0, 0] + R11 * Rf[1, 0] + R12 * Rf[2, 0]
+        F11 = R10 * Rf[0, 1] + R11 * Rf[1, 1] + R12 * Rf[2, 1]
+        F12 = R10 * Rf[0, 2] + R11 * Rf[1, 2] + R12 * Rf[2, 2]
+        F20 = R20 * Rf[0, 0] + R21 * Rf[1, 0] + R22 * Rf[2, 0]
+        F21 = R20 * Rf[0, 1] + R21 * Rf[1, 1] + R22 * Rf[2, 1]
+        F22 = R20 * Rf[0, 2] + R21 * Rf[1, 2] + R22 * Rf[2, 2]
+        j = body
+        while j >= 0:
+            iv = _kin_int(kin, j, IV)
+            for c in range(iv, iv + _kin_int(kin, j, NVI)):
+                for blk in range(0, 6, 3):
+                    b0, b1, b2 = J[blk, c], J[blk + 1, c], J[blk + 2, c]
+                    J[blk, c] = F00 * b0 + F10 * b1 + F20 * b2
+                    J[blk + 1, c] = F01 * b0 + F11 * b1 + F21 * b2
+                    J[blk + 2, c] = F02 * b0 + F12 * b1 + F22 * b2
+            j = _kin_int(kin, j, PARENT)
     return OK
 
 
 @njit(cache=True, error_model="numpy")
-def placement(q, body, r, Rf, T, topo, tree, W, SC):
-    """4x4 homogeneous world placement of the frame (body, r, Rf) into T (m)."""
-    st = check_configuration(topo, q)
+def frame_placement(q, body, F, T, kin):
+    """4x4 homogeneous world placement of the frame ``F`` of ``body`` into T (m); ``F`` and
+    ``q`` as in :func:`frame_jacobian`, which also says why only the ancestors of ``body`` are
+    posed."""
+    st = _kin_check_configuration(kin, q)
     if st != OK:
         return st
-    for a in range(4):
-        for b in range(4):
-            T[a, b] = 0.0
+    r = F[3]
+    Rf = F[0:3]
+    R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    p0, p1, p2 = 0.0, 0.0, 0.0
+    if body >= 0:
+        ivb = _kin_int(kin, body, IV)
+        for i in range(body + 1):
+            if _kin_int(kin, i, IV) > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
+                continue  # not an ancestor
+            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
+                _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
+            )
+            p0, p1, p2 = (
+                p0 + R00 * l0 + R01 * l1 + R02 * l2,
+                p1 + R10 * l0 + R11 * l1 + R12 * l2,
+                p2 + R20 * l0 + R21 * l1 + R22 * l2,
+            )
+            R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
+                R00 * L00 + R01 * L10 + R02 * L20,
+                R00 * L01 + R01 * L11 + R02 * L21,
+                R00 * L02 + R01 * L12 + R02 * L22,
+                R10 * L00 + R11 * L10 + R12 * L20,
+                R10 * L01 + R11 * L11 + R12 * L21,
+                R10 * L02 + R11 * L12 + R12 * L22,
+                R20 * L00 + R21 * L10 + R22 * L20,
+                R20 * L01 + R21 * L11 + R22 * L21,
+                R20 * L02 + R21 * L12 + R22 * L22,
+            )
+    for b in range(3):
+        T[0, b] = R00 * Rf[0, b] + R01 * Rf[1, b] + R02 * Rf[2, b]
+        T[1, b] = R10 * Rf[0, b] + R11 * Rf[1, b] + R12 * Rf[2, b]
+        T[2, b] = R20 * Rf[0, b] + R21 * Rf[1, b] + R22 * Rf[2, b]
+    T[0, 3] = p0 + R00 * r[0] + R01 * r[1] + R02 * r[2]
+    T[1, 3] = p1 + R10 * r[0] + R11 * r[1] + R12 * r[2]
+    T[2, 3] = p2 + R20 * r[0] + R21 * r[1] + R22 * r[2]
+    T[3, 0] = 0.0
+    T[3, 1] = 0.0
+    T[3, 2] = 0.0
     T[3, 3] = 1.0
-    if body < 0:
-        for a in range(3):
-            for b in range(3):
-                T[a, b] = Rf[a, b]
-            T[a, 3] = r[a]
-        return OK
-    world_poses_into(topo, tree, q, body, W, SC)
-    P = W[body, 6]
-    for a in range(3):
-        for b in range(3):
-            T[a, b] = P[a, 0] * Rf[0, b] + P[a, 1] * Rf[1, b] + P[a, 2] * Rf[2, b]
-        T[a, 3] = P[3, a] + P[a, 0] * r[0] + P[a, 1] * r[1] + P[a, 2] * r[2]
     return OK
 
 
