@@ -170,12 +170,62 @@ def test_compile_helper_kernel_lists_name_cached_kernels():
     from wbc_dynamics.compile_helper import (
         GENERAL_PATH_KERNELS,
         PASSIVE_IMPACT_KERNEL,
+        TICK_PART_KERNELS,
         _dispatcher,
     )
     from wbc_dynamics.controller import CONTACT_METHODS
 
     assert set(GENERAL_PATH_KERNELS) == set(CONTACT_METHODS)
+    assert set(TICK_PART_KERNELS) <= set(CONTACT_METHODS)
     for kernel in [*(k for ks in GENERAL_PATH_KERNELS.values() for k in ks),
+                   *(k for ks in TICK_PART_KERNELS.values() for k in ks),
                    PASSIVE_IMPACT_KERNEL]:
         d = _dispatcher(*kernel)
         assert isinstance(d, CPUDispatcher) and type(d._cache).__name__ == "FunctionCache", kernel
+
+
+def test_helper_tick_parts_are_the_ones_another_robot_links():
+    """The compile helper compiles the QP tick's stages after Stage I, the sticking correction
+    and the pack's constructor on a stand-in model (the bundled quadruped); the humanoid's
+    fused tick -- another model, other sizes -- then calls exactly those signatures (numba
+    types by dtype / dimension / layout only), so a cold start links them from the helper's
+    cache instead of compiling them again. Stage I compiled by type (the controller's share,
+    before the pack's constructor is loaded) is the signature the tick calls too."""
+    import numpy as np
+
+    from wbc_dynamics.compile_helper import compile_tick_parts, stand_in_contact_model
+    from wbc_dynamics.contact import SolverState
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.contact.qp_tick import (
+        _guess_active,
+        _keep_active,
+        qp_tick_active_set,
+        qp_tick_finish,
+        qp_tick_stage1,
+        qp_tick_stage2,
+    )
+    from wbc_dynamics.contact.tick import _sticking_qdd, compiled_tick
+    from wbc_dynamics.kernels.fixed_args import fixed_args
+    from wbc_dynamics.model import RobotModel
+    from wbc_dynamics.robots import robot_info, robot_path
+
+    parts = (_sticking_qdd, qp_tick_stage2, qp_tick_finish, _guess_active, _keep_active,
+             fixed_args)
+    compile_tick_parts(stand_in_contact_model(), ["qp_coulomb", "qp_noslip"])
+    before = {d: set(d.signatures) for d in parts}
+    assert all(before.values()), before
+    m = RobotModel.from_urdf(robot_path("humanoid"), floating_base=True)
+    info = robot_info("humanoid")
+    cm = ContactModel(m, contact_links=info["contact_links"],
+                      features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3)
+    tick = compiled_tick(cm, "qp_coulomb", {})
+    tick.compile_assembly()
+    stage1 = set(qp_tick_stage1.signatures)
+    st = SolverState()
+    q, v = np.array(info["standing_q"], dtype=np.float64), np.zeros(m.nv)
+    qdd = np.zeros(cm.actuated.shape[0])
+    for _ in range(2):  # cold, then warm-started (the whole tick is compiled at the first)
+        tick.run(q, v, qdd, st.get("qp_coulomb"))
+    assert {d: set(d.signatures) for d in parts} == before
+    assert set(qp_tick_stage1.signatures) == stage1
+    assert len(qp_tick_active_set.signatures) >= 1

@@ -9,6 +9,14 @@ compiles those into the same on-disk cache (``NUMBA_CACHE_DIR``, or ``__pycache_
 package); the controller waits for it before its first call of one of them, and then loads them
 from the cache instead of compiling them (the fused tick that calls them loads them too).
 
+The fused ticks' own kernels take NamedTuples of arrays, whose numba types do not depend on the
+model either (dtype, dimension and layout of each array), so the helper also compiles the parts
+of the configured methods' fused ticks that do not call the robot's kernels
+(:func:`compile_tick_parts`: the sticking correction first, then the pack's constructor and
+the QP tick's stages after Stage I) on a stand-in model (:data:`STAND_IN_ROBOT`, its kernels not
+compiled), while the controller compiles Stage I (``QPTick.compile_assembly``). The fused tick
+then only links what both compiled.
+
 The helper only saves time; nothing depends on it for correctness. It is not started when every
 kernel it would compile is already cached (a warm start costs nothing), on a single-core machine,
 or with ``WBC_COMPILE_HELPER=0``. If it cannot start, fails or is slow, the controller compiles
@@ -60,9 +68,18 @@ def cached_on_disk(dispatcher) -> bool:
         return False
 
 
+#: a kernel of each method's fused-tick parts (:func:`compile_tick_parts`), checked as above
+TICK_PART_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lcp_coulomb": (("tick", "_sticking_qdd"),),
+    "qp_coulomb": (("tick", "_sticking_qdd"), ("qp_tick", "qp_tick_stage2")),
+    "qp_noslip": (("tick", "_sticking_qdd"), ("qp_tick", "qp_tick_stage2")),
+}
+
+
 def kernels_to_compile(methods: Sequence[str], passive_impact: bool) -> list[tuple[str, str]]:
     """The helper's kernels for these contact methods that the on-disk cache lacks."""
-    wanted = [k for m in methods for k in GENERAL_PATH_KERNELS.get(m, ())]
+    wanted = [k for m in methods
+              for k in (*GENERAL_PATH_KERNELS.get(m, ()), *TICK_PART_KERNELS.get(m, ()))]
     if (passive_impact and methods) or any(m in FUSED_TICK_METHODS for m in methods):
         wanted.append(PASSIVE_IMPACT_KERNEL)
     return [k for k in dict.fromkeys(wanted) if not cached_on_disk(_dispatcher(*k))]
@@ -172,8 +189,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm_passive_impact()
     from .contact import warmup
 
+    fused = [m for m in args.methods if m in FUSED_TICK_METHODS]
+    cm = stand_in_contact_model() if fused else None
+    if cm is not None and set(fused) & set(STICKING_METHODS):
+        # the sticking correction first: the controller's Stage I links it early
+        from .contact.tick import compile_sticking_correction
+
+        compile_sticking_correction(cm)
     warmup(list(args.methods))
+    if cm is not None:
+        compile_tick_parts(cm, fused)
     return 0
+
+
+#: the stand-in robot of :func:`compile_tick_parts` (any bundled robot with contact links: the
+#: tick kernels' argument types are the same for every model)
+STAND_IN_ROBOT = "quadruped"
+
+
+#: fused ticks that call the sticking correction (``contact.tick._sticking_qdd``)
+STICKING_METHODS = ("lcp_coulomb", "qp_coulomb", "qp_noslip")
+
+
+def stand_in_contact_model():
+    """A contact model of :data:`STAND_IN_ROBOT` with its buffers only: nothing of the robot or
+    the contact geometry compiled (the controller compiles those for its own robot)."""
+    from .contact.geometry import ContactModel, HalfSpace
+    from .model import RobotModel
+    from .robots import robot_info, robot_path
+
+    model = RobotModel.from_urdf(robot_path(STAND_IN_ROBOT), floating_base=True, warmup=False)
+
+    class StandIn(ContactModel):
+        def warmup(self) -> None:  # the buffers only (ContactModel.warmup runs the geometry)
+            self._allocate_data()
+
+    return StandIn(model, contact_links=robot_info(STAND_IN_ROBOT)["contact_links"],
+                   features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3,
+                   passive_impact=True)
+
+
+def compile_tick_parts(cm, methods: Sequence[str]) -> None:
+    """The robot-independent parts of these methods' fused ticks (``compile_parts`` of
+    :mod:`wbc_dynamics.contact.tick` / ``.qp_tick``), compiled on the stand-in model ``cm``
+    without running them: numba types the tick's kernels by array dtype / dimension / layout
+    only, so the cache entries are the controller's for any robot."""
+    from .contact.tick import compiled_tick
+
+    for method in dict.fromkeys(methods):
+        tick = compiled_tick(cm, method, {})
+        if tick is not None:
+            tick.compile_parts()
 
 
 if __name__ == "__main__":

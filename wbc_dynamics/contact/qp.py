@@ -1320,10 +1320,11 @@ def solve_qp_noslip(
 def warmup() -> None:
     """Compile / import everything the QP methods need (both formulations, setup and update
     paths) on a tiny problem; call at start-up so that no control tick compiles."""
-    from .lcp_coulomb import warmup as lcp_warmup
+    # the problem of lcp_coulomb's warm-up, not that warm-up: the QP methods use only its
+    # reduced dynamics (compiled below through them), not Lemke, MINDIFF or the Coulomb
+    # min-norm selection -- half of a QP cold start's general-path compile (issue 12)
     from .lcp_coulomb import warmup_problem
 
-    lcp_warmup()
     p = warmup_problem()
     for fn in (solve_qp_coulomb, solve_qp_noslip):
         for form in ("dense", "sparse"):

@@ -52,18 +52,27 @@ path's forces by identity afterwards. A Stage I failure returns the documented f
 ``infeasible`` / ``iteration_limit``). Left to the general path (``run`` returns False): no
 contact candidate, more contacts than ``sparse_above`` (the lifted sparse formulation), a
 singular actuated block of M^-1, and a non-finite result after an accepted solve.
+
+Every stage kernel takes the fixed arguments as one pack (``a``,
+:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`, a pointer) and reads the NamedTuples it
+needs from it, rather than taking the NamedTuples themselves: numba passes a NamedTuple of
+arrays by value, as ~7 scalars per array plus a reference count update of each, and ``QPWork``
+and ``ContactData`` hold ~120 arrays, so each call between compiled stages was thousands of
+arguments of generated code. LLVM spent most of the QP tick's cold compile on that code, once
+per stage and again in the fused tick that links the stages (issue 12, docs/node.md start-up).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numba
 import numpy as np
 import osqp
 import scipy.sparse as sp
 from numba import njit
 
-from ..kernels.fixed_args import fixed_args
+from ..kernels.fixed_args import fixed_args, pack_type
 from ..kernels.linalg import bound_entry, left_nullspace
 from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
@@ -99,6 +108,7 @@ from .tick import (
     _min_pivot,
     _sticking_qdd,
     _write_result,
+    compile_sticking_correction,
 )
 
 __all__ = ["QPOptions", "QPOutput", "QPWork", "QPTick", "qp_tick", "qp_tick_stage1",
@@ -309,16 +319,19 @@ class QPWork(NamedTuple):
 
 
 @njit(cache=True)
-def qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v, qdd_des, act, free,
-                   excluded, bx_R, bx_p, cont_ok, map_warm):
+def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     """Assembly, corrections, reduced dynamics and Stage I's OSQP data (module doc, step 1).
 
+    ``a``: the fixed arguments packed as for :func:`qp_tick_active_set` (every stage takes the
+    pack, not its NamedTuples: module doc, last paragraph).
     ``cont_ok``: the OSQP solvers may continue from the previous tick (warm start on, no
     general-path solve in between); ``map_warm``: map the previous forces by slot into ``w.x0``
     when the contact set changed. Returns (nc, code, fresh, found): ``fresh`` -- Stage I needs
     a fresh setup (the contact set changed or no continuation), ``found`` -- ``w.x0[:3 nc]``
     holds a mapped warm start; nc < 0 is ``-status`` of the core kernels (invalid q / v).
     """
+    topo, tree, Sm, I6, gravity, geo, d, o, w, _out = a.head
+    act, free, excluded, bx_R, bx_p = a.tail
     nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
                                bx_p)
     if nc <= 0 or nc > o.max_nc:
@@ -508,7 +521,7 @@ def _accepted(s):
 
 
 @njit(cache=True)
-def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
+def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
     """Stage I's result (the re-centred pass ``xb`` if it ran (``second``) and solved, else
     ``xa``), its projection ``f0`` and torques, and Stage II's OSQP data (module doc, step 3).
 
@@ -516,6 +529,8 @@ def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
     nullity (dim W; 0: Stage II skipped, -1: Stage II off); ``cont2``: Stage II continues from
     the previous solve of this key (warm start ``w.x2ws[:r]``), else a fresh setup.
     """
+    d, o, w = a.head[6], a.head[7], a.head[8]
+    act = a.tail[0]
     nc = w.state[_S_NC]
     m = 3 * nc
     x = xa
@@ -611,10 +626,12 @@ def qp_tick_stage2(d, o, w, act, xa, sa, xb, sb, second, cont_ok):
 
 
 @njit(cache=True)
-def qp_tick_finish(d, o, w, out, act, x2, s2):
+def qp_tick_finish(a, x2, s2):
     """Stage II's result, torques and v+ (eqs. (90), (37)), outputs and the warm start for the
     next tick (module doc, step 5). Returns (code, flag bits, n_active); code TICK_GENERIC if
     the result is not finite."""
+    d, o, w, out = a.head[6], a.head[7], a.head[8], a.head[9]
+    act = a.tail[0]
     nc = w.state[_S_NC]
     m = 3 * nc
     r = w.state[_S_R]
@@ -693,11 +710,12 @@ def qp_tick_finish(d, o, w, out, act, x2, s2):
 
 
 @njit(cache=True)
-def _guess_active(d, w, nc, k, coulomb, stage, guess):
+def _guess_active(a, nc, k, coulomb, stage, guess):
     """The previous tick's active row sides of stage 1 / 2 mapped by candidate slot into
     ``guess`` (the rows of both stages are per contact: Stage I non-penetration row i, bound row
     nc + i, facets 2 nc + i k + j; Stage II bound row i, facets nc + i k + j). Returns True if
     any candidate had a known active set."""
+    d, w = a.head[6], a.head[8]
     kk = k if coulomb else 0
     found = False
     base = 2 * nc if stage == 1 else nc
@@ -722,8 +740,9 @@ def _guess_active(d, w, nc, k, coulomb, stage, guess):
 
 
 @njit(cache=True)
-def _keep_active(d, w, nc, k, coulomb, stage1_solved, stage2_solved):
+def _keep_active(a, nc, k, coulomb, stage1_solved, stage2_solved):
     """This tick's active row sides by candidate slot (the next tick's guess)."""
+    d, w = a.head[6], a.head[8]
     kk = k if coulomb else 0
     for sl in range(w.act_known.shape[0]):
         w.act_known[sl, 0] = False
@@ -756,10 +775,8 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
     Returns (nc, code, flag bits, n_active, Stage I status); code TICK_STAGE1_FAILED with the
     status for the fallback, nc < 0 for invalid q / v as :func:`qp_tick_stage1`.
     """
-    topo, tree, Sm, I6, gravity, geo, d, o, w, out = a.head
-    act, free, excluded, bx_R, bx_p = a.tail
-    nc, code, _fresh, _found = qp_tick_stage1(topo, tree, Sm, I6, gravity, geo, d, o, w, q, v,
-                                              qdd_des, act, free, excluded, bx_R, bx_p, warm,
+    o, w = a.head[7], a.head[8]
+    nc, code, _fresh, _found = qp_tick_stage1(a, q, v, qdd_des, warm,
                                               np.bool_(False))  # (not a literal: one signature)
     if nc <= 0 or code != TICK_OK:
         return nc, code, 0, 0, 0
@@ -769,7 +786,7 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
     P1 = w.P1d[:m * m].reshape((m, m))
     A1 = w.A1d[:ncon1 * m].reshape((ncon1, m))
     guess = w.warm[:ncon1]
-    use = warm and _guess_active(d, w, nc, k, o.coulomb, np.int64(1), guess)
+    use = warm and _guess_active(a, nc, k, o.coulomb, np.int64(1), guess)
     w.state[_S_WARM_USED] = 1 if use else 0
     x1 = w.x1[:m]
     s1, _it = dense_qp_kernel(P1, w.q1[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1], guess, use,
@@ -790,7 +807,7 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
                                   w.qp_fwork, w.qp_iwork, xb, w.y[:ncon1], w.act1[:ncon1])
         for r in range(ncon1):  # the next tick's guess: the first pass's active set (the
             w.act1[r] = guess[r]  # passes differ in rows that hold at ~delta |f|)
-    code, r, _cont2 = qp_tick_stage2(d, o, w, act, x1, s1, xb, sb, second, warm)
+    code, r, _cont2 = qp_tick_stage2(a, x1, s1, xb, sb, second, warm)
     if code != TICK_OK:
         for sl in range(w.act_known.shape[0]):
             w.act_known[sl, 0] = False
@@ -803,15 +820,15 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
         P2 = w.P2d[:r * r].reshape((r, r))
         A2 = w.A2d[:ncon2 * r].reshape((ncon2, r))
         guess2 = w.warm[:ncon2]
-        use2 = warm and _guess_active(d, w, nc, k, o.coulomb, np.int64(2), guess2)
+        use2 = warm and _guess_active(a, nc, k, o.coulomb, np.int64(2), guess2)
         s2, _it = dense_qp_kernel(P2, w.q2[:r], A2, w.l2[:ncon2], w.u_inf[:ncon2], guess2,
                                   use2, o.max_iter, o.qp_tol, o.qp_dep_tol,
                                   w.qp_fwork, w.qp_iwork, x2, w.y[:ncon2], w.act2[:ncon2])
         if s2 != 1:  # an unsolved Stage II keeps Stage I's forces (qp._stage2)
             s2 = np.int64(0)
-    code, bits, n_active = qp_tick_finish(d, o, w, out, act, x2, s2)
+    code, bits, n_active = qp_tick_finish(a, x2, s2)
     if code == TICK_OK:  # (the general path keeps Stage I's only when it solved)
-        _keep_active(d, w, nc, k, o.coulomb, s1 == 1, r > 0 and s2 == 1)
+        _keep_active(a, nc, k, o.coulomb, s1 == 1, r > 0 and s2 == 1)
     return nc, code, bits, n_active, s1
 
 class _Solver:
@@ -1095,23 +1112,18 @@ class QPTick(_CompiledTick):
             return self._run_active_set(q, v, qdd, mstate, cont_ok)
         r_ = cm.robot
         if self._entry is None:
-            arrays = r_.kernel_arrays
-            self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
-                          cm.geometry, cm.data, self.options, w)
-            self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
-                          self._no_box_p)
-            self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
-            self._entry = bound_entry(qp_tick_stage1, (*self._head, q, v, qdd, *self._tail,
-                                                       cont_ok, map_warm))
+            if self._packed is None:
+                self._pack()
+            self._entry = bound_entry(qp_tick_stage1, (self._packed, q, v, qdd, cont_ok,
+                                                       map_warm))
             # every entry point now (types only, nothing runs): no compilation in a later tick
-            x, d, act = np.zeros(1), cm.data, cm.actuated
+            x = np.zeros(1)
             self._e_rc = bound_entry(_recenter_q, (x, w.qlin, 1.0, w.q1r))
-            self._e2 = bound_entry(qp_tick_stage2, (d, self.options, w, act, x, 0, x, 0, False,
-                                                    False))
-            self._e3 = bound_entry(qp_tick_finish, (d, self.options, w, self.out, act, x, 0))
+            self._e2 = bound_entry(qp_tick_stage2, (self._packed, x, 0, x, 0, False, False))
+            self._e3 = bound_entry(qp_tick_finish, (self._packed, x, 0))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
         call = self._entry if self._plain_args(q, v, qdd) else qp_tick_stage1
-        nc, code, fresh, found = call(*self._head, q, v, qdd, *self._tail, cont_ok, map_warm)
+        nc, code, fresh, found = call(self._packed, q, v, qdd, cont_ok, map_warm)
         if nc < 0:
             r_._raise(-nc)
         if code != TICK_OK:
@@ -1131,15 +1143,14 @@ class QPTick(_CompiledTick):
                 sb, xb = s1.solve()
                 second = True
         # ---- Stage II data
-        d, o = cm.data, self.options
-        code, r, cont2 = self._e2(d, o, w, cm.actuated, xa, sa, xb, sb, second, cont_ok)
+        code, r, cont2 = self._e2(self._packed, xa, sa, xb, sb, second, cont_ok)
         if code == TICK_STAGE1_FAILED:
             return self._fallback(nc, sa, mstate)  # (an accepted re-centred pass is used)
         x2, s2 = xa, 0
         if r > 0:  # ---- Stage II (OSQP)
             s2_ = self._solver2(nc, r, cont2)
             s2, x2 = s2_.solve()
-        code, bits, n_active = self._e3(d, o, w, self.out, cm.actuated, x2, s2)
+        code, bits, n_active = self._e3(self._packed, x2, s2)
         if code != TICK_OK:  # non-finite: the general path, with fresh solvers
             w.state[_S_LAST_NC] = 0
             w.state[_S_KEY2_R] = -1
@@ -1154,13 +1165,8 @@ class QPTick(_CompiledTick):
         w = self.w
         r_ = cm.robot
         if self._entry is None:
-            arrays = r_.kernel_arrays
-            self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
-                          cm.geometry, cm.data, self.options, w, self.out)
-            self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
-                          self._no_box_p)
-            self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
-            self._packed = fixed_args(self._head, self._tail)
+            if self._packed is None:
+                self._pack()
             self._entry = bound_entry(qp_tick_active_set, (self._packed, q, v, qdd, warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
         # other layouts / dtypes of q, v, qdd: numba's dispatcher checks (and converts) them
@@ -1176,6 +1182,48 @@ class QPTick(_CompiledTick):
             return False
         self.warm_start_used = bool(w.state[_S_WARM_USED])
         return self._accept(nc, bits, n_active, mstate)
+
+    def _pack(self) -> None:
+        """The kernels' fixed arguments, packed once (:func:`qp_tick_active_set`: ``a``); the
+        same pack for both solvers (one compiled constructor, one type of every stage)."""
+        cm, r_ = self.cm, self.cm.robot
+        arrays = r_.kernel_arrays
+        self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
+                      cm.geometry, cm.data, self.options, self.w, self.out)
+        self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R, self._no_box_p)
+        self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
+        self._packed = fixed_args(self._head, self._tail)
+
+    def compile_parts(self) -> None:
+        """Compile / load, without running anything, the tick's kernels that do not depend on
+        the robot (``wbc_dynamics.compile_helper`` calls this on a stand-in model while the
+        controller compiles the robot's kernels): the pack's constructor, the sticking
+        correction and the stages after Stage I, with the argument types the fused tick calls
+        them with. The fused tick then links them from the cache instead of compiling them."""
+        super().compile_parts()
+        compile_sticking_correction(self.cm)
+        a, w = self._packed, self.w
+        x = np.zeros(1)
+        bound_entry(qp_tick_stage2, (a, x, 0, x, 0, False, False))
+        bound_entry(qp_tick_finish, (a, x, 0))
+        if self.options.active_set:
+            bound_entry(_guess_active, (a, 0, 0, False, 0, w.warm))
+            bound_entry(_keep_active, (a, 0, 0, False, False, False))
+
+    def compile_assembly(self) -> None:
+        """The assembly (:meth:`_CompiledTick.compile_assembly`), then Stage I, which calls it
+        (and the sticking correction, from the helper's cache), compiled without running: the
+        controller's share of the tick while the helper compiles the other stages."""
+        super().compile_assembly()
+        cm, r_ = self.cm, self.cm.robot
+        arrays = r_.kernel_arrays
+        # the pack's type, not a pack: its constructor is the helper's (compile_parts)
+        pack = pack_type((arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
+                          cm.geometry, cm.data, self.options, self.w, self.out),
+                         (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
+                          self._no_box_p))
+        x = numba.typeof(np.zeros(1))
+        qp_tick_stage1.compile((pack, x, x, x, numba.types.boolean, numba.types.boolean))
 
     def _accept(self, nc: int, bits: int, n_active: int, mstate: MethodState | None) -> bool:
         """A solved tick: flags, contact identities and the method state (as ``solve``; the

@@ -492,6 +492,17 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     return nc, TICK_OK, flags, warm_used, n_active
 
 
+def compile_sticking_correction(cm: ContactModel) -> None:
+    """Compile / load :func:`_sticking_qdd` for the argument types of the fused ticks (which
+    call it with views of ``cm.data`` and C-ordered float64 accelerations), without running it;
+    the compile helper does this first (it is the deepest call tree that those ticks add to the
+    general path's kernels)."""
+    d = cm.data
+    qdd = np.zeros(cm.actuated.shape[0])
+    bound_entry(_sticking_qdd, (d.Minv, d.h, d.v, cm.actuated, qdd, d.N, d.S, d.T, d.phi, 0.0,
+                                0.0, 0.0, qdd))
+
+
 class _CompiledTick:
     """The controller's compiled tick of one method on one :class:`ContactModel` (no free
     bodies) with fixed options: calls the method's kernel and keeps the
@@ -512,6 +523,7 @@ class _CompiledTick:
         self._no_box_p = np.zeros((0, 3))
         self._flags: dict[int, tuple[str, ...]] = {}
         self._entry = None  # the kernel's entry point for these buffers (bound_entry)
+        self._packed = None  # its fixed arguments (_pack)
         #: the last (q, v, qdd) arrays found plain (_plain): the controller passes the same
         #: buffers every tick, checked once (an array's type cannot change, its contents can)
         self._checked: tuple = ()
@@ -535,6 +547,25 @@ class _CompiledTick:
                               self.options, q, np.zeros(r.nv), cm.excluded_mask(),
                               self._no_box_R, self._no_box_p)
 
+    def _pack(self) -> None:
+        """The kernel's fixed arguments, packed once (the model's arrays are shared, gravity
+        is updated in place)."""
+        cm, r = self.cm, self.cm.robot
+        arrays = r.kernel_arrays
+        self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
+                      cm.geometry, cm.data, self.options, self.out)
+        self._tail = (cm.actuated, cm.free, cm.excluded_mask())
+        self._dims = (r.nq, r.nv, cm.actuated.shape[0])
+        self._packed = fixed_args(self._head, (*self._tail, self._no_box_R, self._no_box_p))
+
+    def compile_parts(self) -> None:
+        """Compile / load, without running anything, the tick's kernels that do not depend on
+        the robot and the general path does not compile (``wbc_dynamics.compile_helper`` calls
+        this on a stand-in model while the controller compiles the robot's kernels): the
+        pack's constructor here, and what a method's tick adds."""
+        if self._packed is None:
+            self._pack()
+
     def _sync_warm(self, mstate: MethodState) -> None:
         """Bring the compiled warm start in line with ``mstate`` if the general path (or a
         reset) changed it."""
@@ -556,14 +587,8 @@ class _CompiledTick:
             self._sync_warm(mstate)
         r = cm.robot
         if self._entry is None:
-            arrays = r.kernel_arrays
-            # the fixed buffers (the model's arrays are shared, gravity is updated in place)
-            self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
-                          cm.geometry, cm.data, self.options, o)
-            self._tail = (cm.actuated, cm.free, cm.excluded_mask())
-            self._dims = (r.nq, r.nv, cm.actuated.shape[0])
-            self._packed = fixed_args(self._head, (*self._tail, self._no_box_R,
-                                                   self._no_box_p))
+            if self._packed is None:
+                self._pack()
             self._entry = bound_entry(type(self).kernel, (self._packed, q, v, qdd, use_warm))
         cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
         # other layouts / dtypes of q, v, qdd: numba's dispatcher checks (and converts) them
@@ -718,6 +743,10 @@ class CoulombTick(_CompiledTick):
         self.k = k
         #: stands in mstate.data["lcp_coulomb_basic"] while the basis lives in ``out``
         self._token: dict = {}
+
+    def compile_parts(self) -> None:
+        super().compile_parts()
+        compile_sticking_correction(self.cm)
 
     def _sync_warm(self, mstate: MethodState) -> None:
         prev = mstate.data.get("lcp_coulomb_basic")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from numba import njit, types
 from numba.experimental import structref
 
-__all__ = ["FixedArgs", "fixed_args"]
+__all__ = ["FixedArgs", "fixed_args", "pack_type"]
 
 
 @structref.register
@@ -45,3 +45,12 @@ def fixed_args(head, tail):
     """Pack the tuples ``head`` and ``tail`` into a :class:`FixedArgs` (compiled and cached per
     argument types, unlike ``FixedArgs(...)`` from Python, which compiles at every start)."""
     return FixedArgs(head, tail)
+
+
+def pack_type(head: tuple, tail: tuple) -> FixedArgsType:
+    """The numba type of ``fixed_args(head, tail)`` without building it: a kernel taking the
+    pack can be compiled by type (``dispatcher.compile``) before the pack's constructor is
+    compiled (the compile helper compiles that meanwhile, docs/node.md start-up)."""
+    from numba import typeof
+
+    return FixedArgsType([("head", typeof(head)), ("tail", typeof(tail))])
