@@ -500,7 +500,7 @@ def compile_sticking_correction(cm: ContactModel) -> None:
     d = cm.data
     qdd = np.zeros(cm.actuated.shape[0])
     bound_entry(_sticking_qdd, (d.Minv, d.h, d.v, cm.actuated, qdd, d.N, d.S, d.T, d.phi, 0.0,
-                                0.0, 0.0, qdd))
+                                0.0, 0.0, qdd, d.arena))
 
 
 class _CompiledTick:
