@@ -36,8 +36,6 @@ import dataclasses
 import numpy as np
 from numba import njit
 
-from ..kernels import arena as _ar
-from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import chol_solve as _chol_solve
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
@@ -64,14 +62,14 @@ def _gram_row(NK, N, order, m, i, x):
 
 
 @njit(cache=True)
-def _chol_append(L, k, x, d, tol_rel, min_pivot, y):
+def _chol_append(L, k, x, d, tol_rel, min_pivot):
     """Try to append a row/column to the Cholesky factor L[:k,:k] (lower).
 
-    x: (k,) new off-diagonal column of the factored matrix, d: new diagonal entry; y: scratch
-    of length >= k (the caller's, so that an append allocates nothing).
+    x: (k,) new off-diagonal column of the factored matrix, d: new diagonal entry.
     Returns True (and writes row k of L) if the new pivot is > tol_rel * d and > min_pivot
     (an absolute floor in the factored matrix's units; 0 = relative test only).
     """
+    y = np.empty(k)
     for i in range(k):
         s = x[i]
         for j in range(i):
@@ -89,7 +87,7 @@ def _chol_append(L, k, x, d, tol_rel, min_pivot, y):
 
 
 @njit(cache=True)
-def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol, y):
+def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol):
     """Try to append row g (with wg = M^-1 g, d = g . wg) to G, W = M^-1 G^T and the factor L
     (pivot tests of :func:`_chol_append`). ``kind``, ``idx`` of the rows kept so far (as
     :func:`_alg1`); ``pcol``: the dof of g if it is a P row (unit vector), else -1.
@@ -108,7 +106,7 @@ def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol, y
             for r in range(nv):
                 s += G[j, r] * wg[r]
             x[j] = s
-    if not _chol_append(L, k, x, d, tol, min_pivot, y):
+    if not _chol_append(L, k, x, d, tol, min_pivot):
         return False
     for r in range(nv):
         G[k, r] = g[r]
@@ -117,7 +115,7 @@ def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol, y
 
 
 @njit(cache=True)
-def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar):
+def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
     """Algorithm 1 (Find-Indices) by incremental Cholesky of X = G M^-1 G^T.
 
     A contact row is kept iff its pivot (the inverse effective mass [1/kg] of its direction once
@@ -137,21 +135,19 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar):
 
     Returns (G (nv+nu, nv) buffer with nG valid rows, W = M^-1 G^T (nv, nv+nu), L, nG,
     kind: 0 = P row, 1 = S row, 2 = T row, idx: actuator / contact index). nG = -1 on failure.
-    Buffers and results from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`).
     """
     nv = Minv.shape[0]
     nu = act.shape[0]
     nc = S.shape[0]
     nmax = nv + nu
-    G = _ar.floats_2d_zero(ar, nmax, nv)
-    W = _ar.floats_2d_zero(ar, nv, nmax)
-    L = _ar.floats_2d_zero(ar, nmax, nmax)
-    kind = _ar.ints_zero(ar, nmax)
-    idx = _ar.ints_zero(ar, nmax)
-    x = _ar.floats(ar, nmax)
-    y = _ar.floats(ar, nmax)  # _chol_append's scratch
-    wg = _ar.floats(ar, nv)
-    e = _ar.floats_zero(ar, nv)
+    G = np.zeros((nmax, nv))
+    W = np.zeros((nv, nmax))
+    L = np.zeros((nmax, nmax))
+    kind = np.zeros(nmax, dtype=np.int64)
+    idx = np.zeros(nmax, dtype=np.int64)
+    x = np.empty(nmax)
+    wg = np.empty(nv)
+    e = np.zeros(nv)
     soft = eps_p > 0.0
     k = np.int64(0)  # typed, not a literal: one compiled signature of _append_row
     no_p = np.int64(-1)
@@ -163,7 +159,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar):
                     wg[r] = Minv[r, act[a]]
                 e[act[a]] = 1.0
                 if not _append_row(G, W, L, k, e, wg, Minv[act[a], act[a]] + eps_p, 1e-14, x,
-                                   0.0, kind, idx, act, act[a], y):
+                                   0.0, kind, idx, act, act[a]):
                     return G, W, L, -1, kind, idx
                 kind[k] = 0
                 idx[k] = a
@@ -188,7 +184,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar):
                     for r in range(nv):
                         d += g[r] * wg[r]
                     if _append_row(G, W, L, k, g, wg, d, rank_tol, x, min_pivot, kind, idx, act,
-                                   no_p, y):
+                                   no_p):
                         kind[k] = 1 + which
                         idx[k] = i
                         k += 1
@@ -197,7 +193,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar):
 
 
 @njit(cache=True)
-def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
+def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
     """Algorithm 2 (modified PPM I) for the LCP w = N K N^T z + r, 0 <= z _|_ w >= 0.
 
     NK = N K (nc, nv). warm: (nc,) bool initial non-basic set (warm start, Sec. 4.6).
@@ -209,10 +205,10 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
     violation is reported by the caller.
     """
     nc, nv = N.shape
-    z = _ar.floats_zero(ar, nc)
-    w = _ar.floats_copy(ar, r)
-    nb = _ar.flags_zero(ar, nc)
-    blocked = _ar.flags_zero(ar, nc)
+    z = np.zeros(nc)
+    w = r.copy()
+    nb = np.zeros(nc, dtype=np.bool_)
+    blocked = np.zeros(nc, dtype=np.bool_)
     # Lines 2-5: trivial solution
     imin = 0
     for i in range(nc):
@@ -221,16 +217,15 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
     if nc == 0 or r[imin] >= -tol:
         return z, w, nb, 0, 0, False
     # Lines 6-8: initial non-basic set from the warm start (dependent rows skipped)
-    order = _ar.ints(ar, nv)  # non-basic indices in factor order
-    L = _ar.floats_2d_zero(ar, nv, nv)
-    x = _ar.floats(ar, nv)
-    y = _ar.floats(ar, nv)  # _chol_append's scratch
+    order = np.empty(nv, dtype=np.int64)  # non-basic indices in factor order
+    L = np.zeros((nv, nv))
+    x = np.empty(nv)
     m = np.int64(0)  # typed, not a literal: one compiled signature of _chol_append
     warm_used = False
     for i in range(nc):
         if warm[i] and m < nv:
             d = _gram_row(NK, N, order, m, i, x)
-            if _chol_append(L, m, x, d, rank_tol, 0.0, y):
+            if _chol_append(L, m, x, d, rank_tol, 0.0):
                 order[m] = i
                 nb[i] = True
                 m += 1
@@ -247,9 +242,9 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
             return z, w, nb, 0, 2, warm_used
         L[0, 0] = np.sqrt(d)
         m = 1
-    zb = _ar.floats(ar, nv)
-    b = _ar.floats(ar, nv)
-    a = _ar.floats(ar, nv)
+    zb = np.empty(nv)
+    b = np.empty(nv)
+    a = np.empty(nv)
     it = 0
     need_refactor = False
     while it < max_iter:
@@ -260,7 +255,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
             for jj in range(m):
                 i = order[jj]
                 d = _gram_row(NK, N, order, mm, i, x)
-                if not _chol_append(L, mm, x, d, rank_tol, 0.0, y):
+                if not _chol_append(L, mm, x, d, rank_tol, 0.0):
                     return z, w, nb, it, 2, warm_used
                 order[mm] = i
                 mm += 1
@@ -330,7 +325,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
             d = 0.0
             for c in range(nv):
                 d += NK[ibest, c] * N[ibest, c]
-            if m >= nv or not _chol_append(L, m, x, d, rank_tol, 0.0, y):
+            if m >= nv or not _chol_append(L, m, x, d, rank_tol, 0.0):
                 # Entering row dependent on the non-basic rows (Appendix F): w_i cannot change
                 # while the non-basic set is kept, so exchange it for a non-basic index j with
                 # gamma_j > 0 (N_i K = sum gamma_j N_j K), chosen by the ratio test
@@ -385,11 +380,10 @@ def lcp_noslip_kernel(
     max_iter,
     rank_tol,
     tol_rel,
-    eps_p,
-    dep_tol,
-    ppm_rank_tol,
-    min_pivot,
-    ar,
+    eps_p=0.0,
+    dep_tol=1e-4,
+    ppm_rank_tol=-1.0,
+    min_pivot=0.0,
 ):
     """Whole ``lcp_noslip`` solve (Alg. 1 + LCP (44)-(45) + Alg. 2 + force retrieval, Sec. 4.5).
 
@@ -399,16 +393,13 @@ def lcp_noslip_kernel(
     ``eps_p > 0``: soft P rows (see :func:`_alg1`); then ``tau`` is a penalty force, not a torque.
     ``dep_tol`` [m/s]: see :func:`_ppm`. ``ppm_rank_tol`` (default: ``rank_tol``): pivot
     tolerance of Alg. 2 (the soft correction problem is deliberately ill-conditioned, O(eps_p)).
-    ``min_pivot`` [1/kg]: Alg. 1's scale-aware floor (see :func:`_alg1`). The results and
-    temporaries come from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`; the compiled
-    ticks' own, valid until their next tick; the general path's has no room, so its results are
-    ordinary arrays).
+    ``min_pivot`` [1/kg]: Alg. 1's scale-aware floor (see :func:`_alg1`).
     """
     nv = Minv.shape[0]
     nu = act.shape[0]
     nc = N.shape[0]
     # f* = v - dt M^-1 h
-    fstar = _ar.floats_copy(ar, v)
+    fstar = v.copy()
     for i in range(nv):
         s = 0.0
         for j in range(nv):
@@ -418,17 +409,17 @@ def lcp_noslip_kernel(
     for i in range(nv):
         scale = max(scale, abs(v[i]), abs(fstar[i]))
     tol = tol_rel * scale
-    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar)
-    tau = _ar.floats_zero(ar, nu)
-    cN = _ar.floats_zero(ar, nc)
-    cS = _ar.floats_zero(ar, nc)
-    cT = _ar.floats_zero(ar, nc)
-    w = _ar.floats_zero(ar, nc)
-    nb = _ar.flags_zero(ar, nc)
+    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot)
+    tau = np.zeros(nu)
+    cN = np.zeros(nc)
+    cS = np.zeros(nc)
+    cT = np.zeros(nc)
+    w = np.zeros(nc)
+    nb = np.zeros(nc, dtype=np.bool_)
     if nG < 0:
         return tau, cN, cS, cT, fstar, w, nb, 0, 3, False, 0, np.inf
     # g - G f*  (g = [qdot_des; 0])
-    gr = _ar.floats_zero(ar, nG)
+    gr = np.zeros(nG)
     for j in range(nG):
         s = 0.0
         for c in range(nv):
@@ -436,12 +427,12 @@ def lcp_noslip_kernel(
         gr[j] = -s
         if kind[j] == 0:
             gr[j] += v[act[idx[j]]] + dt * qdd_des[idx[j]]
-    lam0 = _ar.floats_zero(ar, nG)
+    lam0 = np.zeros(nG)
     _chol_solve(L, nG, gr, lam0)
     # loops with a contiguous, independent inner loop (axpy form, which LLVM vectorizes)
     # instead of numpy products: each of those allocates and calls BLAS, which costs more than
     # this arithmetic at the sizes of a tick (nc contacts x nv dofs x nG <= nv + nu rows)
-    ftil = _ar.floats_copy(ar, fstar)  # f~ = f* + W lam0
+    ftil = fstar.copy()  # f~ = f* + W lam0
     for c in range(nv):
         s = 0.0
         for j in range(nG):
@@ -449,8 +440,8 @@ def lcp_noslip_kernel(
         ftil[c] += s
     # N K with K = M^-1 - W X^-1 W^T (X = G M^-1 G^T = L L^T): N K = N M^-1 - (X^-1 W^T N^T)^T
     # W^T, without forming the nv x nv K (nc << nv rows are all the LCP needs)
-    Y = _ar.floats_2d_zero(ar, nc, nG)
-    NK = _ar.floats_2d_zero(ar, nc, nv)
+    Y = np.zeros((nc, nG))
+    NK = np.zeros((nc, nv))
     for i in range(nc):
         for c in range(nv):
             nic = N[i, c]
@@ -465,31 +456,31 @@ def lcp_noslip_kernel(
             for j in range(nG):
                 s += Y[i, j] * W[c, j]
             NK[i, c] -= s
-    r = _ar.floats(ar, nc)
+    r = np.empty(nc)
     for i in range(nc):
         s = phi[i] / dt
         for c in range(nv):
             s += N[i, c] * ftil[c]
         r[i] = s
     prt = rank_tol if ppm_rank_tol < 0.0 else ppm_rank_tol
-    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, prt, tol, dep_tol, ar)
+    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, prt, tol, dep_tol)
     # force retrieval (Sec. 4.5): lambda = X^-1 (g - G f* - W^T N^T z),
     # v+ = f* + W lambda + M^-1 N^T z
-    y = _ar.floats_zero(ar, nv)
+    y = np.zeros(nv)
     for i in range(nc):
         zi = z[i]
         if zi != 0.0:
             for c in range(nv):
                 y[c] += N[i, c] * zi
-    gy = _ar.floats_copy(ar, gr)
+    gy = gr.copy()
     for c in range(nv):
         yc = y[c]
         if yc != 0.0:
             for j in range(nG):
                 gy[j] -= W[c, j] * yc
-    lam = _ar.floats_zero(ar, nG)
+    lam = np.zeros(nG)
     _chol_solve(L, nG, gy, lam)
-    v_next = _ar.floats_copy(ar, fstar)
+    v_next = fstar.copy()
     for c in range(nv):
         s = 0.0
         for j in range(nG):
@@ -504,8 +495,7 @@ def lcp_noslip_kernel(
             cS[idx[j]] = lam[j]
         else:
             cT[idx[j]] = lam[j]
-    for i in range(nc):
-        cN[i] = z[i]
+    cN[:] = z
     viol = 0.0
     for i in range(nc):
         sn = phi[i] / dt
@@ -570,7 +560,6 @@ def _run_kernel(
         # (consistency.consistent_accelerations) share one compiled signature (an omitted
         # default argument is a different numba signature -> compilation inside a tick)
         float(floor),
-        NO_ARENA,
     )
 
 
