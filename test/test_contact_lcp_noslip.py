@@ -19,6 +19,7 @@ from contact_helpers import standing_sway as sway
 
 from wbc_dynamics.contact import SolverState, solve
 from wbc_dynamics.contact.lcp_noslip import lcp_noslip_kernel
+from wbc_dynamics.kernels.arena import NO_ARENA
 
 
 def _standing_problem(q=None, v=None, qdd=None):
@@ -363,7 +364,7 @@ def test_runtime_kernel_linear_structure(nc_extra):
         p.contact_ids = tuple((cid, j) for j, cid in enumerate(p.contact_ids))
     warm = np.zeros(p.nc, dtype=bool)
     out = lcp_noslip_kernel(p.Minv, p.h, p.v, p.actuated, p.qdd_des, p.N, p.S, p.T, p.phi, p.dt,
-                            warm, 200, 1e-9, 1e-10)
+                            warm, 200, 1e-9, 1e-10, 0.0, 1e-4, -1.0, 0.0, NO_ARENA)
     nb = out[6]
     assert out[8] == 0
     assert nb.sum() <= 3

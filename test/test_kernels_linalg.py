@@ -4,6 +4,7 @@ lu_solve equals np.linalg.solve; left_nullspace, cholesky and chol_solve_columns
 import numpy as np
 import pytest
 
+from wbc_dynamics.kernels.arena import NO_ARENA
 from wbc_dynamics.kernels.linalg import (
     chol_solve,
     chol_solve_columns,
@@ -24,7 +25,7 @@ def test_psd_pinv_solve_equals_lstsq(n, rank):
         b = rng.standard_normal(n)  # not in the range of A when rank < n
         ref = np.linalg.lstsq(A, b, rcond=1e-9)[0]
         out = np.empty(n)
-        r = psd_pinv_solve(A.copy(), b, 1e-9, out)
+        r = psd_pinv_solve(A.copy(), b, 1e-9, out, NO_ARENA)
         assert r == rank
         sv = np.linalg.svd(A, compute_uv=False)[:rank]
         cond = sv[0] / sv[-1] if rank else 1.0  # condition number on A's range
@@ -64,7 +65,7 @@ def test_psd_pinv_solve_non_finite_input_gives_non_finite_output():
     A = np.eye(3)
     A[1, 1] = np.nan
     out = np.empty(3)
-    psd_pinv_solve(A, np.ones(3), 1e-9, out)
+    psd_pinv_solve(A, np.ones(3), 1e-9, out, NO_ARENA)
     assert not np.all(np.isfinite(out))
 
 

@@ -22,6 +22,8 @@ import dataclasses
 import numpy as np
 from numba import njit
 
+from ..kernels import arena as _ar
+from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import lu_solve
 from .lcp_noslip import _alg1, lcp_noslip_kernel, min_pivot
 from .problem import ContactProblem
@@ -89,6 +91,7 @@ def consistent_accelerations(
         float(dep_tol),
         float(1e-3 * eps_rel),
         min_pivot(p, rank_mass_ratio),
+        NO_ARENA,
     )
     v_next, status = out[4], out[8]
     qdd = (v_next[p.actuated] - p.v[p.actuated]) / p.dt
@@ -100,22 +103,22 @@ def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-6,
                               rank_mass_ratio: float = 100.0) -> np.ndarray:
     """``K = M^-1 - M^-1 G^T (G M^-1 G^T)^-1 G M^-1`` for the Alg. 1 rows G (see lcp_noslip)."""
     G, W, L, nG, kind, idx = _alg1(problem.Minv, problem.actuated, problem.S, problem.T, rank_tol,
-                                   0.0, min_pivot(problem, rank_mass_ratio))
+                                   0.0, min_pivot(problem, rank_mass_ratio), NO_ARENA)
     U = np.linalg.solve(L[:nG, :nG], W[:, :nG].T)
     return problem.Minv - U.T @ U
 
 
 @njit(cache=True)
-def _exact_dual_step(u, e, kind, bd):
+def _exact_dual_step(u, e, kind, bd, ar):
     """Exact maximizer t >= 0 of the concave piecewise quadratic dual along a direction.
 
     theta(t) = t * bd - 1/2 sum_j proj_j(u_j + t e_j)^2 (+ const), proj_j = identity (kind 0),
     max(., 0) (kind 1), 0 (kind 2). theta' is non-increasing and piecewise linear with
     breakpoints -u_j / e_j of the kind-1 entries; walk them in order. Returns -1 if theta
-    increases without bound (the primal problem is infeasible).
+    increases without bound (the primal problem is infeasible). Scratch from the arena ``ar``.
     """
     n = u.shape[0]
-    bps = np.empty(n)
+    bps = _ar.floats(ar, n)
     nb = 0
     s0 = bd  # theta'(t) = s0 - s1 t on the current segment
     s1 = 0.0
@@ -132,7 +135,15 @@ def _exact_dual_step(u, e, kind, bd):
                 if tj > 0.0:
                     bps[nb] = tj
                     nb += 1
-    order = np.argsort(bps[:nb])
+    # the breakpoints' order (insertion sort: a few entries; equal breakpoints are crossed
+    # together below, so their order does not matter)
+    order = _ar.ints(ar, np.int64(nb))  # np.int64: numba types nb's first value as a literal
+    for k in range(nb):
+        j = k
+        while j > 0 and bps[order[j - 1]] > bps[k]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = k
     # entries j whose breakpoint is bps[order[k]] are found again by recomputing -u/e
     t_lo = 0.0
     for k in range(nb + 1):
@@ -159,7 +170,7 @@ def _exact_dual_step(u, e, kind, bd):
 
 
 @njit(cache=True)
-def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
+def min_norm_impulse_kernel(A, b, kind, max_iter, tol, ar):
     """Minimum-norm vector c with ``A c = b``, ``c_j >= 0`` (kind 1), ``c_j = 0`` (kind 2).
 
     Solved through the dual: ``c(lam) = proj(A^T lam)``, maximize
@@ -169,12 +180,13 @@ def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
     correct active set; each iteration is an (m x m) solve, m = number of free dofs (6 for a
     floating base, + 6 per free body).
 
-    Returns (c, iterations, converged) where converged means ``max|A c - b| <= tol``.
+    Returns (c, iterations, converged) where converged means ``max|A c - b| <= tol``. Buffers
+    and ``c`` from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`).
     """
     m, n = A.shape
-    lam = np.zeros(m)
-    c = np.zeros(n)
-    u = np.zeros(n)
+    lam = _ar.floats_zero(ar, m)
+    c = _ar.floats_zero(ar, n)
+    u = _ar.floats_zero(ar, n)
     if m == 0:
         return c, 0, True
     trace = 0.0
@@ -182,10 +194,10 @@ def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
         for j in range(n):
             trace += A[i, j] * A[i, j]
     reg = 1e-14 * trace / m + 1e-300
-    H = np.empty((m, m))
-    res = np.empty(m)
-    e = np.empty(n)
-    active = np.empty(n, dtype=np.int64)
+    H = _ar.floats_2d(ar, m, m)
+    res = _ar.floats(ar, m)
+    e = _ar.floats(ar, n)
+    active = _ar.ints(ar, n)
     # loops on preallocated buffers, not A @ c / np.linalg.solve: each of those allocates and
     # calls BLAS / LAPACK, which cost more than this (m x m, m <= ~12) arithmetic
     for it in range(max_iter):
@@ -237,7 +249,7 @@ def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
             for i in range(m):
                 s += A[i, j] * res[i]
             e[j] = s
-        t = _exact_dual_step(u, e, kind, bd)
+        t = _exact_dual_step(u, e, kind, bd, ar)
         if not t >= 0.0:  # unbounded dual (infeasible primal) or a non-finite direction
             return c, it, False
         for i in range(m):
@@ -247,17 +259,18 @@ def min_norm_impulse_kernel(A, b, kind, max_iter, tol):
 
 @njit(cache=True)
 def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, w, touch_tol,
-                             dt, max_iter):
+                             dt, max_iter, ar):
     """Minimum-norm impulses among all no-slip solutions with the same v+ (see
     :func:`min_norm_impulses`). Returns (cN, cS, cT, tau, v_next, iterations, converged);
-    on failure the inputs are returned unchanged."""
+    on failure the inputs are returned unchanged (copies). Results and temporaries from the
+    arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
     nc = N.shape[0]
     nf = free.shape[0]
     nu = act.shape[0]
     n = 3 * nc
-    A = np.zeros((nf, n))
-    kind = np.zeros(n, dtype=np.int64)
-    c0 = np.zeros(n)
+    A = _ar.floats_2d_zero(ar, nf, n)
+    kind = _ar.ints_zero(ar, n)
+    c0 = _ar.floats_zero(ar, n)
     cmax = 0.0
     amax = 0.0
     for i in range(nc):
@@ -279,19 +292,26 @@ def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, 
             amax = max(amax, abs(N[i, free[f]]), abs(S[i, free[f]]), abs(T[i, free[f]]))
     for j in range(n):
         cmax = max(cmax, abs(c0[j]))
-    b = A @ c0
+    b = _ar.floats(ar, nf)  # A c0
+    for f in range(nf):
+        s = 0.0
+        for j in range(n):
+            s += A[f, j] * c0[j]
+        b[f] = s
     # free rows of eq. (37) to 1e-10 relative (the tests' eq. (37) bound is 1e-8); tighter is
     # not reachable when the active columns are nearly rank deficient (sole corners: cond ~1e14)
     tol = 1e-10 * max(amax * cmax, 1e-300)
-    c, it, ok = min_norm_impulse_kernel(A, b, kind, max_iter, tol)
+    c, it, ok = min_norm_impulse_kernel(A, b, kind, max_iter, tol, ar)
     if not ok:
-        return cN.copy(), cS.copy(), cT.copy(), tau.copy(), v_next.copy(), it, False
+        return (_ar.floats_copy(ar, cN), _ar.floats_copy(ar, cS), _ar.floats_copy(ar, cT),
+                _ar.floats_copy(ar, tau), _ar.floats_copy(ar, v_next), it, False)
     # eq. (37): actuated rows absorb the change of J^T c; v+ moves only by the O(tol) residual
     # of the free rows (recomputed so that (37) holds to rounding)
-    dgen = np.zeros(N.shape[1])
-    cNn = np.empty(nc)
-    cSn = np.empty(nc)
-    cTn = np.empty(nc)
+    nv = N.shape[1]
+    dgen = _ar.floats_zero(ar, nv)
+    cNn = _ar.floats(ar, nc)
+    cSn = _ar.floats(ar, nc)
+    cTn = _ar.floats(ar, nc)
     for i in range(nc):
         cNn[i] = c[3 * i]
         cSn[i] = c[3 * i + 1]
@@ -301,11 +321,16 @@ def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, 
         dT = cTn[i] - cT[i]
         for r in range(N.shape[1]):
             dgen[r] += N[i, r] * dN + S[i, r] * dS + T[i, r] * dT
-    taun = tau.copy()
+    taun = _ar.floats_copy(ar, tau)
     for a in range(nu):
         taun[a] -= dgen[act[a]] / dt
         dgen[act[a]] = 0.0
-    vn = v_next + Minv @ dgen
+    vn = _ar.floats(ar, nv)  # v_next + M^-1 dgen
+    for r in range(nv):
+        s = 0.0
+        for k in range(nv):
+            s += Minv[r, k] * dgen[k]
+        vn[r] = v_next[r] + s
     return cNn, cSn, cTn, taun, vn, it, True
 
 
@@ -352,7 +377,7 @@ def min_norm_impulses(
         np.ascontiguousarray(imp[:, 0]), np.ascontiguousarray(imp[:, 1]),
         np.ascontiguousarray(imp[:, 2]), np.ascontiguousarray(tau, dtype=np.float64),
         np.ascontiguousarray(v_next, dtype=np.float64), np.ascontiguousarray(w, dtype=np.float64),
-        float(tol), float(p.dt), int(max_iter),
+        float(tol), float(p.dt), int(max_iter), NO_ARENA,
     )
     cN, cS, cT, tau_n, v_n, it, ok = out
     return np.stack([cN, cS, cT], axis=1), tau_n, v_n, bool(ok), int(it)

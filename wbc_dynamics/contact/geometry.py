@@ -35,7 +35,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..kernels import arena as _ar
 from ..kernels import world
+from ..kernels.arena import NO_ARENA, Arena
 from ..kernels.dynamics import OK, forward_kinematics
 from ..kernels.kinematics import point_jacobian_filled
 from ..kernels.linalg import psd_pinv_solve
@@ -243,6 +245,7 @@ def contact_kernel(
     out_mu,
     out_sph,
     out_feat,
+    ar,
 ):
     """All candidate contacts after one forward-kinematics pass.
 
@@ -250,20 +253,24 @@ def contact_kernel(
     es (ne, 4) [centre, R]; boxes: bx_R (nbx, 3, 3), bx_p (nbx, 3), bx_a (nbx, 3) half extents,
     bx_col (nbx,) first column of the box's 6 dofs in the stacked v. Feature index: half-spaces
     0..nh-1, spheres nh..nh+ne-1, boxes nh+ne... Returns the number of candidates written.
+    Scratch vectors from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`).
     """
     forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
     ns = sph_body.shape[0]
     nh = hs.shape[0]
     ne = es.shape[0]
     nbx = bx_p.shape[0]
-    Rf = np.eye(3)
-    rb = np.empty(3)
-    Fr = np.empty((3, 3))
-    c = np.empty(3)
-    n = np.empty(3)
-    p = np.empty(3)
-    cl = np.empty(3)
-    ql = np.empty(3)
+    three = np.int64(3)  # typed, not a literal: one compiled signature of the arena's calls
+    Rf = _ar.floats_2d_zero(ar, three, three)  # the identity: Jacobian rows in world axes
+    for a in range(3):
+        Rf[a, a] = 1.0
+    rb = _ar.floats(ar, three)
+    Fr = _ar.floats_2d(ar, three, three)
+    c = _ar.floats(ar, three)
+    n = _ar.floats(ar, three)
+    p = _ar.floats(ar, three)
+    cl = _ar.floats(ar, three)
+    ql = _ar.floats(ar, three)
     k = np.int64(0)  # typed, not a literal: one compiled signature of _emit
     for s in range(ns):
         b = sph_body[s]
@@ -536,11 +543,12 @@ class ContactData(NamedTuple):
     frames: np.ndarray
     slot: np.ndarray
     impact: np.ndarray
+    arena: Arena
 
 
 @njit(cache=True)
 def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded, margin,
-                    phi_deadband, dynamics):
+                    phi_deadband, dynamics, ar):
     """Candidates, M^-1 and h of one tick into ``d`` (:class:`ContactData`), compiled.
 
     One forward-kinematics pass gives every candidate (:func:`contact_kernel`); the candidates
@@ -548,7 +556,8 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
     ``0..nc-1`` of ``d.N`` ... ``d.slot`` with the dead band applied to phi. With ``dynamics``,
     ``d.Minv_robot`` = M^-1 (seed 000 Alg. 1 / seed 003 IMMAmb) and ``d.h_robot`` = C v + g
     (RNEA) are computed and ``d.v[:nv_robot] = v``. Returns nc >= 0, or ``-status`` of the
-    dynamics kernels (:data:`wbc_dynamics.model.STATUS_MESSAGES`) for invalid q / v.
+    dynamics kernels (:data:`wbc_dynamics.model.STATUS_MESSAGES`) for invalid q / v. ``ar``:
+    the scratch arena (:mod:`wbc_dynamics.kernels.arena`).
     """
     if dynamics:
         # q[::1] etc.: strided ('A') vector types, those of RobotModel's bound entry points, so
@@ -566,7 +575,7 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
     k = contact_kernel(topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body,
                        geo.sph_r, geo.sph_rad, geo.hs, geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p,
                        geo.bx_a, geo.bx_mu, geo.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand,
-                       d.Ncand, d.Scand, d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat)
+                       d.Ncand, d.Scand, d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat, ar)
     nfeat = geo.hs.shape[0] + geo.es.shape[0] + geo.bx_a.shape[0]
     nv = d.N.shape[1]
     nc = 0
@@ -603,6 +612,26 @@ def _quat_to_rot(qx: float, qy: float, qz: float, qw: float) -> np.ndarray:
             [2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)],
         ]
     )
+
+
+def tick_arena(nv: int, nu: int, cap: int, edges: int) -> Arena:
+    """The scratch arena of the compiled ticks on a contact model (``ContactData.arena``):
+    room for the temporaries of one tick with every candidate in contact, with a factor 2 to
+    spare. A tick that needs more still works (heap allocation, counted in ``spills``).
+
+    The largest users, per call: Alg. 1's G, W = M^-1 G^T and factor L (nv + nu rows), the
+    no-slip LCP's N K and Y rows, Alg. 2's factor (nv x nv); ``lcp_noslip_kernel`` runs up to
+    four times a tick (sticking correction, solve, Sec. 4.5 correction, solve again); the
+    passive impact's and the Coulomb LCP's (k + 2 rows per contact) dense matrices.
+    """
+    nmax = nv + nu
+    rows = (edges + 2) * cap
+    per_solve = (2 * nmax * nv + nmax * nmax + nv * nv + cap * (nmax + nv) + 6 * nmax
+                 + 12 * nv + nu + 12 * cap)
+    n_float = 2 * (4 * per_solve + 4 * (rows + nv) ** 2 + 4 * rows * nv + 64)
+    n_int = 2 * (8 * (nmax + nv + rows) + 64)
+    n_flag = 2 * (8 * (rows + nv) + 64)
+    return _ar.arena(n_float, n_int, n_flag)
 
 
 class ContactModel:
@@ -830,7 +859,8 @@ class ContactModel:
             N=np.zeros((cap, nv)), S=np.zeros((cap, nv)), T=np.zeros((cap, nv)),
             phi=np.zeros(cap), mu=np.zeros(cap), points=np.zeros((cap, 3)),
             frames=np.zeros((cap, 3, 3)), slot=np.zeros(cap, dtype=np.int64),
-            impact=np.zeros((cap, 3)))
+            impact=np.zeros((cap, 3)), arena=tick_arena(nv, self.actuated.shape[0], cap,
+                                                        self.friction_edges))
         nfeat = len(self.feature_names)
         self.slot_ids: tuple = tuple(self._ids[(s, f)] for s in range(self.n_spheres)
                                      for f in range(nfeat))
@@ -888,7 +918,7 @@ class ContactModel:
             arrays.topo, arrays.tree, arrays.Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull,
             g.sph_body, g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, bR, bp, g.bx_a,
             g.bx_mu, g.bx_col, self.margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand,
-            d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat,
+            d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat, NO_ARENA,
         )
         return int(k)
 
@@ -900,7 +930,7 @@ class ContactModel:
         arrays = r.kernel_arrays
         k = assemble_kernel(arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
                             self.geometry, self.data, q, v, bR, bp, self.excluded_mask(),
-                            self.margin, self.phi_deadband, dynamics)
+                            self.margin, self.phi_deadband, dynamics, NO_ARENA)
         if k < 0:
             r._raise(-k)
         return k
@@ -1007,7 +1037,7 @@ def apply_passive_impact(problem: ContactProblem, separation_tolerance: float = 
     c = np.ascontiguousarray
     passive_impact_kernel(c(problem.N), c(problem.S), c(problem.T), c(problem.Minv),
                           c(problem.phi), float(problem.dt), float(separation_tolerance),
-                          float(rcond), v_post, out)
+                          float(rcond), v_post, out, NO_ARENA)
     problem.v = v_post
     problem.impact_impulses = out
     return out
@@ -1018,11 +1048,11 @@ def warm_passive_impact(nv: int = 7, dt: float = 1e-3) -> None:
     on ``nv``: the start-up compile helper warms it without a robot)."""
     rows = np.eye(3, nv)
     passive_impact_kernel(rows, rows, rows, np.eye(nv), np.array([0.0, 1.0, -1.0]), float(dt),
-                          0.0, 1e-9, np.full(nv, -1.0), np.zeros((3, 3)))
+                          0.0, 1e-9, np.full(nv, -1.0), np.zeros((3, 3)), NO_ARENA)
 
 
 @njit(cache=True)
-def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v, impulses):
+def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v, impulses, ar):
     """Compiled :func:`apply_passive_impact`: ``v`` (nv,) is updated in place to the post-impact
     velocity, ``impulses`` (nc, 3) [N s] (local n/s/t) receives the impact impulses (zero off the
     impact set). Returns the size of the impact set. If the least-squares solve gives a
@@ -1030,7 +1060,7 @@ def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v
     """
     nc = N.shape[0]
     nv = N.shape[1]
-    active = np.empty(nc, dtype=np.int64)
+    active = _ar.ints(ar, nc)
     m = 0
     for i in range(nc):
         vn = 0.0
@@ -1042,8 +1072,8 @@ def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v
     if m == 0:
         return 0
     r = 3 * m
-    J = np.empty((r, nv))
-    b = np.zeros(r)
+    J = _ar.floats_2d(ar, r, nv)
+    b = _ar.floats_zero(ar, r)
     for k in range(m):
         i = active[k]
         for c in range(nv):
@@ -1051,22 +1081,42 @@ def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v
             J[m + k, c] = S[i, c]
             J[2 * m + k, c] = T[i, c]
         b[k] = -max(phi[i], 0.0) / dt
-    W = Minv @ J.T
-    G = J @ W
+    # W = M^-1 J^T, G = J W, rhs = b - J v: loops on arena buffers instead of numpy products
+    # (each allocates; BLAS calls cost more than this arithmetic at a tick's sizes)
+    W = _ar.floats_2d_zero(ar, nv, r)
+    for c in range(nv):
+        for j in range(nv):
+            mcj = Minv[c, j]
+            for k in range(r):
+                W[c, k] += mcj * J[k, j]
+    G = _ar.floats_2d_zero(ar, r, r)
+    for i in range(r):
+        for c in range(nv):
+            jic = J[i, c]
+            if jic != 0.0:
+                for k in range(r):
+                    G[i, k] += jic * W[c, k]
     for i in range(r):  # exactly symmetric
         for j in range(i + 1, r):
             g = 0.5 * (G[i, j] + G[j, i])
             G[i, j] = g
             G[j, i] = g
-    rhs = b - J @ v
-    lam = np.empty(r)
-    psd_pinv_solve(G, rhs, rcond, lam)  # = lstsq(G, rhs, rcond) without LAPACK's overhead
+    rhs = _ar.floats(ar, r)
+    for i in range(r):
+        s = 0.0
+        for c in range(nv):
+            s += J[i, c] * v[c]
+        rhs[i] = b[i] - s
+    lam = _ar.floats(ar, r)
+    psd_pinv_solve(G, rhs, rcond, lam, ar)  # = lstsq(G, rhs, rcond) without LAPACK's overhead
     for k in range(r):
         if not np.isfinite(lam[k]):
             return m
-    dv = W @ lam
     for c in range(nv):
-        v[c] += dv[c]
+        s = 0.0
+        for k in range(r):
+            s += W[c, k] * lam[k]
+        v[c] += s
     for k in range(m):
         i = active[k]
         impulses[i, 0] = lam[k]

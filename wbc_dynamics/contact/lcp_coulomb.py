@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from ..kernels import arena as _ar
+from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky
 from .consistency import min_norm_impulse_kernel
 from .dispatch import fallback_result
@@ -85,30 +87,32 @@ def _reduce_kernel(
     qdd: np.ndarray,
     dt: float,
     J: np.ndarray,
+    ar,
 ):
     """Eliminate (v+, tau) (eqs. 63, 85-94). J: (m, nv) rows of the contact variables.
 
     Returns (ok, L_G, tau0, fstar, v0, Kff, Jf, H, Jv0, uf_term, ufree) with
     H = J_f K_ff J_f^T, Jv0 = J v0 and uf_term = J_f (f*_f - M^-1_fa G^-1 f*_a) (the linear
-    term of the Stage I objective, see qp.py); :func:`_reduce_into` on fresh buffers.
+    term of the Stage I objective, see qp.py); :func:`_reduce_into` on buffers from the arena
+    ``ar`` (:mod:`wbc_dynamics.kernels.arena`).
     """
     nv = v.shape[0]
     nu = act.shape[0]
     nf = fr.shape[0]
     m = J.shape[0]
-    fstar = np.empty(nv)
-    L = np.zeros((nu, nu))
-    tau0 = np.zeros(nu)
-    v0 = np.empty(nv)
-    Kff = np.empty((nf, nf))
-    Jf = np.empty((m, nf))
-    H = np.zeros((m, m))
-    Jv0 = np.zeros(m)
-    uf = np.zeros(m)
-    ufree = np.zeros(nf)
+    fstar = _ar.floats(ar, nv)
+    L = _ar.floats_2d_zero(ar, nu, nu)
+    tau0 = _ar.floats_zero(ar, nu)
+    v0 = _ar.floats(ar, nv)
+    Kff = _ar.floats_2d(ar, nf, nf)
+    Jf = _ar.floats_2d(ar, m, nf)
+    H = _ar.floats_2d_zero(ar, m, m)
+    Jv0 = _ar.floats_zero(ar, m)
+    uf = _ar.floats_zero(ar, m)
+    ufree = _ar.floats_zero(ar, nf)
     ok = _reduce_into(Minv, h, v, act, fr, qdd, dt, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0,
-                      uf, ufree, np.empty((nu, nu)), np.empty(nu * (nf + 2)),
-                      np.empty((m, nf)))
+                      uf, ufree, _ar.floats_2d(ar, nu, nu), _ar.floats(ar, nu * (nf + 2)),
+                      _ar.floats_2d(ar, m, nf))
     return ok, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree
 
 
@@ -217,15 +221,16 @@ def _recover_kernel(
     dt: float,
     J: np.ndarray,
     c: np.ndarray,
+    ar,
 ):
     """tau (eq. 90) and v+ (eq. 37) for contact impulses c (rows of J). Returns (tau, v+, gen);
-    :func:`_recover_into` on fresh buffers."""
+    :func:`_recover_into` on buffers from the arena ``ar``."""
     nv = fstar.shape[0]
     nu = act.shape[0]
-    tau = np.empty(nu)
-    vn = np.empty(nv)
-    gen = np.empty(nv)
-    _recover_into(Minv, act, L, tau0, fstar, dt, J, c, tau, vn, gen, np.empty(nv + nu))
+    tau = _ar.floats(ar, nu)
+    vn = _ar.floats(ar, nv)
+    gen = _ar.floats(ar, nv)
+    _recover_into(Minv, act, L, tau0, fstar, dt, J, c, tau, vn, gen, _ar.floats(ar, nv + nu))
     return tau, vn, gen
 
 
@@ -304,6 +309,7 @@ class ReducedDynamics:
             problem.qdd_des,
             float(problem.dt),
             J,
+            NO_ARENA,
         )
         if not ok:
             raise np.linalg.LinAlgError(
@@ -323,6 +329,7 @@ class ReducedDynamics:
             float(p.dt),
             self.J,
             np.ascontiguousarray(c, dtype=np.float64),
+            NO_ARENA,
         )
 
 
@@ -336,11 +343,13 @@ def pyramid_to_local(cN: np.ndarray, beta: np.ndarray, D: np.ndarray) -> np.ndar
 
 
 @njit(cache=True)
-def _coulomb_rows(N: np.ndarray, S: np.ndarray, T: np.ndarray, D: np.ndarray) -> np.ndarray:
-    """J = [N; F], F rows contact-major ``D[j, 0] S_i + D[j, 1] T_i`` (ContactProblem.pyramid)."""
+def _coulomb_rows(N: np.ndarray, S: np.ndarray, T: np.ndarray, D: np.ndarray,
+                  ar) -> np.ndarray:
+    """J = [N; F], F rows contact-major ``D[j, 0] S_i + D[j, 1] T_i`` (ContactProblem.pyramid),
+    from the arena ``ar``."""
     nc, nv = N.shape
     k = D.shape[0]
-    J = np.empty((nc * (1 + k), nv))
+    J = _ar.floats_2d(ar, nc * (1 + k), nv)
     for i in range(nc):
         for c in range(nv):
             J[i, c] = N[i, c]
@@ -353,12 +362,13 @@ def _coulomb_rows(N: np.ndarray, S: np.ndarray, T: np.ndarray, D: np.ndarray) ->
 
 @njit(cache=True)
 def _assemble_lcp(H: np.ndarray, Jv0: np.ndarray, phi: np.ndarray, dt: float, mu: np.ndarray,
-                  k: int) -> tuple[np.ndarray, np.ndarray]:
-    """LCP (64): Q = [[H, [0; E]], [mu, -E^T, 0]], q = [J v0 + (phi/dt; 0); 0]."""
+                  k: int, ar) -> tuple[np.ndarray, np.ndarray]:
+    """LCP (64): Q = [[H, [0; E]], [mu, -E^T, 0]], q = [J v0 + (phi/dt; 0); 0] (from the
+    arena ``ar``)."""
     nc = phi.shape[0]
     m = nc * (1 + k)
     n = m + nc
-    Q = np.zeros((n, n))
+    Q = _ar.floats_2d_zero(ar, n, n)
     for i in range(m):
         for j in range(m):
             Q[i, j] = H[i, j]
@@ -368,7 +378,7 @@ def _assemble_lcp(H: np.ndarray, Jv0: np.ndarray, phi: np.ndarray, dt: float, mu
             Q[e0 + j, m + i] = 1.0       # E (55)
             Q[m + i, e0 + j] = -1.0      # -E^T (56)
         Q[m + i, i] = mu[i]              # mu (56)
-    q = np.zeros(n)
+    q = _ar.floats_zero(ar, n)
     for i in range(m):
         q[i] = Jv0[i]
     for i in range(nc):
@@ -436,9 +446,10 @@ def build_coulomb_lcp(
     """
     kk = int(problem.friction_edges if k is None else k)
     D = pyramid_directions(kk)
-    J = _coulomb_rows(problem.N, problem.S, problem.T, D)
+    J = _coulomb_rows(problem.N, problem.S, problem.T, D, NO_ARENA)
     red = ReducedDynamics.build(problem, J)
-    Q, q = _assemble_lcp(red.H, red.Jv0, problem.phi, float(problem.dt), problem.mu, kk)
+    Q, q = _assemble_lcp(red.H, red.Jv0, problem.phi, float(problem.dt), problem.mu, kk,
+                         NO_ARENA)
     return Q, q, red, D
 
 
@@ -701,16 +712,18 @@ def min_norm_coulomb_impulses(problem: ContactProblem, red: ReducedDynamics, c: 
     p = problem
     out, ok = min_norm_coulomb_kernel(red.J, p.N, p.phi, float(p.dt), p.mu, p.free,
                                       np.ascontiguousarray(c, dtype=np.float64),
-                                      np.ascontiguousarray(v_next, dtype=np.float64), k, tol)
+                                      np.ascontiguousarray(v_next, dtype=np.float64), k, tol,
+                                      NO_ARENA)
     return out if ok else None
 
 
 @njit(cache=True)
-def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol):
-    """Compiled :func:`min_norm_coulomb_impulses`: returns (impulses (nc (1 + k),), ok)."""
+def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol, ar):
+    """Compiled :func:`min_norm_coulomb_impulses`: returns (impulses (nc (1 + k),), ok).
+    Results and temporaries from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
     nc = N.shape[0]
     nv = N.shape[1]
-    free_c = np.empty(nc, dtype=np.int64)
+    free_c = _ar.ints(ar, nc)
     ns = 0
     for i in range(nc):
         wn = phi[i] / dt
@@ -725,11 +738,11 @@ def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol):
         if wn <= tol and slip <= tol:
             free_c[ns] = i
             ns += 1
-    out = c.copy()
+    out = _ar.floats_copy(ar, c)
     if ns == 0:
         return out, True
     nvar = ns * (k + 1)
-    var = np.empty(nvar, dtype=np.int64)
+    var = _ar.ints(ar, nvar)
     for r in range(ns):
         i = free_c[r]
         var[r * (k + 1)] = i
@@ -737,11 +750,11 @@ def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol):
             var[r * (k + 1) + 1 + j] = nc + i * k + j
     nf = free.shape[0]
     ncol = nvar + ns
-    A = np.zeros((nf + ns, ncol))
+    A = _ar.floats_2d_zero(ar, nf + ns, ncol)
     for col in range(nvar):
         for f in range(nf):
             A[f, col] = J[var[col], free[f]]
-    x0 = np.empty(ncol)
+    x0 = _ar.floats(ar, ncol)
     for col in range(nvar):
         x0[col] = c[var[col]]
     for r in range(ns):  # mu c_N - 1^T beta - s = 0
@@ -754,10 +767,15 @@ def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol):
             sb += c[nc + i * k + j]
         A[nf + r, nvar + r] = -1.0
         x0[nvar + r] = mu[i] * c[i] - sb
-    b = A @ x0
-    sw = np.ones(ncol)  # sqrt of the weights: 1, slack 1e-6
-    for col in range(nvar, ncol):
-        sw[col] = np.sqrt(1e-6)
+    b = _ar.floats(ar, nf + ns)  # A x0
+    for r in range(nf + ns):
+        s = 0.0
+        for col in range(ncol):
+            s += A[r, col] * x0[col]
+        b[r] = s
+    sw = _ar.floats(ar, ncol)  # sqrt of the weights: 1, slack 1e-6
+    for col in range(ncol):
+        sw[col] = 1.0 if col < nvar else np.sqrt(1e-6)
     amax = 0.0
     xmax = 0.0
     for col in range(ncol):
@@ -765,10 +783,12 @@ def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol):
             A[r, col] /= sw[col]
             amax = max(amax, abs(A[r, col]))
         xmax = max(xmax, abs(x0[col] * sw[col]))
-    kind = np.ones(ncol, dtype=np.int64)  # every variable >= 0
+    kind = _ar.ints(ar, ncol)  # every variable >= 0
+    for col in range(ncol):
+        kind[col] = 1
     scale = max(amax * xmax, 1e-300)
     # np.int64: typed, not a literal (one compiled min_norm_impulse_kernel; see contact/tick.py)
-    y, _, ok = min_norm_impulse_kernel(A, b, kind, np.int64(50), 1e-10 * scale)
+    y, _, ok = min_norm_impulse_kernel(A, b, kind, np.int64(50), 1e-10 * scale, ar)
     if not ok:
         return out, False
     for col in range(nvar):

@@ -36,6 +36,8 @@ import dataclasses
 import numpy as np
 from numba import njit
 
+from ..kernels import arena as _ar
+from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import chol_solve as _chol_solve
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
@@ -62,14 +64,14 @@ def _gram_row(NK, N, order, m, i, x):
 
 
 @njit(cache=True)
-def _chol_append(L, k, x, d, tol_rel, min_pivot):
+def _chol_append(L, k, x, d, tol_rel, min_pivot, y):
     """Try to append a row/column to the Cholesky factor L[:k,:k] (lower).
 
-    x: (k,) new off-diagonal column of the factored matrix, d: new diagonal entry.
+    x: (k,) new off-diagonal column of the factored matrix, d: new diagonal entry; y: scratch
+    of length >= k (the caller's, so that an append allocates nothing).
     Returns True (and writes row k of L) if the new pivot is > tol_rel * d and > min_pivot
     (an absolute floor in the factored matrix's units; 0 = relative test only).
     """
-    y = np.empty(k)
     for i in range(k):
         s = x[i]
         for j in range(i):
@@ -87,7 +89,7 @@ def _chol_append(L, k, x, d, tol_rel, min_pivot):
 
 
 @njit(cache=True)
-def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol):
+def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol, y):
     """Try to append row g (with wg = M^-1 g, d = g . wg) to G, W = M^-1 G^T and the factor L
     (pivot tests of :func:`_chol_append`). ``kind``, ``idx`` of the rows kept so far (as
     :func:`_alg1`); ``pcol``: the dof of g if it is a P row (unit vector), else -1.
@@ -106,7 +108,7 @@ def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol):
             for r in range(nv):
                 s += G[j, r] * wg[r]
             x[j] = s
-    if not _chol_append(L, k, x, d, tol, min_pivot):
+    if not _chol_append(L, k, x, d, tol, min_pivot, y):
         return False
     for r in range(nv):
         G[k, r] = g[r]
@@ -115,7 +117,7 @@ def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol):
 
 
 @njit(cache=True)
-def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
+def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar):
     """Algorithm 1 (Find-Indices) by incremental Cholesky of X = G M^-1 G^T.
 
     A contact row is kept iff its pivot (the inverse effective mass [1/kg] of its direction once
@@ -135,19 +137,21 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
 
     Returns (G (nv+nu, nv) buffer with nG valid rows, W = M^-1 G^T (nv, nv+nu), L, nG,
     kind: 0 = P row, 1 = S row, 2 = T row, idx: actuator / contact index). nG = -1 on failure.
+    Buffers and results from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`).
     """
     nv = Minv.shape[0]
     nu = act.shape[0]
     nc = S.shape[0]
     nmax = nv + nu
-    G = np.zeros((nmax, nv))
-    W = np.zeros((nv, nmax))
-    L = np.zeros((nmax, nmax))
-    kind = np.zeros(nmax, dtype=np.int64)
-    idx = np.zeros(nmax, dtype=np.int64)
-    x = np.empty(nmax)
-    wg = np.empty(nv)
-    e = np.zeros(nv)
+    G = _ar.floats_2d_zero(ar, nmax, nv)
+    W = _ar.floats_2d_zero(ar, nv, nmax)
+    L = _ar.floats_2d_zero(ar, nmax, nmax)
+    kind = _ar.ints_zero(ar, nmax)
+    idx = _ar.ints_zero(ar, nmax)
+    x = _ar.floats(ar, nmax)
+    y = _ar.floats(ar, nmax)  # _chol_append's scratch
+    wg = _ar.floats(ar, nv)
+    e = _ar.floats_zero(ar, nv)
     soft = eps_p > 0.0
     k = np.int64(0)  # typed, not a literal: one compiled signature of _append_row
     no_p = np.int64(-1)
@@ -159,7 +163,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
                     wg[r] = Minv[r, act[a]]
                 e[act[a]] = 1.0
                 if not _append_row(G, W, L, k, e, wg, Minv[act[a], act[a]] + eps_p, 1e-14, x,
-                                   0.0, kind, idx, act, act[a]):
+                                   0.0, kind, idx, act, act[a], y):
                     return G, W, L, -1, kind, idx
                 kind[k] = 0
                 idx[k] = a
@@ -184,7 +188,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
                     for r in range(nv):
                         d += g[r] * wg[r]
                     if _append_row(G, W, L, k, g, wg, d, rank_tol, x, min_pivot, kind, idx, act,
-                                   no_p):
+                                   no_p, y):
                         kind[k] = 1 + which
                         idx[k] = i
                         k += 1
@@ -193,7 +197,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot):
 
 
 @njit(cache=True)
-def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
+def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
     """Algorithm 2 (modified PPM I) for the LCP w = N K N^T z + r, 0 <= z _|_ w >= 0.
 
     NK = N K (nc, nv). warm: (nc,) bool initial non-basic set (warm start, Sec. 4.6).
@@ -205,10 +209,10 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
     violation is reported by the caller.
     """
     nc, nv = N.shape
-    z = np.zeros(nc)
-    w = r.copy()
-    nb = np.zeros(nc, dtype=np.bool_)
-    blocked = np.zeros(nc, dtype=np.bool_)
+    z = _ar.floats_zero(ar, nc)
+    w = _ar.floats_copy(ar, r)
+    nb = _ar.flags_zero(ar, nc)
+    blocked = _ar.flags_zero(ar, nc)
     # Lines 2-5: trivial solution
     imin = 0
     for i in range(nc):
@@ -217,15 +221,16 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
     if nc == 0 or r[imin] >= -tol:
         return z, w, nb, 0, 0, False
     # Lines 6-8: initial non-basic set from the warm start (dependent rows skipped)
-    order = np.empty(nv, dtype=np.int64)  # non-basic indices in factor order
-    L = np.zeros((nv, nv))
-    x = np.empty(nv)
+    order = _ar.ints(ar, nv)  # non-basic indices in factor order
+    L = _ar.floats_2d_zero(ar, nv, nv)
+    x = _ar.floats(ar, nv)
+    y = _ar.floats(ar, nv)  # _chol_append's scratch
     m = np.int64(0)  # typed, not a literal: one compiled signature of _chol_append
     warm_used = False
     for i in range(nc):
         if warm[i] and m < nv:
             d = _gram_row(NK, N, order, m, i, x)
-            if _chol_append(L, m, x, d, rank_tol, 0.0):
+            if _chol_append(L, m, x, d, rank_tol, 0.0, y):
                 order[m] = i
                 nb[i] = True
                 m += 1
@@ -242,9 +247,9 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
             return z, w, nb, 0, 2, warm_used
         L[0, 0] = np.sqrt(d)
         m = 1
-    zb = np.empty(nv)
-    b = np.empty(nv)
-    a = np.empty(nv)
+    zb = _ar.floats(ar, nv)
+    b = _ar.floats(ar, nv)
+    a = _ar.floats(ar, nv)
     it = 0
     need_refactor = False
     while it < max_iter:
@@ -255,7 +260,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
             for jj in range(m):
                 i = order[jj]
                 d = _gram_row(NK, N, order, mm, i, x)
-                if not _chol_append(L, mm, x, d, rank_tol, 0.0):
+                if not _chol_append(L, mm, x, d, rank_tol, 0.0, y):
                     return z, w, nb, it, 2, warm_used
                 order[mm] = i
                 mm += 1
@@ -325,7 +330,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol):
             d = 0.0
             for c in range(nv):
                 d += NK[ibest, c] * N[ibest, c]
-            if m >= nv or not _chol_append(L, m, x, d, rank_tol, 0.0):
+            if m >= nv or not _chol_append(L, m, x, d, rank_tol, 0.0, y):
                 # Entering row dependent on the non-basic rows (Appendix F): w_i cannot change
                 # while the non-basic set is kept, so exchange it for a non-basic index j with
                 # gamma_j > 0 (N_i K = sum gamma_j N_j K), chosen by the ratio test
@@ -380,10 +385,11 @@ def lcp_noslip_kernel(
     max_iter,
     rank_tol,
     tol_rel,
-    eps_p=0.0,
-    dep_tol=1e-4,
-    ppm_rank_tol=-1.0,
-    min_pivot=0.0,
+    eps_p,
+    dep_tol,
+    ppm_rank_tol,
+    min_pivot,
+    ar,
 ):
     """Whole ``lcp_noslip`` solve (Alg. 1 + LCP (44)-(45) + Alg. 2 + force retrieval, Sec. 4.5).
 
@@ -393,13 +399,16 @@ def lcp_noslip_kernel(
     ``eps_p > 0``: soft P rows (see :func:`_alg1`); then ``tau`` is a penalty force, not a torque.
     ``dep_tol`` [m/s]: see :func:`_ppm`. ``ppm_rank_tol`` (default: ``rank_tol``): pivot
     tolerance of Alg. 2 (the soft correction problem is deliberately ill-conditioned, O(eps_p)).
-    ``min_pivot`` [1/kg]: Alg. 1's scale-aware floor (see :func:`_alg1`).
+    ``min_pivot`` [1/kg]: Alg. 1's scale-aware floor (see :func:`_alg1`). The results and
+    temporaries come from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`; the compiled
+    ticks' own, valid until their next tick; the general path's has no room, so its results are
+    ordinary arrays).
     """
     nv = Minv.shape[0]
     nu = act.shape[0]
     nc = N.shape[0]
     # f* = v - dt M^-1 h
-    fstar = v.copy()
+    fstar = _ar.floats_copy(ar, v)
     for i in range(nv):
         s = 0.0
         for j in range(nv):
@@ -409,17 +418,17 @@ def lcp_noslip_kernel(
     for i in range(nv):
         scale = max(scale, abs(v[i]), abs(fstar[i]))
     tol = tol_rel * scale
-    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot)
-    tau = np.zeros(nu)
-    cN = np.zeros(nc)
-    cS = np.zeros(nc)
-    cT = np.zeros(nc)
-    w = np.zeros(nc)
-    nb = np.zeros(nc, dtype=np.bool_)
+    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar)
+    tau = _ar.floats_zero(ar, nu)
+    cN = _ar.floats_zero(ar, nc)
+    cS = _ar.floats_zero(ar, nc)
+    cT = _ar.floats_zero(ar, nc)
+    w = _ar.floats_zero(ar, nc)
+    nb = _ar.flags_zero(ar, nc)
     if nG < 0:
         return tau, cN, cS, cT, fstar, w, nb, 0, 3, False, 0, np.inf
     # g - G f*  (g = [qdot_des; 0])
-    gr = np.zeros(nG)
+    gr = _ar.floats_zero(ar, nG)
     for j in range(nG):
         s = 0.0
         for c in range(nv):
@@ -427,12 +436,12 @@ def lcp_noslip_kernel(
         gr[j] = -s
         if kind[j] == 0:
             gr[j] += v[act[idx[j]]] + dt * qdd_des[idx[j]]
-    lam0 = np.zeros(nG)
+    lam0 = _ar.floats_zero(ar, nG)
     _chol_solve(L, nG, gr, lam0)
     # loops with a contiguous, independent inner loop (axpy form, which LLVM vectorizes)
     # instead of numpy products: each of those allocates and calls BLAS, which costs more than
     # this arithmetic at the sizes of a tick (nc contacts x nv dofs x nG <= nv + nu rows)
-    ftil = fstar.copy()  # f~ = f* + W lam0
+    ftil = _ar.floats_copy(ar, fstar)  # f~ = f* + W lam0
     for c in range(nv):
         s = 0.0
         for j in range(nG):
@@ -440,8 +449,8 @@ def lcp_noslip_kernel(
         ftil[c] += s
     # N K with K = M^-1 - W X^-1 W^T (X = G M^-1 G^T = L L^T): N K = N M^-1 - (X^-1 W^T N^T)^T
     # W^T, without forming the nv x nv K (nc << nv rows are all the LCP needs)
-    Y = np.zeros((nc, nG))
-    NK = np.zeros((nc, nv))
+    Y = _ar.floats_2d_zero(ar, nc, nG)
+    NK = _ar.floats_2d_zero(ar, nc, nv)
     for i in range(nc):
         for c in range(nv):
             nic = N[i, c]
@@ -456,31 +465,31 @@ def lcp_noslip_kernel(
             for j in range(nG):
                 s += Y[i, j] * W[c, j]
             NK[i, c] -= s
-    r = np.empty(nc)
+    r = _ar.floats(ar, nc)
     for i in range(nc):
         s = phi[i] / dt
         for c in range(nv):
             s += N[i, c] * ftil[c]
         r[i] = s
     prt = rank_tol if ppm_rank_tol < 0.0 else ppm_rank_tol
-    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, prt, tol, dep_tol)
+    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, prt, tol, dep_tol, ar)
     # force retrieval (Sec. 4.5): lambda = X^-1 (g - G f* - W^T N^T z),
     # v+ = f* + W lambda + M^-1 N^T z
-    y = np.zeros(nv)
+    y = _ar.floats_zero(ar, nv)
     for i in range(nc):
         zi = z[i]
         if zi != 0.0:
             for c in range(nv):
                 y[c] += N[i, c] * zi
-    gy = gr.copy()
+    gy = _ar.floats_copy(ar, gr)
     for c in range(nv):
         yc = y[c]
         if yc != 0.0:
             for j in range(nG):
                 gy[j] -= W[c, j] * yc
-    lam = np.zeros(nG)
+    lam = _ar.floats_zero(ar, nG)
     _chol_solve(L, nG, gy, lam)
-    v_next = fstar.copy()
+    v_next = _ar.floats_copy(ar, fstar)
     for c in range(nv):
         s = 0.0
         for j in range(nG):
@@ -495,7 +504,8 @@ def lcp_noslip_kernel(
             cS[idx[j]] = lam[j]
         else:
             cT[idx[j]] = lam[j]
-    cN[:] = z
+    for i in range(nc):
+        cN[i] = z[i]
     viol = 0.0
     for i in range(nc):
         sn = phi[i] / dt
@@ -560,6 +570,7 @@ def _run_kernel(
         # (consistency.consistent_accelerations) share one compiled signature (an omitted
         # default argument is a different numba signature -> compilation inside a tick)
         float(floor),
+        NO_ARENA,
     )
 
 

@@ -49,6 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..kernels import arena as _ar
+from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import lu_solve
 
 __all__ = [
@@ -213,8 +215,10 @@ def _lemke_run(
     col: np.ndarray,
     tmp: np.ndarray,
     cand: np.ndarray,
+    ar,
 ) -> tuple[int, int]:
     """Lemke iterations from the basis (basis, Binv, x = Binv q); returns (status, pivots).
+    The periodic refactorization's buffers come from the arena ``ar``.
 
     On return with SUCCESS the artificial variable has left the basis.
     """
@@ -252,13 +256,13 @@ def _lemke_run(
             # periodic refactorization: rebuild B^-1 and x = B^-1 q from the basis (removes
             # the round-off drift of the rank-1 updates on long, degenerate pivot sequences)
             n_refac = pivots
-            Bm = np.empty((n, n))
+            Bm = _ar.floats_2d(ar, n, n)
             for i in range(n):
                 _column(Q, d, basis[i], tmp)
                 for r in range(n):
                     Bm[r, i] = tmp[r]
-            Bi = np.empty((n, n))
-            if _invert(Bm, Bi, np.empty((n, n))):
+            Bi = _ar.floats_2d(ar, n, n)
+            if _invert(Bm, Bi, _ar.floats_2d(ar, n, n)):
                 for i in range(n):
                     for j in range(n):
                         Binv[i, j] = Bi[i, j]
@@ -343,18 +347,19 @@ def _violation(Q: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> fl
 
 @njit(cache=True)
 def _complementary_basis_solution(Q: np.ndarray, q: np.ndarray, warm: np.ndarray,
-                                  x: np.ndarray) -> bool:
+                                  x: np.ndarray, ar) -> bool:
     """Basic values ``x`` of the complementary basis ``warm`` (z_i basic where ``warm[i]``,
     else w_i): the principal block ``-Q_ZZ z_Z = q_Z``, then ``w_i = q_i + Q_iZ z_Z`` -- the
     solution of ``B x = q`` for :func:`_basis_matrix`'s B in O(n k + k^3) (k = ``warm``'s
     count) instead of inverting the n x n B. Returns False where :func:`_invert` would
-    reject B (a pivot ``<= 1e-13 max |B|``, partial pivoting)."""
+    reject B (a pivot ``<= 1e-13 max |B|``, partial pivoting). Scratch from the arena ``ar``."""
     n = q.shape[0]
     k = 0
     for i in range(n):
         if warm[i]:
             k += 1
-    zi = np.empty(k, dtype=np.int64)
+    nz = np.int64(k)  # typed: numba would type the count's first value (0) as a literal
+    zi = _ar.ints(ar, nz)
     k = 0
     for i in range(n):
         if warm[i]:
@@ -364,8 +369,8 @@ def _complementary_basis_solution(Q: np.ndarray, q: np.ndarray, warm: np.ndarray
     for a in range(k):
         for r in range(n):
             scale = max(scale, abs(Q[r, zi[a]]))
-    A = np.empty((k, k))
-    b = np.empty(k)
+    A = _ar.floats_2d(ar, nz, nz)
+    b = _ar.floats(ar, nz)
     for a in range(k):
         b[a] = q[zi[a]]
         for c in range(k):
@@ -416,8 +421,10 @@ def _lemke_once(
     w: np.ndarray,
     basis: np.ndarray,
     ws: np.ndarray,
+    ar,
 ) -> tuple[int, int, int, float]:
-    """One plain Lemke solve (warm attempt, then cold). q must be normalized.
+    """One plain Lemke solve (warm attempt, then cold). q must be normalized. Vectors from the
+    arena ``ar``.
 
     Returns (status, pivots, warm_used (0/1/2 = no / yes / warm rejected), violation).
     """
@@ -425,12 +432,12 @@ def _lemke_once(
     Binv = ws[0]
     Bm = ws[1]
     work = ws[2]
-    x = np.empty(n)
-    d = np.empty(n)
-    col = np.empty(n)
-    tmp = np.empty(n)
-    cand = np.empty(n, dtype=np.int64)
-    xr = np.empty(n)
+    x = _ar.floats(ar, n)
+    d = _ar.floats(ar, n)
+    col = _ar.floats(ar, n)
+    tmp = _ar.floats(ar, n)
+    cand = _ar.ints(ar, n)
+    xr = _ar.floats(ar, n)
     total_piv = 0
     warm_flag = 0
     status = RAY_TERMINATION
@@ -446,7 +453,7 @@ def _lemke_once(
         if nwarm > 0:
             # the basic values straight from the principal block (the usual tick-to-tick case:
             # the warm basis solves the LCP as it is, accepted without inverting B)
-            solved = _complementary_basis_solution(Q, q, warm, x)
+            solved = _complementary_basis_solution(Q, q, warm, x, ar)
             if solved:
                 viol = _accept_basic(Q, q, basis, x, z, w, tol)
                 if viol >= 0.0:
@@ -467,11 +474,11 @@ def _lemke_once(
                 # the warm run is abandoned early (2 n + 10 pivots) in favour of a cold start
                 status, piv = _lemke_run(
                     Q, q, d, basis, Binv, x, min(max_pivots, 2 * n + 10), piv_tol, col, tmp,
-                    cand
+                    cand, ar
                 )
                 total_piv += piv
                 if status == SUCCESS:
-                    viol = _finish(Q, q, basis, x, z, w, Bm, work, xr, ws[0], tol)
+                    viol = _finish(Q, q, basis, x, z, w, Bm, work, xr, ws[0], tol, ar)
                     if viol <= tol:
                         return SUCCESS, total_piv, 1, viol
                 warm_flag = 2
@@ -484,10 +491,10 @@ def _lemke_once(
         x[i] = q[i]
         for j in range(n):
             Binv[i, j] = 1.0 if i == j else 0.0
-    status, piv = _lemke_run(Q, q, d, basis, Binv, x, max_pivots, piv_tol, col, tmp, cand)
+    status, piv = _lemke_run(Q, q, d, basis, Binv, x, max_pivots, piv_tol, col, tmp, cand, ar)
     total_piv += piv
     if status == SUCCESS:
-        viol = _finish(Q, q, basis, x, z, w, Bm, work, xr, ws[0], tol)
+        viol = _finish(Q, q, basis, x, z, w, Bm, work, xr, ws[0], tol, ar)
         if viol > tol:
             status = FAILED_CHECK
         return status, total_piv, warm_flag, viol
@@ -516,12 +523,14 @@ def _finish(
     xr: np.ndarray,
     Binv2: np.ndarray,
     tol: float,
+    ar,
 ) -> float:
-    """Refine the final basic solution by a fresh solve; clip tiny negatives; return violation."""
+    """Refine the final basic solution by a fresh solve; clip tiny negatives; return violation
+    (scratch from the arena ``ar``)."""
     n = q.shape[0]
     viol = _extract(Q, q, basis, x, z, w)
-    zr = np.empty(n)
-    wr = np.empty(n)
+    zr = _ar.floats(ar, n)
+    wr = _ar.floats(ar, n)
     _basis_matrix(Q, basis, Bm)
     if _invert(Bm, Binv2, work):
         _matvec(Binv2, q, xr)
@@ -554,21 +563,26 @@ def _solve_lcp_kernel(
     z: np.ndarray,
     w: np.ndarray,
     basis: np.ndarray,
+    ar,
 ) -> tuple[int, int, int, float, float]:
     """Normalized plain solve + Tikhonov fallback. Returns
-    (status, pivots, warm_flag, eps_used, violation w.r.t. the ORIGINAL Q, normalized q)."""
+    (status, pivots, warm_flag, eps_used, violation w.r.t. the ORIGINAL Q, normalized q).
+    Scratch from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
     n = q.shape[0]
-    ws = np.empty((3, n, n))
+    ws = _ar.floats(ar, 3 * n * n).reshape((3, n, n))
     status, piv, warm_flag, viol = _lemke_once(
-        Q, q, warm, use_warm, max_pivots, piv_tol, tol, z, w, basis, ws
+        Q, q, warm, use_warm, max_pivots, piv_tol, tol, z, w, basis, ws, ar
     )
     if status == SUCCESS or not regularize:
         return status, piv, warm_flag, 0.0, viol
     qscale = 1.0
     for i in range(n):
         qscale = max(qscale, abs(Q[i, i]))
-    Qr = Q.copy()
-    zb = z.copy()
+    Qr = _ar.floats_2d(ar, n, n)
+    for i in range(n):
+        for j in range(n):
+            Qr[i, j] = Q[i, j]
+    zb = _ar.floats_copy(ar, z)
     eps = eps_min
     total = piv
     while eps <= eps_max * (1.0 + 1e-12):
@@ -578,7 +592,7 @@ def _solve_lcp_kernel(
         # regularized attempts: cold start only (the warm basis belongs to the plain problem);
         # np.bool_: a typed flag, not a literal (one compiled _lemke_once, not two)
         st, p2, wf, v2 = _lemke_once(
-            Qr, q, warm, np.bool_(False), max_pivots, piv_tol, tol, z, w, basis, ws
+            Qr, q, warm, np.bool_(False), max_pivots, piv_tol, tol, z, w, basis, ws, ar
         )
         total += p2
         if st == SUCCESS:
@@ -716,6 +730,7 @@ def solve_lcp(
         z,
         w,
         basis,
+        NO_ARENA,
     )
     z *= qs
     w = Q @ z + q

@@ -119,6 +119,7 @@ import osqp
 import scipy.sparse as sp
 from numba import njit
 
+from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import left_nullspace
 from .consistency import mark_sticking_correction, sticking_consistent_problem
 from .dense_qp import DenseQPWork, solve_dense_qp
@@ -746,7 +747,7 @@ def _dropped_tangential(problem: ContactProblem, floor: float) -> np.ndarray:
     are those of ``J_f K_ff J_f^T`` restricted to the tangential rows, i.e. of the Stage I
     Hessian (Z^T A Z of eq. (97))."""
     _, _, _, nG, kind, idx = _alg1(problem.Minv, problem.actuated, problem.S, problem.T, 0.0,
-                                   0.0, floor)
+                                   0.0, floor, NO_ARENA)
     kept = np.zeros((problem.nc, 2), dtype=bool)
     if nG < 0:  # P M^-1 P^T not positive definite: ReducedDynamics.build reports it
         return kept

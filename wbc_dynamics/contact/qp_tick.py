@@ -349,7 +349,7 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     qdd = w.qdd
     if o.sticking_correction:  # qp._solve_two_stage: sticking_consistent_problem
         st = _sticking_qdd(d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt, o.sticking_gap,
-                           o.min_pivot, qdd)
+                           o.min_pivot, qdd, d.arena)
         if st == 1:
             bits |= _CORRECTED
         elif st == 2:
@@ -366,7 +366,8 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
                 S[i, c] = 0.0
                 T[i, c] = 0.0
     if o.tangential_floor > 0.0:  # qp._dropped_tangential: the scale-aware rank rule
-        _p, _q, _r, nG, kind, idx = _alg1(d.Minv, act, S, T, 0.0, 0.0, o.tangential_floor)
+        _p, _q, _r, nG, kind, idx = _alg1(d.Minv, act, S, T, 0.0, 0.0, o.tangential_floor,
+                                          d.arena)
         for i in range(nc):
             w.dropped[i, 0] = False
             w.dropped[i, 1] = False

@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..kernels import arena as _ar
 from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry
 from .consistency import min_norm_solution_kernel
@@ -130,14 +131,18 @@ class NoslipOutput(NamedTuple):
 @njit(cache=True)
 def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R, bx_p):
     """The problem of the tick into ``d`` (``assemble_kernel``) and, if configured, the passive
-    impact on ``d.v``; returns nc (< 0: invalid q / v)."""
+    impact on ``d.v``; returns nc (< 0: invalid q / v). The first stage of every compiled tick:
+    it hands the tick's scratch arena ``d.arena`` out from the start again
+    (:mod:`wbc_dynamics.kernels.arena`)."""
+    ar = d.arena
+    _ar.reset(ar)
     # np.bool_ / np.int64 (here and below): typed constants, not literals -- numba compiles a
     # callee once more for every literal argument (seconds each for these kernels at start-up)
     nc = assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded,
-                         o.margin, o.phi_deadband, np.bool_(True))
+                         o.margin, o.phi_deadband, np.bool_(True), ar)
     if nc > 0 and o.passive_impact:
         passive_impact_kernel(d.N[:nc], d.S[:nc], d.T[:nc], d.Minv, d.phi[:nc], o.dt,
-                              o.separation_tolerance, 1e-9, d.v, d.impact[:nc])
+                              o.separation_tolerance, 1e-9, d.v, d.impact[:nc], ar)
     return nc
 
 
@@ -187,7 +192,8 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
                 for c in range(nv):
                     S[i, c] = 0.0
                     T[i, c] = 0.0
-    warm = np.zeros(nc, dtype=np.bool_)
+    ar = d.arena
+    warm = _ar.flags_zero(ar, nc)
     n_warm = 0
     if use_warm:
         for i in range(nc):
@@ -197,7 +203,7 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
     max_iter = 4 * nc + 20
     ctol = o.consistency_tol
     res = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm, max_iter,
-                            o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot)
+                            o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot, ar)
     tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, ndrop, viol = res
     flags = 0
     if ndrop > 0:
@@ -209,14 +215,15 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
     nu = act.shape[0]
     if status == 2 or viol > ctol:
         # Sec. 4.5 correction (consistency.consistent_accelerations, eps_rel = 1e-6)
-        qdd_c = np.zeros(nu)
+        qdd_c = _ar.floats_zero(ar, nu)
         if nu > 0:
             dmax = -np.inf
             for a in range(nu):
                 dmax = max(dmax, d.Minv[act[a], act[a]])
             eps = 1e-6 * dmax
             corr = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm,
-                                     max_iter, o.rank_tol, o.tol, eps, ctol, 1e-9, o.min_pivot)
+                                     max_iter, o.rank_tol, o.tol, eps, ctol, 1e-9, o.min_pivot,
+                                     ar)
             if corr[8] != 0:
                 return nc, TICK_GENERIC, flags, warm_used, 0
             vc = corr[4]
@@ -225,14 +232,14 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
                 if not np.isfinite(qdd_c[a]):
                     return nc, TICK_GENERIC, flags, warm_used, 0
         res = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd_c, N, S, T, phi, dt, warm, max_iter,
-                                o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot)
+                                o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot, ar)
         tau, cN, cS, cT, v_next, w, nb, it2, status, _wu, ndrop, viol = res
         flags |= _CORRECTED
         if status != 0 or viol > max(ctol, 1e-6):
             return nc, TICK_GENERIC, flags, warm_used, 0
     if o.min_norm:
         mn = min_norm_solution_kernel(d.Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, w,
-                                      o.min_norm_tol, dt, np.int64(50))
+                                      o.min_norm_tol, dt, np.int64(50), ar)
         if mn[6]:
             cN, cS, cT, tau, v_next = mn[0], mn[1], mn[2], mn[3], mn[4]
             for i in range(nc):
@@ -294,7 +301,7 @@ class CoulombOutput(NamedTuple):
 
 
 @njit(cache=True)
-def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qdd):
+def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qdd, ar):
     """``consistency.sticking_consistent_problem`` on the tick's rows: the Sec. 4.5 QP with
     no-slip rows only at the touching contacts (``phi <= gap`` [m]; eps_rel 1e-6, dep_tol
     1e-4, change tolerance 1e-6, Alg. 1's floor ``min_pivot`` [1/kg]) solved by Alg. 1 + 2.
@@ -302,13 +309,18 @@ def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qd
     Writes the accelerations to use into ``qdd`` (nu,) [rad/s^2] and returns 0 (unchanged:
     none touching or the change is below the tolerance; ``qdd = qdd_des``), 1 (corrected) or 2
     (the correction failed; ``qdd = qdd_des``, flag ``sticking_correction_failed``).
+    Temporaries from the tick's arena ``ar``.
     """
     nc, nv = N.shape
     nu = act.shape[0]
     for a in range(nu):
         qdd[a] = qdd_des[a]
-    S2 = S.copy()
-    T2 = T.copy()
+    S2 = _ar.floats_2d(ar, nc, nv)
+    T2 = _ar.floats_2d(ar, nc, nv)
+    for i in range(nc):
+        for c in range(nv):
+            S2[i, c] = S[i, c]
+            T2[i, c] = T[i, c]
     touching = 0
     for i in range(nc):
         if phi[i] <= gap:
@@ -323,9 +335,9 @@ def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qd
     for a in range(nu):
         dmax = max(dmax, Minv[act[a], act[a]])
     corr = lcp_noslip_kernel(Minv, h, v, act, qdd_des, N, S2, T2, phi, dt,
-                             np.zeros(nc, dtype=np.bool_), 4 * nc + 20, 1e-6, 1e-10,
-                             1e-6 * dmax, 1e-4, 1e-9, min_pivot)
-    qdd_c = np.empty(nu)
+                             _ar.flags_zero(ar, nc), 4 * nc + 20, 1e-6, 1e-10,
+                             1e-6 * dmax, 1e-4, 1e-9, min_pivot, ar)
+    qdd_c = _ar.floats(ar, nu)
     ok = corr[8] == 0
     change = 0.0
     qmax = 0.0
@@ -371,9 +383,9 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     flags = 0
     qdd = qdd_des
     if o.sticking_correction and nu > 0:
-        qdd = np.empty(nu)
+        qdd = _ar.floats(d.arena, nu)
         st = _sticking_qdd(d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt, o.sticking_gap,
-                           o.min_pivot, qdd)
+                           o.min_pivot, qdd, d.arena)
         if st == 2:
             flags |= _STICKING_FAILED
         elif st == 1:
@@ -381,15 +393,16 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     D = o.D
     kk = D.shape[0]
     m = nc * (1 + kk)
-    J = _coulomb_rows(N, S, T, D)
-    red = _reduce_kernel(d.Minv, d.h, d.v, act, free, qdd, dt, J)
+    ar = d.arena
+    J = _coulomb_rows(N, S, T, D, ar)
+    red = _reduce_kernel(d.Minv, d.h, d.v, act, free, qdd, dt, J, ar)
     if not red[0]:
         return nc, TICK_GENERIC, flags, False, 0
     L, tau0, fstar, H, Jv0 = red[1], red[2], red[3], red[7], red[8]
-    Q, qv = _assemble_lcp(H, Jv0, phi, dt, mu, kk)
+    Q, qv = _assemble_lcp(H, Jv0, phi, dt, mu, kk, ar)
     n = qv.shape[0]
     # the previous basis by slot (lcp_coulomb._warm_mask)
-    warm = np.zeros(n, dtype=np.bool_)
+    warm = _ar.flags_zero(ar, n)
     mask_given = False
     if use_warm:
         any_known = False
@@ -407,8 +420,8 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
         mask_given = any_known and any_set
         if not mask_given:
             warm[:] = False
-    z = np.zeros(n)
-    basic = np.zeros(n, dtype=np.bool_)
+    z = _ar.floats_zero(ar, n)
+    basic = _ar.flags_zero(ar, n)
     qs = 0.0
     qmin = np.inf
     for i in range(n):
@@ -416,12 +429,14 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
         qmin = min(qmin, qv[i])
     warm_used = False
     if qs > 0.0 and qmin < 0.0:  # lemke.solve_lcp
-        qn = qv / qs
-        w = np.zeros(n)
-        basis = np.zeros(n, dtype=np.int64)
+        qn = _ar.floats(ar, n)
+        for i in range(n):
+            qn[i] = qv[i] / qs
+        w = _ar.floats_zero(ar, n)
+        basis = _ar.ints_zero(ar, n)
         status, _piv, wflag, eps, _viol = _solve_lcp_kernel(
             Q, qn, warm, np.bool_(mask_given), 50 * n + 10, 1e-9, o.tol, np.bool_(True), 1e-12,
-            1e-2, 100.0, 1e-6, z, w, basis)
+            1e-2, 100.0, 1e-6, z, w, basis, ar)
         if status != SUCCESS:
             return nc, TICK_GENERIC, flags, False, 0
         for i in range(n):
@@ -433,14 +448,14 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
             flags |= _WARM_REJECTED
         if eps > 0.0:
             flags |= _REGULARIZED
-    c = z[:m].copy()
-    tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c)
+    c = _ar.floats_copy(ar, z[:m])
+    tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c, ar)
     if o.min_norm:
         c_mn, ok = min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, kk,
-                                           o.min_norm_tol)
+                                           o.min_norm_tol, d.arena)
         if ok:
             c = c_mn
-            tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c)
+            tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c, ar)
             flags |= _MIN_NORM
         else:
             flags |= _MIN_NORM_FAILED
@@ -450,9 +465,9 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     for col in range(nv):
         if not np.isfinite(v_next[col]):
             return nc, TICK_GENERIC, flags, warm_used, 0
-    cN = c[:nc].copy()
-    cS = np.zeros(nc)  # pyramid_to_local
-    cT = np.zeros(nc)
+    cN = _ar.floats_copy(ar, c[:nc])
+    cS = _ar.floats_zero(ar, nc)  # pyramid_to_local
+    cT = _ar.floats_zero(ar, nc)
     for i in range(nc):
         for j in range(kk):
             cS[i] += c[nc + i * kk + j] * D[j, 0]
@@ -485,7 +500,7 @@ def compile_sticking_correction(cm: ContactModel) -> None:
     d = cm.data
     qdd = np.zeros(cm.actuated.shape[0])
     bound_entry(_sticking_qdd, (d.Minv, d.h, d.v, cm.actuated, qdd, d.N, d.S, d.T, d.phi, 0.0,
-                                0.0, 0.0, qdd))
+                                0.0, 0.0, qdd, d.arena))
 
 
 class _CompiledTick:

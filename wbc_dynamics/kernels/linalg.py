@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import arena as _ar
+
 __all__ = ["bound_entry", "cholesky", "chol_solve", "chol_solve_columns", "left_nullspace",
            "lu_solve", "psd_pinv_solve"]
 
@@ -221,7 +223,7 @@ def _reflect(V, h, beta, X, c):
 
 
 @njit(cache=True, error_model="numpy")
-def psd_pinv_solve(A, b, rcond, out):
+def psd_pinv_solve(A, b, rcond, out, ar):
     """``out = A^+ b``: the minimum-norm least-squares solution for a symmetric positive
     semidefinite ``A`` (n x n, overwritten), as ``np.linalg.lstsq(A, b, rcond)`` gives it.
 
@@ -231,7 +233,7 @@ def psd_pinv_solve(A, b, rcond, out):
     ``L (L^T L)^-2 L^T P b`` (``= A^-1 b`` when r = n). The rank decision is made on Cholesky
     pivots instead of singular values: the same for the well-separated ranks of contact
     Jacobians (independent rows, or rows dependent to rounding). Returns r; non-finite input
-    gives a non-finite ``out``.
+    gives a non-finite ``out``. Scratch from the arena ``ar`` (:mod:`.arena`).
     """
     n = A.shape[0]
     for i in range(n):
@@ -242,7 +244,9 @@ def psd_pinv_solve(A, b, rcond, out):
             for c in range(n):
                 out[c] = np.nan
             return 0
-    perm = np.arange(n)
+    perm = _ar.ints(ar, n)
+    for i in range(n):
+        perm[i] = i
     dmax = 0.0
     for i in range(n):
         dmax = max(dmax, A[i, i])
@@ -277,14 +281,14 @@ def psd_pinv_solve(A, b, rcond, out):
                 A[i, c] -= lik * A[c, k]
         r += 1
     # y = L^T P b (r)
-    y = np.zeros(r)
+    y = _ar.floats_zero(ar, r)
     for a in range(r):
         s = 0.0
         for i in range(a, n):
             s += A[i, a] * b[perm[i]]
         y[a] = s
     # C = L^T L (r x r, SPD), Cholesky C = U U^T (lower U)
-    C = np.zeros((r, r))
+    C = _ar.floats_2d_zero(ar, r, r)
     for a in range(r):
         for c in range(a + 1):
             s = 0.0
