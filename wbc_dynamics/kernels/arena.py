@@ -20,41 +20,106 @@ checks that ticks allocate nothing and never spill.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.experimental import structref
 
 __all__ = ["Arena", "NO_ARENA", "arena", "no_arena", "sized_like", "reset", "floats", "floats_zero",
-           "floats_2d", "floats_2d_zero", "floats_copy", "ints", "ints_zero", "flags_zero"]
+           "floats_2d", "floats_2d_zero", "floats_copy", "ints", "ints_zero", "flags", "flags_zero"]
 
-# indices into Arena.top / Arena.high (passed as np.int64(...): a typed value, not a literal --
-# numba compiles a callee once more for every literal argument)
-_F, _I, _B = 0, 1, 2
+@structref.register
+class ArenaType(types.StructRef):
+    """numba type of :class:`Arena`."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
 
 
-class Arena(NamedTuple):
-    """Preallocated scratch buffers of one compiled tick (module doc).
+class Arena(structref.StructRefProxy):
+    """Preallocated scratch buffers of one compiled tick (module doc), a numba ``StructRef``:
+    passed to a kernel as ONE pointer. (A NamedTuple of the same arrays was tried first: numba
+    passes it by value, with an atomic reference-count update per array at every call that
+    takes it -- ~40 calls a tick cost more than the allocations the arena replaces.)
 
     ``float_buf`` float64, ``int_buf`` int64, ``flag_buf`` bool: the memory handed out;
-    ``top`` (3,) int64: the next free entry of each buffer; ``high`` (3,) int64: the largest
-    ``top`` reached since the arena was made; ``spills`` (1,) int64: requests that did not
-    fit and were allocated on the heap instead.
+    ``float_top`` / ``int_top`` / ``flag_top``: the next free entry of each buffer;
+    ``float_high`` ...: the largest top reached since the arena was made; ``spills``: requests
+    that did not fit and were allocated on the heap instead (int64 scalars, updated in place).
+    Read from Python through the properties ``top`` and ``high`` ((3,) arrays: float, int,
+    flag) and ``spills`` (compiled getters, cached).
     """
 
-    float_buf: np.ndarray
-    int_buf: np.ndarray
-    flag_buf: np.ndarray
-    top: np.ndarray
-    high: np.ndarray
-    spills: np.ndarray
+    @property
+    def float_buf(self) -> np.ndarray:
+        return _get_float_buf(self)
+
+    @property
+    def int_buf(self) -> np.ndarray:
+        return _get_int_buf(self)
+
+    @property
+    def flag_buf(self) -> np.ndarray:
+        return _get_flag_buf(self)
+
+    @property
+    def top(self) -> np.ndarray:
+        return _get_top(self)
+
+    @property
+    def high(self) -> np.ndarray:
+        return _get_high(self)
+
+    @property
+    def spills(self) -> int:
+        return _get_spills(self)
+
+
+structref.define_proxy(Arena, ArenaType,
+                       ["float_buf", "int_buf", "flag_buf", "float_top", "int_top", "flag_top",
+                        "float_high", "int_high", "flag_high", "spills"])
+
+
+@njit(cache=True)
+def _get_float_buf(ar):
+    return ar.float_buf
+
+
+@njit(cache=True)
+def _get_int_buf(ar):
+    return ar.int_buf
+
+
+@njit(cache=True)
+def _get_flag_buf(ar):
+    return ar.flag_buf
+
+
+@njit(cache=True)
+def _get_top(ar):
+    return np.array([ar.float_top, ar.int_top, ar.flag_top])
+
+
+@njit(cache=True)
+def _get_high(ar):
+    return np.array([ar.float_high, ar.int_high, ar.flag_high])
+
+
+@njit(cache=True)
+def _get_spills(ar):
+    return ar.spills
+
+
+@njit(cache=True)
+def _new_arena(n_float, n_int, n_flag):
+    # compiled and cached (``Arena(...)`` from Python would compile at every start)
+    zero = np.int64(0)
+    return Arena(np.zeros(n_float), np.zeros(n_int, dtype=np.int64),
+                 np.zeros(n_flag, dtype=np.bool_), zero, zero, zero, zero, zero, zero, zero)
 
 
 def arena(n_float: int, n_int: int, n_flag: int) -> Arena:
     """An arena with room for ``n_float`` float64, ``n_int`` int64 and ``n_flag`` bool entries."""
-    return Arena(np.zeros(n_float), np.zeros(n_int, dtype=np.int64),
-                 np.zeros(n_flag, dtype=np.bool_), np.zeros(3, dtype=np.int64),
-                 np.zeros(3, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    return _new_arena(np.int64(n_float), np.int64(n_int), np.int64(n_flag))
 
 
 def no_arena() -> Arena:
@@ -71,36 +136,52 @@ def sized_like(used: Arena, factor: float = 2.0, extra: int = 256) -> Arena:
 @njit(cache=True)
 def reset(ar):
     """Hand out the buffers from the start again (the start of a tick)."""
-    for k in range(3):
-        ar.top[k] = 0
+    ar.float_top = 0
+    ar.int_top = 0
+    ar.flag_top = 0
 
 
+# One claim function per buffer, on scalar fields: no array indexing, no branch on the kind.
 @njit(cache=True)
-def _claim(ar, k, n, cap):
-    """Start index of ``n`` entries of buffer ``k`` (capacity ``cap``), or -1 (spill)."""
-    t = ar.top[k]
-    if t + n > cap:
-        ar.spills[0] += 1
-        return -1
-    ar.top[k] = t + n
-    if t + n > ar.high[k]:
-        ar.high[k] = t + n
-    return t
-
-
-@njit(cache=True)
-def _view(buf, ar, k, n):
-    """``n`` entries of ``buf`` (buffer ``k`` of ``ar``), or a heap array of its dtype (spill)."""
-    t = _claim(ar, k, n, buf.shape[0])
-    if t < 0:
-        return np.empty(n, dtype=buf.dtype)
+def floats(ar, n):
+    """(n,) float64, uninitialized (``np.empty(n)``)."""
+    t = ar.float_top
+    buf = ar.float_buf
+    if t + n > buf.shape[0]:
+        ar.spills += 1
+        return np.empty(n)
+    ar.float_top = t + n
+    if t + n > ar.float_high:
+        ar.float_high = t + n
     return buf[t:t + n]
 
 
 @njit(cache=True)
-def floats(ar, n):
-    """(n,) float64, uninitialized (``np.empty(n)``)."""
-    return _view(ar.float_buf, ar, np.int64(_F), n)
+def ints(ar, n):
+    """(n,) int64, uninitialized."""
+    t = ar.int_top
+    buf = ar.int_buf
+    if t + n > buf.shape[0]:
+        ar.spills += 1
+        return np.empty(n, dtype=np.int64)
+    ar.int_top = t + n
+    if t + n > ar.int_high:
+        ar.int_high = t + n
+    return buf[t:t + n]
+
+
+@njit(cache=True)
+def flags(ar, n):
+    """(n,) bool, uninitialized."""
+    t = ar.flag_top
+    buf = ar.flag_buf
+    if t + n > buf.shape[0]:
+        ar.spills += 1
+        return np.empty(n, dtype=np.bool_)
+    ar.flag_top = t + n
+    if t + n > ar.flag_high:
+        ar.flag_high = t + n
+    return buf[t:t + n]
 
 
 @njit(cache=True)
@@ -132,12 +213,6 @@ def floats_copy(ar, x):
 
 
 @njit(cache=True)
-def ints(ar, n):
-    """(n,) int64, uninitialized."""
-    return _view(ar.int_buf, ar, np.int64(_I), n)
-
-
-@njit(cache=True)
 def ints_zero(ar, n):
     """(n,) int64 zeros."""
     x = ints(ar, n)
@@ -148,7 +223,7 @@ def ints_zero(ar, n):
 @njit(cache=True)
 def flags_zero(ar, n):
     """(n,) bool, all False."""
-    x = _view(ar.flag_buf, ar, np.int64(_B), n)
+    x = flags(ar, n)
     x[:] = False
     return x
 
