@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.experimental import structref
 
 from ..kernels import arena as _ar
 from ..kernels import world
@@ -41,6 +42,7 @@ from ..kernels.arena import NO_ARENA, Arena
 from ..kernels.dynamics import OK, forward_kinematics
 from ..kernels.kinematics import point_jacobian_filled
 from ..kernels.linalg import psd_pinv_solve
+from ..kernels.records import RecordType
 from .candidates import contact_points
 from .problem import ContactProblem
 
@@ -546,10 +548,29 @@ class ContactData(NamedTuple):
     arena: Arena
 
 
+@structref.register
+class ContactDataRecordType(RecordType):
+    """numba type of :class:`ContactDataRecord`."""
+
+
+class ContactDataRecord(structref.StructRefProxy):
+    """:class:`ContactData`'s arrays as one pointer for the compiled kernels (same field names,
+    same arrays; :mod:`wbc_dynamics.kernels.records`): ``ContactModel.kernel_data``."""
+
+
+structref.define_proxy(ContactDataRecord, ContactDataRecordType, list(ContactData._fields))
+
+
+@njit(cache=True)
+def contact_data_record(d):
+    """The :class:`ContactDataRecord` of the :class:`ContactData` ``d`` (compiled, cached)."""
+    return ContactDataRecord(*d)
+
+
 @njit(cache=True)
 def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded, margin,
                     phi_deadband, dynamics, ar):
-    """Candidates, M^-1 and h of one tick into ``d`` (:class:`ContactData`), compiled.
+    """Candidates, M^-1 and h of one tick into ``d`` (:class:`ContactDataRecord`), compiled.
 
     One forward-kinematics pass gives every candidate (:func:`contact_kernel`); the candidates
     on ``excluded`` spheres (bool per sphere) are dropped and the rest packed into rows
@@ -861,6 +882,8 @@ class ContactModel:
             frames=np.zeros((cap, 3, 3)), slot=np.zeros(cap, dtype=np.int64),
             impact=np.zeros((cap, 3)), arena=tick_arena(nv, self.actuated.shape[0], cap,
                                                         self.friction_edges))
+        #: the same buffers as one pointer, what the compiled kernels take (kernels/records.py)
+        self.kernel_data = contact_data_record(self.data)
         nfeat = len(self.feature_names)
         self.slot_ids: tuple = tuple(self._ids[(s, f)] for s in range(self.n_spheres)
                                      for f in range(nfeat))
@@ -929,7 +952,7 @@ class ContactModel:
         bR, bp = self._box_poses(body_q)
         arrays = r.kernel_arrays
         k = assemble_kernel(arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
-                            self.geometry, self.data, q, v, bR, bp, self.excluded_mask(),
+                            self.geometry, self.kernel_data, q, v, bR, bp, self.excluded_mask(),
                             self.margin, self.phi_deadband, dynamics, NO_ARENA)
         if k < 0:
             r._raise(-k)

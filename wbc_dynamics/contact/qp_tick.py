@@ -60,6 +60,9 @@ arrays by value, as ~7 scalars per array plus a reference count update of each, 
 and ``ContactData`` hold ~120 arrays, so each call between compiled stages was thousands of
 arguments of generated code. LLVM spent most of the QP tick's cold compile on that code, once
 per stage and again in the fused tick that links the stages (issue 12, docs/node.md start-up).
+The pack holds ``ContactData`` and ``QPWork`` as records (:mod:`wbc_dynamics.kernels.records`:
+the same arrays behind one pointer), so reading them out of the pack at each stage updates two
+reference counts instead of ~260 (the quadruped's ``qp_coulomb`` tick ~59 -> ~49 us).
 """
 
 from __future__ import annotations
@@ -71,9 +74,11 @@ import numpy as np
 import osqp
 import scipy.sparse as sp
 from numba import njit
+from numba.experimental import structref
 
 from ..kernels.fixed_args import fixed_args, pack_type
 from ..kernels.linalg import bound_entry, left_nullspace
+from ..kernels.records import RecordType
 from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
 from .lcp_coulomb import _recover_into, _reduce_into
@@ -316,6 +321,25 @@ class QPWork(NamedTuple):
     f: np.ndarray
     gscratch: np.ndarray
     cloc: np.ndarray
+
+
+@structref.register
+class QPWorkRecordType(RecordType):
+    """numba type of :class:`QPWorkRecord`."""
+
+
+class QPWorkRecord(structref.StructRefProxy):
+    """:class:`QPWork`'s arrays as one pointer for the compiled stages (same field names, same
+    arrays; :mod:`wbc_dynamics.kernels.records`): ``QPTick.w_kernel``."""
+
+
+structref.define_proxy(QPWorkRecord, QPWorkRecordType, list(QPWork._fields))
+
+
+@njit(cache=True)
+def qp_work_record(w):
+    """The :class:`QPWorkRecord` of the :class:`QPWork` ``w`` (compiled, cached)."""
+    return QPWorkRecord(*w)
 
 
 @njit(cache=True)
@@ -923,6 +947,8 @@ class QPTick(_CompiledTick):
         self._set1 = _settings(eps, max_iter, self.warm, polish)
         self._set2 = _settings(eps if eps2 is None else float(eps2), max_iter, self.warm, polish)
         self.w = self._work(cm, max_nc, active_set)
+        #: the same buffers as one pointer, what the compiled stages take (kernels/records.py)
+        self.w_kernel = qp_work_record(self.w)
         self._s1: dict[int, _Solver] = {}
         self._s2: dict[tuple[int, int], _Solver] = {}
         self._v1 = {}  # per nc: Stage I views (px, q, ax, lo, qr, x0)
@@ -1189,7 +1215,7 @@ class QPTick(_CompiledTick):
         cm, r_ = self.cm, self.cm.robot
         arrays = r_.kernel_arrays
         self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
-                      cm.geometry, cm.data, self.options, self.w, self.out)
+                      cm.geometry, cm.kernel_data, self.options, self.w_kernel, self.out)
         self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R, self._no_box_p)
         self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
         self._packed = fixed_args(self._head, self._tail)
@@ -1219,7 +1245,7 @@ class QPTick(_CompiledTick):
         arrays = r_.kernel_arrays
         # the pack's type, not a pack: its constructor is the helper's (compile_parts)
         pack = pack_type((arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
-                          cm.geometry, cm.data, self.options, self.w, self.out),
+                          cm.geometry, cm.kernel_data, self.options, self.w_kernel, self.out),
                          (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
                           self._no_box_p))
         x = numba.typeof(np.zeros(1))

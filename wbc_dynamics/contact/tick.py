@@ -543,7 +543,7 @@ class _CompiledTick:
         r = cm.robot
         a = r.kernel_arrays
         q = np.array(r.neutral(), dtype=np.float64)
-        _assemble_with_impact(a.topo, a.tree, a.Sm, a.I6, r.gravity, cm.geometry, cm.data,
+        _assemble_with_impact(a.topo, a.tree, a.Sm, a.I6, r.gravity, cm.geometry, cm.kernel_data,
                               self.options, q, np.zeros(r.nv), cm.excluded_mask(),
                               self._no_box_R, self._no_box_p)
 
@@ -553,7 +553,7 @@ class _CompiledTick:
         cm, r = self.cm, self.cm.robot
         arrays = r.kernel_arrays
         self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
-                      cm.geometry, cm.data, self.options, self.out)
+                      cm.geometry, cm.kernel_data, self.options, self.out)
         self._tail = (cm.actuated, cm.free, cm.excluded_mask())
         self._dims = (r.nq, r.nv, cm.actuated.shape[0])
         self._packed = fixed_args(self._head, (*self._tail, self._no_box_R, self._no_box_p))
