@@ -1066,6 +1066,37 @@ def _kin_local_pose(kin, q, i):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _kin_is_ancestor(kin, i, ivb):
+    """Whether body ``i`` (numbered before the body whose first v index is ``ivb``) is that
+    body or one of its ancestors: in depth-first order they are the bodies before it whose
+    subtree's v range holds ``ivb``, each one's parent the ancestor met before it."""
+    return _kin_int(kin, i, IV) <= ivb < _kin_int(kin, i, SUBTREE_END)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_child_pose(kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2):
+    """World pose of body ``i`` from its parent's (``R`` row-major, ``p``), as 12 scalars in
+    the same order: the running pose of the ancestor walks of :func:`frame_jacobian` and
+    :func:`frame_placement`, held in registers (inlined: no workspace, the same arithmetic
+    in both)."""
+    L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _kin_local_pose(kin, q, i)
+    return (
+        R00 * L00 + R01 * L10 + R02 * L20,
+        R00 * L01 + R01 * L11 + R02 * L21,
+        R00 * L02 + R01 * L12 + R02 * L22,
+        R10 * L00 + R11 * L10 + R12 * L20,
+        R10 * L01 + R11 * L11 + R12 * L21,
+        R10 * L02 + R11 * L12 + R12 * L22,
+        R20 * L00 + R21 * L10 + R22 * L20,
+        R20 * L01 + R21 * L11 + R22 * L21,
+        R20 * L02 + R21 * L12 + R22 * L22,
+        p0 + R00 * l0 + R01 * l1 + R02 * l2,
+        p1 + R10 * l0 + R11 * l1 + R12 * l2,
+        p2 + R20 * l0 + R21 * l1 + R22 * l2,
+    )
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _kin_check_configuration(kin, q):
     """:func:`.dynamics.check_configuration` reading ``kin``."""
     if not check_vector(q):
@@ -1106,30 +1137,12 @@ def frame_jacobian(q, body, F, local, J, kin):
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     p0, p1, p2 = 0.0, 0.0, 0.0
     for i in range(body + 1):
-        iv = _kin_int(kin, i, IV)
-        # in depth-first order the ancestors of body are the bodies before it whose subtree's
-        # v range holds body's; each one's parent is the ancestor met before it
-        if iv > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
+        if not _kin_is_ancestor(kin, i, ivb):
             continue
-        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
-            _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
+        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _kin_child_pose(
+            kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
         )
-        p0, p1, p2 = (
-            p0 + R00 * l0 + R01 * l1 + R02 * l2,
-            p1 + R10 * l0 + R11 * l1 + R12 * l2,
-            p2 + R20 * l0 + R21 * l1 + R22 * l2,
-        )
-        R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
-            R00 * L00 + R01 * L10 + R02 * L20,
-            R00 * L01 + R01 * L11 + R02 * L21,
-            R00 * L02 + R01 * L12 + R02 * L22,
-            R10 * L00 + R11 * L10 + R12 * L20,
-            R10 * L01 + R11 * L11 + R12 * L21,
-            R10 * L02 + R11 * L12 + R12 * L22,
-            R20 * L00 + R21 * L10 + R22 * L20,
-            R20 * L01 + R21 * L11 + R22 * L21,
-            R20 * L02 + R21 * L12 + R22 * L22,
-        )
+        iv = _kin_int(kin, i, IV)
         jt = _kin_int(kin, i, JTYPE)
         if jt == FREE_FLYER:
             # base twist in base axes: linear k moves the point along R e_k, angular k turns
@@ -1218,27 +1231,10 @@ def frame_placement(q, body, F, T, kin):
     if body >= 0:
         ivb = _kin_int(kin, body, IV)
         for i in range(body + 1):
-            if _kin_int(kin, i, IV) > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
-                continue  # not an ancestor
-            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
-                _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
-            )
-            p0, p1, p2 = (
-                p0 + R00 * l0 + R01 * l1 + R02 * l2,
-                p1 + R10 * l0 + R11 * l1 + R12 * l2,
-                p2 + R20 * l0 + R21 * l1 + R22 * l2,
-            )
-            R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
-                R00 * L00 + R01 * L10 + R02 * L20,
-                R00 * L01 + R01 * L11 + R02 * L21,
-                R00 * L02 + R01 * L12 + R02 * L22,
-                R10 * L00 + R11 * L10 + R12 * L20,
-                R10 * L01 + R11 * L11 + R12 * L21,
-                R10 * L02 + R11 * L12 + R12 * L22,
-                R20 * L00 + R21 * L10 + R22 * L20,
-                R20 * L01 + R21 * L11 + R22 * L21,
-                R20 * L02 + R21 * L12 + R22 * L22,
-            )
+            if _kin_is_ancestor(kin, i, ivb):
+                R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _kin_child_pose(
+                    kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
+                )
     for b in range(3):
         T[0, b] = R00 * Rf[0, b] + R01 * Rf[1, b] + R02 * Rf[2, b]
         T[1, b] = R10 * Rf[0, b] + R11 * Rf[1, b] + R12 * Rf[2, b]
