@@ -87,6 +87,39 @@ def test_floating_base_none_realizes_joint_accelerations(quadruped):
     np.testing.assert_allclose(acc[6:], qdd, rtol=0, atol=1e-8)
 
 
+@pytest.mark.parametrize("robot,passive", [("quadruped", []), ("quadruped", ["LF_kfe"]),
+                                           ("arm", ["joint_4"])])
+def test_method_none_with_free_dofs_calls_no_python_dynamics(robot, passive, monkeypatch):
+    """method none with unactuated DoFs (floating base, passive joints) is one compiled call
+    per tick: no RobotModel method runs from Python (the replaced path called minverse and
+    nonlinear_effects every tick); the torques are 0 on the passive joints and realize the
+    commanded accelerations on the others with the unactuated DoFs free (ABA)."""
+    info = robot_info(robot)
+    fb = info["floating_base"]
+    ctl = WholeBodyController({"robot": robot, "floating_base": fb, "passive_joints": passive,
+                               "effort_limits": [np.inf]})
+    m = ctl.model
+    n = ctl.n
+    rng = np.random.default_rng(4)
+    q = np.array(info["standing_q"]) + np.r_[np.zeros(7 if fb else 0), 0.2 * rng.normal(size=n)]
+    v = rng.normal(size=m.nv)
+    qdd = rng.normal(size=n)
+    for name in ("rnea", "nonlinear_effects", "minverse", "mass_matrix", "aba"):
+        monkeypatch.setattr(m, name, lambda *a, _n=name, **k: pytest.fail(f"model.{_n} called"))
+    if fb:
+        ctl.set_base_state(q[:3], q[3:7], v[:3], v[3:6], 0.0)
+    ctl.set_joint_state(q[m.nq - n:], v[m.nv - n:], 0.0)
+    ctl.set_reference(qdd, 0.0)
+    out = ctl.update(0.0)
+    monkeypatch.undo()
+    assert out.mode == "control"
+    k_passive = [ctl.joint_names.index(j) for j in passive]
+    assert not np.any(out.tau[k_passive])
+    acc = m.aba(q, v, np.r_[np.zeros(m.nv - n), out.tau])
+    act = [k for k in range(n) if k not in k_passive]
+    np.testing.assert_allclose(acc[m.nv - n:][act], qdd[act], rtol=0, atol=1e-8)
+
+
 def test_stale_inputs_give_documented_safe_commands(arm):
     info, pm, pd = arm
     rng = np.random.default_rng(3)
@@ -227,6 +260,7 @@ SHIPPED_VARIANTS = {
                             "passive_impact": True, "noslip_gap": 1e-6},
     "qp_noslip": {"method": "qp_noslip", "noslip_gap": 1e-6},
     "none": {"method": "none"},
+    "none_passive_joints": {"method": "none", "passive_joints": ["LF_kfe", "RH_haa"]},
 }
 
 
@@ -262,10 +296,10 @@ def test_ticks_compile_nothing_for_every_method_and_option(quadruped, variant):
         o = ctl.update(t)
         modes.add(o.mode)
         flags.update(o.solver_flags)
-    assert first == ("control", 0 if variant == "none" else 4)
-    assert {"control", "safe_stale_reference"} <= modes, modes
     cfg = SHIPPED_VARIANTS[variant]
-    if variant != "none":  # the paths were reached: flight phase, corrections, min-norm
+    assert first == ("control", 0 if cfg["method"] == "none" else 4)
+    assert {"control", "safe_stale_reference"} <= modes, modes
+    if cfg["method"] != "none":  # the paths were reached: flight phase, corrections, min-norm
         assert "no_contacts" in flags
     if cfg["method"] == "lcp_noslip" or cfg.get("coulomb_tracking"):
         assert "inconsistent_corrected" in flags
@@ -273,6 +307,16 @@ def test_ticks_compile_nothing_for_every_method_and_option(quadruped, variant):
         assert "min_norm" in flags
     assert not grown_since(before)
     assert ctl.timing_stats()["count"] == 121
+    # method none on the floating base is always warm (a runtime switch to it compiles
+    # nothing): control ticks and a damping safe tick
+    ctl.set_parameters({"method": "none"})
+    for k, t in enumerate((2.0, 2.001, 3.0)):  # the last tick: the reference goes stale
+        ctl.set_base_state(q[:3], q[3:7], rng.normal(0.0, 0.1, 3), rng.normal(0.0, 0.2, 3), t)
+        ctl.set_joint_state(q[7:] + rng.normal(0.0, 0.02, 12), rng.normal(0.0, 0.5, 12), t)
+        if k < 2:
+            ctl.set_reference(rng.normal(0.0, 20.0, 12), t, position=q[7:])
+        assert ctl.update(t).mode == ("control" if k < 2 else "safe_stale_reference")
+    assert not grown_since(before)
     # and start-up compiled each kernel once (no second copy specialized on a constant); this
     # sees compilations, so it checks on a cold cache (CI's clean clone; test_startup's
     # precompile test checks the shipped configuration on an empty cache every run)

@@ -188,12 +188,9 @@ def test_corpus_size():
     assert len(loaded) >= MIN_VARIANTS
 
 
-@pytest.mark.parametrize(
-    "urdf,floating_base",
-    VARIANTS,
-    ids=[f"{u}-{'floating' if f else 'fixed'}" for u, f in VARIANTS],
-)
-def test_variant_matches_pinocchio(urdf, floating_base):
+def load_variant(urdf: str, floating_base: bool, warmup: bool | str = True):
+    """(our model, Pinocchio's model) of a corpus variant; skips the test where Pinocchio
+    does not load it."""
     assert pin is not None, "pinocchio (requirements-dev.txt: pin) is the oracle"
     path = str(ROOT / urdf)
     pmodel = pinocchio_model(path, floating_base)
@@ -201,7 +198,16 @@ def test_variant_matches_pinocchio(urdf, floating_base):
         pytest.skip("Pinocchio does not load this variant either")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", URDFWarning)  # inconsistent inertias, meshes: as given
-        model = RobotModel.from_urdf(path, floating_base=floating_base)
+        return RobotModel.from_urdf(path, floating_base=floating_base, warmup=warmup), pmodel
+
+
+@pytest.mark.parametrize(
+    "urdf,floating_base",
+    VARIANTS,
+    ids=[f"{u}-{'floating' if f else 'fixed'}" for u, f in VARIANTS],
+)
+def test_variant_matches_pinocchio(urdf, floating_base):
+    model, pmodel = load_variant(urdf, floating_base)
     assert (model.nq + sum(j.nq == 2 for j in pmodel.joints), model.nv) == (pmodel.nq, pmodel.nv)
     assert model.total_mass == pytest.approx(sum(i.mass for i in pmodel.inertias), rel=1e-12)
     worst = compare_with_pinocchio(model, pmodel, N_STATES)
@@ -336,3 +342,112 @@ def test_coupled_mimic_where_pinocchio_cannot():
         tau - model.nonlinear_effects(q, v), M @ a, atol=1e-9 * abs(tau).max()
     )
     np.testing.assert_allclose(model.aba(q, v, tau), a, rtol=1e-7, atol=1e-9)
+
+
+def free_dof_reference(pmodel, pdata, maps: IndexMap, qp, vp, actuated, qdd_act):
+    """Contact-free inverse dynamics with the unactuated DoFs accelerating freely, from
+    Pinocchio's M (``pin.crba``) and h (``pin.rnea`` with a = 0) in our v order: the base and
+    passive accelerations solved from the unactuated rows, ``M_UU a_U = -(M_UA qdd_A + h_U)``,
+    then ``tau_A = M_AU a_U + M_AA qdd_A + h_A``. Returns (tau_A, the largest entry of its two
+    terms ``M_AU a_U`` and ``M_AA qdd_A + h_A``: the scale of the torques' rounding, which
+    their sum can cancel far below)."""
+    M = pin.crba(pmodel, pdata, qp).copy()
+    M = maps.from_pin_mat(np.triu(M) + np.triu(M, 1).T)
+    h = maps.from_pin_v(pin.rnea(pmodel, pdata, qp, vp, np.zeros(pmodel.nv)).copy())
+    A = np.asarray(actuated)
+    U = np.setdiff1d(np.arange(M.shape[0]), A)
+    a_u = np.linalg.solve(M[np.ix_(U, U)], -(M[np.ix_(U, A)] @ qdd_act + h[U]))
+    coupling, direct = M[np.ix_(A, U)] @ a_u, M[np.ix_(A, A)] @ qdd_act + h[A]
+    return coupling + direct, max(np.abs(coupling).max(initial=0.0), np.abs(direct).max())
+
+
+#: relative agreement (to the largest term of tau_A) of the controller's compiled method-none
+#: tick with Pinocchio's block solution and with the Python formula it replaced (measured worst
+#: over the corpus: 7e-14 and, where the replaced formula's Y is well conditioned, 5e-13)
+FREE_DOF_RTOL = 1e-10
+
+
+@pytest.mark.parametrize(
+    "urdf,floating_base",
+    VARIANTS,
+    ids=[f"{u}-{'floating' if f else 'fixed'}" for u, f in VARIANTS],
+)
+def test_controller_method_none_with_free_dofs_matches_pinocchio(urdf, floating_base):
+    """The controller's ``method: none`` tick with unactuated DoFs (the free-flyer base; a
+    floating base with every fourth joint passive; a fixed base with every third joint passive)
+    against (a) Pinocchio's M and h with the unactuated accelerations solved
+    (:func:`free_dof_reference`) and (b) the Python formula it replaced, computed here from our
+    M^-1 and h: ``tau_A = Y^-1 (qdd_A + P_A M^-1 h)``, ``Y = P_A M^-1 P_A^T`` (seed 004 eqs.
+    (37)-(39) with zero contact impulses), to ``FREE_DOF_RTOL`` or, for (b), Y's own accuracy
+    ``cond(Y) eps`` where that is larger (with passive joints Y can be ill-conditioned: 4e6 on
+    icub_reduced). Where M is singular (joints that move no mass) (b) cannot be formed and M^-1
+    raises; the tick needs only M_UU regular and must still agree with (a)."""
+    from wbc_dynamics.controller import WholeBodyController
+
+    model, pmodel = load_variant(urdf, floating_base, warmup="control")
+    n = len(model.joint_names)
+    moving = [j for j in model.joint_names if j not in model.massless_joints]
+    cases = [moving[1::4]] if floating_base else []
+    if floating_base:
+        cases.insert(0, [])
+    elif moving[::3]:
+        cases.append(moving[::3])
+    if n == 0 or not cases:
+        pytest.skip("no joint (floating) / no joint to make passive (fixed)")
+    pdata = pmodel.createData()
+    maps = IndexMap(model, pmodel)
+    rng = np.random.default_rng(11)
+    o_q, o_v = (7, 6) if floating_base else (0, 0)
+    for passive in cases:
+        ctl = WholeBodyController({"floating_base": floating_base, "method": "none",
+                                   "passive_joints": passive, "effort_limits": [np.inf]},
+                                  model=model)
+        act = [k for k, j in enumerate(model.joint_names) if j not in passive]
+        A = o_v + np.array(act, dtype=np.int64)
+        for _ in range(4):
+            q, v, _ = random_state(model, rng)
+            qdd = rng.normal(size=n)
+            base = (q[:3], q[3:7], v[:3], v[3:6]) if floating_base else None
+            tau = ctl.compute(q[o_q:], v[o_v:], qdd, base=base)
+            assert not np.any(tau[[model.joint_names.index(j) for j in passive]])
+            ref, scale = free_dof_reference(pmodel, pdata, maps, maps.q(q, floating_base),
+                                            maps.v(v), A, qdd[act])
+            err = np.abs(tau[act] - ref).max() / scale
+            assert err <= FREE_DOF_RTOL, (passive, err)
+            if model.massless_joints:
+                continue
+            Minv, h = model.minverse(q), model.nonlinear_effects(q, v)
+            Y = Minv[np.ix_(A, A)]
+            old = np.linalg.solve(Y, Minv[A, :] @ h + qdd[act])
+            tol = max(FREE_DOF_RTOL, np.linalg.cond(Y) * np.finfo(float).eps)
+            assert np.abs(tau[act] - old).max() / scale <= tol, (passive, tol)
+
+
+@pytest.mark.parametrize("urdf", MIMIC_URDFS[:2])
+def test_controller_method_none_on_a_coupled_mimic_model(urdf):
+    """A :class:`MimicModel` has no flat kernel arrays: the controller's method none runs its
+    documented Python fallback on the coupled model's M^-1 and h, floating base free, and gives
+    the block solution of Pinocchio's ``mimic=True`` model."""
+    from wbc_dynamics.controller import WholeBodyController
+    from wbc_dynamics.mimic import MimicModel
+
+    assert pin is not None and ROOT is not None
+    path = str(ROOT / urdf)
+    pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer(), mimic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", URDFWarning)
+        model = MimicModel.from_urdf(path, floating_base=True)
+    ctl = WholeBodyController({"floating_base": True, "method": "none",
+                               "effort_limits": [np.inf]}, model=model)
+    assert ctl._free_dof is None  # the fallback
+    maps = IndexMap(model, pmodel)
+    pdata = pmodel.createData()
+    rng = np.random.default_rng(2)
+    n = len(model.joint_names)
+    for _ in range(3):
+        q, v, _ = random_state(model, rng)
+        qdd = rng.normal(size=n)
+        tau = ctl.compute(q[7:], v[6:], qdd, base=(q[:3], q[3:7], v[:3], v[3:6]))
+        ref, scale = free_dof_reference(pmodel, pdata, maps, maps.q(q, True), maps.v(v),
+                                        np.arange(6, 6 + n), qdd)
+        assert np.abs(tau - ref).max() / scale <= FREE_DOF_RTOL

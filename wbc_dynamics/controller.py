@@ -14,9 +14,12 @@ One control tick (:meth:`WholeBodyController.update`):
 3. inverse dynamics of ``qdd_cmd``:
 
    * ``method="none"``, fixed base: ``tau = RNEA(q, qd, qdd_cmd)`` (Featherstone 2008, Table 5.1),
-   * ``method="none"``, floating base: contact-free inverse dynamics of the actuated joints with
-     the base accelerating freely, ``tau = (P M^-1 P^T)^-1 (qdd_cmd + P M^-1 h)`` (seed 004,
-     eqs. (37)-(39) with zero contact impulses; ``M^-1`` from the analytical algorithm),
+   * ``method="none"``, floating base (or passive joints): contact-free inverse dynamics of the
+     actuated joints with the base (and the passive joints) accelerating freely,
+     ``tau = (P M^-1 P^T)^-1 (qdd_cmd + P M^-1 h)`` (seed 004, eqs. (37)-(39) with zero
+     contact impulses), computed block-wise in one compiled call: ``M_UU a_U = -(M_UA qdd_cmd
+     + h_U)``, ``tau = M_AU a_U + M_AA qdd_cmd + h_A`` with M from CRBA, U the unactuated and
+     A the actuated DoFs (:mod:`wbc_dynamics.kernels.free_dof`),
    * ``method`` in ``lcp_noslip | lcp_coulomb | qp_coulomb | qp_noslip``: contact-aware inverse
      dynamics of seed 004 (:func:`wbc_dynamics.contact.solve`), the solver's warm start kept in
      this object across ticks (:meth:`reset_solver` forgets it);
@@ -53,6 +56,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
+
+from .kernels.dynamics import OK as _KERNEL_OK
 
 __all__ = [
     "CONTACT_METHODS",
@@ -896,6 +901,7 @@ class WholeBodyController:
             self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act))
         self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
                                                   self._has_act))
+        self._bind_free_dof(report)
         self._warmed: set[str] = set()
         for method in dict.fromkeys([self._params["method"], *self._warm_methods]):
             if method != "none":
@@ -1272,8 +1278,12 @@ class WholeBodyController:
                 idx = self._cfg_to_model
                 tau_full = self.model.rnea(self._q, self._v, self._qdd_model)
                 _gather(tau_full, idx, 0, self._tau)
+            elif method == "none" and self._free_dof is not None:
+                if self._free_dof(self._free_dof_args) != _KERNEL_OK:
+                    return self._zero_output(MODE_NONFINITE)
+                tau_act = self._free_dof_bufs.tau_act
             elif method == "none":
-                self._free_base_id()
+                self._free_base_id_python()
             else:
                 tau_act = self._contact_id(method, out, hold=mode == MODE_CONTROL)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError, ArithmeticError):
@@ -1287,10 +1297,45 @@ class WholeBodyController:
         out.clamped = int(clamped)
         return out
 
-    def _free_base_id(self) -> None:
-        """No contacts, unactuated DoFs (floating base, passive joints) accelerating freely:
-        tau_A = Y^-1 (qdd_A + P_A M^-1 h), Y = P_A M^-1 P_A^T, P_A selecting the actuated
-        joints (seed 004 eqs. (37)-(39) with zero contact impulses)."""
+    def _bind_free_dof(self, report: Callable[[str], None]) -> None:
+        """Bind the compiled ``method: none`` tick with unactuated DoFs (floating base, passive
+        joints; :func:`~wbc_dynamics.kernels.free_dof.free_dof_inverse_dynamics`) on buffers
+        and a workspace of the controller's own, compiling or loading it now (start-up) for
+        exactly the types a tick passes. Leaves ``self._free_dof`` None -- a fixed base with
+        every joint actuated (plain RNEA), or a model without the core's flat arrays, such as
+        :class:`~wbc_dynamics.mimic.MimicModel` (its coupling is not a kinematic tree), which
+        takes :meth:`_free_base_id_python` instead."""
+        self._free_dof = None
+        arrays = getattr(self.model, "kernel_arrays", None)
+        if arrays is None or (not self.floating_base and self._act_model is None):
+            return
+        report("compiling / loading the method none tick (unactuated DoFs free)")
+        from .kernels import world
+        from .kernels.fixed_args import fixed_args
+        from .kernels.free_dof import free_dof_buffers, free_dof_inverse_dynamics
+        from .kernels.linalg import bound_entry
+
+        nb = arrays.topo.shape[0]
+        W, SC = world.workspace(nb)
+        if self._act_model is None:
+            actuated, qdd = np.arange(self.n), self._qdd_model
+        else:
+            actuated, qdd = self._act_model, self._qdd_act
+        # q, v and qdd by reference: _prepare_tick writes them in place every tick
+        self._free_dof_bufs = free_dof_buffers(self._q, self._v, qdd, self._off_v + actuated)
+        # gravity: the model's own array (RobotModel.gravity assigns into it)
+        model_arrays = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, self.model.gravity, W,
+                        SC, np.zeros((nb, 6)))
+        self._free_dof_args = fixed_args(model_arrays, self._free_dof_bufs)
+        self._free_dof = bound_entry(free_dof_inverse_dynamics, (self._free_dof_args,))
+
+    def _free_base_id_python(self) -> None:
+        """The fallback of a model without the compiled tick (:meth:`_bind_free_dof`), in
+        Python per tick: no contacts, unactuated DoFs (floating base, passive joints)
+        accelerating freely: tau_A = Y^-1 (qdd_A + P_A M^-1 h), Y = P_A M^-1 P_A^T, P_A
+        selecting the actuated joints (seed 004 eqs. (37)-(39) with zero contact impulses;
+        the compiled tick solves the same equations block-wise, see
+        :mod:`wbc_dynamics.kernels.free_dof`)."""
         m = self.model
         Minv = m.minverse(self._q)
         h = m.nonlinear_effects(self._q, self._v)
@@ -1584,6 +1629,8 @@ class WholeBodyController:
         self._qdj[:] = 0.0
         self._qdd_cmd[:] = 0.0
         self._inverse_dynamics(MODE_CONTROL)
+        if self._free_dof is not None:  # method none, always switchable to: run it once too
+            self._free_dof(self._free_dof_args)
         if base_saved is not None:
             self._q[:7], self._v[:6] = base_saved
         self._qdd_cmd[:] = 0.0

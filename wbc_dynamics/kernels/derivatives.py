@@ -1,8 +1,8 @@
 """Analytical derivatives of the (extended) inverse dynamics and the inertia-weighted input matrix.
 
 Compiled kernels over the flat model arrays of :mod:`.dynamics` (``topo``, ``tree``, ``Sm``) and
-the world-frame workspace of :mod:`.world` (poses in slot 6, world motion subspaces in slot 7,
-world body inertias in slot 8). Nothing here allocates.
+the world-frame workspace of :mod:`.world` (poses in ``W_POSE``, world motion subspaces in
+``W_MOTION_SUBSPACE``, world body inertias in ``W_BODY_INERTIA``). Nothing here allocates.
 
 Derivatives of inverse dynamics (seed 003, Tables 5-8)
 ------------------------------------------------------
@@ -64,6 +64,14 @@ from .dynamics import (
     check_vector,
 )
 from .world import (
+    SC_DERIVATIVE_WORK,
+    SC_INNER_WORK,
+    SC_KERNEL_WORK,
+    W_ARTICULATED_INERTIA,
+    W_BODY_INERTIA,
+    W_IA_S,
+    W_MOTION_SUBSPACE,
+    W_S_IA_S_INV,
     _add_articulated_to_parent,
     _backward_joint,
     _copy6,
@@ -123,18 +131,19 @@ def _col_dot(A, c, b):
 def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
     """World-frame RNEA quantities (seed 003 Table 4 lines 12-28) and the composites Ic, Bc, F.
 
-    Needs world poses, world S and world inertias in W (slots 6-8). Fills DW.
+    Needs world poses, world S and world inertias in W (``W_POSE``, ``W_MOTION_SUBSPACE``,
+    ``W_BODY_INERTIA``). Fills DW.
     """
     nb = topo.shape[0]
-    t1 = SC[0, 0]
-    t2 = SC[0, 1]
-    t3 = SC[0, 2]
+    t1 = SC[SC_KERNEL_WORK, 0]
+    t2 = SC[SC_KERNEL_WORK, 1]
+    t3 = SC[SC_KERNEL_WORK, 2]
     for i in range(nb):
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        Sw = W[i, 7]
-        I = W[i, 8]
+        Sw = W[i, W_MOTION_SUBSPACE]
+        I = W[i, W_BODY_INERTIA]
         vec = DW[i, _VEC]
         vel = vec[0]
         acc = vec[1]
@@ -217,7 +226,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
     # (Ic S)^T and (Bc^T S)^T per joint column
     for i in range(nb):
         nvi = topo[i, NVI]
-        Sw = W[i, 7]
+        Sw = W[i, W_MOTION_SUBSPACE]
         Ic = DW[i, _IC]
         Bc = DW[i, _BC]
         IcS = DW[i, _ICS]
@@ -237,16 +246,16 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
 def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
     """Columns of d tau/d q, d tau/d v and M (see the module docstring)."""
     nb = topo.shape[0]
-    w = SC[1, 0]
-    beta = SC[1, 1]
-    u = SC[1, 2]
-    t1 = SC[1, 3]
-    ap = SC[1, 5]
-    z = SC[2, 0]
-    yv = SC[2, 1]
-    zero = SC[2, 2]
-    g6 = SC[2, 3]
-    Sk = SC[2, 4]
+    w = SC[SC_INNER_WORK, 0]
+    beta = SC[SC_INNER_WORK, 1]
+    u = SC[SC_INNER_WORK, 2]
+    t1 = SC[SC_INNER_WORK, 3]
+    ap = SC[SC_INNER_WORK, 5]
+    z = SC[SC_DERIVATIVE_WORK, 0]
+    yv = SC[SC_DERIVATIVE_WORK, 1]
+    zero = SC[SC_DERIVATIVE_WORK, 2]
+    g6 = SC[SC_DERIVATIVE_WORK, 3]
+    Sk = SC[SC_DERIVATIVE_WORK, 4]
     for r in range(6):
         zero[r] = 0.0
         g6[r] = 0.0
@@ -269,7 +278,7 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
         Fb = DW[b, _VEC, 3]
         Icb = DW[b, _IC]
         Bcb = DW[b, _BC]
-        Swb = W[b, 7]
+        Swb = W[b, W_MOTION_SUBSPACE]
         for kk in range(topo[b, NVI]):
             k = ivb + kk
             for r in range(6):
@@ -311,7 +320,7 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
             anc = par
             while anc >= 0:
                 iva = topo[anc, IV]
-                Swa = W[anc, 7]
+                Swa = W[anc, W_MOTION_SUBSPACE]
                 for c in range(topo[anc, NVI]):
                     dq[iva + c, k] = _col_dot(Swa, c, z)
                     dv[iva + c, k] = _col_dot(Swa, c, yv)
@@ -494,7 +503,7 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
     nb = topo.shape[0]
     # all loops run over the m input columns innermost (contiguous rows of Pu, Pa, out)
     for i in range(nb):
-        _copy6(W[i, 8], W[i, 1])
+        _copy6(W[i, W_BODY_INERTIA], W[i, W_ARTICULATED_INERTIA])
         for r in range(6):
             for c in range(m):
                 Pu[i, r, c] = 0.0
@@ -504,7 +513,7 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
             return SINGULAR
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        Sw = W[i, 7]
+        Sw = W[i, W_MOTION_SUBSPACE]
         P = Pu[i]
         for k in range(nvi):
             row = out[iv + k]
@@ -518,8 +527,8 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
         par = topo[i, PARENT]
         if par < 0:
             continue
-        U = W[i, 2]
-        Di = W[i, 4]
+        U = W[i, W_IA_S]
+        Di = W[i, W_S_IA_S_INV]
         Pp = Pu[par]
         for r in range(6):
             for c in range(m):
@@ -539,9 +548,9 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        U = W[i, 2]
-        Di = W[i, 4]
-        Sw = W[i, 7]
+        U = W[i, W_IA_S]
+        Di = W[i, W_S_IA_S_INV]
+        Sw = W[i, W_MOTION_SUBSPACE]
         for k in range(nvi):
             t = tmp[k]
             row = out[iv + k]

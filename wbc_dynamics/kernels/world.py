@@ -5,28 +5,38 @@ does) removes the 6x6 congruence transform per body from the backward passes: in
 force sets of children are simply added to their parent's. Each body costs one world-inertia
 evaluation (from its mass, first moment and rotational inertia) instead.
 
-Workspace layout (one float array ``W`` of shape (nb, 10, 6, 6) per model, so a kernel call
-passes a handful of arguments):
+Workspace layout (one float array ``W`` of shape (nb, N_SLOTS, 6, 6) per model, so a kernel
+call passes a handful of arguments), each slot indexed by its name:
 
-==== ==========================================================================================
-slot content
-==== ==========================================================================================
-0    ``Xup``: parent-to-body motion transforms (:func:`rnea` stores rows 0-2 only)
-1    ``IA``: articulated inertias, world frame (:func:`crba`: the composite inertia's 10
-     parameters in rows 0-1; :func:`minverse` accumulates IA in slot 8 instead)
-2    ``U = IA S``
-3    ``D = S^T U``
-4    ``D^-1``
-5    rows: 0 velocity, 1 acceleration, 2 force, 3 velocity-product bias c, 4 bias force pA,
-     5 joint-space u (all world frame)
-6    world pose: rows 0-2, cols 0-2 rotation; row 3, cols 0-2 position
-7    ``S`` in world frame (first nvi columns)
-8    body inertia in world frame (after :func:`minverse`: its articulated inertias)
-9    scratch of :func:`world_quantities`
-==== ==========================================================================================
+========================== ===============================================================
+slot                       content
+========================== ===============================================================
+``W_XUP``                  ``Xup``: parent-to-body motion transforms (:func:`rnea` stores
+                           rows 0-2 only)
+``W_ARTICULATED_INERTIA``  ``IA``: articulated inertias, world frame; the same slot is
+                           ``W_COMPOSITE_INERTIA`` in :func:`crba` (the composite inertia's
+                           10 parameters in rows 0-1)
+``W_IA_S``                 ``U = IA S``
+``W_S_IA_S``               ``D = S^T U``
+``W_S_IA_S_INV``           ``D^-1``
+``W_VECTORS``              one spatial vector a row: ``VEC_VELOCITY``, ``VEC_ACCELERATION``,
+                           ``VEC_FORCE``, ``VEC_VELOCITY_PRODUCT`` (c), ``VEC_BIAS_FORCE``
+                           (pA), ``VEC_NET_JOINT_FORCE`` (u) (world frame; :func:`rnea`'s
+                           rows body frame)
+``W_POSE``                 world pose: rows 0-2, cols 0-2 rotation; row 3, cols 0-2 position
+``W_MOTION_SUBSPACE``      ``S`` in world frame (first nvi columns)
+``W_BODY_INERTIA``         body inertia in world frame; the same slot is
+                           ``W_MINV_ARTICULATED_INERTIA`` in :func:`minverse`, which
+                           accumulates the articulated inertias there
+``W_SCRATCH``              scratch of :func:`world_quantities`
+========================== ===============================================================
 
-Scratch ``SC`` (8, 6, 6): slots 0-3 6x6 work matrices, slots 6-7 rows 0-2 the (2, 3, 3)
-rotation scratch of :func:`forward_kinematics`.
+Scratch ``SC`` (N_SCRATCH, 6, 6), one per model: ``SC_KERNEL_WORK`` the running kernel's work
+rows or matrix, ``SC_INNER_WORK`` the work of a step inside it (:func:`_backward_joint`'s
+D^-1, :func:`crba`'s ``Ic S``), ``SC_DERIVATIVE_WORK`` the derivatives' (:mod:`.derivatives`),
+``SC_FORWARD_PASS`` the rows of :func:`rnea` and of the point kinematics, ``SC_ROTATIONS`` (two
+slots, rows 0-2) the (2, 3, 3) rotation scratch of :func:`forward_kinematics`; slots 3-4 are
+spare.
 
 The frame queries (:func:`frame_jacobian`, :func:`frame_placement`) take no workspace: they read
 the model from one array, ``kin`` (:func:`kin_array`).
@@ -66,7 +76,61 @@ from .spatial import (
     mat6_vec,
 )
 
+# Slots of the workspace W (nb, N_SLOTS, 6, 6), per body; see the module docstring. numba reads
+# module globals as compile-time constants: a name costs nothing over the number.
+#: parent-to-body motion transform Xup (:func:`rnea` stores rows 0-2 only)
+W_XUP = 0
+#: articulated inertia IA (world frame) of :func:`aba` and the free-flyer's step of :func:`minverse`
+W_ARTICULATED_INERTIA = 1
+#: :func:`crba`'s composite inertia, as its 10 parameters in rows 0-1 (the IA slot, unused there)
+W_COMPOSITE_INERTIA = W_ARTICULATED_INERTIA
+#: ``U = IA S``
+W_IA_S = 2
+#: ``D = S^T IA S``, the joint's articulated inertia (nvi x nvi)
+W_S_IA_S = 3
+#: ``D^-1``
+W_S_IA_S_INV = 4
+#: spatial vectors of the recursions, one per row (rows ``VEC_*``)
+W_VECTORS = 5
+#: world pose: rows 0-2, columns 0-2 the rotation; row 3, columns 0-2 the position
+W_POSE = 6
+#: motion subspace S in the world frame (first nvi columns)
+W_MOTION_SUBSPACE = 7
+#: body inertia in the world frame (:func:`world_quantities`)
+W_BODY_INERTIA = 8
+#: :func:`minverse` accumulates the articulated inertias (upper triangles) over the body inertias
+W_MINV_ARTICULATED_INERTIA = W_BODY_INERTIA
+#: scratch of :func:`world_quantities` (``Ibar R^T``)
+W_SCRATCH = 9
 N_SLOTS = 10
+
+# rows of slot W_VECTORS (world frame)
+VEC_VELOCITY = 0
+VEC_ACCELERATION = 1
+#: :func:`rnea`'s body force (body frame there, as its velocity and acceleration rows)
+VEC_FORCE = 2
+#: velocity-product acceleration ``c = v x vJ``
+VEC_VELOCITY_PRODUCT = 3
+#: bias force ``pA``
+VEC_BIAS_FORCE = 4
+#: joint-space ``u = tau - S^T pA`` (first nvi entries)
+VEC_NET_JOINT_FORCE = 5
+
+# Slots of the scratch SC (N_SCRATCH, 6, 6), shared by all kernels of a model (one runs at a time)
+#: the running kernel's work rows or matrix: :func:`crba`'s ``Ibar R^T``, :func:`aba`'s rows
+#: (vJ, I v, pa, a'), :func:`minverse`'s column, the derivatives' forward-pass rows
+SC_KERNEL_WORK = 0
+#: work of an inner step: :func:`_backward_joint`'s D^-1 (Cholesky scratch), :func:`crba`'s
+#: ``Ic S`` columns, the derivatives' per-column rows
+SC_INNER_WORK = 1
+#: the derivatives' further per-column rows (:mod:`.derivatives`)
+SC_DERIVATIVE_WORK = 2
+#: rows of a body-frame forward pass: :func:`rnea`'s (vJ, I v, -g), the point kinematics' (vJ
+#: in row 0, a 3-vector in row 3)
+SC_FORWARD_PASS = 5
+#: slots SC_ROTATIONS and SC_ROTATIONS + 1, rows 0-2: the (2, 3, 3) rotation scratch of
+#: :func:`.kinematics.forward_kinematics`
+SC_ROTATIONS = 6
 N_SCRATCH = 8
 # columns of ``tree`` holding the body's inertia parameters (filled by the loader)
 MASS, FIRST_MOMENT, ROT_INERTIA = 15, 16, 19
@@ -80,20 +144,21 @@ def workspace(nb: int) -> tuple[np.ndarray, np.ndarray]:
 
 @njit(cache=True, error_model="numpy")
 def world_quantities(topo, tree, Sm, W, with_inertia):
-    """World-frame motion subspaces (slot 7) and, if asked, body inertias (slot 8).
+    """World-frame motion subspaces (``W_MOTION_SUBSPACE``) and, if asked, body inertias
+    (``W_BODY_INERTIA``).
 
-    Needs world poses (slot 6) from :func:`kinematics_into`. A motion [v; w] of body i maps to
+    Needs world poses (``W_POSE``) from :func:`kinematics_into`. A motion [v; w] of body i maps to
     the world origin as [R v + p x R w; R w]; the inertia (m, h, Ibar about the body origin)
     moves as h_w = R h + m p, Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
     """
     nb = topo.shape[0]
     for i in range(nb):
-        P = W[i, 6]
+        P = W[i, W_POSE]
         R00, R01, R02 = P[0, 0], P[0, 1], P[0, 2]
         R10, R11, R12 = P[1, 0], P[1, 1], P[1, 2]
         R20, R21, R22 = P[2, 0], P[2, 1], P[2, 2]
         p0, p1, p2 = P[3, 0], P[3, 1], P[3, 2]
-        Sw = W[i, 7]
+        Sw = W[i, W_MOTION_SUBSPACE]
         S = Sm[i]
         for k in range(topo[i, NVI]):
             a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
@@ -117,9 +182,9 @@ def world_quantities(topo, tree, Sm, W, with_inertia):
         g0 = R00 * hx + R01 * hy + R02 * hz
         g1 = R10 * hx + R11 * hy + R12 * hz
         g2 = R20 * hx + R21 * hy + R22 * hz
-        Iw = W[i, 8]
+        Iw = W[i, W_BODY_INERTIA]
         # R Ibar R^T via T = Ibar R^T
-        B = W[i, 9]
+        B = W[i, W_SCRATCH]
         for r in range(3):
             for c in range(3):
                 B[r, c] = (
@@ -254,7 +319,7 @@ def _local_pose_t(jt, iq, t, q):
 
 @njit(cache=True, error_model="numpy")
 def world_poses_into(topo, tree, q, last, W, SC):
-    """World poses of bodies 0..last into slot 6 (rows 0-2 rotation, row 3 position).
+    """World poses of bodies 0..last into ``W_POSE`` (rows 0-2 rotation, row 3 position).
 
     In depth-first order bodies 0..last include every ancestor of ``last``. The local pose is
     held in registers (:func:`_local_pose`, the arithmetic of ``_pose_in_parent``): ``SC`` is
@@ -262,7 +327,7 @@ def world_poses_into(topo, tree, q, last, W, SC):
     """
     for i in range(last + 1):
         L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
-        P = W[i, 6]
+        P = W[i, W_POSE]
         par = topo[i, PARENT]
         if par < 0:
             P[0, 0], P[0, 1], P[0, 2] = L00, L01, L02
@@ -270,7 +335,7 @@ def world_poses_into(topo, tree, q, last, W, SC):
             P[2, 0], P[2, 1], P[2, 2] = L20, L21, L22
             P[3, 0], P[3, 1], P[3, 2] = l0, l1, l2
         else:
-            Pp = W[par, 6]
+            Pp = W[par, W_POSE]
             for r in range(3):
                 a0, a1, a2 = Pp[r, 0], Pp[r, 1], Pp[r, 2]
                 P[r, 0] = a0 * L00 + a1 * L10 + a2 * L20
@@ -281,7 +346,7 @@ def world_poses_into(topo, tree, q, last, W, SC):
 
 @njit(cache=True, error_model="numpy")
 def kinematics_into(topo, tree, q, W, SC):
-    """World poses of every body (slot 6)."""
+    """World poses of every body (``W_POSE``)."""
     world_poses_into(topo, tree, q, topo.shape[0] - 1, W, SC)
 
 
@@ -292,9 +357,10 @@ def crba(q, M, topo, tree, Sm, W, SC):
     Featherstone (2008) Table 6.2 with composite inertias at the world origin: Ic_parent += Ic_i
     and M[j, i] = S_j^T Ic_i S_i for every ancestor j, with no frame changes. A composite
     inertia is held as its 10 parameters (mass m, first moment h and rotational inertia Ibar
-    about the world origin, slot 1 rows 0-1) rather than as a 6x6 matrix: the backward pass adds
-    10 numbers per body instead of 36, and Ic S is formed from them. The additions are the ones
-    the 6x6 sum makes on its distinct entries, so Ic is the same to the bit.
+    about the world origin, ``W_COMPOSITE_INERTIA`` rows 0-1) rather than as a 6x6 matrix: the
+    backward pass adds 10 numbers per body instead of 36, and Ic S is formed from them. The
+    additions are the ones the 6x6 sum makes on its distinct entries, so Ic is the same to the
+    bit.
     """
     st = check_configuration(topo, q)
     if st != OK:
@@ -302,9 +368,9 @@ def crba(q, M, topo, tree, Sm, W, SC):
     nb = topo.shape[0]
     nv = M.shape[0]
     for i in range(nb):
-        # world pose (slot 6), as world_poses_into with the local pose in registers
+        # world pose (W_POSE), as world_poses_into with the local pose in registers
         L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
-        P = W[i, 6]
+        P = W[i, W_POSE]
         par = topo[i, PARENT]
         if par < 0:
             R00, R01, R02 = L00, L01, L02
@@ -312,7 +378,7 @@ def crba(q, M, topo, tree, Sm, W, SC):
             R20, R21, R22 = L20, L21, L22
             p0, p1, p2 = l0, l1, l2
         else:
-            Pp = W[par, 6]
+            Pp = W[par, W_POSE]
             R00 = Pp[0, 0] * L00 + Pp[0, 1] * L10 + Pp[0, 2] * L20
             R01 = Pp[0, 0] * L01 + Pp[0, 1] * L11 + Pp[0, 2] * L21
             R02 = Pp[0, 0] * L02 + Pp[0, 1] * L12 + Pp[0, 2] * L22
@@ -329,8 +395,8 @@ def crba(q, M, topo, tree, Sm, W, SC):
         P[1, 0], P[1, 1], P[1, 2] = R10, R11, R12
         P[2, 0], P[2, 1], P[2, 2] = R20, R21, R22
         P[3, 0], P[3, 1], P[3, 2] = p0, p1, p2
-        # motion subspace at the world origin (slot 7), as world_quantities
-        Sw = W[i, 7]
+        # motion subspace at the world origin (W_MOTION_SUBSPACE), as world_quantities
+        Sw = W[i, W_MOTION_SUBSPACE]
         S = Sm[i]
         for k in range(topo[i, NVI]):
             a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
@@ -353,7 +419,7 @@ def crba(q, M, topo, tree, Sm, W, SC):
         g0 = R00 * hx + R01 * hy + R02 * hz
         g1 = R10 * hx + R11 * hy + R12 * hz
         g2 = R20 * hx + R21 * hy + R22 * hz
-        B = SC[0]
+        B = SC[SC_KERNEL_WORK]
         for r in range(3):
             for c in range(3):
                 B[r, c] = (
@@ -365,7 +431,7 @@ def crba(q, M, topo, tree, Sm, W, SC):
         pp = p0 * p0 + p1 * p1 + p2 * p2
         gv = (g0, g1, g2)
         pv = (p0, p1, p2)
-        C = W[i, 1]
+        C = W[i, W_COMPOSITE_INERTIA]
         C[0, 0] = m
         C[0, 1] = g0 + m * p0
         C[0, 2] = g1 + m * p1
@@ -383,13 +449,13 @@ def crba(q, M, topo, tree, Sm, W, SC):
     for i in range(nb - 1, -1, -1):
         par = topo[i, PARENT]
         if par >= 0:
-            C = W[i, 1]
-            Cp = W[par, 1]
+            C = W[i, W_COMPOSITE_INERTIA]
+            Cp = W[par, W_COMPOSITE_INERTIA]
             for c in range(4):
                 Cp[0, c] += C[0, c]
             for c in range(6):
                 Cp[1, c] += C[1, c]
-    F = SC[1]
+    F = SC[SC_INNER_WORK]
     for i in range(nb):
         iv = topo[i, IV]
         nvi = topo[i, NVI]
@@ -399,10 +465,10 @@ def crba(q, M, topo, tree, Sm, W, SC):
             for c in range(topo[i, SUBTREE_END], nv):
                 M[k, c] = 0.0
                 M[c, k] = 0.0
-        C = W[i, 1]
+        C = W[i, W_COMPOSITE_INERTIA]
         m, h0, h1, h2 = C[0, 0], C[0, 1], C[0, 2], C[0, 3]
         I00, I01, I02, I11, I12, I22 = C[1, 0], C[1, 1], C[1, 2], C[1, 3], C[1, 4], C[1, 5]
-        Sw = W[i, 7]
+        Sw = W[i, W_MOTION_SUBSPACE]
         if nvi == 1:
             # the common case with F in registers: one column against every ancestor's
             v0, v1, v2, w0, w1, w2 = Sw[0, 0], Sw[1, 0], Sw[2, 0], Sw[3, 0], Sw[4, 0], Sw[5, 0]
@@ -415,7 +481,7 @@ def crba(q, M, topo, tree, Sm, W, SC):
             j = i
             while j >= 0:
                 jv = topo[j, IV]
-                Sj = W[j, 7]
+                Sj = W[j, W_MOTION_SUBSPACE]
                 for k1 in range(topo[j, NVI]):
                     s = (
                         Sj[0, k1] * f0
@@ -441,7 +507,7 @@ def crba(q, M, topo, tree, Sm, W, SC):
         j = i
         while j >= 0:
             jv = topo[j, IV]
-            Sj = W[j, 7]
+            Sj = W[j, W_MOTION_SUBSPACE]
             for k1 in range(topo[j, NVI]):
                 s0, s1, s2 = Sj[0, k1], Sj[1, k1], Sj[2, k1]
                 s3, s4, s5 = Sj[3, k1], Sj[4, k1], Sj[5, k1]
@@ -471,10 +537,10 @@ def _backward_joint(topo, i, W, SC):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _backward_joint_n(topo, i, nvi, W, SC):
-    IA = W[i, 1]
-    Sw = W[i, 7]
-    U = W[i, 2]
-    D = W[i, 3]
+    IA = W[i, W_ARTICULATED_INERTIA]
+    Sw = W[i, W_MOTION_SUBSPACE]
+    U = W[i, W_IA_S]
+    D = W[i, W_S_IA_S]
     for k in range(nvi):
         for r in range(6):
             s = 0.0
@@ -488,17 +554,17 @@ def _backward_joint_n(topo, i, nvi, W, SC):
                 s += Sw[r, k1] * U[r, k2]
             D[k1, k2] = s
             D[k2, k1] = s
-    return _invert_spd(D, nvi, W[i, 4], SC[1])
+    return _invert_spd(D, nvi, W[i, W_S_IA_S_INV], SC[SC_INNER_WORK])
 
 
 @njit(cache=True, error_model="numpy")
 def _add_articulated_to_parent(topo, i, W):
     """IA[parent] += IA - U D^-1 U^T (the part of IA transmitted across joint i)."""
     nvi = topo[i, NVI]
-    U = W[i, 2]
-    Di = W[i, 4]
-    IA = W[i, 1]
-    IAp = W[topo[i, PARENT], 1]
+    U = W[i, W_IA_S]
+    Di = W[i, W_S_IA_S_INV]
+    IA = W[i, W_ARTICULATED_INERTIA]
+    IAp = W[topo[i, PARENT], W_ARTICULATED_INERTIA]
     if nvi == 1:
         d = Di[0, 0]
         for r in range(6):
@@ -537,34 +603,34 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
     kinematics_into(topo, tree, q, W, SC)
     world_quantities(topo, tree, Sm, W, True)
     nb = topo.shape[0]
-    vJ = SC[0, 0]
-    Iv = SC[0, 1]
+    vJ = SC[SC_KERNEL_WORK, 0]
+    Iv = SC[SC_KERNEL_WORK, 1]
     for i in range(nb):
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        Sw = W[i, 7]
-        vec = W[i, 5]
+        Sw = W[i, W_MOTION_SUBSPACE]
+        vec = W[i, W_VECTORS]
         for r in range(6):
             s = 0.0
             for k in range(nvi):
                 s += Sw[r, k] * v[iv + k]
             vJ[r] = s
-            vec[3, r] = 0.0
-            vec[4, r] = 0.0
+            vec[VEC_VELOCITY_PRODUCT, r] = 0.0
+            vec[VEC_BIAS_FORCE, r] = 0.0
         if par < 0:
             for r in range(6):
-                vec[0, r] = vJ[r]
+                vec[VEC_VELOCITY, r] = vJ[r]
         else:
             for r in range(6):
-                vec[0, r] = W[par, 5, 0, r] + vJ[r]
-            cross_motion_add(vec[0], vJ, vec[3])
-        _copy6(W[i, 8], W[i, 1])
-        mat6_vec(W[i, 8], vec[0], Iv)
-        cross_force_add(vec[0], Iv, vec[4])
+                vec[VEC_VELOCITY, r] = W[par, W_VECTORS, VEC_VELOCITY, r] + vJ[r]
+            cross_motion_add(vec[VEC_VELOCITY], vJ, vec[VEC_VELOCITY_PRODUCT])
+        _copy6(W[i, W_BODY_INERTIA], W[i, W_ARTICULATED_INERTIA])
+        mat6_vec(W[i, W_BODY_INERTIA], vec[VEC_VELOCITY], Iv)
+        cross_force_add(vec[VEC_VELOCITY], Iv, vec[VEC_BIAS_FORCE])
         if use_fext:
             # body-frame wrench to the world origin: [R f; R n + p x R f]
-            P = W[i, 6]
+            P = W[i, W_POSE]
             fx = P[0, 0] * fext[i, 0] + P[0, 1] * fext[i, 1] + P[0, 2] * fext[i, 2]
             fy = P[1, 0] * fext[i, 0] + P[1, 1] * fext[i, 1] + P[1, 2] * fext[i, 2]
             fz = P[2, 0] * fext[i, 0] + P[2, 1] * fext[i, 1] + P[2, 2] * fext[i, 2]
@@ -572,37 +638,37 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
             ny = P[1, 0] * fext[i, 3] + P[1, 1] * fext[i, 4] + P[1, 2] * fext[i, 5]
             nz = P[2, 0] * fext[i, 3] + P[2, 1] * fext[i, 4] + P[2, 2] * fext[i, 5]
             px, py, pz = P[3, 0], P[3, 1], P[3, 2]
-            vec[4, 0] -= fx
-            vec[4, 1] -= fy
-            vec[4, 2] -= fz
-            vec[4, 3] -= nx + py * fz - pz * fy
-            vec[4, 4] -= ny + pz * fx - px * fz
-            vec[4, 5] -= nz + px * fy - py * fx
-    pa = SC[0, 2]
+            vec[VEC_BIAS_FORCE, 0] -= fx
+            vec[VEC_BIAS_FORCE, 1] -= fy
+            vec[VEC_BIAS_FORCE, 2] -= fz
+            vec[VEC_BIAS_FORCE, 3] -= nx + py * fz - pz * fy
+            vec[VEC_BIAS_FORCE, 4] -= ny + pz * fx - px * fz
+            vec[VEC_BIAS_FORCE, 5] -= nz + px * fy - py * fx
+    pa = SC[SC_KERNEL_WORK, 2]
     for i in range(nb - 1, -1, -1):
         if not _backward_joint(topo, i, W, SC):
             return SINGULAR
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        Sw = W[i, 7]
-        vec = W[i, 5]
+        Sw = W[i, W_MOTION_SUBSPACE]
+        vec = W[i, W_VECTORS]
         for k in range(nvi):
             s = tau[iv + k]
             for r in range(6):
-                s -= Sw[r, k] * vec[4, r]
-            vec[5, k] = s
+                s -= Sw[r, k] * vec[VEC_BIAS_FORCE, r]
+            vec[VEC_NET_JOINT_FORCE, k] = s
         par = topo[i, PARENT]
         if par >= 0:
             # pa = pA + Ia c + U D^-1 u with Ia = IA - U D^-1 U^T,
             # i.e. pA + IA c + U D^-1 (u - U^T c)
-            U = W[i, 2]
-            Di = W[i, 4]
-            c = vec[3]
-            mat6_vec(W[i, 1], c, pa)
+            U = W[i, W_IA_S]
+            Di = W[i, W_S_IA_S_INV]
+            c = vec[VEC_VELOCITY_PRODUCT]
+            mat6_vec(W[i, W_ARTICULATED_INERTIA], c, pa)
             for k1 in range(nvi):
                 t = 0.0
                 for k2 in range(nvi):
-                    w = vec[5, k2]
+                    w = vec[VEC_NET_JOINT_FORCE, k2]
                     for r in range(6):
                         w -= U[r, k2] * c[r]
                     t += Di[k1, k2] * w
@@ -610,47 +676,47 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
                     pa[r] += U[r, k1] * t
             _add_articulated_to_parent(topo, i, W)
             for r in range(6):
-                W[par, 5, 4, r] += vec[4, r] + pa[r]
-    ap = SC[0, 3]
+                W[par, W_VECTORS, VEC_BIAS_FORCE, r] += vec[VEC_BIAS_FORCE, r] + pa[r]
+    ap = SC[SC_KERNEL_WORK, 3]
     for i in range(nb):
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        vec = W[i, 5]
+        vec = W[i, W_VECTORS]
         if par < 0:
             for r in range(3):
                 ap[r] = -gravity[r]
                 ap[r + 3] = 0.0
         else:
             for r in range(6):
-                ap[r] = W[par, 5, 1, r] + vec[3, r]
-        U = W[i, 2]
-        Di = W[i, 4]
+                ap[r] = W[par, W_VECTORS, VEC_ACCELERATION, r] + vec[VEC_VELOCITY_PRODUCT, r]
+        U = W[i, W_IA_S]
+        Di = W[i, W_S_IA_S_INV]
         for k1 in range(nvi):
             s = 0.0
             for k2 in range(nvi):
-                t = vec[5, k2]
+                t = vec[VEC_NET_JOINT_FORCE, k2]
                 for r in range(6):
                     t -= U[r, k2] * ap[r]
                 s += Di[k1, k2] * t
             ddq[iv + k1] = s
-        Sw = W[i, 7]
+        Sw = W[i, W_MOTION_SUBSPACE]
         for r in range(6):
             s = ap[r]
             for k in range(nvi):
                 s += Sw[r, k] * ddq[iv + k]
-            vec[1, r] = s
+            vec[VEC_ACCELERATION, r] = s
     return OK
 
 
 @njit(cache=True, error_model="numpy")
 def _minv_articulate_1dof(topo, i, W):
-    """U = IA S, D^-1 (slots 2, 4) of a 1-DoF joint and IA[parent] += IA - U D^-1 U^T, with the
-    articulated inertias IA in slot 8, upper triangles only (see :func:`minverse`). False if D
-    is not positive (a massless subtree)."""
-    IA = W[i, 8]
-    S = W[i, 7]
-    U = W[i, 2]
+    """U = IA S, D^-1 (``W_IA_S``, ``W_S_IA_S_INV``) of a 1-DoF joint and IA[parent] += IA -
+    U D^-1 U^T, with the articulated inertias IA in ``W_MINV_ARTICULATED_INERTIA``, upper
+    triangles only (see :func:`minverse`). False if D is not positive (a massless subtree)."""
+    IA = W[i, W_MINV_ARTICULATED_INERTIA]
+    S = W[i, W_MOTION_SUBSPACE]
+    U = W[i, W_IA_S]
     s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
     for r in range(6):
         # row r of the symmetric IA read from its upper triangle
@@ -667,11 +733,11 @@ def _minv_articulate_1dof(topo, i, W):
     if not D > 0.0:
         return False
     d = 1.0 / D
-    W[i, 3, 0, 0] = D
-    W[i, 4, 0, 0] = d
+    W[i, W_S_IA_S, 0, 0] = D
+    W[i, W_S_IA_S_INV, 0, 0] = d
     par = topo[i, PARENT]
     if par >= 0:
-        IAp = W[par, 8]
+        IAp = W[par, W_MINV_ARTICULATED_INERTIA]
         for r in range(6):
             ur = U[r, 0] * d
             for c in range(r, 6):
@@ -682,9 +748,9 @@ def _minv_articulate_1dof(topo, i, W):
 @njit(cache=True, error_model="numpy")
 def _minv_articulate_ndof(topo, i, W, SC):
     """:func:`_minv_articulate_1dof` for a multi-DoF joint (the free-flyer): IA completed from
-    its upper triangle into slot 1 for :func:`_backward_joint`."""
-    IA = W[i, 8]
-    IA1 = W[i, 1]
+    its upper triangle into ``W_ARTICULATED_INERTIA`` for :func:`_backward_joint`."""
+    IA = W[i, W_MINV_ARTICULATED_INERTIA]
+    IA1 = W[i, W_ARTICULATED_INERTIA]
     for r in range(6):
         for c in range(6):
             IA1[r, c] = IA[r, c] if r <= c else IA[c, r]
@@ -693,9 +759,9 @@ def _minv_articulate_ndof(topo, i, W, SC):
     par = topo[i, PARENT]
     if par >= 0:
         nvi = topo[i, NVI]
-        U = W[i, 2]
-        Di = W[i, 4]
-        IAp = W[par, 8]
+        U = W[i, W_IA_S]
+        Di = W[i, W_S_IA_S_INV]
+        IAp = W[par, W_MINV_ARTICULATED_INERTIA]
         for r in range(6):
             for c in range(r, 6):
                 s = IA1[r, c]
@@ -713,9 +779,9 @@ def _minv_backward_1dof(topo, i, W, F, Minv):
     """Alg. 1 lines 9-13 for a 1-DoF joint, world frame (see :func:`minverse`)."""
     iv = topo[i, IV]
     end = topo[i, SUBTREE_END]
-    S = W[i, 7]
-    U = W[i, 2]
-    d = W[i, 4, 0, 0]
+    S = W[i, W_MOTION_SUBSPACE]
+    U = W[i, W_IA_S]
+    d = W[i, W_S_IA_S_INV, 0, 0]
     s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
     Minv[iv, iv] = d
     for j in range(iv + 1, end):
@@ -754,9 +820,9 @@ def _minv_backward_ndof(topo, i, W, F, Minv, col):
 def _minv_backward_ndof_n(topo, i, nvi, W, F, Minv, col):
     iv = topo[i, IV]
     end = topo[i, SUBTREE_END]
-    Sw = W[i, 7]
-    Di = W[i, 4]
-    U = W[i, 2]
+    Sw = W[i, W_MOTION_SUBSPACE]
+    Di = W[i, W_S_IA_S_INV]
+    U = W[i, W_IA_S]
     # Minv[i, subtree] = D^-1 (I - S^T F[:, subtree]); the joint's own columns of F are still zero
     for j in range(iv, end):
         for k in range(nvi):
@@ -787,9 +853,9 @@ def _minv_forward_1dof(topo, i, W, FP, Minv, nv):
     """Alg. 1 lines 21-26 for a 1-DoF joint with a parent, world frame."""
     iv = topo[i, IV]
     end = topo[i, SUBTREE_END]
-    S = W[i, 7]
-    U = W[i, 2]
-    d = W[i, 4, 0, 0]
+    S = W[i, W_MOTION_SUBSPACE]
+    U = W[i, W_IA_S]
+    d = W[i, W_S_IA_S_INV, 0, 0]
     u0, u1, u2, u3, u4, u5 = U[0, 0], U[1, 0], U[2, 0], U[3, 0], U[4, 0], U[5, 0]
     s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
     Pp = FP[topo[i, PARENT]]
@@ -823,11 +889,11 @@ def _minv_forward_ndof_n(topo, i, nvi, W, FP, Minv, nv, col):
     iv = topo[i, IV]
     end = topo[i, SUBTREE_END]
     par = topo[i, PARENT]
-    Sw = W[i, 7]
+    Sw = W[i, W_MOTION_SUBSPACE]
     Pi = FP[i]
     if par >= 0:
-        U = W[i, 2]
-        Di = W[i, 4]
+        U = W[i, W_IA_S]
+        Di = W[i, W_S_IA_S_INV]
         Pp = FP[par]
         for j in range(iv, nv):
             for k2 in range(nvi):
@@ -875,10 +941,10 @@ def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
     nb = topo.shape[0]
     nv = Minv.shape[0]
     F = FP[nb]
-    col = SC[0, 0]
-    # the articulated inertias are accumulated in place of the body inertias (slot 8, which
-    # nothing reads after this kernel), upper triangles only: no 6x6 copy per body, and 21
-    # instead of 36 updates per joint
+    col = SC[SC_KERNEL_WORK, 0]
+    # the articulated inertias are accumulated in place of the body inertias
+    # (W_MINV_ARTICULATED_INERTIA = W_BODY_INERTIA, which nothing reads after this kernel),
+    # upper triangles only: no 6x6 copy per body, and 21 instead of 36 updates per joint
     for i in range(nb - 1, -1, -1):
         if topo[i, NVI] == 1:
             if not _minv_articulate_1dof(topo, i, W):
@@ -966,9 +1032,9 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     if use_fext and not check_vector(fext.ravel()):
         return BAD_FEXT
     nb = topo.shape[0]
-    vJ = SC[5, 0]
-    Iv = SC[5, 1]
-    g6 = SC[5, 2]
+    vJ = SC[SC_FORWARD_PASS, 0]
+    Iv = SC[SC_FORWARD_PASS, 1]
+    g6 = SC[SC_FORWARD_PASS, 2]
     for r in range(3):
         g6[r] = -gravity[r] if use_gravity else 0.0
         g6[r + 3] = 0.0
@@ -976,7 +1042,7 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(topo, tree, q, i)
         # Xup = [[R^T, -R^T [p]x], [0, R^T]] (motion_transform's arithmetic), rows 0-2 only: the
         # lower rows repeat R^T (see _xup_motion)
-        X = W[i, 0]
+        X = W[i, W_XUP]
         X[0, 0], X[0, 1], X[0, 2] = R00, R10, R20
         X[1, 0], X[1, 1], X[1, 2] = R01, R11, R21
         X[2, 0], X[2, 1], X[2, 2] = R02, R12, R22
@@ -987,9 +1053,9 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         iv = topo[i, IV]
         nvi = topo[i, NVI]
         S = Sm[i]
-        vec = W[i, 5]
-        vel = vec[0]
-        acc = vec[1]
+        vec = W[i, W_VECTORS]
+        vel = vec[VEC_VELOCITY]
+        acc = vec[VEC_ACCELERATION]
         for r in range(6):
             s_v = 0.0
             s_a = 0.0
@@ -1004,12 +1070,12 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
             # the world "accelerates" upwards: a_0 = -g, so gravity enters through the tree
             _xup_motion(X, g6, acc, True)
         else:
-            _xup_motion(X, W[par, 5, 0], vel, False)
+            _xup_motion(X, W[par, W_VECTORS, VEC_VELOCITY], vel, False)
             for r in range(6):
                 vel[r] += vJ[r]
-            _xup_motion(X, W[par, 5, 1], acc, True)
+            _xup_motion(X, W[par, W_VECTORS, VEC_ACCELERATION], acc, True)
             cross_motion_add(vel, vJ, acc)
-        frc = vec[2]
+        frc = vec[VEC_FORCE]
         _inertia_vec(I6[i], acc, frc)
         _inertia_vec(I6[i], vel, Iv)
         cross_force_add(vel, Iv, frc)
@@ -1019,7 +1085,7 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     for i in range(nb - 1, -1, -1):
         iv = topo[i, IV]
         S = Sm[i]
-        frc = W[i, 5, 2]
+        frc = W[i, W_VECTORS, VEC_FORCE]
         for k in range(topo[i, NVI]):
             s = 0.0
             for r in range(6):
@@ -1028,8 +1094,8 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         par = topo[i, PARENT]
         if par >= 0:
             # Xup^T f with Xup's lower rows read from its upper ones (R^T)
-            X = W[i, 0]
-            out = W[par, 5, 2]
+            X = W[i, W_XUP]
+            out = W[par, W_VECTORS, VEC_FORCE]
             for c in range(3):
                 out[c] += X[0, c] * frc[0] + X[1, c] * frc[1] + X[2, c] * frc[2]
             for c in range(3):
@@ -1063,6 +1129,37 @@ def _kin_int(kin, i, col):
 @njit(cache=True, error_model="numpy", inline="always")
 def _kin_local_pose(kin, q, i):
     return _local_pose_t(_kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_is_ancestor(kin, i, ivb):
+    """Whether body ``i`` (numbered before the body whose first v index is ``ivb``) is that
+    body or one of its ancestors: in depth-first order they are the bodies before it whose
+    subtree's v range holds ``ivb``, each one's parent the ancestor met before it."""
+    return _kin_int(kin, i, IV) <= ivb < _kin_int(kin, i, SUBTREE_END)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _kin_child_pose(kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2):
+    """World pose of body ``i`` from its parent's (``R`` row-major, ``p``), as 12 scalars in
+    the same order: the running pose of the ancestor walks of :func:`frame_jacobian` and
+    :func:`frame_placement`, held in registers (inlined: no workspace, the same arithmetic
+    in both)."""
+    L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _kin_local_pose(kin, q, i)
+    return (
+        R00 * L00 + R01 * L10 + R02 * L20,
+        R00 * L01 + R01 * L11 + R02 * L21,
+        R00 * L02 + R01 * L12 + R02 * L22,
+        R10 * L00 + R11 * L10 + R12 * L20,
+        R10 * L01 + R11 * L11 + R12 * L21,
+        R10 * L02 + R11 * L12 + R12 * L22,
+        R20 * L00 + R21 * L10 + R22 * L20,
+        R20 * L01 + R21 * L11 + R22 * L21,
+        R20 * L02 + R21 * L12 + R22 * L22,
+        p0 + R00 * l0 + R01 * l1 + R02 * l2,
+        p1 + R10 * l0 + R11 * l1 + R12 * l2,
+        p2 + R20 * l0 + R21 * l1 + R22 * l2,
+    )
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -1106,30 +1203,12 @@ def frame_jacobian(q, body, F, local, J, kin):
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     p0, p1, p2 = 0.0, 0.0, 0.0
     for i in range(body + 1):
-        iv = _kin_int(kin, i, IV)
-        # in depth-first order the ancestors of body are the bodies before it whose subtree's
-        # v range holds body's; each one's parent is the ancestor met before it
-        if iv > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
+        if not _kin_is_ancestor(kin, i, ivb):
             continue
-        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
-            _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
+        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _kin_child_pose(
+            kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
         )
-        p0, p1, p2 = (
-            p0 + R00 * l0 + R01 * l1 + R02 * l2,
-            p1 + R10 * l0 + R11 * l1 + R12 * l2,
-            p2 + R20 * l0 + R21 * l1 + R22 * l2,
-        )
-        R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
-            R00 * L00 + R01 * L10 + R02 * L20,
-            R00 * L01 + R01 * L11 + R02 * L21,
-            R00 * L02 + R01 * L12 + R02 * L22,
-            R10 * L00 + R11 * L10 + R12 * L20,
-            R10 * L01 + R11 * L11 + R12 * L21,
-            R10 * L02 + R11 * L12 + R12 * L22,
-            R20 * L00 + R21 * L10 + R22 * L20,
-            R20 * L01 + R21 * L11 + R22 * L21,
-            R20 * L02 + R21 * L12 + R22 * L22,
-        )
+        iv = _kin_int(kin, i, IV)
         jt = _kin_int(kin, i, JTYPE)
         if jt == FREE_FLYER:
             # base twist in base axes: linear k moves the point along R e_k, angular k turns
@@ -1218,27 +1297,10 @@ def frame_placement(q, body, F, T, kin):
     if body >= 0:
         ivb = _kin_int(kin, body, IV)
         for i in range(body + 1):
-            if _kin_int(kin, i, IV) > ivb or ivb >= _kin_int(kin, i, SUBTREE_END):
-                continue  # not an ancestor
-            L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose_t(
-                _kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q
-            )
-            p0, p1, p2 = (
-                p0 + R00 * l0 + R01 * l1 + R02 * l2,
-                p1 + R10 * l0 + R11 * l1 + R12 * l2,
-                p2 + R20 * l0 + R21 * l1 + R22 * l2,
-            )
-            R00, R01, R02, R10, R11, R12, R20, R21, R22 = (
-                R00 * L00 + R01 * L10 + R02 * L20,
-                R00 * L01 + R01 * L11 + R02 * L21,
-                R00 * L02 + R01 * L12 + R02 * L22,
-                R10 * L00 + R11 * L10 + R12 * L20,
-                R10 * L01 + R11 * L11 + R12 * L21,
-                R10 * L02 + R11 * L12 + R12 * L22,
-                R20 * L00 + R21 * L10 + R22 * L20,
-                R20 * L01 + R21 * L11 + R22 * L21,
-                R20 * L02 + R21 * L12 + R22 * L22,
-            )
+            if _kin_is_ancestor(kin, i, ivb):
+                R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _kin_child_pose(
+                    kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
+                )
     for b in range(3):
         T[0, b] = R00 * Rf[0, b] + R01 * Rf[1, b] + R02 * Rf[2, b]
         T[1, b] = R10 * Rf[0, b] + R11 * Rf[1, b] + R12 * Rf[2, b]
@@ -1253,51 +1315,33 @@ def frame_placement(q, body, F, T, kin):
     return OK
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _point_kinematics_views(W, SC):
+    """The workspace views the point kinematics of :mod:`.kinematics` work in: (Xup, world
+    rotations, world positions, the (2, 3, 3) rotation scratch, body velocities, body
+    velocity-product accelerations, a 6-vector)."""
+    return (
+        W[:, W_XUP],
+        W[:, W_POSE, 0:3, 0:3],
+        W[:, W_POSE, 3, 0:3],
+        SC[SC_ROTATIONS : SC_ROTATIONS + 2, 0:3, 0:3],
+        W[:, W_VECTORS, VEC_VELOCITY],
+        W[:, W_VECTORS, VEC_ACCELERATION],
+        SC[SC_FORWARD_PASS, 0],
+    )
+
+
 @njit(cache=True, error_model="numpy")
 def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, W, SC, out):
     """J̇v of a point; see :func:`kinematics.point_bias`."""
-    return _point_bias(
-        topo,
-        tree,
-        Sm,
-        q,
-        v,
-        body,
-        r,
-        Rf,
-        local,
-        W[:, 0],
-        W[:, 6, 0:3, 0:3],
-        W[:, 6, 3, 0:3],
-        SC[6:8, 0:3, 0:3],
-        W[:, 5, 0],
-        W[:, 5, 1],
-        SC[5, 0],
-        out,
-    )
+    Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
+    return _point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ,
+                       out)
 
 
 @njit(cache=True, error_model="numpy")
 def points_kinematics(topo, tree, Sm, q, v, bodies, rs, W, SC, J6, positions, J_lin, bias_lin):
     """Batched contact-point kinematics; see :func:`kinematics.points_kinematics`."""
-    return _points_kinematics(
-        topo,
-        tree,
-        Sm,
-        q,
-        v,
-        bodies,
-        rs,
-        W[:, 0],
-        W[:, 6, 0:3, 0:3],
-        W[:, 6, 3, 0:3],
-        SC[6:8, 0:3, 0:3],
-        W[:, 5, 0],
-        W[:, 5, 1],
-        SC[5, 0],
-        SC[5, 3, 0:3],
-        J6,
-        positions,
-        J_lin,
-        bias_lin,
-    )
+    Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
+    return _points_kinematics(topo, tree, Sm, q, v, bodies, rs, Xup, Rw, pw, Rtmp, vel, acc, vJ,
+                              SC[SC_FORWARD_PASS, 3, 0:3], J6, positions, J_lin, bias_lin)
