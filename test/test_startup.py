@@ -170,6 +170,7 @@ def test_compile_helper_kernel_lists_name_cached_kernels():
     from numba.core.registry import CPUDispatcher
 
     from wbc_dynamics.compile_helper import (
+        FREE_DOF_KERNEL,
         GENERAL_PATH_KERNELS,
         PASSIVE_IMPACT_KERNEL,
         TICK_PART_KERNELS,
@@ -181,7 +182,7 @@ def test_compile_helper_kernel_lists_name_cached_kernels():
     assert set(TICK_PART_KERNELS) <= set(CONTACT_METHODS)
     for kernel in [*(k for ks in GENERAL_PATH_KERNELS.values() for k in ks),
                    *(k for ks in TICK_PART_KERNELS.values() for k in ks),
-                   PASSIVE_IMPACT_KERNEL]:
+                   PASSIVE_IMPACT_KERNEL, FREE_DOF_KERNEL]:
         d = _dispatcher(*kernel)
         assert isinstance(d, CPUDispatcher) and type(d._cache).__name__ == "FunctionCache", kernel
 
@@ -231,3 +232,23 @@ def test_helper_tick_parts_are_the_ones_another_robot_links():
     assert {d: set(d.signatures) for d in parts} == before
     assert set(qp_tick_stage1.signatures) == stage1
     assert len(qp_tick_active_set.signatures) >= 1
+
+
+def test_helper_free_dof_tick_is_the_one_another_robot_binds():
+    """The compile helper binds method none's tick with unactuated DoFs on the stand-in
+    quadruped; a controller of another robot (the humanoid; and a fixed-base arm with a passive
+    joint) then binds exactly that signature -- it loads the helper's cache entry instead of
+    compiling -- and its torques are those of the kernel (not a fallback)."""
+    from wbc_dynamics.compile_helper import compile_free_dof
+    from wbc_dynamics.controller import WholeBodyController
+    from wbc_dynamics.kernels.free_dof import free_dof_inverse_dynamics
+
+    compile_free_dof()
+    before = set(free_dof_inverse_dynamics.signatures)
+    assert len(before) == 1, before
+    ctl = WholeBodyController({"robot": "humanoid", "floating_base": True, "method": "none"})
+    assert ctl._free_dof is not None
+    arm = WholeBodyController({"robot": "arm", "method": "none",
+                               "passive_joints": ["joint_6"]})
+    assert arm._free_dof is not None
+    assert set(free_dof_inverse_dynamics.signatures) == before

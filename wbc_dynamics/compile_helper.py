@@ -56,7 +56,8 @@ _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _dispatcher(module: str, name: str):
     import importlib
 
-    return getattr(importlib.import_module(f"wbc_dynamics.contact.{module}"), name)
+    package = "wbc_dynamics" if module.startswith("kernels.") else "wbc_dynamics.contact"
+    return getattr(importlib.import_module(f"{package}.{module}"), name)
 
 
 def cached_on_disk(dispatcher) -> bool:
@@ -76,12 +77,21 @@ TICK_PART_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def kernels_to_compile(methods: Sequence[str], passive_impact: bool) -> list[tuple[str, str]]:
-    """The helper's kernels for these contact methods that the on-disk cache lacks."""
+#: the method-none tick with unactuated DoFs (:func:`compile_free_dof`), as (module of
+#: wbc_dynamics, function)
+FREE_DOF_KERNEL = ("kernels.free_dof", "free_dof_inverse_dynamics")
+
+
+def kernels_to_compile(methods: Sequence[str], passive_impact: bool,
+                       free_dof: bool = False) -> list[tuple[str, str]]:
+    """The helper's kernels for these contact methods (and, with ``free_dof``, the method-none
+    tick with unactuated DoFs) that the on-disk cache lacks."""
     wanted = [k for m in methods
               for k in (*GENERAL_PATH_KERNELS.get(m, ()), *TICK_PART_KERNELS.get(m, ()))]
     if (passive_impact and methods) or any(m in FUSED_TICK_METHODS for m in methods):
         wanted.append(PASSIVE_IMPACT_KERNEL)
+    if free_dof and methods:
+        wanted.append(FREE_DOF_KERNEL)
     return [k for k in dict.fromkeys(wanted) if not cached_on_disk(_dispatcher(*k))]
 
 
@@ -95,14 +105,17 @@ class CompileHelper:
         self.result: bool | str | None = None
 
     @classmethod
-    def start(cls, methods: Sequence[str], passive_impact: bool) -> CompileHelper | None:
+    def start(cls, methods: Sequence[str], passive_impact: bool,
+              free_dof: bool = False) -> CompileHelper | None:
         """Start a helper for ``methods`` (contact method names; others are ignored) if one is
-        worth it, else return None."""
+        worth it, else return None. ``free_dof``: the controller will bind the method-none
+        tick with unactuated DoFs (floating base or passive joints): the helper compiles it
+        too, after the contact kernels."""
         methods = [m for m in dict.fromkeys(methods) if m in GENERAL_PATH_KERNELS]
         if (not methods or os.environ.get("WBC_COMPILE_HELPER", "1") == "0"
                 or (os.cpu_count() or 1) < 2 or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0"):
             return None
-        if not kernels_to_compile(methods, passive_impact):
+        if not kernels_to_compile(methods, passive_impact, free_dof):
             return None
         env = dict(os.environ)
         # the child imports this very package (same source files = same cache entries)
@@ -110,7 +123,8 @@ class CompileHelper:
             p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
         passive = passive_impact or any(m in FUSED_TICK_METHODS for m in methods)
         args = [sys.executable, "-m", "wbc_dynamics.compile_helper", "--parent",
-                str(os.getpid()), *(["--passive-impact"] if passive else []), *methods]
+                str(os.getpid()), *(["--passive-impact"] if passive else []),
+                *(["--free-dof"] if free_dof else []), *methods]
         try:
             proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -176,6 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--parent", type=int, required=True, help="pid to die with")
     ap.add_argument("--passive-impact", action="store_true")
+    ap.add_argument("--free-dof", action="store_true",
+                    help="also the method-none tick with unactuated DoFs (kernels.free_dof)")
     ap.add_argument("methods", nargs="+", choices=sorted(GENERAL_PATH_KERNELS))
     args = ap.parse_args(argv)
     _die_with_parent(args.parent)
@@ -199,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warmup(list(args.methods))
     if cm is not None:
         compile_tick_parts(cm, fused)
+    if args.free_dof:
+        compile_free_dof(cm)
     return 0
 
 
@@ -227,6 +245,23 @@ def stand_in_contact_model():
     return StandIn(model, contact_links=robot_info(STAND_IN_ROBOT)["contact_links"],
                    features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3,
                    passive_impact=True)
+
+
+def compile_free_dof(cm=None) -> None:
+    """The ``method: none`` tick of a model with unactuated DoFs
+    (:func:`~wbc_dynamics.kernels.free_dof.bind_free_dof`) bound on the stand-in model (that of
+    ``cm``, or a fresh one) without running it: the controller binds it after its contact
+    methods and then loads it from the cache."""
+    import numpy as np
+
+    from .kernels.free_dof import bind_free_dof
+
+    if cm is None:
+        cm = stand_in_contact_model()
+    model = cm.robot
+    nv = model.nv
+    actuated = np.arange(6, nv)
+    bind_free_dof(model, np.zeros(model.nq), np.zeros(nv), np.zeros(actuated.shape[0]), actuated)
 
 
 def compile_tick_parts(cm, methods: Sequence[str]) -> None:

@@ -698,7 +698,8 @@ class WholeBodyController:
         from .compile_helper import CompileHelper
 
         self._compile_helper = CompileHelper.start(
-            [str(cfg.method), *_warm_method_names(cfg)], passive_impact=bool(cfg.passive_impact))
+            [str(cfg.method), *_warm_method_names(cfg)], passive_impact=bool(cfg.passive_impact),
+            free_dof=bool(cfg.floating_base) or bool(cfg.passive_joints))
         if self._compile_helper is not None:
             report("compiling the contact kernels of "
                    f"{', '.join(self._compile_helper.methods)} in a helper process")
@@ -901,12 +902,14 @@ class WholeBodyController:
             self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act))
         self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
                                                   self._has_act))
-        self._bind_free_dof(report)
         self._warmed: set[str] = set()
         for method in dict.fromkeys([self._params["method"], *self._warm_methods]):
             if method != "none":
                 report(f"compiling / loading the contact method {method}")
                 self._ensure_contact_model(method)
+        # after the contact methods: on a cold start the compile helper has compiled it
+        # meanwhile (wbc_dynamics.compile_helper), and this loads it
+        self._bind_free_dof(report)
 
         # statistics
         self.ticks = 0
@@ -1310,24 +1313,15 @@ class WholeBodyController:
         if arrays is None or (not self.floating_base and self._act_model is None):
             return
         report("compiling / loading the method none tick (unactuated DoFs free)")
-        from .kernels import world
-        from .kernels.fixed_args import fixed_args
-        from .kernels.free_dof import free_dof_buffers, free_dof_inverse_dynamics
-        from .kernels.linalg import bound_entry
+        from .kernels.free_dof import bind_free_dof
 
-        nb = arrays.topo.shape[0]
-        W, SC = world.workspace(nb)
         if self._act_model is None:
             actuated, qdd = np.arange(self.n), self._qdd_model
         else:
             actuated, qdd = self._act_model, self._qdd_act
         # q, v and qdd by reference: _prepare_tick writes them in place every tick
-        self._free_dof_bufs = free_dof_buffers(self._q, self._v, qdd, self._off_v + actuated)
-        # gravity: the model's own array (RobotModel.gravity assigns into it)
-        model_arrays = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, self.model.gravity, W,
-                        SC, np.zeros((nb, 6)))
-        self._free_dof_args = fixed_args(model_arrays, self._free_dof_bufs)
-        self._free_dof = bound_entry(free_dof_inverse_dynamics, (self._free_dof_args,))
+        self._free_dof, self._free_dof_args, self._free_dof_bufs = bind_free_dof(
+            self.model, self._q, self._v, qdd, self._off_v + actuated)
 
     def _free_base_id_python(self) -> None:
         """The fallback of a model without the compiled tick (:meth:`_bind_free_dof`), in

@@ -33,7 +33,7 @@ from .dynamics import OK, SINGULAR
 from .linalg import chol_solve, cholesky
 from .world import crba, rnea
 
-__all__ = ["FreeDofBuffers", "free_dof_buffers", "free_dof_inverse_dynamics"]
+__all__ = ["FreeDofBuffers", "free_dof_buffers", "free_dof_inverse_dynamics", "bind_free_dof"]
 
 
 class FreeDofBuffers(NamedTuple):
@@ -125,3 +125,24 @@ def free_dof_inverse_dynamics(p):
             s += b.mass[row, unact[j]] * b.accel_unact[j]
         b.tau_act[k] = s
     return OK
+
+
+def bind_free_dof(model, q: np.ndarray, v: np.ndarray, qdd_act: np.ndarray,
+                  actuated: np.ndarray):
+    """:func:`free_dof_inverse_dynamics` bound for ``model`` (a ``RobotModel``) on buffers of
+    its own around ``q``, ``v``, ``qdd_act`` (as :func:`free_dof_buffers`), compiled or loaded
+    now for exactly these types (nothing runs). Returns ``(entry, args, buffers)``: a tick is
+    ``entry(args)`` and reads ``buffers.tau_act``. The types depend on no model dimension, so
+    the compile helper binds it on a stand-in model to fill the cache for any robot."""
+    from . import world
+    from .fixed_args import fixed_args
+    from .linalg import bound_entry
+
+    arrays = model.kernel_arrays
+    nb = arrays.topo.shape[0]
+    W, SC = world.workspace(nb)
+    bufs = free_dof_buffers(q, v, qdd_act, actuated)
+    # gravity: the model's own array (RobotModel.gravity assigns into it)
+    args = fixed_args((arrays.topo, arrays.tree, arrays.Sm, arrays.I6, model.gravity, W, SC,
+                       np.zeros((nb, 6))), bufs)
+    return bound_entry(free_dof_inverse_dynamics, (args,)), args, bufs
