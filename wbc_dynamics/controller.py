@@ -902,6 +902,7 @@ class WholeBodyController:
             self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act))
         self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
                                                   self._has_act))
+        self._free_dof = None  # bound below (_bind_free_dof), after the contact methods
         self._warmed: set[str] = set()
         for method in dict.fromkeys([self._params["method"], *self._warm_methods]):
             if method != "none":
