@@ -252,3 +252,23 @@ def test_helper_free_dof_tick_is_the_one_another_robot_binds():
                                "passive_joints": ["joint_6"]})
     assert arm._free_dof is not None
     assert set(free_dof_inverse_dynamics.signatures) == before
+
+
+def test_helper_tick_steps_are_the_ones_a_controller_binds():
+    """The compile helper's first job, the controller's per-tick pre- and post-step
+    (``compile_tick_steps``) on stand-in buffers, has exactly the signatures a controller binds
+    (floating base; a fixed base with passive joints): a cold start loads them."""
+    from wbc_dynamics.controller import (
+        WholeBodyController,
+        _finish_tick,
+        _prepare_tick,
+        compile_tick_steps,
+    )
+
+    compile_tick_steps()
+    before = (set(_prepare_tick.signatures), set(_finish_tick.signatures))
+    assert len(before[0]) == 1 and len(before[1]) == 1, before
+    for cfg in ({"robot": "quadruped", "floating_base": True, "method": "none"},
+                {"robot": "arm", "method": "none", "passive_joints": ["joint_6"]}):
+        WholeBodyController(cfg)
+        assert (set(_prepare_tick.signatures), set(_finish_tick.signatures)) == before, cfg

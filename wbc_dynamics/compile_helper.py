@@ -17,6 +17,11 @@ the QP tick's stages after Stage I) on a stand-in model (:data:`STAND_IN_ROBOT`,
 compiled), while the controller compiles Stage I (``QPTick.compile_assembly``). The fused tick
 then only links what both compiled.
 
+It starts with the controller's per-tick pre- and post-step (``controller.compile_tick_steps``,
+robot-independent as well), which the controller binds right after its core kernels, and ends,
+with a floating base or passive joints, with ``method: none``'s compiled tick
+(:func:`compile_free_dof`), which the controller binds last.
+
 The helper only saves time; nothing depends on it for correctness. It is not started when every
 kernel it would compile is already cached (a warm start costs nothing), on a single-core machine,
 or with ``WBC_COMPILE_HELPER=0``. If it cannot start, fails or is slow, the controller compiles
@@ -198,7 +203,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
-    # in the order the controller needs them: the passive impact comes first (contact model)
+    # in the order the controller needs them: its per-tick pre- and post-step right after its
+    # core kernels, then the passive impact (contact model)
+    from .controller import compile_tick_steps
+
+    compile_tick_steps()
     if args.passive_impact:
         from .contact.geometry import warm_passive_impact
 

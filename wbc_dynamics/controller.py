@@ -411,6 +411,25 @@ def _finish_tick(p, tau_act, gather, has_act):
     return _clamp_count(b.tau_out, limit)
 
 
+def compile_tick_steps() -> None:
+    """Compile / load :func:`_prepare_tick` and :func:`_finish_tick` for the argument types a
+    controller binds them with (:meth:`WholeBodyController._construct`), on stand-in buffers,
+    without running them. Their types depend on no dimension of the robot, so the compile
+    helper (:mod:`wbc_dynamics.compile_helper`) does this first on a cold start and the
+    controller then loads both (~1.3 s of its critical path)."""
+    from .kernels.fixed_args import fixed_args
+    from .kernels.linalg import bound_entry
+
+    z = np.zeros(1)
+    zi = np.zeros(1, dtype=np.int64)
+    bufs = _TickBuffers(qdd_ref=z, q_ref=z, qd_ref=z, qj=z, qdj=z, qdd_cmd=z, cfg_to_model=zi,
+                        q=z, v=z, qdd_model=z, act_model=zi, qdd_act=z, tau=z, tau_model=z,
+                        tau_out=z)
+    args = fixed_args(bufs, (z, z, z, z))  # the gains: kp, kd, safe_damping, effort_limit
+    bound_entry(_prepare_tick, (args, _CMD_KEEP, False, False, 0, 0, False))
+    bound_entry(_finish_tick, (args, z, False, False))
+
+
 @njit(cache=True)
 def _all_finite(x):
     for i in range(x.shape[0]):
