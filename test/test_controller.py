@@ -88,11 +88,12 @@ def test_floating_base_none_realizes_joint_accelerations(quadruped):
 
 
 @pytest.mark.parametrize("robot,passive", [("quadruped", []), ("quadruped", ["LF_kfe"]),
-                                           ("arm", ["joint_4"])])
+                                           ("arm", ["joint_4"]), ("arm", [])])
 def test_method_none_with_free_dofs_calls_no_python_dynamics(robot, passive, monkeypatch):
-    """method none with unactuated DoFs (floating base, passive joints) is one compiled call
-    per tick: no RobotModel method runs from Python (the replaced path called minverse and
-    nonlinear_effects every tick); the torques are 0 on the passive joints and realize the
+    """method none is one compiled call per tick, with unactuated DoFs (floating base, passive
+    joints) and without (a fixed base, every joint actuated: RNEA): no RobotModel method runs
+    from Python (the replaced paths called minverse and nonlinear_effects, or rnea, every
+    tick); the torques are 0 on the passive joints and realize the
     commanded accelerations on the others with the unactuated DoFs free (ABA)."""
     info = robot_info(robot)
     fb = info["floating_base"]

@@ -18,9 +18,9 @@ compiled), while the controller compiles Stage I (``QPTick.compile_assembly``). 
 then only links what both compiled.
 
 It starts with the controller's per-tick pre- and post-step (``controller.compile_tick_steps``,
-robot-independent as well), which the controller binds right after its core kernels, and ends,
-with a floating base or passive joints, with ``method: none``'s compiled tick
-(:func:`compile_free_dof`), which the controller binds last.
+robot-independent as well), which the controller binds right after its core kernels, and ends
+with ``method: none``'s compiled tick (:func:`compile_free_dof`), which the controller binds
+last.
 
 The helper only saves time; nothing depends on it for correctness. It is not started when every
 kernel it would compile is already cached (a warm start costs nothing), on a single-core machine,
@@ -114,8 +114,7 @@ class CompileHelper:
               free_dof: bool = False) -> CompileHelper | None:
         """Start a helper for ``methods`` (contact method names; others are ignored) if one is
         worth it, else return None. ``free_dof``: the controller will bind the method-none
-        tick with unactuated DoFs (floating base or passive joints): the helper compiles it
-        too, after the contact kernels."""
+        tick (``kernels.free_dof``): the helper compiles it too, after the contact kernels."""
         methods = [m for m in dict.fromkeys(methods) if m in GENERAL_PATH_KERNELS]
         if (not methods or os.environ.get("WBC_COMPILE_HELPER", "1") == "0"
                 or (os.cpu_count() or 1) < 2 or os.environ.get("NUMBA_DISABLE_JIT", "0") != "0"):

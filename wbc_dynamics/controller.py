@@ -13,7 +13,8 @@ One control tick (:meth:`WholeBodyController.update`):
 
 3. inverse dynamics of ``qdd_cmd``:
 
-   * ``method="none"``, fixed base: ``tau = RNEA(q, qd, qdd_cmd)`` (Featherstone 2008, Table 5.1),
+   * ``method="none"``, fixed base: ``tau = RNEA(q, qd, qdd_cmd)`` (Featherstone 2008, Table 5.1;
+     the same compiled call as below, :mod:`wbc_dynamics.kernels.free_dof`),
    * ``method="none"``, floating base (or passive joints): contact-free inverse dynamics of the
      actuated joints with the base (and the passive joints) accelerating freely,
      ``tau = (P M^-1 P^T)^-1 (qdd_cmd + P M^-1 h)`` (seed 004, eqs. (37)-(39) with zero
@@ -718,7 +719,7 @@ class WholeBodyController:
 
         self._compile_helper = CompileHelper.start(
             [str(cfg.method), *_warm_method_names(cfg)], passive_impact=bool(cfg.passive_impact),
-            free_dof=bool(cfg.floating_base) or bool(cfg.passive_joints))
+            free_dof=True)
         if self._compile_helper is not None:
             report("compiling the contact kernels of "
                    f"{', '.join(self._compile_helper.methods)} in a helper process")
@@ -1297,14 +1298,14 @@ class WholeBodyController:
         method = self._params["method"]
         tau_act = None
         try:
-            if method == "none" and not self.floating_base and self._act_model is None:
-                idx = self._cfg_to_model
-                tau_full = self.model.rnea(self._q, self._v, self._qdd_model)
-                _gather(tau_full, idx, 0, self._tau)
-            elif method == "none" and self._free_dof is not None:
+            if method == "none" and self._free_dof is not None:
                 if self._free_dof(self._free_dof_args) != _KERNEL_OK:
                     return self._zero_output(MODE_NONFINITE)
                 tau_act = self._free_dof_bufs.tau_act
+            elif method == "none" and not self.floating_base and self._act_model is None:
+                # a model without the core's flat arrays (MimicModel): RNEA from Python
+                tau_full = self.model.rnea(self._q, self._v, self._qdd_model)
+                _gather(tau_full, self._cfg_to_model, 0, self._tau)
             elif method == "none":
                 self._free_base_id_python()
             else:
@@ -1321,18 +1322,18 @@ class WholeBodyController:
         return out
 
     def _bind_free_dof(self, report: Callable[[str], None]) -> None:
-        """Bind the compiled ``method: none`` tick with unactuated DoFs (floating base, passive
-        joints; :func:`~wbc_dynamics.kernels.free_dof.free_dof_inverse_dynamics`) on buffers
-        and a workspace of the controller's own, compiling or loading it now (start-up) for
-        exactly the types a tick passes. Leaves ``self._free_dof`` None -- a fixed base with
-        every joint actuated (plain RNEA), or a model without the core's flat arrays, such as
-        :class:`~wbc_dynamics.mimic.MimicModel` (its coupling is not a kinematic tree), which
-        takes :meth:`_free_base_id_python` instead."""
+        """Bind the compiled ``method: none`` tick
+        (:func:`~wbc_dynamics.kernels.free_dof.free_dof_inverse_dynamics`: with unactuated DoFs
+        -- floating base, passive joints -- those accelerate freely; without, plain RNEA) on
+        buffers and a workspace of the controller's own, compiling or loading it now (start-up)
+        for exactly the types a tick passes. Leaves ``self._free_dof`` None for a model without
+        the core's flat arrays, such as :class:`~wbc_dynamics.mimic.MimicModel` (its coupling
+        is not a kinematic tree), which takes RNEA / :meth:`_free_base_id_python` from Python
+        instead."""
         self._free_dof = None
-        arrays = getattr(self.model, "kernel_arrays", None)
-        if arrays is None or (not self.floating_base and self._act_model is None):
+        if getattr(self.model, "kernel_arrays", None) is None:
             return
-        report("compiling / loading the method none tick (unactuated DoFs free)")
+        report("compiling / loading the method none tick")
         from .kernels.free_dof import bind_free_dof
 
         if self._act_model is None:

@@ -104,11 +104,15 @@ def free_dof_inverse_dynamics(p):
               topo, tree, Sm, I6, gravity, W, SC)
     if st != OK:
         return st
+    unact = b.unactuated
+    n_u = unact.shape[0]
+    if n_u == 0:  # fixed base, every joint actuated: tau = RNEA(q, v, qdd) (Table 5.1)
+        for k in range(b.actuated.shape[0]):
+            b.tau_act[k] = b.tau0[b.actuated[k]]
+        return OK
     st = crba(b.q[::1], b.mass, topo, tree, Sm, W, SC)
     if st != OK:
         return st
-    unact = b.unactuated
-    n_u = unact.shape[0]
     for r in range(n_u):
         for c in range(n_u):
             b.mass_uu[r, c] = b.mass[unact[r], unact[c]]
