@@ -375,6 +375,7 @@ FREE_DOF_RTOL = 1e-10
 def test_controller_method_none_with_free_dofs_matches_pinocchio(urdf, floating_base):
     """The controller's ``method: none`` tick with unactuated DoFs (the free-flyer base; a
     floating base with every fourth joint passive; a fixed base with every third joint passive)
+    and without (a fixed base, every joint actuated: RNEA)
     against (a) Pinocchio's M and h with the unactuated accelerations solved
     (:func:`free_dof_reference`) and (b) the Python formula it replaced, computed here from our
     M^-1 and h: ``tau_A = Y^-1 (qdd_A + P_A M^-1 h)``, ``Y = P_A M^-1 P_A^T`` (seed 004 eqs.
@@ -387,13 +388,12 @@ def test_controller_method_none_with_free_dofs_matches_pinocchio(urdf, floating_
     model, pmodel = load_variant(urdf, floating_base, warmup="control")
     n = len(model.joint_names)
     moving = [j for j in model.joint_names if j not in model.massless_joints]
-    cases = [moving[1::4]] if floating_base else []
-    if floating_base:
-        cases.insert(0, [])
-    elif moving[::3]:
-        cases.append(moving[::3])
-    if n == 0 or not cases:
-        pytest.skip("no joint (floating) / no joint to make passive (fixed)")
+    if n == 0:
+        pytest.skip("no joint to command")
+    cases = [[]]  # every joint actuated: the base free (floating), plain RNEA (fixed)
+    passive = moving[1::4] if floating_base else moving[::3]
+    if passive:
+        cases.append(passive)
     pdata = pmodel.createData()
     maps = IndexMap(model, pmodel)
     rng = np.random.default_rng(11)

@@ -82,7 +82,7 @@ TICK_PART_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-#: the method-none tick with unactuated DoFs (:func:`compile_free_dof`), as (module of
+#: the method-none tick (:func:`compile_free_dof`), as (module of
 #: wbc_dynamics, function)
 FREE_DOF_KERNEL = ("kernels.free_dof", "free_dof_inverse_dynamics")
 
@@ -90,7 +90,7 @@ FREE_DOF_KERNEL = ("kernels.free_dof", "free_dof_inverse_dynamics")
 def kernels_to_compile(methods: Sequence[str], passive_impact: bool,
                        free_dof: bool = False) -> list[tuple[str, str]]:
     """The helper's kernels for these contact methods (and, with ``free_dof``, the method-none
-    tick with unactuated DoFs) that the on-disk cache lacks."""
+    tick) that the on-disk cache lacks."""
     wanted = [k for m in methods
               for k in (*GENERAL_PATH_KERNELS.get(m, ()), *TICK_PART_KERNELS.get(m, ()))]
     if (passive_impact and methods) or any(m in FUSED_TICK_METHODS for m in methods):
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--parent", type=int, required=True, help="pid to die with")
     ap.add_argument("--passive-impact", action="store_true")
     ap.add_argument("--free-dof", action="store_true",
-                    help="also the method-none tick with unactuated DoFs (kernels.free_dof)")
+                    help="also the method-none tick (kernels.free_dof)")
     ap.add_argument("methods", nargs="+", choices=sorted(GENERAL_PATH_KERNELS))
     args = ap.parse_args(argv)
     _die_with_parent(args.parent)
@@ -256,8 +256,8 @@ def stand_in_contact_model():
 
 
 def compile_free_dof(cm=None) -> None:
-    """The ``method: none`` tick of a model with unactuated DoFs
-    (:func:`~wbc_dynamics.kernels.free_dof.bind_free_dof`) bound on the stand-in model (that of
+    """The ``method: none`` tick (:func:`~wbc_dynamics.kernels.free_dof.bind_free_dof`; the
+    stand-in's unactuated DoFs are its floating base) bound on the stand-in model (that of
     ``cm``, or a fresh one) without running it: the controller binds it after its contact
     methods and then loads it from the cache."""
     import numpy as np

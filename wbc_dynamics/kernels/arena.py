@@ -13,26 +13,25 @@ same, only the allocation comes back. The general path (``ContactModel.build`` +
 whose results outlive the call, passes :func:`no_arena` (capacity 0: everything allocated as
 before), so arena memory never leaves a tick.
 
-Sizing: the tick's owner measures the high-water marks (``high``) of a warm-up at its contact
-capacity and allocates with room to spare (:func:`sized_like`); ``test_contact_tick.py``
-checks that ticks allocate nothing and never spill.
+Sizing: the contact model allocates for one tick with every candidate in contact, with room to
+spare (``contact.geometry.tick_arena``); ``test_tick_allocations.py`` checks that ticks
+allocate nothing, never spill and stay under half of it.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 from numba.experimental import structref
 
-__all__ = ["Arena", "NO_ARENA", "arena", "no_arena", "sized_like", "reset", "floats", "floats_zero",
+from .records import RecordType
+
+__all__ = ["Arena", "NO_ARENA", "arena", "no_arena", "reset", "floats", "floats_zero",
            "floats_2d", "floats_2d_zero", "floats_copy", "ints", "ints_zero", "flags", "flags_zero"]
 
 @structref.register
-class ArenaType(types.StructRef):
+class ArenaType(RecordType):
     """numba type of :class:`Arena`."""
-
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(t)) for name, t in fields)
 
 
 class Arena(structref.StructRefProxy):
@@ -125,12 +124,6 @@ def arena(n_float: int, n_int: int, n_flag: int) -> Arena:
 def no_arena() -> Arena:
     """An arena of capacity 0: every request allocated on the heap (the general path)."""
     return arena(0, 0, 0)
-
-
-def sized_like(used: Arena, factor: float = 2.0, extra: int = 256) -> Arena:
-    """A fresh arena ``factor`` times ``used``'s high-water marks, plus ``extra`` entries."""
-    f, i, b = (int(factor * int(x)) + extra for x in used.high)
-    return arena(f, i, b)
 
 
 @njit(cache=True)

@@ -17,19 +17,17 @@ before; a buffer *replaced* by a new array object needs a new pack.
 
 from __future__ import annotations
 
-from numba import njit, types
+from numba import njit
 from numba.experimental import structref
+
+from .records import RecordType
 
 __all__ = ["FixedArgs", "fixed_args", "pack_type"]
 
 
 @structref.register
-class FixedArgsType(types.StructRef):
+class FixedArgsType(RecordType):
     """numba type of :class:`FixedArgs` (fields ``head``, ``tail``: tuples)."""
-
-    def preprocess_fields(self, fields):
-        # one type per argument types, not per constant value
-        return tuple((name, types.unliteral(t)) for name, t in fields)
 
 
 class FixedArgs(structref.StructRefProxy):

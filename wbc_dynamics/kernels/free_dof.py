@@ -1,6 +1,7 @@
 """Contact-free inverse dynamics with unactuated DoFs accelerating freely, as one compiled call.
 
-The controller's ``method: none`` on a floating base or with passive joints. With U the
+The controller's ``method: none`` (without unactuated DoFs -- a fixed base, every joint
+actuated -- it reduces to ``tau = RNEA(q, v, qdd)``, CRBA skipped). With U the
 unactuated DoFs (the free-flyer base, passive joints) and A the actuated joints, the equations
 of motion with zero contact impulses, ``M a + h = P_A^T tau_A`` (seed 004 eq. (37) divided by
 dt), and the prescribed actuated accelerations ``a_A = qdd_A`` (eqs. (38)-(39)) split into

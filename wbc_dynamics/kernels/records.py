@@ -26,7 +26,8 @@ __all__ = ["RecordType"]
 
 
 class RecordType(types.StructRef):
-    """Base of the records' numba types: one type per field types, not per constant value."""
+    """Base of the package's StructRef types (the records here, :mod:`.fixed_args`' pack,
+    :mod:`.arena`'s arena): one numba type per field types, not per constant value."""
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(t)) for name, t in fields)
