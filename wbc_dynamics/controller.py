@@ -59,6 +59,7 @@ import numpy as np
 from numba import njit
 
 from .kernels.dynamics import OK as _KERNEL_OK
+from .kernels.leaf import leaf_kernel
 
 __all__ = [
     "CONTACT_METHODS",
@@ -292,7 +293,7 @@ class ControlOutput:
 
 
 # --------------------------------------------------------------------------- compiled kernels
-@njit(cache=True)
+@leaf_kernel
 def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, use_pos, use_vel, out):
     """out = qdd_ref + kp (q_ref - q) + kd (qd_ref - qd) (terms only where references exist)."""
     for i in range(out.shape[0]):
@@ -304,14 +305,14 @@ def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, use_pos, use_vel, out):
         out[i] = a
 
 
-@njit(cache=True)
+@leaf_kernel
 def _gather(src, idx, offset, dst):
     """dst[i] = src[offset + idx[i]]."""
     for i in range(dst.shape[0]):
         dst[i] = src[offset + idx[i]]
 
 
-@njit(cache=True)
+@leaf_kernel
 def _clamp_count(tau, limit):
     """Clamp tau to [-limit, limit] in place; return (#clamped, all finite)."""
     n = 0
@@ -431,7 +432,7 @@ def compile_tick_steps() -> None:
     bound_entry(_finish_tick, (args, z, False, False))
 
 
-@njit(cache=True)
+@leaf_kernel
 def _all_finite(x):
     for i in range(x.shape[0]):
         if not math.isfinite(x[i]):
@@ -439,7 +440,7 @@ def _all_finite(x):
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def _negdamp(D, qd, out):
     for i in range(out.shape[0]):
         out[i] = -D[i] * qd[i]
@@ -939,9 +940,9 @@ class WholeBodyController:
         self.safe_tick_counts: dict[str, int] = {}
         self.deadline_misses = 0
         self.warm_start_hits = 0
-        #: ticks per contact-solver flag (``wbc_dynamics.contact.FLAGS``: fallback, min_norm,
-        #: inconsistent_corrected, ...), reported in the node's diagnostics
-        self.solver_flag_counts: dict[str, int] = {}
+        # ticks per tuple of contact-solver flags (one dict update a tick, whatever the number
+        # of flags): :attr:`solver_flag_counts` adds them up per flag
+        self._flag_tuple_counts: dict[tuple[str, ...], int] = {}
         self.last_output: ControlOutput | None = None
         self._times = np.zeros(1024)
         self._times_n = 0
@@ -1223,11 +1224,15 @@ class WholeBodyController:
         Never raises for bad numbers: failures give a flagged safe command.
         """
         t0 = time.perf_counter()
-        if not self.state_fresh(now):
+        params = self._params
+        timeout = params["state_timeout"]
+        # (state_fresh / reference_fresh inline: this runs every tick)
+        if not ((now - self._t_state) <= timeout and (now - self._t_base) <= timeout
+                and (now - self._t_object) <= timeout):
             out = self._zero_output(MODE_STALE_STATE)
-        elif self.reference_fresh(now):
+        elif (now - self._t_ref) <= params["reference_timeout"]:
             out = self._inverse_dynamics(MODE_CONTROL, _CMD_PD)
-        elif self._params["safe_mode"] == "damping":
+        elif params["safe_mode"] == "damping":
             out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
         else:
             out = self._zero_output(MODE_STALE_REFERENCE)
@@ -1452,7 +1457,11 @@ class WholeBodyController:
         they are in ``self._tau`` already."""
         cm = self._contact_model if model is None else model
         qdd = self._qdd_model if self._act_model is None else self._qdd_act
-        fused = self._compiled_tick(cm, method)
+        fused = None
+        if self._object is None and not self.solver_state.options.get(method):
+            fused = cm.compiled_ticks.get(method)  # the configuration's options (every tick)
+        if fused is None:
+            fused = self._compiled_tick(cm, method)
         if fused is not None:
             # the whole tick in one compiled call; the general path below only for its rare
             # cases (no contact, pivot limit, failed correction: documented fallbacks)
@@ -1599,7 +1608,7 @@ class WholeBodyController:
         self._grip_positions.clear()
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
-        self.solver_flag_counts = {}
+        self._flag_tuple_counts = {}
         self.safe_tick_counts = {}
         self._times_n = 0
         self.last_output = None
@@ -1613,11 +1622,24 @@ class WholeBodyController:
             self.deadline_misses += 1
         if out.warm_start_used:
             self.warm_start_hits += 1
-        for flag in out.solver_flags:
-            self.solver_flag_counts[flag] = self.solver_flag_counts.get(flag, 0) + 1
+        flags = out.solver_flags
+        if flags:
+            counts = self._flag_tuple_counts
+            counts[flags] = counts.get(flags, 0) + 1
         self._times[self._times_n % self._times.shape[0]] = dtc
         self._times_n += 1
         self.last_output = out
+
+    @property
+    def solver_flag_counts(self) -> dict[str, int]:
+        """Ticks per contact-solver flag (``wbc_dynamics.contact.FLAGS``: fallback, min_norm,
+        inconsistent_corrected, ...) since construction or :meth:`reset`; reported in the
+        node's diagnostics."""
+        counts: dict[str, int] = {}
+        for flags, n in self._flag_tuple_counts.items():
+            for flag in flags:
+                counts[flag] = counts.get(flag, 0) + n
+        return counts
 
     def timing_stats(self) -> dict[str, float]:
         """Compute-time statistics [s] over the last <= 1024 ticks: mean, p99, max, count."""

@@ -64,8 +64,8 @@ called from other compiled code. :func:`solve_dense_qp` is the Python entry poin
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import cholesky
 
 __all__ = [
@@ -111,7 +111,7 @@ def work_sizes(n: int, m: int) -> tuple[int, int]:
 
 
 # --------------------------------------------------------------------------- kernels
-@njit(cache=True)
+@leaf_kernel
 def _givens(a: float, b: float) -> tuple[float, float, float]:
     """(c, s, h) with [c s; -s c] [a; b] = [h; 0]."""
     h = np.hypot(a, b)
@@ -120,7 +120,7 @@ def _givens(a: float, b: float) -> tuple[float, float, float]:
     return a / h, b / h, h
 
 
-@njit(cache=True)
+@leaf_kernel
 def _rot_rows(M: np.ndarray, i: int, j: int, c: float, s: float, k0: int, k1: int) -> None:
     """Rows i, j of M (columns k0..k1-1) <- [c s; -s c] [row i; row j]."""
     for k in range(k0, k1):
@@ -130,7 +130,7 @@ def _rot_rows(M: np.ndarray, i: int, j: int, c: float, s: float, k0: int, k1: in
         M[j, k] = -s * a + c * b
 
 
-@njit(cache=True)
+@leaf_kernel
 def _normal_dot(A: np.ndarray, row: int, kind: int, v: np.ndarray) -> float:
     """n^T v for the normal n of (row, kind): n = a_row (lower / equality), -a_row (upper)."""
     s = 0.0
@@ -139,13 +139,13 @@ def _normal_dot(A: np.ndarray, row: int, kind: int, v: np.ndarray) -> float:
     return -s if kind == _UPPER else s
 
 
-@njit(cache=True)
+@leaf_kernel
 def _rhs(l: np.ndarray, u: np.ndarray, row: int, kind: int) -> float:
     """b of n^T x >= b (lower / equality: l_row; upper: -u_row)."""
     return -u[row] if kind == _UPPER else l[row]
 
 
-@njit(cache=True)
+@leaf_kernel
 def _compute_d(Jt: np.ndarray, A: np.ndarray, row: int, kind: int, d: np.ndarray) -> None:
     """d = J^T n (Jt holds J transposed: row j of Jt = column j of J)."""
     n = Jt.shape[0]
@@ -157,7 +157,7 @@ def _compute_d(Jt: np.ndarray, A: np.ndarray, row: int, kind: int, d: np.ndarray
         d[j] = sg * s
 
 
-@njit(cache=True)
+@leaf_kernel
 def _add_column(Jt: np.ndarray, R: np.ndarray, d: np.ndarray, nact: int) -> None:
     """Append the column d = J^T n to the factorization (Givens rotations of J from the
     bottom so that d[nact+1:] = 0; new column of R = d[:nact+1])."""
@@ -175,7 +175,7 @@ def _add_column(Jt: np.ndarray, R: np.ndarray, d: np.ndarray, nact: int) -> None
         R[i, nact] = 0.0
 
 
-@njit(cache=True)
+@leaf_kernel
 def _drop(Jt: np.ndarray, R: np.ndarray, act: np.ndarray, kind: np.ndarray, uact: np.ndarray,
           nact: int, k: int) -> None:
     """Remove active constraint k (of nact): delete column k of R, restore the triangular form
@@ -197,7 +197,7 @@ def _drop(Jt: np.ndarray, R: np.ndarray, act: np.ndarray, kind: np.ndarray, uact
         R[i, nact - 1] = 0.0
 
 
-@njit(cache=True)
+@leaf_kernel
 def _start_point(x0: np.ndarray, Jt: np.ndarray, R: np.ndarray,
                  A: np.ndarray, l: np.ndarray, u: np.ndarray, act: np.ndarray,
                  kind: np.ndarray, nact: int, x: np.ndarray, uact: np.ndarray,
@@ -222,7 +222,7 @@ def _start_point(x0: np.ndarray, Jt: np.ndarray, R: np.ndarray,
         uact[j] = s / R[j, j]
 
 
-@njit(cache=True)
+@leaf_kernel
 def _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, active):
     """x = the minimizer on the active set with dual feasibility restored: while an inequality
     multiplier is negative, drop the most negative one. Returns (nact, drops)."""
@@ -243,7 +243,7 @@ def _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, ac
         drops += 1
 
 
-@njit(cache=True)
+@leaf_kernel
 def _try_add(Jt: np.ndarray, R: np.ndarray, A: np.ndarray, row: int, kd: int, d: np.ndarray,
              nact: int, dep_tol: float) -> bool:
     """Add (row, kd) to the factorization unless its normal depends on the active ones."""
@@ -263,7 +263,7 @@ def _try_add(Jt: np.ndarray, R: np.ndarray, A: np.ndarray, row: int, kd: int, d:
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                     u: np.ndarray, warm: np.ndarray, use_warm: bool, max_iter: int,
                     tol: float, dep_tol: float, fwork: np.ndarray, iwork: np.ndarray,

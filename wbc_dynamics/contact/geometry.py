@@ -41,6 +41,7 @@ from ..kernels import world
 from ..kernels.arena import NO_ARENA, Arena
 from ..kernels.dynamics import OK, forward_kinematics
 from ..kernels.kinematics import point_jacobian_filled
+from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import psd_pinv_solve
 from ..kernels.records import RecordType
 from .candidates import contact_points
@@ -125,7 +126,7 @@ class FreeBody:
         )
 
 
-@njit(cache=True)
+@leaf_kernel
 def _frame_from_normal(n, F):
     """Write the contact frame (columns n, s, t) for unit normal n into F (3, 3)."""
     if abs(n[0]) > 0.9:
@@ -157,7 +158,7 @@ def contact_frame(normal: np.ndarray) -> np.ndarray:
     return F
 
 
-@njit(cache=True)
+@leaf_kernel
 def _emit(
     k,
     b,

@@ -47,6 +47,7 @@ from numba import njit
 
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
+from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky
 from .consistency import min_norm_impulse_kernel
 from .dispatch import fallback_result
@@ -72,7 +73,7 @@ MIN_NORM_TOL = 1e-3
 
 
 # --------------------------------------------------------------------------- numba kernels
-@njit(cache=True)
+@leaf_kernel
 def _chol_solve_inplace(L: np.ndarray, b: np.ndarray) -> None:
     chol_solve(L, L.shape[0], b, b)
 
@@ -116,7 +117,7 @@ def _reduce_kernel(
     return ok, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree
 
 
-@njit(cache=True)
+@leaf_kernel
 def _reduce_into(Minv, h, v, act, fr, qdd, dt, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf,
                  ufree, G, scratch, JK) -> bool:
     """:func:`_reduce_kernel` into the caller's buffers (no allocation): ``L``, ``G`` (nu, nu),
@@ -234,7 +235,7 @@ def _recover_kernel(
     return tau, vn, gen
 
 
-@njit(cache=True)
+@leaf_kernel
 def _recover_into(Minv, act, L, tau0, fstar, dt, J, c, tau, vn, gen, scratch) -> None:
     """:func:`_recover_kernel` into ``tau`` (nu,), ``vn``, ``gen`` (nv,) with ``scratch``
     (>= nv + nu,); no allocation."""
@@ -386,7 +387,7 @@ def _assemble_lcp(H: np.ndarray, Jv0: np.ndarray, phi: np.ndarray, dt: float, mu
     return Q, q
 
 
-@njit(cache=True)
+@leaf_kernel
 def _model_residuals(J: np.ndarray, v_next: np.ndarray, phi: np.ndarray, dt: float,
                      mu: np.ndarray, z: np.ndarray, k: int) -> tuple[float, float]:
     """(54)-(56) re-evaluated at the returned v+ (not from the LCP matrix):

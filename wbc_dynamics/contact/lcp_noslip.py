@@ -38,6 +38,7 @@ from numba import njit
 
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
+from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import chol_solve as _chol_solve
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
@@ -63,7 +64,7 @@ def _gram_row(NK, N, order, m, i, x):
     return d
 
 
-@njit(cache=True)
+@leaf_kernel
 def _chol_append(L, k, x, d, tol_rel, min_pivot, y):
     """Try to append a row/column to the Cholesky factor L[:k,:k] (lower).
 
@@ -88,7 +89,7 @@ def _chol_append(L, k, x, d, tol_rel, min_pivot, y):
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def _append_row(G, W, L, k, g, wg, d, tol, x, min_pivot, kind, idx, act, pcol, y):
     """Try to append row g (with wg = M^-1 g, d = g . wg) to G, W = M^-1 G^T and the factor L
     (pivot tests of :func:`_chol_append`). ``kind``, ``idx`` of the rows kept so far (as
@@ -519,7 +520,7 @@ def lcp_noslip_kernel(
     return (tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, 2 * nc - (nG - nu), viol)
 
 
-@njit(cache=True)
+@leaf_kernel
 def _complementarity_residual(z, w):
     """max(|z_i w_i|, -z_i, -w_i) over i."""
     r = 0.0

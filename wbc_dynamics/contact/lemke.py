@@ -51,6 +51,7 @@ from numba import njit
 
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
+from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import lu_solve
 
 __all__ = [
@@ -80,7 +81,7 @@ STATUS_NAMES = {
 
 
 # --------------------------------------------------------------------------- numba kernels
-@njit(cache=True)
+@leaf_kernel
 def _invert(B: np.ndarray, out: np.ndarray, work: np.ndarray) -> bool:
     """Gauss-Jordan inverse with partial pivoting; False if (numerically) singular."""
     n = B.shape[0]
@@ -128,7 +129,7 @@ def _invert(B: np.ndarray, out: np.ndarray, work: np.ndarray) -> bool:
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def _column(Q: np.ndarray, d: np.ndarray, var: int, out: np.ndarray) -> None:
     """Column of variable ``var`` in ``w - Q z - d z0 = q`` (w_i: i, z_i: n + i, z0: 2n)."""
     n = Q.shape[0]
@@ -145,7 +146,7 @@ def _column(Q: np.ndarray, d: np.ndarray, var: int, out: np.ndarray) -> None:
             out[i] = -d[i]
 
 
-@njit(cache=True)
+@leaf_kernel
 def _matvec(A: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     n = A.shape[0]
     m = A.shape[1]
@@ -156,7 +157,7 @@ def _matvec(A: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
         out[i] = s
 
 
-@njit(cache=True)
+@leaf_kernel
 def _pivot(Binv: np.ndarray, x: np.ndarray, col: np.ndarray, r: int) -> None:
     n = x.shape[0]
     piv = col[r]
@@ -173,7 +174,7 @@ def _pivot(Binv: np.ndarray, x: np.ndarray, col: np.ndarray, r: int) -> None:
                 x[i] -= f * x[r]
 
 
-@njit(cache=True)
+@leaf_kernel
 def _lexi_select(
     cand: np.ndarray, ncand: int, Binv: np.ndarray, col: np.ndarray, sign: float
 ) -> int:
@@ -300,7 +301,7 @@ def _lemke_run(
     return PIVOT_LIMIT, pivots
 
 
-@njit(cache=True)
+@leaf_kernel
 def _basis_matrix(Q: np.ndarray, basis: np.ndarray, B: np.ndarray) -> None:
     n = Q.shape[0]
     for i in range(n):
@@ -315,7 +316,7 @@ def _basis_matrix(Q: np.ndarray, basis: np.ndarray, B: np.ndarray) -> None:
                 B[r, i] = -Q[r, j]
 
 
-@njit(cache=True)
+@leaf_kernel
 def _extract(
     Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray, z: np.ndarray, w: np.ndarray
 ) -> float:
@@ -330,7 +331,7 @@ def _extract(
     return _violation(Q, q, z, w)
 
 
-@njit(cache=True)
+@leaf_kernel
 def _violation(Q: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
     n = q.shape[0]
     _matvec(Q, z, w)
@@ -390,7 +391,7 @@ def _complementary_basis_solution(Q: np.ndarray, q: np.ndarray, warm: np.ndarray
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def _accept_basic(Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray,
                   z: np.ndarray, w: np.ndarray, tol: float) -> float:
     """The basic values ``x`` of ``basis`` as the solution (z, w, tiny negative z clipped) if

@@ -42,6 +42,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from ..kernels.leaf import leaf_kernel
+
 __all__ = [
     "FLAGS",
     "ContactProblem",
@@ -71,7 +73,7 @@ FLAGS: dict[str, str] = {
 }
 
 
-@njit(cache=True)
+@leaf_kernel
 def _finite_1d(a):
     for i in range(a.shape[0]):
         if not np.isfinite(a[i]):

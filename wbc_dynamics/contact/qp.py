@@ -120,6 +120,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from ..kernels.arena import NO_ARENA
+from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import left_nullspace
 from .consistency import mark_sticking_correction, sticking_consistent_problem
 from .dense_qp import DenseQPWork, solve_dense_qp
@@ -295,7 +296,7 @@ def _settings(eps: float, max_iter: int, warm: bool, polish: bool) -> dict[str, 
 
 
 # --------------------------------------------------------------------------- numba kernels
-@njit(cache=True)
+@leaf_kernel
 def _constraint_value(r: int, c: int, nc: int, k: int, coulomb: bool, mu: np.ndarray,
                       pattern: bool) -> float:
     """Entry (r, c) of C = [I on f_N; pyramid facet rows] (layout of :class:`QPLayout`)."""
@@ -315,7 +316,7 @@ def _constraint_value(r: int, c: int, nc: int, k: int, coulomb: bool, mu: np.nda
     return 0.0
 
 
-@njit(cache=True)
+@leaf_kernel
 def _constraint_row(row: int, nc: int, k: int, mu: np.ndarray) -> tuple[int, float, float, float]:
     """Row ``row`` of C (as :func:`_constraint_value`, with each facet angle's cos / sin
     evaluated once per row instead of once per entry): (contact i, its entries in the f_N,i,
@@ -378,7 +379,7 @@ def _project(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool) -> np.ndarray
     return out
 
 
-@njit(cache=True)
+@leaf_kernel
 def _project_into(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool, out: np.ndarray,
                   g: np.ndarray) -> None:
     """:func:`_project` into ``out`` (may be ``f``) with ``g`` (>= nc,) scratch; no
@@ -407,7 +408,7 @@ def _project_into(f: np.ndarray, mu: np.ndarray, k: int, coulomb: bool, out: np.
                 out[2 * nc + i] *= sc
 
 
-@njit(cache=True)
+@leaf_kernel
 def _stage2_data_into(Afix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.ndarray,
                       tau1: np.ndarray, mu: np.ndarray, k: int, coulomb: bool, reg: float,
                       rank_tol: float, exact: bool, beta: np.ndarray, JW: np.ndarray,
@@ -425,7 +426,7 @@ def _stage2_data_into(Afix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.n
     return r
 
 
-@njit(cache=True)
+@leaf_kernel
 def _stage2_data_from_basis(W: np.ndarray, r: int, J: np.ndarray, act: np.ndarray,
                             f0: np.ndarray, tau1: np.ndarray, mu: np.ndarray, k: int,
                             coulomb: bool, reg: float, exact: bool, JW: np.ndarray,
@@ -545,7 +546,7 @@ def linear_term_work_size(m: int, nf: int) -> int:
     return m * nf + nf + 1 + 2 * m
 
 
-@njit(cache=True)
+@leaf_kernel
 def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float, tol: float,
                         work: np.ndarray, basis: np.ndarray) -> tuple[bool, int]:
     """Whether the contact-velocity Stage I objective changes along its flat directions
@@ -566,7 +567,9 @@ def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float, tol: 
     within one tick (below it the contact still counts as touching)."""
     m, nf = Jf.shape
     A = work[:m * nf].reshape((m, nf))
-    A[:, :] = Jf
+    for i in range(m):  # (an element loop: a leaf kernel has no array-to-array assignment)
+        for j in range(nf):
+            A[i, j] = Jf[i, j]
     beta = work[m * nf:m * nf + nf + 1]
     proj = work[m * nf + nf + 1:m * nf + nf + 1 + m]
     coef = work[m * nf + nf + 1 + m:m * nf + nf + 1 + 2 * m]

@@ -77,6 +77,7 @@ from numba import njit
 from numba.experimental import structref
 
 from ..kernels.fixed_args import fixed_args, pack_type
+from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import bound_entry, left_nullspace
 from ..kernels.records import RecordType
 from .dense_qp import dense_qp_kernel, work_sizes
@@ -513,7 +514,7 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     return nc, TICK_OK, not same, found
 
 
-@njit(cache=True)
+@leaf_kernel
 def _recenter_q(x, qlin, delta, out):
     """Stage I's second proximal pass (option ``stage1_recenter``): ``out = qlin - delta x``
     [m/s^2 x s]; returns False (no second pass) if x is not a finite (m,) vector."""
@@ -528,7 +529,7 @@ def _recenter_q(x, qlin, delta, out):
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def _finite_vector(x, n):
     if x.shape[0] != n:
         return False
@@ -538,7 +539,7 @@ def _finite_vector(x, n):
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def _accepted(s):
     # qp._ACCEPT: solved, solved inaccurate, iteration limit, time limit
     return s == 1 or s == 2 or s == 7 or s == 8

@@ -63,6 +63,7 @@ from .dynamics import (
     check_configuration,
     check_vector,
 )
+from .leaf import leaf_kernel
 from .world import (
     SC_DERIVATIVE_WORK,
     SC_INNER_WORK,
@@ -127,7 +128,7 @@ def _col_dot(A, c, b):
     )
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
     """World-frame RNEA quantities (seed 003 Table 4 lines 12-28) and the composites Ic, Bc, F.
 
@@ -242,7 +243,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
                 BcTS[k, r] = s2
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
     """Columns of d tau/d q, d tau/d v and M (see the module docstring)."""
     nb = topo.shape[0]
@@ -327,7 +328,7 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
                 anc = topo[anc, PARENT]
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, topo, tree, Sm, gravity, W, DW, SC):
     """d tau/d q (tangent [delta H, delta s]), d tau/d v and M at (q, v, a); status code.
 
@@ -351,7 +352,7 @@ def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, topo, tree, Sm, gravity, W
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def neg_sym_matmul(A, B, out):
     """out = -A @ B for a symmetric (n, n) A and (n, m) B, skipping the structural zeros of B.
 
@@ -371,7 +372,7 @@ def neg_sym_matmul(A, B, out):
                     out[r, c] -= b * A[k, r]
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def aba_derivatives(
     q, v, tau, ddq, dq, dv, M, Minv, ddq_dq, ddq_dv, FP, topo, tree, Sm, gravity, fext, W, DW, SC
 ):
@@ -397,7 +398,7 @@ def aba_derivatives(
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def linearize_continuous(
     q,
     v,
@@ -478,7 +479,7 @@ def linearize_continuous(
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
     """M(q)^-1 B by the O(n) forward-dynamics recursions (seed 001, eqs. (5)-(9)); status code.
 

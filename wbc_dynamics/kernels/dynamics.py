@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .leaf import leaf_kernel
 from .spatial import (
     motion_transform,
     rotation_about_axis,
@@ -49,7 +50,7 @@ SINGULAR = 6
 QUATERNION_TOLERANCE = 1e-6
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def check_vector(x):
     for k in range(x.shape[0]):
         if not np.isfinite(x[k]):
@@ -57,7 +58,17 @@ def check_vector(x):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
+def check_matrix(x):
+    """All entries of the 2-D ``x`` finite."""
+    for i in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            if not np.isfinite(x[i, k]):
+                return False
+    return True
+
+
+@leaf_kernel(error_model="numpy")
 def check_configuration(topo, q):
     """BAD_Q for a non-finite entry, BAD_QUATERNION for a non-unit free-flyer quaternion."""
     if not check_vector(q):
@@ -118,7 +129,7 @@ def _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw):
             pw[i, r] = pw[par, r] + Rp[r, 0] * pl0 + Rp[r, 1] * pl1 + Rp[r, 2] * pl2
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp):
     """Poses of every body: ``Xup`` (parent-to-body motion transforms) and world poses (Rw, pw).
 

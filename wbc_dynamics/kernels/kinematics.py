@@ -9,8 +9,6 @@ LOCAL_WORLD_ALIGNED) or in the frame's own axes (``local=True``, Pinocchio's LOC
 
 from __future__ import annotations
 
-from numba import njit
-
 from .dynamics import (
     IV,
     NVI,
@@ -20,10 +18,11 @@ from .dynamics import (
     check_vector,
     forward_kinematics,
 )
+from .leaf import leaf_kernel
 from .spatial import apply_motion, cross_motion_add
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def point_world(Rw, pw, body, r, out):
     """World position of the point r (body frame) into out (3)."""
     if body < 0:
@@ -34,7 +33,7 @@ def point_world(Rw, pw, body, r, out):
         out[k] = pw[body, k] + Rw[body, k, 0] * r[0] + Rw[body, k, 1] * r[1] + Rw[body, k, 2] * r[2]
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
     """Jacobian of a point after forward kinematics (``P``: 3-vector scratch; J zeroed first)."""
     J[:, :] = 0.0
@@ -98,7 +97,7 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
                     J[blk + k, c] = f0 * a0 + f1 * a1 + f2 * a2
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
     """Body spatial velocities and velocity-product accelerations (ddq = 0, no gravity)."""
     nb = topo.shape[0]
@@ -123,7 +122,7 @@ def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
         cross_motion_add(vel[i], vJ, acc[i])
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
     """Classical acceleration of the point for ddq = 0 (J̇v), from body velocities/accelerations.
 
@@ -161,7 +160,7 @@ def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
                 out[blk + k] = f0 * c0 + f1 * c1 + f2 * c2
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ, out):
     """J̇v of a point: forward kinematics, velocity pass, then the classical point acceleration."""
     st = check_configuration(topo, q)
@@ -175,7 +174,7 @@ def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel,
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def points_kinematics(
     topo,
     tree,

@@ -11,12 +11,13 @@ import numpy as np
 from numba import njit
 
 from . import arena as _ar
+from .leaf import leaf_kernel
 
 __all__ = ["bound_entry", "cholesky", "chol_solve", "chol_solve_columns", "left_nullspace",
            "lu_solve", "psd_pinv_solve"]
 
 
-@njit(cache=True)
+@leaf_kernel
 def cholesky(A, L, min_pivot):
     """``A = L L^T`` from the lower triangle of the symmetric ``A`` (n, n) into ``L`` (its upper
     triangle zeroed). Returns False (``L`` partly written) at the first pivot ``<= min_pivot``:
@@ -51,7 +52,7 @@ def cholesky(A, L, min_pivot):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def chol_solve(L, k, b, out):
     """Solve ``(L L^T) out = b`` with ``L[:k, :k]`` lower triangular (``out`` may be ``b``)."""
     for i in range(k):
@@ -66,7 +67,7 @@ def chol_solve(L, k, b, out):
         out[i] = s / L[i, i]
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def lu_solve(A, b, min_pivot):
     """Solve ``A x = b`` in place (``b`` becomes x; ``A`` (n, n) is overwritten by its LU
     factors) by Gaussian elimination with partial pivoting, the algorithm of LAPACK's unblocked
@@ -107,7 +108,7 @@ def lu_solve(A, b, min_pivot):
     return True
 
 
-@njit(cache=True)
+@leaf_kernel
 def chol_solve_columns(L, X):
     """Solve ``(L L^T) Y = X`` for every column of ``X`` (n, p) in place, ``L`` (n, n) lower
     triangular: each column's substitutions in :func:`chol_solve`'s order (the same rounding),
@@ -132,7 +133,7 @@ def chol_solve_columns(L, X):
             X[i, c] = X[i, c] / lii
 
 
-@njit(cache=True)
+@leaf_kernel
 def left_nullspace(A, rank_tol, beta, out):
     """An orthonormal basis of ``ker A^T`` (the orthogonal complement of the range of ``A``,
     (m, p)) written to ``out[:m r]`` as a C-ordered (m, r) matrix; returns its dimension r.
@@ -210,7 +211,7 @@ def left_nullspace(A, rank_tol, beta, out):
     return r
 
 
-@njit(cache=True)
+@leaf_kernel
 def _reflect(V, h, beta, X, c):
     """``X[:, c] <- (I - beta v v^T) X[:, c]``: the Householder reflector whose vector ``v`` is
     ``V[h:, h]`` (zero above row h)."""

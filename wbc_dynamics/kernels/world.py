@@ -66,10 +66,12 @@ from .dynamics import (
     SUBTREE_END,
     _invert_spd,
     check_configuration,
+    check_matrix,
     check_vector,
 )
 from .kinematics import point_bias as _point_bias
 from .kinematics import points_kinematics as _points_kinematics
+from .leaf import leaf_kernel
 from .spatial import (
     cross_force_add,
     cross_motion_add,
@@ -142,7 +144,7 @@ def workspace(nb: int) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros((nb, N_SLOTS, 6, 6)), np.zeros((N_SCRATCH, 6, 6))
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def world_quantities(topo, tree, Sm, W, with_inertia):
     """World-frame motion subspaces (``W_MOTION_SUBSPACE``) and, if asked, body inertias
     (``W_BODY_INERTIA``).
@@ -317,7 +319,7 @@ def _local_pose_t(jt, iq, t, q):
     )
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def world_poses_into(topo, tree, q, last, W, SC):
     """World poses of bodies 0..last into ``W_POSE`` (rows 0-2 rotation, row 3 position).
 
@@ -344,13 +346,13 @@ def world_poses_into(topo, tree, q, last, W, SC):
                 P[3, r] = Pp[3, r] + a0 * l0 + a1 * l1 + a2 * l2
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def kinematics_into(topo, tree, q, W, SC):
     """World poses of every body (``W_POSE``)."""
     world_poses_into(topo, tree, q, topo.shape[0] - 1, W, SC)
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def crba(q, M, topo, tree, Sm, W, SC):
     """Joint-space inertia matrix by the composite-rigid-body algorithm, world frame.
 
@@ -526,7 +528,7 @@ def crba(q, M, topo, tree, Sm, W, SC):
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _backward_joint(topo, i, W, SC):
     """U = IA S, D = S^T U, D^-1 for body i (world frame). False if D is not positive definite."""
     if topo[i, NVI] == 6:
@@ -557,7 +559,7 @@ def _backward_joint_n(topo, i, nvi, W, SC):
     return _invert_spd(D, nvi, W[i, W_S_IA_S_INV], SC[SC_INNER_WORK])
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _add_articulated_to_parent(topo, i, W):
     """IA[parent] += IA - U D^-1 U^T (the part of IA transmitted across joint i)."""
     nvi = topo[i, NVI]
@@ -583,7 +585,7 @@ def _add_articulated_to_parent(topo, i, W):
             IAp[r, c] += s
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
     """Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1), world
     frame.
@@ -598,7 +600,7 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
         return BAD_V
     if not check_vector(tau):
         return BAD_A
-    if use_fext and not check_vector(fext.ravel()):
+    if use_fext and not check_matrix(fext):
         return BAD_FEXT
     kinematics_into(topo, tree, q, W, SC)
     world_quantities(topo, tree, Sm, W, True)
@@ -709,7 +711,7 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _minv_articulate_1dof(topo, i, W):
     """U = IA S, D^-1 (``W_IA_S``, ``W_S_IA_S_INV``) of a 1-DoF joint and IA[parent] += IA -
     U D^-1 U^T, with the articulated inertias IA in ``W_MINV_ARTICULATED_INERTIA``, upper
@@ -745,7 +747,7 @@ def _minv_articulate_1dof(topo, i, W):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _minv_articulate_ndof(topo, i, W, SC):
     """:func:`_minv_articulate_1dof` for a multi-DoF joint (the free-flyer): IA completed from
     its upper triangle into ``W_ARTICULATED_INERTIA`` for :func:`_backward_joint`."""
@@ -774,7 +776,7 @@ def _minv_articulate_ndof(topo, i, W, SC):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _minv_backward_1dof(topo, i, W, F, Minv):
     """Alg. 1 lines 9-13 for a 1-DoF joint, world frame (see :func:`minverse`)."""
     iv = topo[i, IV]
@@ -806,7 +808,7 @@ def _minv_backward_1dof(topo, i, W, F, Minv):
             F[5, j] += u5 * m
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _minv_backward_ndof(topo, i, W, F, Minv, col):
     """Alg. 1 lines 9-13 for a multi-DoF joint (the free-flyer), world frame."""
     if topo[i, NVI] == 6:
@@ -848,7 +850,7 @@ def _minv_backward_ndof_n(topo, i, nvi, W, F, Minv, col):
                 F[r, j] = s
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _minv_forward_1dof(topo, i, W, FP, Minv, nv):
     """Alg. 1 lines 21-26 for a 1-DoF joint with a parent, world frame."""
     iv = topo[i, IV]
@@ -875,7 +877,7 @@ def _minv_forward_1dof(topo, i, W, FP, Minv, nv):
             Pi[5, j] = p5 + s5 * m
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def _minv_forward_ndof(topo, i, W, FP, Minv, nv, col):
     """Alg. 1 lines 21-26 for a multi-DoF joint or a root joint, world frame."""
     if topo[i, NVI] == 6:
@@ -923,7 +925,7 @@ def _minv_forward_ndof_n(topo, i, nvi, W, FP, Minv, nv, col):
                 Pi[r, j] = s
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
     """Analytical inverse of the joint-space inertia matrix, never forming M (world frame).
 
@@ -1013,7 +1015,7 @@ def _inertia_vec(I, x, out):
     out[5] = I[5, 0] * x[0] + I[5, 1] * x[1] + I[5, 3] * x[3] + I[5, 4] * x[4] + I[5, 5] * x[5]
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity, W, SC):
     """Recursive Newton-Euler inverse dynamics in body frames (Featherstone 2008, Table 5.1).
 
@@ -1029,7 +1031,7 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         return BAD_V
     if not check_vector(a):
         return BAD_A
-    if use_fext and not check_vector(fext.ravel()):
+    if use_fext and not check_matrix(fext):
         return BAD_FEXT
     nb = topo.shape[0]
     vJ = SC[SC_FORWARD_PASS, 0]
@@ -1175,7 +1177,7 @@ def _kin_check_configuration(kin, q):
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def frame_jacobian(q, body, F, local, J, kin):
     """Jacobian (6 x nv, rows [linear; angular]) of the frame ``F`` of ``body``.
 
@@ -1282,7 +1284,7 @@ def frame_jacobian(q, body, F, local, J, kin):
     return OK
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def frame_placement(q, body, F, T, kin):
     """4x4 homogeneous world placement of the frame ``F`` of ``body`` into T (m); ``F`` and
     ``q`` as in :func:`frame_jacobian`, which also says why only the ancestors of ``body`` are
@@ -1331,7 +1333,7 @@ def _point_kinematics_views(W, SC):
     )
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, W, SC, out):
     """J̇v of a point; see :func:`kinematics.point_bias`."""
     Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
@@ -1339,7 +1341,7 @@ def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, W, SC, out):
                        out)
 
 
-@njit(cache=True, error_model="numpy")
+@leaf_kernel(error_model="numpy")
 def points_kinematics(topo, tree, Sm, q, v, bodies, rs, W, SC, J6, positions, J_lin, bias_lin):
     """Batched contact-point kinematics; see :func:`kinematics.points_kinematics`."""
     Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
