@@ -142,7 +142,8 @@ def test_precompile_fills_the_cache_a_node_start_then_loads(tmp_path):
     assert kernels["duplicates"] == {}, kernels
     # the compile helper's cache probe: all missing before, all cached after (so a warm start
     # starts no helper); the helper itself ran (its progress line)
-    assert kernels["before"] == [["lcp_noslip", "lcp_noslip_kernel"],
+    assert kernels["before"] == [["geometry", "contact_kernel"],
+                                 ["lcp_noslip", "lcp_noslip_kernel"],
                                  ["consistency", "min_norm_solution_kernel"],
                                  ["geometry", "passive_impact_kernel"]], kernels
     assert kernels["after"] == [], kernels
@@ -170,6 +171,7 @@ def test_compile_helper_kernel_lists_name_cached_kernels():
     from numba.core.registry import CPUDispatcher
 
     from wbc_dynamics.compile_helper import (
+        CONTACT_GEOMETRY_KERNEL,
         FREE_DOF_KERNEL,
         GENERAL_PATH_KERNELS,
         PASSIVE_IMPACT_KERNEL,
@@ -182,7 +184,7 @@ def test_compile_helper_kernel_lists_name_cached_kernels():
     assert set(TICK_PART_KERNELS) <= set(CONTACT_METHODS)
     for kernel in [*(k for ks in GENERAL_PATH_KERNELS.values() for k in ks),
                    *(k for ks in TICK_PART_KERNELS.values() for k in ks),
-                   PASSIVE_IMPACT_KERNEL, FREE_DOF_KERNEL]:
+                   PASSIVE_IMPACT_KERNEL, FREE_DOF_KERNEL, CONTACT_GEOMETRY_KERNEL]:
         d = _dispatcher(*kernel)
         assert isinstance(d, CPUDispatcher) and type(d._cache).__name__ == "FunctionCache", kernel
 
@@ -272,3 +274,33 @@ def test_helper_tick_steps_are_the_ones_a_controller_binds():
                 {"robot": "arm", "method": "none", "passive_joints": ["joint_6"]}):
         WholeBodyController(cfg)
         assert (set(_prepare_tick.signatures), set(_finish_tick.signatures)) == before, cfg
+
+
+def test_helper_wait_returns_at_its_contact_line_and_drains_its_stderr():
+    """The controller goes on at the helper's CONTACT_KERNELS_READY line (the helper still
+    compiles method none's tick), and waits for its exit before binding that tick; a helper
+    writing more than a pipe holds to stderr does not block; a failure keeps stderr's tail."""
+    from wbc_dynamics.compile_helper import CONTACT_KERNELS_READY, CompileHelper
+
+    script = ("import sys, time\n"
+              "sys.stderr.write('x' * 200000)\n"
+              f"print({CONTACT_KERNELS_READY!r}, flush=True)\n"
+              "time.sleep(1.0)\n"
+              "sys.stderr.write('the end')\n"
+              "sys.exit(int(sys.argv[1]))\n")
+
+    def start(code: int) -> tuple[CompileHelper, subprocess.Popen]:
+        proc = subprocess.Popen([sys.executable, "-c", script, str(code)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        return CompileHelper(proc, ["lcp_noslip"]), proc
+
+    helper, proc = start(0)
+    assert helper.wait(timeout=30.0, contact_only=True) is True
+    assert proc.poll() is None and helper.result is None  # still running: method none's tick
+    assert helper.wait(timeout=30.0, contact_only=True) is True  # (remembered)
+    assert helper.wait(timeout=30.0) is True and helper.result is True
+    assert proc.returncode == 0
+    failing, proc = start(3)
+    assert failing.wait(timeout=30.0) is False
+    assert failing.result.startswith("exit code 3") and failing.result.endswith("the end")

@@ -32,6 +32,7 @@ thread), and SIGINT / SIGTERM end it at once even inside LLVM (default signal ac
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -50,6 +51,12 @@ GENERAL_PATH_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
     "qp_noslip": (("qp", "_stage1_data"), ("qp", "_stage2_data")),
 }
 PASSIVE_IMPACT_KERNEL = ("geometry", "passive_impact_kernel")
+#: the contact candidates' kernel (every contact method's assembly calls it; the controller's
+#: contact model runs it first): compiled first, while the controller compiles its core kernels
+CONTACT_GEOMETRY_KERNEL = ("geometry", "contact_kernel")
+#: the helper's stdout line once every kernel of the contact methods is in the cache (only
+#: method none's tick follows): the controller goes on from there (:meth:`CompileHelper.wait`)
+CONTACT_KERNELS_READY = "contact kernels compiled"
 #: methods with a fused compiled tick (wbc_dynamics.contact.tick, .qp_tick): its assembly stage
 #: calls the passive-impact kernel whether or not the configuration enables it (a runtime
 #: branch), so the helper compiles that kernel for them too
@@ -91,8 +98,9 @@ def kernels_to_compile(methods: Sequence[str], passive_impact: bool,
                        free_dof: bool = False) -> list[tuple[str, str]]:
     """The helper's kernels for these contact methods (and, with ``free_dof``, the method-none
     tick) that the on-disk cache lacks."""
-    wanted = [k for m in methods
-              for k in (*GENERAL_PATH_KERNELS.get(m, ()), *TICK_PART_KERNELS.get(m, ()))]
+    wanted = [CONTACT_GEOMETRY_KERNEL] if methods else []
+    wanted += [k for m in methods
+               for k in (*GENERAL_PATH_KERNELS.get(m, ()), *TICK_PART_KERNELS.get(m, ()))]
     if (passive_impact and methods) or any(m in FUSED_TICK_METHODS for m in methods):
         wanted.append(PASSIVE_IMPACT_KERNEL)
     if free_dof and methods:
@@ -108,6 +116,8 @@ class CompileHelper:
         self.methods = methods
         #: after :meth:`wait`: True if the helper compiled everything, else the reason it did not
         self.result: bool | str | None = None
+        self._contact_ready = False  # its CONTACT_KERNELS_READY line was read
+        self._err = b""  # the tail of its stderr (drained while waiting: a full pipe blocks it)
 
     @classmethod
     def start(cls, methods: Sequence[str], passive_impact: bool,
@@ -131,30 +141,45 @@ class CompileHelper:
                 *(["--free-dof"] if free_dof else []), *methods]
         try:
             proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    text=True)
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except OSError:
             return None
         return cls(proc, methods)
 
-    def wait(self, timeout: float = 300.0) -> bool:
+    def wait(self, timeout: float = 300.0, contact_only: bool = False) -> bool:
         """Wait for the helper (signals are handled meanwhile: it waits in short slices); True
-        if it compiled everything. After ``timeout`` seconds it is stopped and False returned."""
+        if it compiled everything -- with ``contact_only``, everything but method none's tick
+        (its :data:`CONTACT_KERNELS_READY` line), which it compiles last: the controller needs
+        that one only at the end of its start-up. After ``timeout`` seconds the helper is
+        stopped and False returned."""
         if self.result is not None:
             return self.result is True
+        if contact_only and self._contact_ready:
+            return True
         deadline = time.monotonic() + timeout
-        err = ""
+        out, err = self._proc.stdout, self._proc.stderr
+        pending = b""
         while True:
-            try:
-                _, err = self._proc.communicate(timeout=0.1)
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    self.result = f"no result after {timeout:.0f} s"
-                    return False
-        code = self._proc.returncode
-        self.result = True if code == 0 else f"exit code {code}: {(err or '').strip()[-500:]}"
+            ready, _, _ = select.select([out, err], [], [], 0.1)
+            if err in ready:
+                self._err = (self._err + os.read(err.fileno(), 65536))[-2000:]
+            if out in ready:
+                chunk = os.read(out.fileno(), 65536)
+                pending += chunk
+                if CONTACT_KERNELS_READY.encode() in pending.split(b"\n"):
+                    self._contact_ready = True
+                    if contact_only:
+                        return True
+                if not chunk:  # end of its output: it has exited (or is about to)
+                    break
+            if time.monotonic() > deadline:
+                self.stop()
+                self.result = f"no result after {timeout:.0f} s"
+                return False
+        rest = err.read() or b""
+        code = self._proc.wait()
+        tail = (self._err + rest).decode(errors="replace").strip()[-500:]
+        self.result = True if code == 0 else f"exit code {code}: {tail}"
         return self.result is True
 
     def stop(self) -> None:
@@ -203,26 +228,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.simplefilter("ignore")
     # in the order the controller needs them: its per-tick pre- and post-step right after its
-    # core kernels, then the passive impact (contact model)
+    # core kernels, then the contact candidates (its contact model runs them first; the
+    # stand-in's types are any model's), then the methods' own kernels, which its fused tick
+    # waits for. The passive impact, which its assembly calls before that, it compiles itself
+    # while this compiles the methods' kernels (the critical path of a cold start): here it is
+    # only a fallback, usually a cache hit by then
     from .controller import compile_tick_steps
 
     compile_tick_steps()
-    if args.passive_impact:
-        from .contact.geometry import warm_passive_impact
-
-        warm_passive_impact()
+    cm = stand_in_contact_model()
+    cm.candidates(cm.robot.neutral())
     from .contact import warmup
 
     fused = [m for m in args.methods if m in FUSED_TICK_METHODS]
-    cm = stand_in_contact_model() if fused else None
-    if cm is not None and set(fused) & set(STICKING_METHODS):
+    if fused and set(fused) & set(STICKING_METHODS):
         # the sticking correction first: the controller's Stage I links it early
         from .contact.tick import compile_sticking_correction
 
         compile_sticking_correction(cm)
     warmup(list(args.methods))
-    if cm is not None:
+    if fused:
         compile_tick_parts(cm, fused)
+    if args.passive_impact:
+        from .contact.geometry import warm_passive_impact
+
+        warm_passive_impact()
+    print(CONTACT_KERNELS_READY, flush=True)
     if args.free_dof:
         compile_free_dof(cm)
     return 0

@@ -929,8 +929,11 @@ class WholeBodyController:
             if method != "none":
                 report(f"compiling / loading the contact method {method}")
                 self._ensure_contact_model(method)
-        # after the contact methods: on a cold start the compile helper has compiled it
-        # meanwhile (wbc_dynamics.compile_helper), and this loads it
+        # after the contact methods: on a cold start the compile helper compiles it meanwhile
+        # (wbc_dynamics.compile_helper, its last job), and this loads it
+        helper = getattr(self, "_compile_helper", None)
+        if helper is not None:
+            helper.wait()
         self._bind_free_dof(report)
 
         # statistics
@@ -1538,7 +1541,7 @@ class WholeBodyController:
             tick = self._compiled_tick(self._contact_model, method)
             if tick is not None:  # meanwhile: the part of the fused tick the helper cannot do
                 tick.compile_assembly()
-            helper.wait()
+            helper.wait(contact_only=True)  # (it goes on with method none's tick)
         contact_warmup([method])
         probe = self._build_contact_model(margin=1e3)
         saved = (self._q.copy(), self._v.copy(), self._qj.copy(), self._qdj.copy())
