@@ -18,9 +18,11 @@ compiled), while the controller compiles Stage I (``QPTick.compile_assembly``). 
 then only links what both compiled.
 
 It starts with the controller's per-tick pre- and post-step (``controller.compile_tick_steps``,
-robot-independent as well), which the controller binds right after its core kernels, and ends
-with ``method: none``'s compiled tick (:func:`compile_free_dof`), which the controller binds
-last.
+robot-independent as well), which the controller binds right after its core kernels, and the
+contact candidates' kernel, which its contact model runs next; it then prints
+:data:`CONTACT_KERNELS_READY`, at which the controller, waiting to link its fused tick, goes on
+(:meth:`CompileHelper.wait` with ``contact_only``), and ends with ``method: none``'s compiled
+tick (:func:`compile_free_dof`), which the controller binds last.
 
 The helper only saves time; nothing depends on it for correctness. It is not started when every
 kernel it would compile is already cached (a warm start costs nothing), on a single-core machine,
