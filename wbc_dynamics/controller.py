@@ -1227,15 +1227,11 @@ class WholeBodyController:
         Never raises for bad numbers: failures give a flagged safe command.
         """
         t0 = time.perf_counter()
-        params = self._params
-        timeout = params["state_timeout"]
-        # (state_fresh / reference_fresh inline: this runs every tick)
-        if not ((now - self._t_state) <= timeout and (now - self._t_base) <= timeout
-                and (now - self._t_object) <= timeout):
+        if not self.state_fresh(now):
             out = self._zero_output(MODE_STALE_STATE)
-        elif (now - self._t_ref) <= params["reference_timeout"]:
+        elif self.reference_fresh(now):
             out = self._inverse_dynamics(MODE_CONTROL, _CMD_PD)
-        elif params["safe_mode"] == "damping":
+        elif self._params["safe_mode"] == "damping":
             out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
         else:
             out = self._zero_output(MODE_STALE_REFERENCE)
@@ -1460,11 +1456,7 @@ class WholeBodyController:
         they are in ``self._tau`` already."""
         cm = self._contact_model if model is None else model
         qdd = self._qdd_model if self._act_model is None else self._qdd_act
-        fused = None
-        if self._object is None and not self.solver_state.options.get(method):
-            fused = cm.compiled_ticks.get(method)  # the configuration's options (every tick)
-        if fused is None:
-            fused = self._compiled_tick(cm, method)
+        fused = self._compiled_tick(cm, method)
         if fused is not None:
             # the whole tick in one compiled call; the general path below only for its rare
             # cases (no contact, pivot limit, failed correction: documented fallbacks)

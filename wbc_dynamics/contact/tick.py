@@ -641,12 +641,11 @@ class _CompiledTick:
         self.nc = nc
         self.flags = flags
         cm = self.cm
-        row_views = self._row_views
-        ids = self._ids = cm.ids_of((row_views.get(nc) or self._rows(nc))[0])
+        ids = self._ids = cm.ids_of(self._rows(nc)[0])
         if mstate is not None:
             mstate.contact_ids = ids
             mstate.impulses = impulses[:nc].copy()
-            mstate.active_ids = cm.ids_of((row_views.get(n_active) or self._rows(n_active))[1])
+            mstate.active_ids = cm.ids_of(self._rows(n_active)[1])
             mstate.data["tau"] = self.out.tau.copy()
 
     def _stored(self, mstate: MethodState) -> None:
@@ -663,8 +662,7 @@ class _CompiledTick:
     def contact_views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """This tick's (nc, 3) world contact points [m], world contact forces [N] and unit
         normals: read-only views of the tick's buffers, valid until its next :meth:`run`."""
-        nc = self.nc
-        return (self._row_views.get(nc) or self._rows(nc))[2:]
+        return self._rows(self.nc)[2:]
 
 
 class NoslipTick(_CompiledTick):
