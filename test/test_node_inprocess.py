@@ -221,6 +221,45 @@ def test_contact_outputs_go_only_to_listened_publishers_with_the_tick_forces(mak
         np.testing.assert_array_equal([[p.x, p.y, p.z] for p in mk.points], [p0, p1])
 
 
+def test_odometry_subscription_is_raw_read_in_place_or_deserialized_or_rejected(make_node):
+    """odom arrives serialized: little-endian CDR is read in place, big-endian CDR (another
+    encapsulation) is deserialized by the rmw to the same base state, and bytes that are no
+    Odometry are a counted ``malformed`` rejection that leaves the previous state."""
+    import struct
+
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import serialize_message
+
+    node, _, _ = make_node(robot="quadruped", floating_base=True, method="lcp_noslip")
+    sub = next(e for e in node._entities if isinstance(e, rclpy.subscription.Subscription)
+               and e.topic_name.endswith("/odom"))
+    assert sub.raw
+    ctl = node.controller
+    values = np.array([0.1, -0.2, 0.45, 0.0, 0.0, np.sin(0.2), np.cos(0.2), 0.3, 0.0, -0.1,
+                       0.0, 0.05, 0.2])               # position, xyzw, linear, angular
+    msg = Odometry()
+    msg.header.frame_id, msg.child_frame_id = "odom", "base_link"
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    p.x, p.y, p.z, o.x, o.y, o.z, o.w = values[:7]
+    t = msg.twist.twist
+    t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z = values[7:]
+    # classic CDR, big-endian: stamp; "odom" (5 bytes with NUL, body offset 12..17, 3 bytes
+    # to align 4); "base_link" (10 bytes, 24..34); 6 bytes to align the doubles to 8 (at 40)
+    big_endian = (b"\x00\x00\x00\x00" + struct.pack(">iI", 3, 4)
+                  + struct.pack(">I", 5) + b"odom\x00" + b"\x00" * 3
+                  + struct.pack(">I", 10) + b"base_link\x00" + b"\x00" * 6
+                  + struct.pack(">85d", *values[:7], *np.zeros(36), *values[7:], *np.zeros(36)))
+    for data in (serialize_message(msg), big_endian):
+        ctl.set_base_state(np.zeros(3), np.array([0.0, 0, 0, 1]), np.zeros(3), np.zeros(3), 0.0)
+        node._on_odom(data)
+        np.testing.assert_allclose(ctl._q[:7], values[:7], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(ctl._v[:6], values[7:], rtol=0, atol=1e-15)
+    node._on_odom(b"\x00\x01\x00\x00garbage")
+    assert node._rejected["odom"] == {"malformed": 1}
+    assert "odom: not a serialized Odometry" in node._last_reject
+    np.testing.assert_allclose(ctl._q[:7], values[:7], rtol=0, atol=1e-15)
+
+
 def _callback_of(node, topic_suffix):
     import rclpy.subscription
 

@@ -26,6 +26,7 @@ from wbc_dynamics.ros_conversions import (
     ReferenceParser,
     contact_schedule_swing_links,
     joint_position_bounds,
+    odometry_cdr_numbers,
 )
 
 JOINTS = ["a", "b", "c"]
@@ -159,6 +160,51 @@ def test_odometry_bounds_and_quaternion_renormalisation():
     assert p.renormalized == 1
     s = 1.0 + 1.01 * QUATERNION_NORM_TOLERANCE
     _rejected(lambda: p.parse(_odom(q=(0, 0, 0, s))), "quaternion_norm", "differs from 1")
+
+
+def test_odometry_read_in_place_from_cdr_equals_the_message():
+    """The node's odometry subscriptions are raw: odometry_cdr_numbers reads the serialized
+    message in place. Against rclpy's own serialization, for every alignment the two frame
+    names can leave (lengths 0..11 each) and random values: the 85 doubles bit for bit, and
+    parse_cdr_numbers gives what parse gives on the message object (renormalisation and
+    rejections included). Anything but little-endian classic CDR, and every truncation,
+    gives None (the node then lets the rmw deserialize it)."""
+    serialization = pytest.importorskip("rclpy.serialization",
+                                        reason="rclpy (ros-rclpy wheels) not installed")
+    from nav_msgs.msg import Odometry
+
+    rng = np.random.default_rng(7)
+    for n_frame in range(12):
+        for n_child in range(12):
+            msg = Odometry()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = int(rng.integers(1 << 30)), 5
+            msg.header.frame_id, msg.child_frame_id = "f" * n_frame, "c" * n_child
+            v = rng.uniform(-2.0, 2.0, 85)
+            v[3:7] *= (1.0 + rng.uniform(-5e-4, 5e-4)) / np.linalg.norm(v[3:7])
+            pose, twist = msg.pose.pose, msg.twist.twist
+            pose.position.x, pose.position.y, pose.position.z = v[0:3]
+            o = pose.orientation
+            o.x, o.y, o.z, o.w = v[3:7]
+            msg.pose.covariance = v[7:43]
+            twist.linear.x, twist.linear.y, twist.linear.z = v[43:46]
+            twist.angular.x, twist.angular.y, twist.angular.z = v[46:49]
+            msg.twist.covariance = v[49:85]
+            data = serialization.serialize_message(msg)
+            numbers = odometry_cdr_numbers(data)
+            np.testing.assert_array_equal(numbers, v)
+            by_cdr = [a.copy() for a in OdometryParser().parse_cdr_numbers(numbers)]
+            by_msg = OdometryParser().parse(msg)
+            for a, b in zip(by_cdr, by_msg, strict=True):
+                np.testing.assert_array_equal(a, b)
+            for cut in range(len(data)):
+                assert odometry_cdr_numbers(data[:cut]) is None
+            assert odometry_cdr_numbers(b"\x00\x00" + data[2:]) is None    # big-endian
+    bad = np.zeros(85)
+    bad[0], bad[6] = np.nan, 1.0
+    _rejected(lambda: OdometryParser().parse_cdr_numbers(bad), "non_finite",
+              "odom.pose.pose.position", "axis 'x'")
+    bad[0], bad[6] = 0.0, 0.0
+    _rejected(lambda: OdometryParser().parse_cdr_numbers(bad), "quaternion_norm", "orientation")
 
 
 def test_contact_schedule_conversion():
