@@ -33,8 +33,11 @@ def test_bench_tick_tiny_reports_ratios_for_every_variant(capsys):
             assert math.isfinite(r[key]) and r[key] > 0.0, (r["variant"], key, r[key])
         assert r["median_ratio"] == pytest.approx(r["median_us"] / r["pin_median_us"])
         assert r["p99_ratio"] >= r["median_ratio"]
+        assert math.isfinite(r["loop_p99_factor"]) and r["loop_p99_factor"] >= 1.0
+        assert r["loop_median_us"] > 0.0
         assert r["contacts"] == (0 if r["variant"] == "none" else 4)
     assert bench.main(["--robots", "quadruped", "--variants", "lcp_noslip", "--tiny",
                        "--markdown"]) == 0
     table = capsys.readouterr().out
     assert "| quadruped.yaml | 18 | lcp_noslip | 4 |" in table and "median ratio" in table
+    assert "same-length loop p99 / median" in table
