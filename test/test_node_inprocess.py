@@ -221,6 +221,39 @@ def test_contact_outputs_go_only_to_listened_publishers_with_the_tick_forces(mak
         np.testing.assert_array_equal([[p.x, p.y, p.z] for p in mk.points], [p0, p1])
 
 
+def test_joint_state_subscription_is_raw_and_the_record_carries_its_stamp(make_node):
+    """joint_states arrive serialized and are read in place: the command equals the one
+    computed from the message object, and the ~/joint_commands record carries the state's
+    header stamp (wbc_sim's lockstep steps on it); garbage, little-endian (read in place) or
+    big-endian (handed to the rmw), is a counted ``malformed`` rejection."""
+    from rclpy.serialization import serialize_message
+
+    info = robot_info("arm")
+    node, published, _ = make_node(robot="arm")
+    sub = next(e for e in node._entities if isinstance(e, rclpy.subscription.Subscription)
+               and e.topic_name.endswith("/joint_states"))
+    assert sub.raw
+    records = []
+    orig = node._pub_js.publish
+    node._pub_js.publish = lambda m: (records.append(
+        (m.header.stamp.sec, m.header.stamp.nanosec, np.array(m.effort))), orig(m))[1]
+    node.controller.set_reference(np.zeros(11), node._now())
+    q = np.array(info["standing_q"]) + 0.05
+    msg = _js(info["joint_names"][::-1], q[::-1])             # any order
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 1234, 5678
+    node._on_joint_state(serialize_message(msg))
+    time.sleep(0.01)                                           # a token for the rate cap
+    node._on_joint_state(msg)                                  # the message object
+    assert len(published) == 2 and np.any(published[0] != 0.0)
+    np.testing.assert_array_equal(published[0], published[1])
+    assert [r[:2] for r in records] == [(1234, 5678)] * 2
+    np.testing.assert_array_equal(records[0][2], published[0])
+    node._on_joint_state(b"\x00\x01\x00\x00" + bytes(3))     # read in place: too short
+    node._on_joint_state(b"\x00\x00\x00\x00" + bytes(3))     # big-endian: the rmw's
+    assert node._rejected["joint_states"] == {"malformed": 2}
+    assert len(published) == 2
+
+
 def test_odometry_subscription_is_raw_read_in_place_or_deserialized_or_rejected(make_node):
     """odom arrives serialized: little-endian CDR is read in place, big-endian CDR (another
     encapsulation) is deserialized by the rmw to the same base state, and bytes that are no

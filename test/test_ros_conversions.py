@@ -207,6 +207,77 @@ def test_odometry_read_in_place_from_cdr_equals_the_message():
     _rejected(lambda: OdometryParser().parse_cdr_numbers(bad), "quaternion_norm", "orientation")
 
 
+def test_joint_state_read_in_place_from_cdr_equals_the_message():
+    """The node's joint_states subscription is raw: JointStateParser.parse_cdr reads the
+    serialized message in place. Against rclpy's serialization, for frame ids of lengths 0..7
+    (every alignment), the configured joints in any order among extra joints with names of
+    any length, and with and without efforts: position, velocity and stamp as parse gives
+    them, on the first message (names decoded and matched) and the next (names compared as
+    bytes); a changed name list is matched anew. Rejections as parse's; every truncation is an
+    InputError (or None where the encapsulation is cut), big-endian gives None."""
+    serialization = pytest.importorskip("rclpy.serialization",
+                                        reason="rclpy (ros-rclpy wheels) not installed")
+    from sensor_msgs.msg import JointState
+
+    rng = np.random.default_rng(11)
+    by_cdr, by_msg = JointStateParser(JOINTS, LOWER, UPPER), JointStateParser(JOINTS, LOWER, UPPER)
+
+    def message(names, frame_id):
+        msg = JointState()
+        msg.header.stamp.sec, msg.header.stamp.nanosec = int(rng.integers(-5, 1 << 30)), 7
+        msg.header.frame_id = frame_id
+        msg.name = names
+        msg.position = [float(x) for x in rng.uniform(-0.9, -0.1, len(names))]
+        msg.velocity = [float(x) for x in rng.normal(size=len(names))]
+        msg.effort = [1.5] * (len(names) if rng.integers(2) else 0)
+        return msg
+
+    for n_frame in range(8):
+        extras = ["e" * int(k) for k in rng.integers(1, 9, int(rng.integers(0, 4)))]
+        names = [str(x) for x in rng.permutation(JOINTS + [f"x{i}{e}" for i, e in
+                                                          enumerate(extras)])]
+        for _ in range(2):                      # the second: names compared as bytes
+            msg = message(names, "f" * n_frame)
+            data = serialization.serialize_message(msg)
+            for a, b in zip(by_cdr.parse_cdr(data), by_msg.parse(msg), strict=True):
+                np.testing.assert_array_equal(a, b)
+            assert by_cdr.stamp == (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        for cut in range(len(data)):
+            try:
+                got = by_cdr.parse_cdr(data[:cut])
+            except InputError as exc:
+                assert exc.reason == "malformed", (cut, str(exc))
+                continue
+            if got is None:                     # the encapsulation itself cut
+                assert cut < 2
+                continue
+            # only (part of) the efforts, which are not read, was cut off: count, padding, values
+            assert cut >= len(data) - 8 - 8 * len(msg.effort), cut
+            np.testing.assert_array_equal(got[1], by_msg.velocity)
+        assert by_cdr.parse_cdr(b"\x00\x00" + data[2:]) is None
+    for n_frame in range(8):                    # the same names (as bytes) at other offsets
+        msg = message(names, "g" * n_frame)
+        data = serialization.serialize_message(msg)
+        for a, b in zip(by_cdr.parse_cdr(data), by_msg.parse(msg), strict=True):
+            np.testing.assert_array_equal(a, b)
+    bad = message(["a", "c"], "")
+    _rejected(lambda: by_cdr.parse_cdr(serialization.serialize_message(bad)), "missing_joint",
+              "configured joint 'b' is missing")
+    bad = message(["a", "b", "c", "b"], "")
+    _rejected(lambda: by_cdr.parse_cdr(serialization.serialize_message(bad)), "duplicate_joint",
+              "'b' appears twice")
+    bad = message(["a", "b", "c"], "")
+    bad.position[1] = math.nan
+    _rejected(lambda: by_cdr.parse_cdr(serialization.serialize_message(bad)), "non_finite",
+              "joint_states.position", "joint 'b'")
+    bad.position[1], bad.velocity = -0.5, [0.0, 0.0]
+    _rejected(lambda: by_cdr.parse_cdr(serialization.serialize_message(bad)), "size",
+              "joint_states.velocity")
+    data = bytearray(serialization.serialize_message(message(["a", "b", "c"], "")))
+    data[data.index(b"b\x00")] = 0xFF                            # not UTF-8
+    _rejected(lambda: by_cdr.parse_cdr(bytes(data)), "malformed", "joint_states.name")
+
+
 def test_contact_schedule_conversion():
     links = ["lf", "rf", "lh", "rh"]
     assert contact_schedule_swing_links([1, 0, 1, 0], links) == ["rf", "rh"]

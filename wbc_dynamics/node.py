@@ -384,8 +384,9 @@ class WbcControllerNode(LifecycleNode):
         # every callback runs inside _guard: an exception no input should cause is counted and
         # logged, and cannot reach the executor (which would end the process)
         g = self._guard
+        # joint states arrive serialized (raw), read in place (JointStateParser.parse_cdr)
         self._entities.append(self.create_subscription(
-            JointState, "joint_states", g(self._on_joint_state), state_qos))
+            JointState, "joint_states", g(self._on_joint_state), state_qos, raw=True))
         self._entities.append(self.create_subscription(
             JointTrajectory, "~/reference", g(self._on_reference), cmd_qos))
         # odometry arrives serialized (raw): its message object (two 36-entry covariance
@@ -592,18 +593,18 @@ class WbcControllerNode(LifecycleNode):
             f"rejected {what} message ({reason}): {exc}", throttle_duration_sec=1.0
         )
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, msg: JointState | bytes) -> None:
         ctl = self.controller
         if ctl is None:
             return
         now = self._now()
         try:
-            pos, vel = self._js_parser.parse(msg)
+            pos, vel, stamp = self._parse_joint_state(msg)
             ctl.set_joint_state(pos, vel, now)
         except ValueError as exc:
             self._reject("joint_states", exc)
             return
-        self._state_stamp = msg.header.stamp
+        self._state_stamp = stamp
         if self._active and self._control_mode == "event":
             if not ctl.state_fresh(now):
                 # the zero-torque stale-state tick (base / object state missing) computes
@@ -621,6 +622,21 @@ class WbcControllerNode(LifecycleNode):
                 self._tick(now)
             else:
                 self._rate_limited += 1
+
+    def _parse_joint_state(
+        self, msg: JointState | bytes
+    ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+        """Validated (position, velocity) in the configured order and the header stamp (sec,
+        nanosec) of a serialized message (the subscription is raw: little-endian CDR is read
+        in place, another encapsulation deserialized by the rmw) or a message object."""
+        parser = self._js_parser
+        if isinstance(msg, bytes):
+            parsed = parser.parse_cdr(msg)
+            if parsed is not None:
+                return parsed[0], parsed[1], parser.stamp
+            msg = _deserialized(msg, JointState, "joint_states")
+        pos, vel = parser.parse(msg)
+        return pos, vel, (msg.header.stamp.sec, msg.header.stamp.nanosec)
 
     def _on_reference(self, msg: JointTrajectory) -> None:
         ctl = self.controller
@@ -717,7 +733,8 @@ class WbcControllerNode(LifecycleNode):
             self._js_pos[:] = ctl._qj
             self._js_vel[:] = ctl._qdj
             self._js_eff[:] = out.tau
-            self._js_msg.header.stamp = self._state_stamp
+            stamp = self._js_msg.header.stamp
+            stamp.sec, stamp.nanosec = self._state_stamp
             self._pub_js.publish(self._js_msg)
         if out.mode != MODE_CONTROL:
             self.get_logger().warning(f"safe command: {out.mode}", throttle_duration_sec=1.0)

@@ -253,15 +253,66 @@ class JointStateParser(_JointMessageParser):
     """
 
     _names_field = "joint_states.name"
+    #: header.stamp (sec, nanosec) of the last message parse_cdr read
+    stamp: tuple[int, int] = (0, 0)
+    # the serialized name list (count and strings) parse_cdr last matched, and its permutation
+    # (both replaced, never modified): a state broadcaster sends the same names every time
+    _cdr_names = b""
+    _cdr_perm = np.zeros(0, dtype=np.int64)
 
     def parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray]:
+        """From a message object (or anything with its fields)."""
         names = msg.name
         nn = len(names)
         _check_length("joint_states.position", msg.position, "name", nn, optional=False)
         _check_length("joint_states.velocity", msg.velocity, "name", nn, optional=False)
         perm = self._match.permutation(names)
-        _gather(msg.position, perm, self.position, "joint_states.position")
-        _gather(msg.velocity, perm, self.velocity, "joint_states.velocity")
+        return self._gathered(msg.position, msg.velocity, perm)
+
+    def parse_cdr(self, data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+        """From a serialized message in little-endian classic CDR (the node's path: the message
+        object cost 13 us to build for 12-30 joints); None for another encapsulation (the
+        caller deserializes it and calls :meth:`parse`). Also sets :attr:`stamp`.
+
+        The name list is compared as bytes with the last one matched (one comparison in the
+        steady state); a new list is decoded and matched like :meth:`parse`'s. A buffer too
+        short for its own lengths or with a name that is not UTF-8 raises InputError
+        ``malformed``.
+        """
+        if data[:2] != CDR_LITTLE_ENDIAN:
+            return None
+        pos = _cdr_string_end(data, 12)  # after encapsulation + stamp: header.frame_id
+        pos += -(pos - 4) % 4
+        names_start = pos
+        if data.startswith(self._cdr_names, names_start) and self._cdr_names:
+            pos += len(self._cdr_names)
+            perm = self._cdr_perm
+            nn = _cdr_u32(data, names_start)
+        else:
+            nn = _cdr_u32(data, pos)
+            pos += 4
+            names = []
+            for _ in range(nn):
+                end = _cdr_string_end(data, pos)
+                try:
+                    names.append(data[pos + 4:end].rstrip(b"\x00").decode())
+                except UnicodeDecodeError as exc:
+                    raise InputError("malformed", f"joint_states.name: not UTF-8 ({exc})") from None
+                pos = end + (-(end - 4) % 4)
+            perm = self._match.permutation(names)
+            self._cdr_names, self._cdr_perm = data[names_start:pos], perm
+        position, pos = _cdr_float64_sequence(data, pos, "joint_states.position")
+        velocity, _ = _cdr_float64_sequence(data, pos, "joint_states.velocity")
+        _check_length("joint_states.position", position, "name", nn, optional=False)
+        _check_length("joint_states.velocity", velocity, "name", nn, optional=False)
+        self.stamp = (int.from_bytes(data[4:8], "little", signed=True),
+                      int.from_bytes(data[8:12], "little"))
+        return self._gathered(position, velocity, perm)
+
+    def _gathered(self, position: Any, velocity: Any,
+                  perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        _gather(position, perm, self.position, "joint_states.position")
+        _gather(velocity, perm, self.velocity, "joint_states.velocity")
         _check_range(self.position, *self.position_bounds, "joint_states.position", self.joints,
                      "(URDF limits + margin)")
         _check_range(self.velocity, *self.velocity_bounds, "joint_states.velocity", self.joints,
@@ -436,6 +487,38 @@ def odometry_cdr_numbers(data: bytes) -> np.ndarray | None:
     if pos + 8 * ODOMETRY_CDR_DOUBLES > size:
         return None
     return np.frombuffer(data, dtype="<f8", count=ODOMETRY_CDR_DOUBLES, offset=pos)
+
+
+def _cdr_u32(data: bytes, pos: int) -> int:
+    """The little-endian uint32 at ``pos`` (InputError ``malformed`` past the end)."""
+    if pos + 4 > len(data):
+        raise InputError("malformed", f"serialized message of {len(data)} bytes ends before a "
+                         f"length field at byte {pos}")
+    return int.from_bytes(data[pos:pos + 4], "little")
+
+
+def _cdr_string_end(data: bytes, pos: int) -> int:
+    """The offset after the CDR string whose length field (incl. the NUL) is at ``pos``."""
+    end = pos + 4 + _cdr_u32(data, pos)
+    if end > len(data):
+        raise InputError("malformed", f"serialized message of {len(data)} bytes ends inside a "
+                         f"string at byte {pos}")
+    return end
+
+
+def _cdr_float64_sequence(data: bytes, pos: int, field: str) -> tuple[np.ndarray, int]:
+    """The float64[] whose length field follows ``pos`` (aligned to 4, its doubles to 8), as a
+    read-only view, and the offset after it."""
+    pos += -(pos - 4) % 4
+    n = _cdr_u32(data, pos)
+    pos += 4
+    if n:
+        pos += -(pos - 4) % 8
+    end = pos + 8 * n
+    if end > len(data):
+        raise InputError("malformed", f"{field}: serialized message of {len(data)} bytes ends "
+                         f"inside its {n} values")
+    return np.frombuffer(data, dtype="<f8", count=n, offset=pos), end
 
 
 def odometry_to_base(msg: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
