@@ -78,7 +78,8 @@ class InputError(ValueError):
 
     ``reason`` is a short key counted per topic in ``/diagnostics``: ``size``, ``missing_joint``,
     ``duplicate_joint``, ``non_finite``, ``out_of_range``, ``empty``, ``quaternion_norm``,
-    ``bad_value``, ``malformed`` (a serialized message the rmw cannot read); the message
+    ``bad_value``, ``malformed`` (a serialized message that cannot be read: shorter than its
+    own lengths, a name not UTF-8, or rejected by the rmw's deserializer); the message
     (``str(exc)``) names the field and joint or link.
     """
 
