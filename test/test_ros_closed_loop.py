@@ -103,13 +103,22 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
         end = time.monotonic() + 2.0
         while time.monotonic() < end:
             ex.spin_once(timeout_sec=0.05)
-        return dict(got)
+        return got  # (not a copy: the processes' logs are added below)
     finally:
         node.destroy_node()
         rclpy.shutdown()
-        outs = [stop_process(p) for p in (ref, ctl, sim) if p is not None]
-        got["outputs"] = outs
+        got["outputs"] = {name: stop_process(p) for name, p in
+                          (("reference", ref), ("controller", ctl), ("simulator", sim))
+                          if p is not None}
 
+
+
+def _why(got: dict) -> str:
+    """A lockstep failure's evidence: the simulator's and the controller's last diagnostics and
+    the tail of each process's log (warnings and errors: a stall, a rejection, a compile)."""
+    logs = "\n".join(f"--- {name} log (tail):\n{out[-1500:]}"
+                     for name, out in got.get("outputs", {}).items())
+    return f"simulator {got['sim']}\ncontroller {got['ctl']}\n{logs}"
 
 @pytest.mark.parametrize("method", ["qp_coulomb", "qp_noslip", "lcp_coulomb", "lcp_noslip"])
 @pytest.mark.parametrize("reference", ["shift", "trot"])
@@ -124,7 +133,7 @@ def test_ros_closed_loop_keeps_the_quadruped_up(ros_env, reference, method):
     # every simulated step had the command computed for its own state
     steps = int(sim["steps"])
     assert steps >= int(DURATION * 1000) - 1, sim
-    assert int(sim["missed_commands"]) == 0 and int(sim["stale_steps"]) == 0, sim
+    assert int(sim["missed_commands"]) == 0 and int(sim["stale_steps"]) == 0, _why(got)
     assert int(sim["matched_commands"]) >= steps, sim
     # the base over every simulated step (the simulator's own minimum) ...
     z_min = float(sim["base_height_min"])
@@ -172,7 +181,7 @@ def test_ros_closed_loop_keeps_a_configured_vendor_robot_up(ros_env, robot):
     sim, ctl = got["sim"], got["ctl"]
     steps = int(sim["steps"])
     assert steps >= int(duration * 1000) - 1, sim
-    assert int(sim["missed_commands"]) == 0 and int(sim["stale_steps"]) == 0, sim
+    assert int(sim["missed_commands"]) == 0 and int(sim["stale_steps"]) == 0, _why(got)
     if robot in ("panda", "ur10"):  # fixed base: method none tracking the joint sinusoid
         assert ctl is not None and ctl["mode"] == "control" and ctl["method"] == "none", ctl
         return
