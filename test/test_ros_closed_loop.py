@@ -97,8 +97,10 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
             ex.spin_once(timeout_sec=0.05)
             for p in (sim, ctl, ref):
                 assert p.poll() is None, stop_process(p)
-        assert got["sim"] is not None and got["sim"]["state"] == "finished", (
-            f"the simulation did not finish within the deadline: {got['sim']}")
+        # (checked by the caller, once the processes' logs are attached: _finished)
+        got["finished"] = got["sim"] is not None and got["sim"]["state"] == "finished"
+        if not got["finished"]:
+            return got
         # the controller's diagnostics of the last second
         end = time.monotonic() + 2.0
         while time.monotonic() < end:
@@ -113,6 +115,13 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
 
 
 
+def _finished(got: dict) -> dict:
+    """``got`` of a simulation that finished within the deadline (else the failure, with
+    :func:`_why`'s evidence)."""
+    assert got["finished"], "the simulation did not finish within the deadline\n" + _why(got)
+    return got
+
+
 def _why(got: dict) -> str:
     """A lockstep failure's evidence: the simulator's and the controller's last diagnostics and
     the tail of each process's log (warnings and errors: a stall, a rejection, a compile)."""
@@ -125,7 +134,7 @@ def _why(got: dict) -> str:
 def test_ros_closed_loop_keeps_the_quadruped_up(ros_env, reference, method):
     """Every contact method, both references (qp_coulomb: sim.launch.py's default; lcp_noslip:
     config/quadruped.yaml's): each keeps the quadruped up in-process (docs/experiments.md)."""
-    got = _run_loop(reference, method, reference + method[:3])
+    got = _finished(_run_loop(reference, method, reference + method[:3]))
     z_stand = robot_info("quadruped")["standing_q"][2]
     stamps = np.array([t for t, _ in got["z"]])
     z = np.array([z for _, z in got["z"]])
@@ -177,7 +186,8 @@ def test_ros_closed_loop_keeps_a_configured_vendor_robot_up(ros_env, robot):
     duration = 3.0
     # paced at real time (at most): the reference node's sim-time timer needs the simulator's
     # /clock discovered, which a fast simulation (panda, method none) could otherwise outrun
-    got = _run_loop("", "", robot, robot=robot, duration=duration, real_time_factor="1")
+    got = _finished(_run_loop("", "", robot, robot=robot, duration=duration,
+                              real_time_factor="1"))
     sim, ctl = got["sim"], got["ctl"]
     steps = int(sim["steps"])
     assert steps >= int(duration * 1000) - 1, sim
