@@ -190,12 +190,13 @@ def test_compile_helper_kernel_lists_name_cached_kernels():
 
 
 def test_helper_tick_parts_are_the_ones_another_robot_links():
-    """The compile helper compiles the QP tick's stages after Stage I, the sticking correction
-    and the pack's constructor on a stand-in model (the bundled quadruped); the humanoid's
-    fused tick -- another model, other sizes -- then calls exactly those signatures (numba
-    types by dtype / dimension / layout only), so a cold start links them from the helper's
-    cache instead of compiling them again. Stage I compiled by type (the controller's share,
-    before the pack's constructor is loaded) is the signature the tick calls too."""
+    """The compile helper compiles the QP tick's Stage II, the sticking correction and the
+    pack's constructor on a stand-in model (the bundled quadruped); the humanoid's fused tick
+    -- another model, other sizes -- then calls exactly those signatures (numba types by
+    dtype / dimension / layout only), so a cold start loads them from the helper's cache
+    instead of compiling them again. Stage I and the finish compiled by type (the
+    controller's share, before the pack's constructor is loaded) are the signatures the tick
+    calls too."""
     import numpy as np
 
     from wbc_dynamics.compile_helper import compile_tick_parts, stand_in_contact_model
@@ -214,8 +215,8 @@ def test_helper_tick_parts_are_the_ones_another_robot_links():
     from wbc_dynamics.model import RobotModel
     from wbc_dynamics.robots import robot_info, robot_path
 
-    parts = (_sticking_qdd, qp_tick_stage2, qp_tick_finish, _guess_active, _keep_active,
-             fixed_args)
+    parts = (_sticking_qdd, qp_tick_stage2, fixed_args)
+    by_type = (qp_tick_stage1, qp_tick_finish, _guess_active, _keep_active)
     compile_tick_parts(stand_in_contact_model(), ["qp_coulomb", "qp_noslip"])
     before = {d: set(d.signatures) for d in parts}
     assert all(before.values()), before
@@ -225,14 +226,15 @@ def test_helper_tick_parts_are_the_ones_another_robot_links():
                       features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3)
     tick = compiled_tick(cm, "qp_coulomb", {})
     tick.compile_assembly()
-    stage1 = set(qp_tick_stage1.signatures)
+    typed = {d: set(d.signatures) for d in by_type}
+    assert all(typed.values()), typed
     st = SolverState()
     q, v = np.array(info["standing_q"], dtype=np.float64), np.zeros(m.nv)
     qdd = np.zeros(cm.actuated.shape[0])
     for _ in range(2):  # cold, then warm-started (the whole tick is compiled at the first)
         tick.run(q, v, qdd, st.get("qp_coulomb"))
     assert {d: set(d.signatures) for d in parts} == before
-    assert set(qp_tick_stage1.signatures) == stage1
+    assert {d: set(d.signatures) for d in by_type} == typed
     assert len(qp_tick_active_set.signatures) >= 1
 
 
@@ -304,3 +306,41 @@ def test_helper_wait_returns_at_its_contact_line_and_drains_its_stderr():
     failing, proc = start(3)
     assert failing.wait(timeout=30.0) is False
     assert failing.result.startswith("exit code 3") and failing.result.endswith("the end")
+
+
+def test_helper_contact_ready_polls_without_waiting():
+    """``contact_ready`` (the controller's question while it has its own work: is the helper
+    still at the contact kernels?) answers at once, False before the helper's
+    CONTACT_KERNELS_READY line and True after it, without ending the helper; a helper that
+    exited without the line counts as ready (nothing more will come from it)."""
+    import time
+
+    from wbc_dynamics.compile_helper import CONTACT_KERNELS_READY, CompileHelper
+
+    script = ("import sys, time\n"
+              "time.sleep(float(sys.argv[1]))\n"
+              "if sys.argv[2] == '1':\n"
+              f"    print({CONTACT_KERNELS_READY!r}, flush=True)\n"
+              "time.sleep(float(sys.argv[1]))\n")
+
+    def start(delay: str, line: str) -> tuple[CompileHelper, subprocess.Popen]:
+        proc = subprocess.Popen([sys.executable, "-c", script, delay, line],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        return CompileHelper(proc, ["lcp_noslip"]), proc
+
+    helper, proc = start("1.5", "1")
+    t0 = time.monotonic()
+    assert helper.contact_ready() is False
+    assert time.monotonic() - t0 < 0.5  # no waiting
+    while not helper.contact_ready():
+        assert time.monotonic() - t0 < 30.0
+        time.sleep(0.05)
+    assert proc.poll() is None and helper.result is None  # still running
+    assert helper.wait(timeout=30.0) is True
+    silent, proc = start("0.2", "0")
+    t0 = time.monotonic()
+    while not silent.contact_ready():
+        assert time.monotonic() - t0 < 30.0
+        time.sleep(0.05)
+    assert silent.result is True and proc.returncode == 0

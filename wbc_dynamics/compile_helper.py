@@ -120,6 +120,7 @@ class CompileHelper:
         self.result: bool | str | None = None
         self._contact_ready = False  # its CONTACT_KERNELS_READY line was read
         self._err = b""  # the tail of its stderr (drained while waiting: a full pipe blocks it)
+        self._out = b""  # its stdout so far
 
     @classmethod
     def start(cls, methods: Sequence[str], passive_impact: bool,
@@ -148,6 +149,13 @@ class CompileHelper:
             return None
         return cls(proc, methods)
 
+    def contact_ready(self) -> bool:
+        """Whether the helper has compiled every contact kernel (its
+        :data:`CONTACT_KERNELS_READY` line, or its end), without waiting."""
+        if self.result is None and not self._contact_ready:
+            self._read(0.0)
+        return self._contact_ready or self.result is not None
+
     def wait(self, timeout: float = 300.0, contact_only: bool = False) -> bool:
         """Wait for the helper (signals are handled meanwhile: it waits in short slices); True
         if it compiled everything -- with ``contact_only``, everything but method none's tick
@@ -156,33 +164,35 @@ class CompileHelper:
         stopped and False returned."""
         if self.result is not None:
             return self.result is True
-        if contact_only and self._contact_ready:
-            return True
         deadline = time.monotonic() + timeout
-        out, err = self._proc.stdout, self._proc.stderr
-        pending = b""
-        while True:
-            ready, _, _ = select.select([out, err], [], [], 0.1)
-            if err in ready:
-                self._err = (self._err + os.read(err.fileno(), 65536))[-2000:]
-            if out in ready:
-                chunk = os.read(out.fileno(), 65536)
-                pending += chunk
-                if CONTACT_KERNELS_READY.encode() in pending.split(b"\n"):
-                    self._contact_ready = True
-                    if contact_only:
-                        return True
-                if not chunk:  # end of its output: it has exited (or is about to)
-                    break
+        while not (contact_only and self._contact_ready):
+            if self._read(0.1):
+                return self.result is True
             if time.monotonic() > deadline:
                 self.stop()
                 self.result = f"no result after {timeout:.0f} s"
                 return False
-        rest = err.read() or b""
-        code = self._proc.wait()
-        tail = (self._err + rest).decode(errors="replace").strip()[-500:]
-        self.result = True if code == 0 else f"exit code {code}: {tail}"
-        return self.result is True
+        return True
+
+    def _read(self, timeout: float) -> bool:
+        """Read what the helper has written within ``timeout`` seconds; True once it has
+        ended (``result`` set)."""
+        out, err = self._proc.stdout, self._proc.stderr
+        ready, _, _ = select.select([out, err], [], [], timeout)
+        if err in ready:
+            self._err = (self._err + os.read(err.fileno(), 65536))[-2000:]
+        if out in ready:
+            chunk = os.read(out.fileno(), 65536)
+            self._out += chunk
+            if CONTACT_KERNELS_READY.encode() in self._out.split(b"\n"):
+                self._contact_ready = True
+            if not chunk:  # end of its output: it has exited (or is about to)
+                rest = err.read() or b""
+                code = self._proc.wait()
+                tail = (self._err + rest).decode(errors="replace").strip()[-500:]
+                self.result = True if code == 0 else f"exit code {code}: {tail}"
+                return True
+        return False
 
     def stop(self) -> None:
         """End the helper if it still runs (its partial work stays in the cache)."""

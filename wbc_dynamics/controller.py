@@ -734,6 +734,7 @@ class WholeBodyController:
     def _construct(self, model: Any, report: Callable[[str], None]) -> None:
         """The constructor's work (see the class docstring)."""
         cfg = self._cfg
+        self._startup_report = report
         #: warnings of the configuration (locked joints chosen for the user, ...), also logged
         #: by the node; the model's own load warnings are in ``model.load_warnings``
         self.load_warnings: list[str] = []
@@ -924,17 +925,21 @@ class WholeBodyController:
         self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
                                                   self._has_act))
         self._free_dof = None  # bound below (_bind_free_dof), after the contact methods
+        self._free_dof_bound = False
         self._warmed: set[str] = set()
         for method in dict.fromkeys([self._params["method"], *self._warm_methods]):
             if method != "none":
                 report(f"compiling / loading the contact method {method}")
                 self._ensure_contact_model(method)
         # after the contact methods: on a cold start the compile helper compiles it meanwhile
-        # (wbc_dynamics.compile_helper, its last job), and this loads it
-        helper = getattr(self, "_compile_helper", None)
-        if helper is not None:
-            helper.wait()
-        self._bind_free_dof(report)
+        # (wbc_dynamics.compile_helper, its last job), and this loads it -- unless this process
+        # had nothing else to do while waiting for the helper's contact kernels and bound it
+        # then (_warm_contact_method)
+        if not self._free_dof_bound:
+            helper = getattr(self, "_compile_helper", None)
+            if helper is not None:
+                helper.wait()
+            self._bind_free_dof(report)
 
         # statistics
         self.ticks = 0
@@ -1335,6 +1340,7 @@ class WholeBodyController:
         is not a kinematic tree), which takes RNEA / :meth:`_free_base_id_python` from Python
         instead."""
         self._free_dof = None
+        self._free_dof_bound = True
         if getattr(self.model, "kernel_arrays", None) is None:
             return
         report("compiling / loading the method none tick")
@@ -1533,6 +1539,10 @@ class WholeBodyController:
             tick = self._compiled_tick(self._contact_model, method)
             if tick is not None:  # meanwhile: the part of the fused tick the helper cannot do
                 tick.compile_assembly()
+            if not self._free_dof_bound and not helper.contact_ready():
+                # it is still at the contact kernels: method none's tick, its last job, here
+                # instead of waiting idle (it is stopped once this start-up has what it needs)
+                self._bind_free_dof(self._startup_report)
             helper.wait(contact_only=True)  # (it goes on with method none's tick)
         contact_warmup([method])
         probe = self._build_contact_model(margin=1e3)

@@ -40,6 +40,7 @@ from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import chol_solve as _chol_solve
+from ..kernels.separate import call_separately
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
 __all__ = ["solve_lcp_noslip", "lcp_noslip_kernel", "min_pivot", "STATUS"]
@@ -419,7 +420,8 @@ def lcp_noslip_kernel(
     for i in range(nv):
         scale = max(scale, abs(v[i]), abs(fstar[i]))
     tol = tol_rel * scale
-    G, W, L, nG, kind, idx = _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar)
+    G, W, L, nG, kind, idx = call_separately(_alg1, (Minv, act, S, T, rank_tol, eps_p, min_pivot,
+                                                     ar))
     tau = _ar.floats_zero(ar, nu)
     cN = _ar.floats_zero(ar, nc)
     cS = _ar.floats_zero(ar, nc)
@@ -473,7 +475,8 @@ def lcp_noslip_kernel(
             s += N[i, c] * ftil[c]
         r[i] = s
     prt = rank_tol if ppm_rank_tol < 0.0 else ppm_rank_tol
-    z, w, nb, it, status, warm_used = _ppm(N, NK, r, warm, max_iter, prt, tol, dep_tol, ar)
+    z, w, nb, it, status, warm_used = call_separately(_ppm, (N, NK, r, warm, max_iter, prt, tol,
+                                                             dep_tol, ar))
     # force retrieval (Sec. 4.5): lambda = X^-1 (g - G f* - W^T N^T z),
     # v+ = f* + W lambda + M^-1 N^T z
     y = _ar.floats_zero(ar, nv)

@@ -80,6 +80,7 @@ from ..kernels.fixed_args import fixed_args, pack_type
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import bound_entry, left_nullspace
 from ..kernels.records import RecordType
+from ..kernels.separate import call_separately
 from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
 from .lcp_coulomb import _recover_into, _reduce_into
@@ -357,8 +358,8 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     """
     topo, tree, Sm, I6, gravity, geo, d, o, w, _out = a.head
     act, free, excluded, bx_R, bx_p = a.tail
-    nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
-                               bx_p)
+    nc = call_separately(_assemble_with_impact, (topo, tree, Sm, I6, gravity, geo, d, o, q, v,
+                                                 excluded, bx_R, bx_p))
     if nc <= 0 or nc > o.max_nc:
         return nc, TICK_GENERIC, False, False
     dt = o.dt
@@ -373,8 +374,8 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     bits = 0
     qdd = w.qdd
     if o.sticking_correction:  # qp._solve_two_stage: sticking_consistent_problem
-        st = _sticking_qdd(d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt, o.sticking_gap,
-                           o.min_pivot, qdd, d.arena)
+        st = call_separately(_sticking_qdd, (d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt,
+                                             o.sticking_gap, o.min_pivot, qdd, d.arena))
         if st == 1:
             bits |= _CORRECTED
         elif st == 2:
@@ -485,9 +486,14 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     Px, qv, Ax, lo = _stage1_data(H, Hp, lin, Jv0, phi, dt, mu, o.k, o.coulomb,
                                   w.p1_rows[p0:p1], w.p1_cols[p0:p1], w.a1_rows[a0:a1],
                                   w.a1_cols[a0:a1])
-    w.p1x[:p1 - p0] = Px
-    w.a1x[:a1 - a0] = Ax
-    w.l1[:lo.shape[0]] = lo
+    # element loops, not ``w.p1x[:n] = Px``: an array-to-slice copy makes numba compile its
+    # shape-mismatch error message (string formatting, 1-2 s, in every process, never cached)
+    for j in range(p1 - p0):
+        w.p1x[j] = Px[j]
+    for j in range(a1 - a0):
+        w.a1x[j] = Ax[j]
+    for j in range(lo.shape[0]):
+        w.l1[j] = lo[j]
     for j in range(m):
         w.q1[j] = qv[j]
     # the Stage I key (contact identities in row order, k, dense) against the previous tick's
@@ -635,8 +641,12 @@ def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
         w.q2[c] = q2[c]
         for row in range(ncon):
             w.a2x[c * ncon + row] = A2[row, c]
-    Wc = w.W[:m * r].reshape((m, r))  # contiguous: the products below are BLAS calls, as
-    Wc[:, :] = W                      # numpy's in the general path (same rounding)
+    # contiguous: the products below are BLAS calls, as numpy's in the general path (same
+    # rounding); filled by element loops (see the Stage I data in qp_tick_stage1)
+    Wc = w.W[:m * r].reshape((m, r))
+    for i in range(m):
+        for j in range(r):
+            Wc[i, j] = W[i, j]
     for row in range(ncon):
         w.l2[row] = l2[row]
     cont2 = cont_ok and w.state[_S_KEY2_R] == r and w.state[_S_KEY2_NC] == nc
@@ -646,7 +656,9 @@ def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
                 cont2 = False
                 break
     if cont2:  # previous forces projected on the current optimal set (basis independent)
-        w.x2ws[:r] = Wc.T @ (w.ffull[:m] - f0)
+        x2ws = Wc.T @ (w.ffull[:m] - f0)
+        for j in range(r):  # (element loop: see the Stage I data in qp_tick_stage1)
+            w.x2ws[j] = x2ws[j]
     return TICK_OK, r, cont2
 
 
@@ -678,7 +690,8 @@ def qp_tick_finish(a, x2, s2):
             w.state[_S_KEY2_R] = r
             for i in range(nc):
                 w.key2_slots[i] = d.slot[i]
-            w.ffull[:m] = f
+            for j in range(m):  # (element loop: see the Stage I data in qp_tick_stage1)
+                w.ffull[j] = f[j]
         else:  # Stage II failed: keep Stage I's forces; the general path drops its solver
             bits |= _ITER_LIMIT
             w.state[_S_KEY2_R] = -1
@@ -801,8 +814,8 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
     status for the fallback, nc < 0 for invalid q / v as :func:`qp_tick_stage1`.
     """
     o, w = a.head[7], a.head[8]
-    nc, code, _fresh, _found = qp_tick_stage1(a, q, v, qdd_des, warm,
-                                              np.bool_(False))  # (not a literal: one signature)
+    nc, code, _fresh, _found = call_separately(qp_tick_stage1, (a, q, v, qdd_des, warm,
+                                                                np.bool_(False)))
     if nc <= 0 or code != TICK_OK:
         return nc, code, 0, 0, 0
     k = o.k
@@ -814,9 +827,10 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
     use = warm and _guess_active(a, nc, k, o.coulomb, np.int64(1), guess)
     w.state[_S_WARM_USED] = 1 if use else 0
     x1 = w.x1[:m]
-    s1, _it = dense_qp_kernel(P1, w.q1[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1], guess, use,
-                              o.max_iter, o.qp_tol, o.qp_dep_tol, w.qp_fwork,
-                              w.qp_iwork, x1, w.y[:ncon1], w.act1[:ncon1])
+    s1, _it = call_separately(dense_qp_kernel, (P1, w.q1[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1],
+                                                guess, use, o.max_iter, o.qp_tol, o.qp_dep_tol,
+                                                w.qp_fwork, w.qp_iwork, x1, w.y[:ncon1],
+                                                w.act1[:ncon1]))
     xb = w.x1b[:m]
     sb = np.int64(0)
     second = np.bool_(False)
@@ -827,12 +841,14 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
         for r in range(ncon1):
             guess[r] = w.act1[r]
         second = True
-        sb, _it = dense_qp_kernel(P1, w.q1r[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1], guess,
-                                  np.bool_(True), o.max_iter, o.qp_tol, o.qp_dep_tol,
-                                  w.qp_fwork, w.qp_iwork, xb, w.y[:ncon1], w.act1[:ncon1])
+        sb, _it = call_separately(dense_qp_kernel, (P1, w.q1r[:m], A1, w.l1[:ncon1],
+                                                    w.u_inf[:ncon1], guess, np.bool_(True),
+                                                    o.max_iter, o.qp_tol, o.qp_dep_tol,
+                                                    w.qp_fwork, w.qp_iwork, xb, w.y[:ncon1],
+                                                    w.act1[:ncon1]))
         for r in range(ncon1):  # the next tick's guess: the first pass's active set (the
             w.act1[r] = guess[r]  # passes differ in rows that hold at ~delta |f|)
-    code, r, _cont2 = qp_tick_stage2(a, x1, s1, xb, sb, second, warm)
+    code, r, _cont2 = call_separately(qp_tick_stage2, (a, x1, s1, xb, sb, second, warm))
     if code != TICK_OK:
         for sl in range(w.act_known.shape[0]):
             w.act_known[sl, 0] = False
@@ -846,12 +862,14 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
         A2 = w.A2d[:ncon2 * r].reshape((ncon2, r))
         guess2 = w.warm[:ncon2]
         use2 = warm and _guess_active(a, nc, k, o.coulomb, np.int64(2), guess2)
-        s2, _it = dense_qp_kernel(P2, w.q2[:r], A2, w.l2[:ncon2], w.u_inf[:ncon2], guess2,
-                                  use2, o.max_iter, o.qp_tol, o.qp_dep_tol,
-                                  w.qp_fwork, w.qp_iwork, x2, w.y[:ncon2], w.act2[:ncon2])
+        s2, _it = call_separately(dense_qp_kernel, (P2, w.q2[:r], A2, w.l2[:ncon2],
+                                                    w.u_inf[:ncon2], guess2, use2, o.max_iter,
+                                                    o.qp_tol, o.qp_dep_tol, w.qp_fwork,
+                                                    w.qp_iwork, x2, w.y[:ncon2],
+                                                    w.act2[:ncon2]))
         if s2 != 1:  # an unsolved Stage II keeps Stage I's forces (qp._stage2)
             s2 = np.int64(0)
-    code, bits, n_active = qp_tick_finish(a, x2, s2)
+    code, bits, n_active = call_separately(qp_tick_finish, (a, x2, s2))
     if code == TICK_OK:  # (the general path keeps Stage I's only when it solved)
         _keep_active(a, nc, k, o.coulomb, s1 == 1, r > 0 and s2 == 1)
     return nc, code, bits, n_active, s1
@@ -1225,22 +1243,19 @@ class QPTick(_CompiledTick):
         """Compile / load, without running anything, the tick's kernels that do not depend on
         the robot (``wbc_dynamics.compile_helper`` calls this on a stand-in model while the
         controller compiles the robot's kernels): the pack's constructor, the sticking
-        correction and the stages after Stage I, with the argument types the fused tick calls
-        them with. The fused tick then links them from the cache instead of compiling them."""
+        correction and Stage II, with the argument types the fused tick calls them with. The
+        fused tick then loads them from the cache instead of compiling them (the finish, which
+        the controller compiles meanwhile: :meth:`compile_assembly`)."""
         super().compile_parts()
         compile_sticking_correction(self.cm)
-        a, w = self._packed, self.w
         x = np.zeros(1)
-        bound_entry(qp_tick_stage2, (a, x, 0, x, 0, False, False))
-        bound_entry(qp_tick_finish, (a, x, 0))
-        if self.options.active_set:
-            bound_entry(_guess_active, (a, 0, 0, False, 0, w.warm))
-            bound_entry(_keep_active, (a, 0, 0, False, False, False))
+        bound_entry(qp_tick_stage2, (self._packed, x, 0, x, 0, False, False))
 
     def compile_assembly(self) -> None:
         """The assembly (:meth:`_CompiledTick.compile_assembly`), then Stage I, which calls it
-        (and the sticking correction, from the helper's cache), compiled without running: the
-        controller's share of the tick while the helper compiles the other stages."""
+        (and the sticking correction, from the helper's cache), and the finish (force
+        retrieval, active-set bookkeeping), compiled by type without running: the controller's
+        share of the tick while the helper compiles the general path and Stage II."""
         super().compile_assembly()
         cm, r_ = self.cm, self.cm.robot
         arrays = r_.kernel_arrays
@@ -1250,7 +1265,12 @@ class QPTick(_CompiledTick):
                          (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
                           self._no_box_p))
         x = numba.typeof(np.zeros(1))
-        qp_tick_stage1.compile((pack, x, x, x, numba.types.boolean, numba.types.boolean))
+        b, i = numba.types.boolean, numba.types.int64
+        qp_tick_stage1.compile((pack, x, x, x, b, b))
+        qp_tick_finish.compile((pack, x, i))
+        if self.options.active_set:
+            _guess_active.compile((pack, i, i, b, i, numba.typeof(self.w.warm)))
+            _keep_active.compile((pack, i, i, b, b, b))
 
     def _accept(self, nc: int, bits: int, n_active: int, mstate: MethodState | None) -> bool:
         """A solved tick: flags, contact identities and the method state (as ``solve``; the

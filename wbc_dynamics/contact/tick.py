@@ -30,6 +30,7 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry
+from ..kernels.separate import call_separately
 from .consistency import min_norm_solution_kernel
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
 from .lcp_coulomb import (
@@ -138,11 +139,13 @@ def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded
     _ar.reset(ar)
     # np.bool_ / np.int64 (here and below): typed constants, not literals -- numba compiles a
     # callee once more for every literal argument (seconds each for these kernels at start-up)
-    nc = assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded,
-                         o.margin, o.phi_deadband, np.bool_(True), ar)
+    nc = call_separately(assemble_kernel, (topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p,
+                                           excluded, o.margin, o.phi_deadband, np.bool_(True),
+                                           ar))
     if nc > 0 and o.passive_impact:
-        passive_impact_kernel(d.N[:nc], d.S[:nc], d.T[:nc], d.Minv, d.phi[:nc], o.dt,
-                              o.separation_tolerance, 1e-9, d.v, d.impact[:nc], ar)
+        call_separately(passive_impact_kernel, (d.N[:nc], d.S[:nc], d.T[:nc], d.Minv,
+                                                d.phi[:nc], o.dt, o.separation_tolerance, 1e-9,
+                                                d.v, d.impact[:nc], ar))
     return nc
 
 
@@ -176,8 +179,8 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
     """
     topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
     act, free, excluded, bx_R, bx_p = a.tail
-    nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
-                               bx_p)
+    nc = call_separately(_assemble_with_impact, (topo, tree, Sm, I6, gravity, geo, d, o, q, v,
+                                                 excluded, bx_R, bx_p))
     if nc <= 0:
         return nc, TICK_GENERIC, 0, False, 0
     dt = o.dt
@@ -202,8 +205,9 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
                 n_warm += 1
     max_iter = 4 * nc + 20
     ctol = o.consistency_tol
-    res = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm, max_iter,
-                            o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot, ar)
+    res = call_separately(lcp_noslip_kernel, (d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm,
+                                              max_iter, o.rank_tol, o.tol, 0.0, ctol, -1.0,
+                                              o.min_pivot, ar))
     tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, ndrop, viol = res
     flags = 0
     if ndrop > 0:
@@ -221,9 +225,9 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
             for a in range(nu):
                 dmax = max(dmax, d.Minv[act[a], act[a]])
             eps = 1e-6 * dmax
-            corr = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm,
-                                     max_iter, o.rank_tol, o.tol, eps, ctol, 1e-9, o.min_pivot,
-                                     ar)
+            corr = call_separately(lcp_noslip_kernel, (d.Minv, d.h, d.v, act, qdd, N, S, T, phi,
+                                                       dt, warm, max_iter, o.rank_tol, o.tol,
+                                                       eps, ctol, 1e-9, o.min_pivot, ar))
             if corr[8] != 0:
                 return nc, TICK_GENERIC, flags, warm_used, 0
             vc = corr[4]
@@ -231,15 +235,17 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
                 qdd_c[a] = (vc[act[a]] - d.v[act[a]]) / dt
                 if not np.isfinite(qdd_c[a]):
                     return nc, TICK_GENERIC, flags, warm_used, 0
-        res = lcp_noslip_kernel(d.Minv, d.h, d.v, act, qdd_c, N, S, T, phi, dt, warm, max_iter,
-                                o.rank_tol, o.tol, 0.0, ctol, -1.0, o.min_pivot, ar)
+        res = call_separately(lcp_noslip_kernel, (d.Minv, d.h, d.v, act, qdd_c, N, S, T, phi, dt,
+                                                  warm, max_iter, o.rank_tol, o.tol, 0.0, ctol,
+                                                  -1.0, o.min_pivot, ar))
         tau, cN, cS, cT, v_next, w, nb, it2, status, _wu, ndrop, viol = res
         flags |= _CORRECTED
         if status != 0 or viol > max(ctol, 1e-6):
             return nc, TICK_GENERIC, flags, warm_used, 0
     if o.min_norm:
-        mn = min_norm_solution_kernel(d.Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, w,
-                                      o.min_norm_tol, dt, np.int64(50), ar)
+        mn = call_separately(min_norm_solution_kernel, (d.Minv, act, free, N, S, T, cN, cS, cT,
+                                                        tau, v_next, w, o.min_norm_tol, dt,
+                                                        np.int64(50), ar))
         if mn[6]:
             cN, cS, cT, tau, v_next = mn[0], mn[1], mn[2], mn[3], mn[4]
             for i in range(nc):
@@ -334,9 +340,9 @@ def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qd
     dmax = -np.inf
     for a in range(nu):
         dmax = max(dmax, Minv[act[a], act[a]])
-    corr = lcp_noslip_kernel(Minv, h, v, act, qdd_des, N, S2, T2, phi, dt,
-                             _ar.flags_zero(ar, nc), 4 * nc + 20, 1e-6, 1e-10,
-                             1e-6 * dmax, 1e-4, 1e-9, min_pivot, ar)
+    corr = call_separately(lcp_noslip_kernel, (Minv, h, v, act, qdd_des, N, S2, T2, phi, dt,
+                                               _ar.flags_zero(ar, nc), 4 * nc + 20, 1e-6, 1e-10,
+                                               1e-6 * dmax, 1e-4, 1e-9, min_pivot, ar))
     qdd_c = _ar.floats(ar, nu)
     ok = corr[8] == 0
     change = 0.0
@@ -368,8 +374,8 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     """
     topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
     act, free, excluded, bx_R, bx_p = a.tail
-    nc = _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R,
-                               bx_p)
+    nc = call_separately(_assemble_with_impact, (topo, tree, Sm, I6, gravity, geo, d, o, q, v,
+                                                 excluded, bx_R, bx_p))
     if nc <= 0:
         return nc, TICK_GENERIC, 0, False, 0
     dt = o.dt
@@ -384,8 +390,8 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     qdd = qdd_des
     if o.sticking_correction and nu > 0:
         qdd = _ar.floats(d.arena, nu)
-        st = _sticking_qdd(d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt, o.sticking_gap,
-                           o.min_pivot, qdd, d.arena)
+        st = call_separately(_sticking_qdd, (d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt,
+                                             o.sticking_gap, o.min_pivot, qdd, d.arena))
         if st == 2:
             flags |= _STICKING_FAILED
         elif st == 1:
@@ -434,9 +440,9 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
             qn[i] = qv[i] / qs
         w = _ar.floats_zero(ar, n)
         basis = _ar.ints_zero(ar, n)
-        status, _piv, wflag, eps, _viol = _solve_lcp_kernel(
+        status, _piv, wflag, eps, _viol = call_separately(_solve_lcp_kernel, (
             Q, qn, warm, np.bool_(mask_given), 50 * n + 10, 1e-9, o.tol, np.bool_(True), 1e-12,
-            1e-2, 100.0, 1e-6, z, w, basis, ar)
+            1e-2, 100.0, 1e-6, z, w, basis, ar))
         if status != SUCCESS:
             return nc, TICK_GENERIC, flags, False, 0
         for i in range(n):
@@ -451,8 +457,8 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     c = _ar.floats_copy(ar, z[:m])
     tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c, ar)
     if o.min_norm:
-        c_mn, ok = min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, kk,
-                                           o.min_norm_tol, d.arena)
+        c_mn, ok = call_separately(min_norm_coulomb_kernel, (J, N, phi, dt, mu, free, c, v_next,
+                                                             kk, o.min_norm_tol, d.arena))
         if ok:
             c = c_mn
             tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c, ar)

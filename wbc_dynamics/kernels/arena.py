@@ -201,7 +201,8 @@ def floats_2d_zero(ar, rows, cols):
 def floats_copy(ar, x):
     """A copy of the vector ``x`` (``x.copy()``)."""
     y = floats(ar, x.shape[0])
-    y[:] = x
+    for i in range(x.shape[0]):  # (not y[:] = x, which makes numba compile a
+        y[i] = x[i]  # shape-mismatch message: ~2 s in every process, never cached)
     return y
 
 

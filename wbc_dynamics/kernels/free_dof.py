@@ -32,6 +32,7 @@ from numba import njit
 
 from .dynamics import OK, SINGULAR
 from .linalg import chol_solve, cholesky
+from .separate import call_separately
 from .world import crba, rnea
 
 __all__ = ["FreeDofBuffers", "free_dof_buffers", "free_dof_inverse_dynamics", "bind_free_dof"]
@@ -101,8 +102,10 @@ def free_dof_inverse_dynamics(p):
     # q[::1] etc.: strided ('A') vector types, those of RobotModel's bound entry points, so that
     # one compiled rnea / crba serves both; np.bool_: typed flags, not literals (a literal would
     # compile a second rnea)
-    st = rnea(b.q[::1], b.v[::1], a[::1], fext, np.bool_(False), np.bool_(True), b.tau0,
-              topo, tree, Sm, I6, gravity, W, SC)
+    # called separately (not compiled into this kernel again: wbc_dynamics.kernels.separate);
+    # a cold start's compile helper loads the rnea the controller compiled meanwhile
+    st = call_separately(rnea, (b.q[::1], b.v[::1], a[::1], fext, np.bool_(False),
+                                np.bool_(True), b.tau0, topo, tree, Sm, I6, gravity, W, SC))
     if st != OK:
         return st
     unact = b.unactuated
@@ -111,7 +114,7 @@ def free_dof_inverse_dynamics(p):
         for k in range(b.actuated.shape[0]):
             b.tau_act[k] = b.tau0[b.actuated[k]]
         return OK
-    st = crba(b.q[::1], b.mass, topo, tree, Sm, W, SC)
+    st = call_separately(crba, (b.q[::1], b.mass, topo, tree, Sm, W, SC))
     if st != OK:
         return st
     for r in range(n_u):
