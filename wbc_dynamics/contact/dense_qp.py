@@ -67,6 +67,7 @@ import numpy as np
 
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import cholesky
+from ..kernels.separate import call_separately
 
 __all__ = [
     "DenseQPWork",
@@ -369,7 +370,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
     nact = np.int64(0)  # (np.int64: not a literal, one compiled signature of the callees)
     for i in range(m):
         if l[i] == u[i] and abs(l[i]) < BOUND_INF:
-            if _try_add(Jt, R, A, i, np.int64(_EQ), d, nact, dep_tol):
+            if call_separately(_try_add, (Jt, R, A, i, np.int64(_EQ), d, nact, dep_tol)):
                 act[nact] = i
                 kind[nact] = _EQ
                 active[i] = _EQ
@@ -380,13 +381,16 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 continue
             kd = warm[i]
             if kd == _LOWER and l[i] > -BOUND_INF or kd == _UPPER and u[i] < BOUND_INF:
-                if _try_add(Jt, R, A, i, kd, d, nact, dep_tol):
+                if call_separately(_try_add, (Jt, R, A, i, kd, d, nact, dep_tol)):
                     act[nact] = i
                     kind[nact] = kd
                     active[i] = kd
                     nact += 1
     # start point; warm-start repair: drop negative inequality multipliers
-    nact, it = _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, active)
+    # the two big helpers called separately (wbc_dynamics.kernels.separate): their code is not
+    # compiled into this kernel once more (a cold start's compile time)
+    nact, it = call_separately(_minimizer_on_active_set, (x0, Jt, R, A, l, u, act, kind, nact, x,
+                                                          uact, w, active))
     # ---- main loop
     status = MAX_ITER
     # the largest |x| met so far (unconstrained minimizer, start point, iterates): the
@@ -515,8 +519,8 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 # partial steps were taken towards the skipped row: x and the multipliers
                 # include its multiplier uplus; restore the minimizer on the active set (and
                 # dual feasibility, as the warm-start repair above)
-                nact, drops = _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x,
-                                                       uact, w, active)
+                nact, drops = call_separately(_minimizer_on_active_set, (
+                    x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, active))
                 it += drops
             continue
         if not added:

@@ -44,6 +44,7 @@ from ..kernels.kinematics import point_jacobian_filled
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import psd_pinv_solve
 from ..kernels.records import RecordType
+from ..kernels.separate import call_separately
 from .candidates import contact_points
 from .problem import ContactProblem
 
@@ -584,20 +585,25 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
     if dynamics:
         # q[::1] etc.: strided ('A') vector types, those of RobotModel's bound entry points, so
         # that one compiled minverse / rnea serves both (a second one costs seconds to compile)
-        st = world.minverse(q[::1], d.Minv_robot, d.FP, topo, tree, Sm, d.W, d.SC)
+        # called separately (wbc_dynamics.kernels.separate): their call trees are not
+        # compiled into this kernel once more
+        st = call_separately(world.minverse, (q[::1], d.Minv_robot, d.FP, topo, tree, Sm, d.W,
+                                              d.SC))
         if st != OK:
             return -st
         # np.bool_: typed flags, not literals -- a literal would compile a second rnea (~2.5 s)
-        st = world.rnea(q[::1], v[::1], d.a_zero[::1], d.fext, np.bool_(False), np.bool_(True),
-                        d.h_robot, topo, tree, Sm, I6, gravity, d.W, d.SC)
+        st = call_separately(world.rnea, (q[::1], v[::1], d.a_zero[::1], d.fext, np.bool_(False),
+                                          np.bool_(True), d.h_robot, topo, tree, Sm, I6, gravity,
+                                          d.W, d.SC))
         if st != OK:
             return -st
         for c in range(v.shape[0]):
             d.v[c] = v[c]
-    k = contact_kernel(topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body,
-                       geo.sph_r, geo.sph_rad, geo.hs, geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p,
-                       geo.bx_a, geo.bx_mu, geo.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand,
-                       d.Ncand, d.Scand, d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat, ar)
+    k = call_separately(contact_kernel, (
+        topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body, geo.sph_r,
+        geo.sph_rad, geo.hs, geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p, geo.bx_a, geo.bx_mu,
+        geo.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand, d.Tcand, d.cand_mu,
+        d.cand_sph, d.cand_feat, ar))
     nfeat = geo.hs.shape[0] + geo.es.shape[0] + geo.bx_a.shape[0]
     nv = d.N.shape[1]
     nc = 0

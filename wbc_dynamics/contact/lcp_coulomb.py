@@ -49,6 +49,7 @@ from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky
+from ..kernels.separate import call_separately
 from .consistency import min_norm_impulse_kernel
 from .dispatch import fallback_result
 from .lemke import PIVOT_LIMIT, STATUS_NAMES, lcp_residual, solve_lcp
@@ -111,9 +112,9 @@ def _reduce_kernel(
     Jv0 = _ar.floats_zero(ar, m)
     uf = _ar.floats_zero(ar, m)
     ufree = _ar.floats_zero(ar, nf)
-    ok = _reduce_into(Minv, h, v, act, fr, qdd, dt, J, L, tau0, fstar, v0, Kff, Jf, H, Jv0,
-                      uf, ufree, _ar.floats_2d(ar, nu, nu), _ar.floats(ar, nu * (nf + 2)),
-                      _ar.floats_2d(ar, m, nf))
+    ok = call_separately(_reduce_into, (Minv, h, v, act, fr, qdd, dt, J, L, tau0, fstar, v0, Kff,
+                                        Jf, H, Jv0, uf, ufree, _ar.floats_2d(ar, nu, nu),
+                                        _ar.floats(ar, nu * (nf + 2)), _ar.floats_2d(ar, m, nf)))
     return ok, L, tau0, fstar, v0, Kff, Jf, H, Jv0, uf, ufree
 
 

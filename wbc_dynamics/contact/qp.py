@@ -122,6 +122,7 @@ from numba import njit
 from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import left_nullspace
+from ..kernels.separate import call_separately
 from .consistency import mark_sticking_correction, sticking_consistent_problem
 from .dense_qp import DenseQPWork, solve_dense_qp
 from .dispatch import fallback_result
@@ -534,9 +535,9 @@ def _stage2_data(Jfix: np.ndarray, J: np.ndarray, act: np.ndarray, f0: np.ndarra
     q2 = np.empty(m)
     A2 = np.empty(ncon * m)
     l2 = np.empty(ncon)
-    r = _stage2_data_into(Jfix.copy(), J, act, f0, tau1, mu, k, coulomb, reg, rank_tol, exact,
-                          np.empty(max(p, 1)), np.empty(max(nu * m, ncon, 1)), W, P2, q2, A2,
-                          l2)
+    r = call_separately(_stage2_data_into, (Jfix.copy(), J, act, f0, tau1, mu, k, coulomb, reg,
+                                            rank_tol, exact, np.empty(max(p, 1)),
+                                            np.empty(max(nu * m, ncon, 1)), W, P2, q2, A2, l2))
     return (W[:m * r].reshape((m, r)), P2[:r * r].reshape((r, r)), q2[:r],
             A2[:ncon * r].reshape((ncon, r)), l2)
 

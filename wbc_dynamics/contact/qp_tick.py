@@ -392,8 +392,8 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
                 S[i, c] = 0.0
                 T[i, c] = 0.0
     if o.tangential_floor > 0.0:  # qp._dropped_tangential: the scale-aware rank rule
-        _p, _q, _r, nG, kind, idx = _alg1(d.Minv, act, S, T, 0.0, 0.0, o.tangential_floor,
-                                          d.arena)
+        _p, _q, _r, nG, kind, idx = call_separately(_alg1, (d.Minv, act, S, T, 0.0, 0.0,
+                                                            o.tangential_floor, d.arena))
         for i in range(nc):
             w.dropped[i, 0] = False
             w.dropped[i, 1] = False
@@ -431,8 +431,9 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     Jf = w.Jf[:m]
     Jv0 = w.Jv0[:m]
     uf = w.uf[:m]
-    ok = _reduce_into(d.Minv, d.h, d.v, act, free, qdd, dt, J, w.L, w.tau0, w.fstar, w.v0,
-                      w.Kff, Jf, H, Jv0, uf, w.ufree, w.G, w.rscratch, w.JK[:m])
+    ok = call_separately(_reduce_into, (d.Minv, d.h, d.v, act, free, qdd, dt, J, w.L, w.tau0,
+                                        w.fstar, w.v0, w.Kff, Jf, H, Jv0, uf, w.ufree, w.G,
+                                        w.rscratch, w.JK[:m]))
     if not ok:  # the general path raises LinAlgError -> solve's fallback
         return nc, TICK_GENERIC, False, False
     # Stage I linear term [m/s] (qp._solve_two_stage_impl): eq. (98) or the contact velocity
@@ -615,9 +616,10 @@ def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
                     Jfix[i, c] = w.Jf[i, c]
                 if fix_lin:
                     Jfix[i, nf] = w.dlin[i]
-            r = left_nullspace(Jfix, o.rank_tol, beta, w.W)
-        _stage2_data_from_basis(w.W, r, J, act, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
-                                o.active_set, JW, w.P2d, w.q2, w.A2d, w.l2)
+            r = call_separately(left_nullspace, (Jfix, o.rank_tol, beta, w.W))
+        call_separately(_stage2_data_from_basis, (w.W, r, J, act, f0, tau1, mu, o.k, o.coulomb,
+                                                  o.stage2_reg, o.active_set, JW, w.P2d, w.q2,
+                                                  w.A2d, w.l2))
         w.state[_S_R] = r
         return TICK_OK, r, False
     Jfix = ws[:m * nfix].reshape((m, nfix))
@@ -626,8 +628,9 @@ def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
             Jfix[i, c] = w.Jf[i, c]
         if fix_lin:
             Jfix[i, nf] = w.dlin[i]
-    W, P2, q2, A2, l2 = _stage2_data(Jfix, J, act, f0, tau1, mu, o.k, o.coulomb, o.stage2_reg,
-                                     o.rank_tol, o.active_set)
+    W, P2, q2, A2, l2 = call_separately(_stage2_data, (Jfix, J, act, f0, tau1, mu, o.k,
+                                                       o.coulomb, o.stage2_reg, o.rank_tol,
+                                                       o.active_set))
     r = W.shape[1]
     w.state[_S_R] = r
     if r == 0:
