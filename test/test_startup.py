@@ -344,3 +344,32 @@ def test_helper_contact_ready_polls_without_waiting():
         assert time.monotonic() - t0 < 30.0
         time.sleep(0.05)
     assert silent.result is True and proc.returncode == 0
+
+
+def test_coulomb_tick_min_norm_by_type_is_the_one_the_tick_calls():
+    """The controller's share of a cold ``lcp_coulomb`` start: the assembly and the minimum-norm
+    selection compiled by type (``CoulombTick.compile_assembly``, while the helper compiles
+    Lemke); the tick then calls exactly that signature (nothing compiled again)."""
+    import numpy as np
+
+    from wbc_dynamics.contact import SolverState
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.contact.lcp_coulomb import min_norm_coulomb_kernel
+    from wbc_dynamics.contact.tick import compiled_tick
+    from wbc_dynamics.model import RobotModel
+    from wbc_dynamics.robots import robot_info, robot_path
+
+    m = RobotModel.from_urdf(robot_path("humanoid"), floating_base=True)
+    info = robot_info("humanoid")
+    cm = ContactModel(m, contact_links=info["contact_links"],
+                      features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3)
+    tick = compiled_tick(cm, "lcp_coulomb", {"sticking_correction": True, "min_norm": True})
+    tick.compile_assembly()
+    typed = set(min_norm_coulomb_kernel.signatures)
+    assert typed
+    st = SolverState()
+    q, v = np.array(info["standing_q"], dtype=np.float64), np.zeros(m.nv)
+    for _ in range(2):
+        assert tick.run(q, v, np.zeros(cm.actuated.shape[0]), st.get("lcp_coulomb"))
+    assert "min_norm" in tick.flags  # the selection ran (the signature was used)
+    assert set(min_norm_coulomb_kernel.signatures) == typed

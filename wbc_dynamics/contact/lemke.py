@@ -53,6 +53,7 @@ from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import lu_solve
+from ..kernels.separate import call_separately
 
 __all__ = [
     "SUCCESS",
@@ -571,9 +572,11 @@ def _solve_lcp_kernel(
     Scratch from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
     n = q.shape[0]
     ws = _ar.floats(ar, 3 * n * n).reshape((3, n, n))
-    status, piv, warm_flag, viol = _lemke_once(
+    # Lemke's pivoting called separately (wbc_dynamics.kernels.separate): compiled once, not
+    # into this kernel and every kernel above it again
+    status, piv, warm_flag, viol = call_separately(_lemke_once, (
         Q, q, warm, use_warm, max_pivots, piv_tol, tol, z, w, basis, ws, ar
-    )
+    ))
     if status == SUCCESS or not regularize:
         return status, piv, warm_flag, 0.0, viol
     qscale = 1.0
@@ -592,9 +595,9 @@ def _solve_lcp_kernel(
             Qr[i, i] = Q[i, i] + e
         # regularized attempts: cold start only (the warm basis belongs to the plain problem);
         # np.bool_: a typed flag, not a literal (one compiled _lemke_once, not two)
-        st, p2, wf, v2 = _lemke_once(
+        st, p2, wf, v2 = call_separately(_lemke_once, (
             Qr, q, warm, np.bool_(False), max_pivots, piv_tol, tol, z, w, basis, ws, ar
-        )
+        ))
         total += p2
         if st == SUCCESS:
             v_orig = _violation(Q, q, z, w)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -400,12 +401,12 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
     kk = D.shape[0]
     m = nc * (1 + kk)
     ar = d.arena
-    J = _coulomb_rows(N, S, T, D, ar)
-    red = _reduce_kernel(d.Minv, d.h, d.v, act, free, qdd, dt, J, ar)
+    J = call_separately(_coulomb_rows, (N, S, T, D, ar))
+    red = call_separately(_reduce_kernel, (d.Minv, d.h, d.v, act, free, qdd, dt, J, ar))
     if not red[0]:
         return nc, TICK_GENERIC, flags, False, 0
     L, tau0, fstar, H, Jv0 = red[1], red[2], red[3], red[7], red[8]
-    Q, qv = _assemble_lcp(H, Jv0, phi, dt, mu, kk, ar)
+    Q, qv = call_separately(_assemble_lcp, (H, Jv0, phi, dt, mu, kk, ar))
     n = qv.shape[0]
     # the previous basis by slot (lcp_coulomb._warm_mask)
     warm = _ar.flags_zero(ar, n)
@@ -455,13 +456,15 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
         if eps > 0.0:
             flags |= _REGULARIZED
     c = _ar.floats_copy(ar, z[:m])
-    tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c, ar)
+    tau, v_next, _gen = call_separately(_recover_kernel, (d.Minv, act, L, tau0, fstar, dt, J, c,
+                                                          ar))
     if o.min_norm:
         c_mn, ok = call_separately(min_norm_coulomb_kernel, (J, N, phi, dt, mu, free, c, v_next,
                                                              kk, o.min_norm_tol, d.arena))
         if ok:
             c = c_mn
-            tau, v_next, _gen = _recover_kernel(d.Minv, act, L, tau0, fstar, dt, J, c, ar)
+            tau, v_next, _gen = call_separately(_recover_kernel, (d.Minv, act, L, tau0, fstar,
+                                                                  dt, J, c, ar))
             flags |= _MIN_NORM
         else:
             flags |= _MIN_NORM_FAILED
@@ -753,6 +756,18 @@ class CoulombTick(_CompiledTick):
     def compile_parts(self) -> None:
         super().compile_parts()
         compile_sticking_correction(self.cm)
+
+    def compile_assembly(self) -> None:
+        """The assembly (:meth:`_CompiledTick.compile_assembly`), then the minimum-norm
+        selection by type (the types the tick calls it with: arena vectors and matrices, the
+        contact rows' prefixes): the controller's share while the compile helper compiles
+        Lemke and the general path."""
+        super().compile_assembly()
+        d = self.cm.data
+        f1, f2 = numba.typeof(np.zeros(1)), numba.typeof(np.zeros((1, 1)))
+        i, f = numba.types.int64, numba.types.float64
+        min_norm_coulomb_kernel.compile((f2, f2, f1, f, f1, numba.typeof(self.cm.free), f1, f1,
+                                         i, f, numba.typeof(d.arena)))
 
     def _sync_warm(self, mstate: MethodState) -> None:
         prev = mstate.data.get("lcp_coulomb_basic")
