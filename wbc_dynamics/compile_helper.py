@@ -13,16 +13,19 @@ The fused ticks' own kernels take NamedTuples of arrays, whose numba types do no
 model either (dtype, dimension and layout of each array), so the helper also compiles the parts
 of the configured methods' fused ticks that do not call the robot's kernels
 (:func:`compile_tick_parts`: the sticking correction first, then the pack's constructor and
-the QP tick's stages after Stage I) on a stand-in model (:data:`STAND_IN_ROBOT`, its kernels not
-compiled), while the controller compiles Stage I (``QPTick.compile_assembly``). The fused tick
-then only links what both compiled.
+the QP tick's Stage II) on a stand-in model (:data:`STAND_IN_ROBOT`, its kernels not
+compiled), while the controller compiles Stage I and the finish (``QPTick.compile_assembly``;
+``CoulombTick``'s: the minimum-norm selection). The fused tick then calls what both compiled
+through their symbols (:mod:`wbc_dynamics.kernels.separate`), compiling only its own code.
 
 It starts with the controller's per-tick pre- and post-step (``controller.compile_tick_steps``,
 robot-independent as well), which the controller binds right after its core kernels, and the
 contact candidates' kernel, which its contact model runs next; it then prints
 :data:`CONTACT_KERNELS_READY`, at which the controller, waiting to link its fused tick, goes on
 (:meth:`CompileHelper.wait` with ``contact_only``), and ends with ``method: none``'s compiled
-tick (:func:`compile_free_dof`), which the controller binds last.
+tick (:func:`compile_free_dof`), which the controller binds last -- or binds itself, if the
+helper is still at the contact kernels when the controller has compiled its share
+(:meth:`CompileHelper.contact_ready`).
 
 The helper only saves time; nothing depends on it for correctness. It is not started when every
 kernel it would compile is already cached (a warm start costs nothing), on a single-core machine,

@@ -59,7 +59,8 @@ needs from it, rather than taking the NamedTuples themselves: numba passes a Nam
 arrays by value, as ~7 scalars per array plus a reference count update of each, and ``QPWork``
 and ``ContactData`` hold ~120 arrays, so each call between compiled stages was thousands of
 arguments of generated code. LLVM spent most of the QP tick's cold compile on that code, once
-per stage and again in the fused tick that links the stages (issue 12, docs/node.md start-up).
+per stage and again in the fused tick that linked the stages (issue 12, docs/node.md start-up;
+the fused tick now calls its stages through their symbols, :mod:`wbc_dynamics.kernels.separate`).
 The pack holds ``ContactData`` and ``QPWork`` as records (:mod:`wbc_dynamics.kernels.records`:
 the same arrays behind one pointer), so reading them out of the pack at each stage updates two
 reference counts instead of ~260 (the quadruped's ``qp_coulomb`` tick ~59 -> ~49 us).

@@ -547,7 +547,8 @@ class _CompiledTick:
         """Compile / load the tick's first stage (problem assembly and passive impact,
         ``_assemble_with_impact``) on its own and run it once at the neutral configuration: at
         start-up the controller does this while the compile helper is still busy, so that
-        compiling the whole tick afterwards only links it (see wbc_dynamics.compile_helper)."""
+        compiling the whole tick afterwards only compiles its own code (see
+        wbc_dynamics.compile_helper)."""
         cm = self.cm
         r = cm.robot
         a = r.kernel_arrays
