@@ -114,7 +114,6 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
                           if p is not None}
 
 
-
 def _finished(got: dict) -> dict:
     """``got`` of a simulation that finished within the deadline (else the failure, with
     :func:`_why`'s evidence)."""

@@ -77,6 +77,7 @@ import scipy.sparse as sp
 from numba import njit
 from numba.experimental import structref
 
+from ..kernels import arena as _ar
 from ..kernels.fixed_args import fixed_args, pack_type
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import bound_entry, left_nullspace
@@ -488,14 +489,9 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     Px, qv, Ax, lo = _stage1_data(H, Hp, lin, Jv0, phi, dt, mu, o.k, o.coulomb,
                                   w.p1_rows[p0:p1], w.p1_cols[p0:p1], w.a1_rows[a0:a1],
                                   w.a1_cols[a0:a1])
-    # element loops, not ``w.p1x[:n] = Px``: an array-to-slice copy makes numba compile its
-    # shape-mismatch error message (string formatting, 1-2 s, in every process, never cached)
-    for j in range(p1 - p0):
-        w.p1x[j] = Px[j]
-    for j in range(a1 - a0):
-        w.a1x[j] = Ax[j]
-    for j in range(lo.shape[0]):
-        w.l1[j] = lo[j]
+    _ar.copy_prefix(w.p1x, Px, p1 - p0)
+    _ar.copy_prefix(w.a1x, Ax, a1 - a0)
+    _ar.copy_prefix(w.l1, lo, lo.shape[0])
     for j in range(m):
         w.q1[j] = qv[j]
     # the Stage I key (contact identities in row order, k, dense) against the previous tick's
@@ -646,7 +642,7 @@ def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
         for row in range(ncon):
             w.a2x[c * ncon + row] = A2[row, c]
     # contiguous: the products below are BLAS calls, as numpy's in the general path (same
-    # rounding); filled by element loops (see the Stage I data in qp_tick_stage1)
+    # rounding); filled by element loops (as arena.copy_prefix: no numba slice copy)
     Wc = w.W[:m * r].reshape((m, r))
     for i in range(m):
         for j in range(r):
@@ -660,9 +656,7 @@ def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
                 cont2 = False
                 break
     if cont2:  # previous forces projected on the current optimal set (basis independent)
-        x2ws = Wc.T @ (w.ffull[:m] - f0)
-        for j in range(r):  # (element loop: see the Stage I data in qp_tick_stage1)
-            w.x2ws[j] = x2ws[j]
+        _ar.copy_prefix(w.x2ws, Wc.T @ (w.ffull[:m] - f0), r)
     return TICK_OK, r, cont2
 
 
@@ -694,8 +688,7 @@ def qp_tick_finish(a, x2, s2):
             w.state[_S_KEY2_R] = r
             for i in range(nc):
                 w.key2_slots[i] = d.slot[i]
-            for j in range(m):  # (element loop: see the Stage I data in qp_tick_stage1)
-                w.ffull[j] = f[j]
+            _ar.copy_prefix(w.ffull, f, m)
         else:  # Stage II failed: keep Stage I's forces; the general path drops its solver
             bits |= _ITER_LIMIT
             w.state[_S_KEY2_R] = -1

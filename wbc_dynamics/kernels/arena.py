@@ -27,7 +27,8 @@ from numba.experimental import structref
 from .records import RecordType
 
 __all__ = ["Arena", "NO_ARENA", "arena", "no_arena", "reset", "floats", "floats_zero",
-           "floats_2d", "floats_2d_zero", "floats_copy", "ints", "ints_zero", "flags", "flags_zero"]
+           "floats_2d", "floats_2d_zero", "floats_copy", "copy_prefix", "ints", "ints_zero",
+           "flags", "flags_zero"]
 
 @structref.register
 class ArenaType(RecordType):
@@ -197,12 +198,20 @@ def floats_2d_zero(ar, rows, cols):
     return floats_zero(ar, rows * cols).reshape((rows, cols))
 
 
+@njit(cache=True, inline="always")
+def copy_prefix(dst, src, n):
+    """``dst[:n] = src[:n]`` for vectors, by an element loop: numba compiles an array-to-slice
+    copy (``dst[:n] = src``) with a string-formatting shape-mismatch message, 1-2 s in every
+    process and never cached (compiled into the caller: ``inline="always"``)."""
+    for i in range(n):
+        dst[i] = src[i]
+
+
 @njit(cache=True)
 def floats_copy(ar, x):
     """A copy of the vector ``x`` (``x.copy()``)."""
     y = floats(ar, x.shape[0])
-    for i in range(x.shape[0]):  # (not y[:] = x, which makes numba compile a
-        y[i] = x[i]  # shape-mismatch message: ~2 s in every process, never cached)
+    copy_prefix(y, x, x.shape[0])
     return y
 
 
