@@ -24,3 +24,13 @@ def ros_env() -> dict[str, str]:
     """The DDS environment of this test session (already in ``os.environ``)."""
     assert "rclpy" not in sys.modules or os.environ["ROS_DOMAIN_ID"] == _ROS_ENV["ROS_DOMAIN_ID"]
     return dict(_ROS_ENV)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Free what the in-process tests' rclpy contexts left for the collector (a node's
+    configure freezes the heap: gc.freeze), so their DDS participants are deleted before the
+    interpreter exits and Fast DDS removes their shared-memory files."""
+    import gc
+
+    gc.unfreeze()
+    gc.collect()

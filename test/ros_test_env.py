@@ -10,16 +10,73 @@ runs without conftest) call it at the top of the file. Child processes inherit `
   on 127.0.0.1 only);
 * ``ROS_DOMAIN_ID`` -- unique per test run, derived from the pid (1..200), so concurrent runs and
   other ROS systems on the machine never cross-talk. ``WBC_TEST_ROS_DOMAIN_ID`` forces a value.
+
+It also removes the zombie Fast DDS shared-memory files of processes that died without deleting
+their participant (:func:`remove_zombie_fastdds_shm`): a later participant of the same domain
+reuses the port numbers, and a zombie port is a known way for Fast DDS peers to discover each
+other and never receive data.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 
 PROFILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config",
                        "fastdds_localhost.xml")
 
 _ENV_KEY = "WBC_TEST_ROS_ENV_DONE"
+
+SHM_DIR = "/dev/shm"
+# the lock file Fast DDS holds (flock) beside each shared-memory segment / port it has open
+_FASTDDS_LOCK = re.compile(r"^fastdds_(?P<kind>[0-9a-z]{16}|port\d{1,5})_(el|sl)$")
+
+
+def fastdds_shm_locked_by(pid: int) -> list[str]:
+    """Names of the Fast DDS shared-memory segments and ports (in ``/dev/shm``) whose lock file
+    the process ``pid`` holds (``/proc/locks``): the ones its participants have open."""
+    inodes = set()
+    with open("/proc/locks") as f:
+        for line in f:
+            parts = line.split()
+            # "1: FLOCK  ADVISORY  WRITE 10300 00:1b:806628 0 EOF" (blocked waiters: "->")
+            if len(parts) >= 6 and parts[1] == "FLOCK" and parts[4] == str(pid):
+                inodes.add(int(parts[5].rsplit(":", 1)[1]))
+    names = []
+    for name in sorted(os.listdir(SHM_DIR)) if os.path.isdir(SHM_DIR) else ():
+        if _FASTDDS_LOCK.match(name):
+            try:
+                if os.stat(os.path.join(SHM_DIR, name)).st_ino in inodes:
+                    names.append(name[:-3])
+            except FileNotFoundError:
+                pass
+    return names
+
+
+def remove_zombie_fastdds_shm() -> int:
+    """Remove the Fast DDS shared-memory segments and ports whose owner died (what ``fastdds shm
+    clean`` does): a file's lock ``<name>_el`` that nobody holds any more (the lock is taken
+    here, without waiting) marks a zombie; it is removed with its ``sem.<name>_mutex``.
+    Returns the number removed."""
+    removed = 0
+    for name in sorted(os.listdir(SHM_DIR)) if os.path.isdir(SHM_DIR) else ():
+        if not _FASTDDS_LOCK.match(name):
+            continue
+        lock = os.path.join(SHM_DIR, name)
+        try:
+            with open(lock, "ab") as fd:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # still holding the lock: no participant can open the file meanwhile
+                for victim in (name[:-3], name, f"sem.{name[:-3]}_mutex"):
+                    try:
+                        os.remove(os.path.join(SHM_DIR, victim))
+                    except FileNotFoundError:
+                        pass
+                removed += 1
+        except OSError:  # held by a live participant (or not ours to remove)
+            continue
+    return removed
 
 
 def configure_ros_test_env() -> dict[str, str]:
@@ -43,4 +100,5 @@ def configure_ros_test_env() -> dict[str, str]:
     os.environ.update(env)
     os.environ.pop("ROS_LOCALHOST_ONLY", None)
     os.environ[_ENV_KEY] = "1"
+    remove_zombie_fastdds_shm()
     return env

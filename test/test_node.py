@@ -340,6 +340,42 @@ def test_console_script_exits_1_when_configuration_fails(ros_env):
     assert "configure failed: joints: joint 'nope' is not a movable joint" in out
 
 
+@pytest.mark.parametrize("autostart", [True, False])
+def test_exit_deletes_the_dds_participant_and_its_shared_memory(ros_env, autostart):
+    """After SIGINT the controller's DDS participant is deleted, active (configured) or left
+    unconfigured for a lifecycle manager: Fast DDS removes its shared-memory segments and ports
+    from /dev/shm. (configure's gc.freeze() had kept the rclpy context alive past the
+    interpreter's exit, and an inactive node was ended by os._exit: each run left its files
+    behind, zombies that later participants of the domain reused.)"""
+    import os
+    import select
+
+    from ros_test_env import SHM_DIR, fastdds_shm_locked_by
+
+    proc = start_controller("/exit_test", {"robot": "arm", "autostart": autostart})
+    try:
+        deadline, seen = time.monotonic() + 60.0, ""
+        if autostart:  # active (configured, so frozen): it commands the safe mode, no state
+            while "safe command" not in seen and time.monotonic() < deadline:
+                if select.select([proc.stdout], [], [], 0.5)[0]:
+                    seen += proc.stdout.readline()
+                assert proc.poll() is None, seen
+            assert "safe command" in seen, seen
+        else:  # spinning unconfigured (its participant exists, then a margin for the spin)
+            while not fastdds_shm_locked_by(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(2.0)
+        held = fastdds_shm_locked_by(proc.pid)
+    finally:
+        out = stop_process(proc)
+    assert proc.returncode == 0, out
+    assert "exiting now" not in out, out  # not the compile-time os._exit
+    # the participant's segments and its ports, all gone after the exit
+    assert sum(not n.startswith("fastdds_port") for n in held) >= 2, held
+    assert any(n.startswith("fastdds_port") for n in held), held
+    assert [n for n in held if os.path.exists(os.path.join(SHM_DIR, n))] == [], held
+
+
 # ------------------------------------------------------------------ a grasped object
 def test_grasped_object_over_dds(ros):
     """object_urdf / grasp_force / grasp_hold as node parameters, the object's pose and twist on

@@ -176,8 +176,9 @@ def test_contact_outputs_go_only_to_listened_publishers_with_the_tick_forces(mak
     from geometry_msgs.msg import WrenchStamped
     from visualization_msgs.msg import Marker, MarkerArray
 
+    # (a state_timeout no wait here reaches: a watchdog tick meanwhile would overwrite ``out``)
     node, _, ctx = make_node(robot="quadruped", floating_base=True, method="lcp_noslip",
-                             publish_contacts=True, marker_scale=0.01)
+                             publish_contacts=True, marker_scale=0.01, state_timeout=600.0)
     links = node.controller.contact_links
     out, _ = _standing_quadruped_lf_in_swing(node)
     calls = []

@@ -403,6 +403,11 @@ class WbcControllerNode(LifecycleNode):
                 UInt8MultiArray, "~/contact_schedule", g(self._on_contact_schedule), cmd_qos))
         self._entities.append(self.create_service(
             Trigger, "~/reset_solver", g(self._on_reset_solver, service=True)))
+        # everything built and warmed: move it out of the garbage collector's generations so
+        # collections during control stay short. (Before the timers exist: the full collection
+        # takes tens of ms, which a control timer created before it would owe as a burst.)
+        gc.collect()
+        gc.freeze()
         self._timers.append(
             self.create_timer(1.0 / self._param("watchdog_rate"), g(self._on_watchdog))
         )
@@ -411,10 +416,6 @@ class WbcControllerNode(LifecycleNode):
         )
         if cm == "timer":
             self._timers.append(self.create_timer(1.0 / ctl.control_rate, g(self._on_timer)))
-        # everything built and warmed: move it out of the garbage collector's generations so
-        # collections during control stay short
-        gc.collect()
-        gc.freeze()
         self.get_logger().info(
             f"configured: {ctl.model_source}, {n} joints, method {ctl.method}, "
             f"{'floating' if ctl.floating_base else 'fixed'} base, {cm} mode at "
@@ -470,6 +471,22 @@ class WbcControllerNode(LifecycleNode):
         self._pub_wrench = {}
         self._pub_markers = None
         self.controller = None
+        # configure froze everything it built (gc.freeze): hand it back to the collector, or the
+        # released controller's reference cycles would stay in memory for good
+        gc.unfreeze()
+
+    def destroy_node(self) -> None:
+        """Destroy the node, then collect what configure froze (see :func:`main`'s exit).
+
+        Frozen objects are never collected: the node's reference cycles would keep its rclpy
+        context, and so the context's DDS participant, alive in a process that goes on (a test
+        process creating nodes in turn held one live participant per node, which pushed later
+        participants of the domain to ever higher participant ids). The collection runs here,
+        once, rather than as a long pause at some later tick.
+        """
+        super().destroy_node()
+        gc.unfreeze()
+        gc.collect()
 
     def _publish_stop_command(self, wait_acked: float = 0.0) -> None:
         """Zero effort on every joint: the state-independent command ros2_control may hold.
@@ -907,7 +924,7 @@ def set_realtime_priority(priority: int) -> int:
 
 
 class _StartupSignalGuard:
-    """SIGINT / SIGTERM / SIGHUP end a node that is not active within a fraction of a second,
+    """SIGINT / SIGTERM / SIGHUP end a node that is not active within about a second,
     even while it compiles (a first start with a cold numba cache compiles for a minute or more
     inside ``configure``, a method switch inside a parameter callback).
 
@@ -915,9 +932,12 @@ class _StartupSignalGuard:
     be inside LLVM for seconds. The C-level handler still writes the signal number to
     ``signal.set_wakeup_fd``'s pipe at once; this daemon thread waits on the pipe (LLVM and
     numba's Python code both let other threads run) and, if the node is not active -- nothing
-    has been commanded, so there is nothing to stop -- logs and exits the process with code 0.
-    An active node is left to the main loop, which publishes the zero command before exiting.
+    has been commanded, so there is nothing to stop -- and the main loop has not exited by
+    itself within ``GRACE``, logs and exits the process with code 0. An active node is left
+    to the main loop, which publishes the zero command before exiting.
     """
+
+    GRACE = 0.5  # [s] the main loop's time to exit by itself before the process is ended
 
     def __init__(self, node: WbcControllerNode) -> None:
         import threading
@@ -938,7 +958,10 @@ class _StartupSignalGuard:
             if not ready or self._closed.is_set():
                 continue
             data = os.read(self._r, 64)
-            if data and not self._node._active:
+            # a main loop that is not stuck in a compile sees the signal itself within its
+            # 0.1 s spin and exits cleanly (close() below): its DDS participant deleted, which
+            # os._exit would leave behind as zombie shared-memory files in /dev/shm
+            if data and not self._node._active and not self._closed.wait(self.GRACE):
                 try:
                     self._node.get_logger().warning(
                         f"signal {data[-1]} while not active (start-up / compiling): exiting now")
@@ -1024,7 +1047,14 @@ def main(args: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - best effort on exit
             node.get_logger().error(f"zero command on exit failed: {exc}")
         executor.remove_node(node)
+
         node.destroy_node()
+        # Objects configure froze are never collected, not even at interpreter exit: the node's
+        # reference cycles would keep the rclpy context, and so its DDS participant, alive, and
+        # Fast DDS would leave the participant's shared-memory segments and ports in /dev/shm
+        # (zombie ports, reused by later participants, are a known cause of Fast DDS peers that
+        # discover each other but never receive data). Unfrozen, the exit's collection frees them.
+        gc.unfreeze()
         if rclpy.ok():
             rclpy.shutdown()
     return code
