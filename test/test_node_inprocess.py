@@ -57,6 +57,7 @@ def test_event_mode_rate_cap_token_bucket(make_node):
     node, published, _ = make_node(robot="arm", control_rate=100.0)
     clock = [node._now()]
     node._now = lambda: clock[0]
+    node._steady_clock = lambda: 0.0                           # the steady clock stands still
     node.controller.set_reference(np.zeros(11), clock[0])
     q = np.array(info["standing_q"])
     for k in range(8):                                          # a burst at one instant
@@ -84,6 +85,7 @@ def test_stale_state_tick_publishes_no_record_and_takes_no_token(make_node):
     node._pub_js.publish = lambda m: (records.append(np.array(m.effort)), orig(m))[1]
     clock = [node._now()]
     node._now = lambda: clock[0]                                # a paused clock
+    node._steady_clock = lambda: 0.0                            # (and no time passing at all)
     q = np.array(info["standing_q"])
     names = info["joint_names"]
     node.controller.set_reference(np.zeros(12), clock[0])
@@ -96,6 +98,36 @@ def test_stale_state_tick_publishes_no_record_and_takes_no_token(make_node):
     node._on_joint_state(_js(names, q[7:]))                     # the clock has not moved
     assert len(records) == 1 and np.any(records[0] != 0.0)      # the command, with a record
     np.testing.assert_array_equal(records[0], published[-1])
+
+
+def test_a_paused_simulator_clock_cannot_starve_the_rate_cap(make_node):
+    """A lockstep simulator holds its clock still until the first command arrives and re-sends
+    its initial state every 0.1 s. If the node's first answers are lost (published before the
+    simulator's command subscription matched), the re-sent state must still be answered: the
+    bucket refills with steady time when the node's clock stands still. (It refilled with the
+    node's clock only: after five answers every re-sent state was rate-limited for good, the
+    simulator waited for ever -- test_ros_closed_loop[talos_reduced] in CI.)"""
+    info = robot_info("quadruped")
+    node, published, _ = make_node(robot="quadruped", floating_base=True, control_rate=1000.0)
+    clock, steady = [node._now()], [100.0]
+    node._now = lambda: clock[0]                                # the simulated clock, paused
+    node._steady_clock = lambda: steady[0]
+    q = np.array(info["standing_q"])
+    names = info["joint_names"]
+    ctl = node.controller
+    ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), clock[0])
+    for _ in range(6):                                          # no reference: safe commands
+        node._on_joint_state(_js(names, q[7:]))
+    assert len(published) == 5 and node._rate_limited == 1
+    assert ctl.safe_tick_counts == {"safe_stale_reference": 5}
+    for k in range(1, 4):                                       # re-sent every 0.1 s (steady)
+        steady[0] += 0.1
+        node._on_joint_state(_js(names, q[7:]))
+        assert len(published) == 5 + k and node._rate_limited == 1
+    # a flood at one steady instant is still capped: the burst refilled, no more
+    for _ in range(10):
+        node._on_joint_state(_js(names, q[7:]))
+    assert len(published) == 8 + 4 and node._rate_limited == 1 + 6
 
 
 def test_timer_mode_ticks_at_control_rate_and_watchdog_zero(make_node):

@@ -36,6 +36,7 @@ import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -264,6 +265,9 @@ class WbcControllerNode(LifecycleNode):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
+    # the rate cap's second clock (see on_configure); an attribute, so tests can replace it
+    _steady_clock = staticmethod(time.monotonic)
+
     def _model_from_topic(self) -> bool:
         """No robot_description / urdf_path / robot parameter and a robot_description_topic:
         the model comes from the topic."""
@@ -330,10 +334,18 @@ class WbcControllerNode(LifecycleNode):
         self._control_mode = cm
         # event-mode rate cap: token bucket, average <= 1.5 x control_rate, bursts of up to 5
         # ticks pass (publisher jitter), a flood of joint_states cannot overload the node
+        # The bucket refills with the time passed on the node's clock or on the steady clock,
+        # whichever passed more: a lockstep simulator running faster than real time is paced in
+        # its own (simulated) time, and a simulator holding its clock still -- paused, waiting
+        # for the first command -- cannot starve the bucket for good (its initial state,
+        # re-sent every 0.1 s, was rate-limited forever once five answers had gone out before
+        # the simulator's command subscription matched: the simulator waited for a command,
+        # the node never ticked again).
         self._cap_rate = 1.5 * ctl.control_rate
         self._cap_burst = 5.0
         self._tokens = self._cap_burst
         self._t_tokens = -math.inf
+        self._t_tokens_steady = -math.inf
         self._state_stamp = None
         self._rate_limited = 0
         self._last_contacts = -math.inf
@@ -631,9 +643,10 @@ class WbcControllerNode(LifecycleNode):
                 # token-taking ticks would starve the bucket for good
                 self._tick(now)
                 return
-            self._tokens = min(self._cap_burst,
-                               self._tokens + (now - self._t_tokens) * self._cap_rate)
-            self._t_tokens = now
+            steady = self._steady_clock()
+            passed = max(now - self._t_tokens, steady - self._t_tokens_steady)
+            self._tokens = min(self._cap_burst, self._tokens + passed * self._cap_rate)
+            self._t_tokens, self._t_tokens_steady = now, steady
             if self._tokens >= 1.0:
                 self._tokens -= 1.0
                 self._tick(now)
