@@ -333,7 +333,7 @@ class WbcControllerNode(LifecycleNode):
             self.get_logger().warning(note)  # inconsistent inertias, joints locked for the user
         self._control_mode = cm
         # event-mode rate cap: token bucket, average <= 1.5 x control_rate, bursts of up to 5
-        # ticks pass (publisher jitter), a flood of joint_states cannot overload the node
+        # ticks pass (publisher jitter), a flood of joint_states cannot overload the node.
         # The bucket refills with the time passed on the node's clock or on the steady clock,
         # whichever passed more: a lockstep simulator running faster than real time is paced in
         # its own (simulated) time, and a simulator holding its clock still -- paused, waiting
@@ -488,13 +488,14 @@ class WbcControllerNode(LifecycleNode):
         gc.unfreeze()
 
     def destroy_node(self) -> None:
-        """Destroy the node, then collect what configure froze (see :func:`main`'s exit).
+        """Destroy the node, then collect what configure froze (``gc.freeze``).
 
-        Frozen objects are never collected: the node's reference cycles would keep its rclpy
-        context, and so the context's DDS participant, alive in a process that goes on (a test
-        process creating nodes in turn held one live participant per node, which pushed later
-        participants of the domain to ever higher participant ids). The collection runs here,
-        once, rather than as a long pause at some later tick.
+        Frozen objects are never collected, not even at interpreter exit: the node's reference
+        cycles would keep its rclpy context, and so the context's DDS participant, alive -- past
+        the exit, where Fast DDS then leaves the participant's shared-memory segments and ports
+        in /dev/shm (zombies that later participants of the domain reuse), or for good in a
+        process that goes on (a test process creating nodes in turn held one live participant
+        per node). The collection runs here, once, rather than as a pause at some later tick.
         """
         super().destroy_node()
         gc.unfreeze()
@@ -972,8 +973,8 @@ class _StartupSignalGuard:
                 continue
             data = os.read(self._r, 64)
             # a main loop that is not stuck in a compile sees the signal itself within its
-            # 0.1 s spin and exits cleanly (close() below): its DDS participant deleted, which
-            # os._exit would leave behind as zombie shared-memory files in /dev/shm
+            # 0.1 s spin and exits cleanly (then main calls close()): its DDS participant
+            # deleted, which os._exit would leave behind as zombie files in /dev/shm
             if data and not self._node._active and not self._closed.wait(self.GRACE):
                 try:
                     self._node.get_logger().warning(
@@ -1060,14 +1061,7 @@ def main(args: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - best effort on exit
             node.get_logger().error(f"zero command on exit failed: {exc}")
         executor.remove_node(node)
-
-        node.destroy_node()
-        # Objects configure froze are never collected, not even at interpreter exit: the node's
-        # reference cycles would keep the rclpy context, and so its DDS participant, alive, and
-        # Fast DDS would leave the participant's shared-memory segments and ports in /dev/shm
-        # (zombie ports, reused by later participants, are a known cause of Fast DDS peers that
-        # discover each other but never receive data). Unfrozen, the exit's collection frees them.
-        gc.unfreeze()
+        node.destroy_node()  # (and collects what configure froze: the participant goes too)
         if rclpy.ok():
             rclpy.shutdown()
     return code
