@@ -133,7 +133,8 @@ def _why(got: dict) -> str:
 def test_ros_closed_loop_keeps_the_quadruped_up(ros_env, reference, method):
     """Every contact method, both references (qp_coulomb: sim.launch.py's default; lcp_noslip:
     config/quadruped.yaml's): each keeps the quadruped up in-process (docs/experiments.md)."""
-    got = _finished(_run_loop(reference, method, reference + method[:3]))
+    # (a namespace of its own per test: qp_coulomb and qp_noslip used to share 'trotqp_')
+    got = _finished(_run_loop(reference, method, f"{reference}_{method}"))
     z_stand = robot_info("quadruped")["standing_q"][2]
     stamps = np.array([t for t, _ in got["z"]])
     z = np.array([z for _, z in got["z"]])
