@@ -54,6 +54,20 @@ def fastdds_shm_locked_by(pid: int) -> list[str]:
     return names
 
 
+def fastdds_shm_zombie(name: str) -> bool:
+    """Whether the Fast DDS shared-memory file ``name`` (segment or port) exists with nobody
+    holding its lock ``<name>_el`` any more (taken here without waiting, then released)."""
+    lock = os.path.join(SHM_DIR, name + "_el")
+    if not os.path.exists(os.path.join(SHM_DIR, name)) or not os.path.exists(lock):
+        return False
+    try:
+        with open(lock, "ab") as fd:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+    except OSError:
+        return False
+
+
 def remove_zombie_fastdds_shm() -> int:
     """Remove the Fast DDS shared-memory segments and ports whose owner died (what ``fastdds shm
     clean`` does): a file's lock ``<name>_el`` that nobody holds any more (the lock is taken

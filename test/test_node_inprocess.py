@@ -130,6 +130,62 @@ def test_a_paused_simulator_clock_cannot_starve_the_rate_cap(make_node):
     assert len(published) == 8 + 4 and node._rate_limited == 1 + 6
 
 
+def test_an_event_tick_uses_the_odometry_published_before_its_joint_state(make_node):
+    """wbc_sim publishes each step's odom, then its joint_states. The executor serves ready
+    subscriptions in creation order (joint_states first), so with both waiting the tick ran
+    before the odom callback, on the previous step's base state. The node now takes the
+    waiting odometry before it ticks: every tick sees the odom published with its state."""
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    info = robot_info("quadruped")
+    # (no watchdog tick within the test: a state_timeout it does not reach)
+    node, published, ctx = make_node(robot="quadruped", floating_base=True, state_timeout=600.0,
+                                     reference_timeout=600.0)
+    ctl = node.controller
+    q = np.array(info["standing_q"])
+    ctl.set_reference(np.zeros(12), node._now())
+    events = []
+    set_base, tick = ctl.set_base_state, node._tick
+    ctl.set_base_state = lambda p, *a: (events.append(round(float(p[2]), 3)), set_base(p, *a))[1]
+    node._tick = lambda now: (events.append("tick"), tick(now))[1]
+    client = rclpy.create_node("odom_order_client", context=ctx)
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    pub_odom = client.create_publisher(Odometry, "/odom", qos)
+    pub_js = client.create_publisher(JointState, "/joint_states", qos)
+    ex = SingleThreadedExecutor(context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    t0 = time.monotonic()
+    odom = Odometry()
+    odom.pose.pose.orientation.w = 1.0
+    # matched both ways: an odom has reached the controller (best effort drops until then);
+    # and the watchdog's first tick (no tick yet: the stale-state zero) is behind us
+    while not (any(isinstance(e, float) for e in events) and published) \
+            and time.monotonic() - t0 < 10.0:
+        odom.pose.pose.position.z = 0.3
+        pub_odom.publish(odom)
+        ex.spin_once(timeout_sec=0.05)
+    events.clear()
+    for k in range(5):
+        odom.pose.pose.position.z = 0.40 + 0.01 * k
+        pub_odom.publish(odom)                                  # as wbc_sim: odom first
+        pub_js.publish(_js(info["joint_names"], q[7:]))
+        time.sleep(0.02)                                        # both delivered, both waiting
+        n = len(published)
+        t1 = time.monotonic()
+        while len(published) == n and time.monotonic() - t1 < 5.0:
+            ex.spin_once(timeout_sec=0.05)
+        assert len(published) == n + 1, events
+        # the base state the tick used is the one published with its joint state
+        assert events[events.index("tick", len(events) - 2) - 1] == round(0.40 + 0.01 * k, 3), \
+            events
+        events.clear()
+    ex.remove_node(client)
+    ex.remove_node(node)
+    client.destroy_node()
+
+
 def test_timer_mode_ticks_at_control_rate_and_watchdog_zero(make_node):
     info = robot_info("arm")
     node, published, ctx = make_node(robot="arm", control_mode="timer", control_rate=200.0,

@@ -9,7 +9,12 @@ import os
 import uuid
 
 import pytest
-from ros_test_env import SHM_DIR, fastdds_shm_locked_by, remove_zombie_fastdds_shm
+from ros_test_env import (
+    SHM_DIR,
+    fastdds_shm_locked_by,
+    fastdds_shm_zombie,
+    remove_zombie_fastdds_shm,
+)
 
 pytestmark = pytest.mark.skipif(not os.path.isdir(SHM_DIR), reason=f"no {SHM_DIR}")
 
@@ -29,6 +34,8 @@ def test_zombie_files_removed_live_ones_kept_and_found_by_their_holder():
     try:
         with open(live[1], "ab") as held:
             fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a live participant's lock
+            assert fastdds_shm_zombie(os.path.basename(zombie[0]))
+            assert not fastdds_shm_zombie(os.path.basename(live[0]))
             # (this process may hold other participants' files: rclpy tests run in it)
             assert os.path.basename(live[0]) in fastdds_shm_locked_by(os.getpid())
             assert os.path.basename(zombie[0]) not in fastdds_shm_locked_by(os.getpid())

@@ -50,6 +50,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point, WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
@@ -223,6 +224,7 @@ class WbcControllerNode(LifecycleNode):
         self.controller: WholeBodyController | None = None
         self._active = False
         self._entities: list[Any] = []
+        self._odometry_subs: list[Any] = []  # odom, object odom: served before a tick
         self._timers: list[Any] = []
         self.add_on_set_parameters_callback(self._on_set_parameters)
         # rejected inputs: topic -> reason -> count (InputError.reason; "invalid" for a
@@ -404,12 +406,14 @@ class WbcControllerNode(LifecycleNode):
         # odometry arrives serialized (raw): its message object (two 36-entry covariance
         # arrays, nine nested messages) cost 38 us to build at every tick, the fields the
         # controller reads are 13 doubles at known offsets (_take_odometry)
+        self._odometry_subs = []  # (_take_pending_odometry)
         if ctl.floating_base:
-            self._entities.append(self.create_subscription(
+            self._odometry_subs.append(self.create_subscription(
                 Odometry, "odom", g(self._on_odom), state_qos, raw=True))
         if ctl.has_object:
-            self._entities.append(self.create_subscription(
+            self._odometry_subs.append(self.create_subscription(
                 Odometry, "~/object_odom", g(self._on_object_odom), state_qos, raw=True))
+        self._entities += self._odometry_subs
         if ctl.contact_links:
             self._entities.append(self.create_subscription(
                 UInt8MultiArray, "~/contact_schedule", g(self._on_contact_schedule), cmd_qos))
@@ -480,6 +484,7 @@ class WbcControllerNode(LifecycleNode):
                 self.destroy_service(e)
         self._timers = []
         self._entities = []
+        self._odometry_subs = []
         self._pub_wrench = {}
         self._pub_markers = None
         self.controller = None
@@ -636,6 +641,7 @@ class WbcControllerNode(LifecycleNode):
             return
         self._state_stamp = stamp
         if self._active and self._control_mode == "event":
+            self._take_pending_odometry()
             if not ctl.state_fresh(now):
                 # the zero-torque stale-state tick (base / object state missing) computes
                 # nothing, so it takes no token of the cap: a simulator starting paused holds
@@ -736,7 +742,29 @@ class WbcControllerNode(LifecycleNode):
     # ------------------------------------------------------------------ control
     def _on_timer(self) -> None:
         if self._active and self.controller is not None:
+            self._take_pending_odometry()
             self._tick(self._now())
+
+    def _take_pending_odometry(self) -> None:
+        """Serve the odometry messages already waiting, before a tick uses the base state.
+
+        The executor serves ready subscriptions in the order they were created, joint_states
+        first: a simulator's odom for step k, published just before its joint_states (wbc_sim,
+        every step), reached the controller after the tick when both were waiting at once --
+        the tick then used the base state of step k-1 (often on a loaded machine, rarely on an
+        idle one: the lockstep ROS loop was not deterministic). Taken here, the executor finds
+        the queue empty and skips the callback.
+        """
+        for sub in self._odometry_subs:
+            for _ in range(16):  # (a keep-last queue: one message, a few at most)
+                try:
+                    with sub.handle:
+                        taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                except InvalidHandle:
+                    break
+                if taken is None:
+                    break
+                sub.callback(taken[0])  # the guarded callback the executor would call
 
     def _on_watchdog(self) -> None:
         """Publish the safe command when ticks stopped (e.g. joint_states stopped arriving)."""
