@@ -19,9 +19,11 @@ other and never receive data.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
+from collections.abc import Iterator
 
 PROFILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config",
                        "fastdds_localhost.xml")
@@ -30,7 +32,25 @@ _ENV_KEY = "WBC_TEST_ROS_ENV_DONE"
 
 SHM_DIR = "/dev/shm"
 # the lock file Fast DDS holds (flock) beside each shared-memory segment / port it has open
-_FASTDDS_LOCK = re.compile(r"^fastdds_(?P<kind>[0-9a-z]{16}|port\d{1,5})_(el|sl)$")
+_FASTDDS_LOCK = re.compile(r"^fastdds_([0-9a-z]{16}|port\d{1,5})_(el|sl)$")
+
+
+@contextlib.contextmanager
+def _unheld_lock(lock: str) -> Iterator[bool]:
+    """Take the lock file ``lock`` without waiting: yields True (and holds it for the block) if
+    nobody held it -- its owner is gone -- else False."""
+    try:
+        fd = open(lock, "ab")
+    except OSError:  # vanished, or not ours
+        yield False
+        return
+    with fd:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a live participant
+            yield False
+            return
+        yield True
 
 
 def fastdds_shm_locked_by(pid: int) -> list[str]:
@@ -56,40 +76,32 @@ def fastdds_shm_locked_by(pid: int) -> list[str]:
 
 def fastdds_shm_zombie(name: str) -> bool:
     """Whether the Fast DDS shared-memory file ``name`` (segment or port) exists with nobody
-    holding its lock ``<name>_el`` any more (taken here without waiting, then released)."""
+    holding its lock ``<name>_el`` any more."""
     lock = os.path.join(SHM_DIR, name + "_el")
     if not os.path.exists(os.path.join(SHM_DIR, name)) or not os.path.exists(lock):
         return False
-    try:
-        with open(lock, "ab") as fd:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-    except OSError:
-        return False
+    with _unheld_lock(lock) as unheld:
+        return unheld
 
 
 def remove_zombie_fastdds_shm() -> int:
     """Remove the Fast DDS shared-memory segments and ports whose owner died (what ``fastdds shm
-    clean`` does): a file's lock ``<name>_el`` that nobody holds any more (the lock is taken
-    here, without waiting) marks a zombie; it is removed with its ``sem.<name>_mutex``.
-    Returns the number removed."""
+    clean`` does): a file's lock ``<name>_el`` that nobody holds any more marks a zombie; it is
+    removed with its ``sem.<name>_mutex``. Returns the number removed."""
     removed = 0
     for name in sorted(os.listdir(SHM_DIR)) if os.path.isdir(SHM_DIR) else ():
         if not _FASTDDS_LOCK.match(name):
             continue
-        lock = os.path.join(SHM_DIR, name)
-        try:
-            with open(lock, "ab") as fd:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                # still holding the lock: no participant can open the file meanwhile
-                for victim in (name[:-3], name, f"sem.{name[:-3]}_mutex"):
-                    try:
-                        os.remove(os.path.join(SHM_DIR, victim))
-                    except FileNotFoundError:
-                        pass
-                removed += 1
-        except OSError:  # held by a live participant (or not ours to remove)
-            continue
+        with _unheld_lock(os.path.join(SHM_DIR, name)) as unheld:
+            if not unheld:
+                continue
+            # still holding the lock: no participant can open the file meanwhile
+            for victim in (name[:-3], name, f"sem.{name[:-3]}_mutex"):
+                try:
+                    os.remove(os.path.join(SHM_DIR, victim))
+                except FileNotFoundError:
+                    pass
+            removed += 1
     return removed
 
 
