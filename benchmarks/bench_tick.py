@@ -24,7 +24,14 @@ at times costs 45-100 us: every ~4 ms sample it lands in is that much longer, i.
 samples -- the p99 itself. A tick's p99 ratio near ``median ratio x loop p99 / median`` is the
 machine, not the tick.
 
+A control loop's tick does not run back to back: it waits for its next input (1 ms at 1 kHz),
+and meanwhile the machine runs other things, so the tick starts with colder caches and branch
+predictors. ``--idle-us 1000`` sleeps that long before every sampled call (tick, reference and
+loop alike) to measure that case: on the 2-core VM both the tick and Pinocchio's reference
+then take 2-4x longer than back to back, their ratio about the same or lower.
+
     python benchmarks/bench_tick.py [--robots quadruped humanoid] [--ticks 3000] [--markdown]
+                                    [--idle-us 1000]
     python benchmarks/bench_tick.py --tiny      # smoke mode (used by test/test_bench_tick.py)
 """
 
@@ -138,16 +145,21 @@ def _loop_of_duration(seconds: float) -> Callable[[], float]:
     return lambda: _compute_loop(iterations)
 
 
-def _sample(fn, n: int, out: np.ndarray, start: int) -> None:
+def _sample(fn, n: int, out: np.ndarray, start: int, idle: float = 0.0) -> None:
+    """Time ``n`` calls of ``fn`` into ``out[start:start + n]`` [s]; ``idle`` > 0: sleep that
+    long [s] before each call (untimed), as a control loop waits for its next input."""
     clock = time.perf_counter
+    sleep = time.sleep
     for i in range(n):
+        if idle > 0.0:
+            sleep(idle)
         t0 = clock()
         fn()
         out[start + i] = clock() - t0
 
 
 def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ticks: int,
-                  block: int = 250, warm: int = 200) -> dict:
+                  block: int = 250, warm: int = 200, idle: float = 0.0) -> dict:
     cfg = shipped_config(robot)
     cfg["method"] = method
     if min_norm is not None:
@@ -171,9 +183,9 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
     t_loop = np.empty(ticks)
     for s in range(0, ticks, block):  # interleaved blocks: all see the same load
         k = min(block, ticks - s)
-        _sample(update, k, t_tick, s)
-        _sample(ref, k, t_ref, s)
-        _sample(loop, k, t_loop, s)
+        _sample(update, k, t_tick, s, idle)
+        _sample(ref, k, t_ref, s, idle)
+        _sample(loop, k, t_loop, s, idle)
     ref_med = float(np.median(t_ref))
     loop_med = float(np.median(t_loop))
     return {
@@ -192,8 +204,9 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
 
 
 def run(robots: list[str], variants: list[str], ticks: int, warm: int = 200,
-        echo: bool = False) -> list[dict]:
-    """Benchmark rows (see :func:`bench_variant`) for every robot and variant label."""
+        echo: bool = False, idle: float = 0.0) -> list[dict]:
+    """Benchmark rows (see :func:`bench_variant`) for every robot and variant label; ``idle``
+    [s] of sleep before every sampled call (0: back to back)."""
     unknown = set(variants) - {v[0] for v in VARIANTS}
     if unknown:
         raise ValueError(f"--variants: unknown {sorted(unknown)}")
@@ -202,7 +215,7 @@ def run(robots: list[str], variants: list[str], ticks: int, warm: int = 200,
         for label, method, min_norm in VARIANTS:
             if label in variants:
                 rows.append(bench_variant(robot, label, method, min_norm, ticks,
-                                          block=min(250, ticks), warm=warm))
+                                          block=min(250, ticks), warm=warm, idle=idle))
                 r = rows[-1]
                 if echo:
                     print(f"{r['robot']:10s} {r['variant']:22s} contacts {r['contacts']:2d}  "
@@ -222,11 +235,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="subset of: " + ", ".join(repr(v[0]) for v in VARIANTS))
     parser.add_argument("--ticks", type=int, default=3000, help="sampled ticks per variant")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--idle-us", type=float, default=0.0,
+                        help="sleep this long [us] before every sampled call, as between the "
+                             "ticks of a control loop (default 0: back to back)")
     parser.add_argument("--tiny", action="store_true",
                         help="smoke mode: 40 sampled ticks, 5 warm ticks (ratios meaningless)")
     args = parser.parse_args(argv)
     ticks, warm = (40, 5) if args.tiny else (args.ticks, 200)
-    rows = run(args.robots, args.variants, ticks, warm, echo=not args.markdown)
+    rows = run(args.robots, args.variants, ticks, warm, echo=not args.markdown,
+               idle=args.idle_us * 1e-6)
     if args.markdown:
         print("| config | nv | method | contacts | tick median [µs] | tick p99 [µs] | "
               "Pinocchio median [µs] | median ratio | p99 ratio | same-length loop p99 / "

@@ -41,3 +41,22 @@ def test_bench_tick_tiny_reports_ratios_for_every_variant(capsys):
     table = capsys.readouterr().out
     assert "| quadruped.yaml | 18 | lcp_noslip | 4 |" in table and "median ratio" in table
     assert "same-length loop p99 / median" in table
+
+
+def test_bench_tick_idle_mode_sleeps_untimed_before_every_sampled_call():
+    bench = _bench()
+    import time
+
+    import numpy as np
+
+    calls = []
+    out = np.zeros(7)
+    t0 = time.perf_counter()
+    bench._sample(lambda: calls.append(time.perf_counter()), 5, out, 2, idle=0.01)
+    elapsed = time.perf_counter() - t0
+    assert len(calls) == 5 and elapsed >= 0.05  # 10 ms of sleep before each call
+    assert np.all(np.diff(calls) >= 0.01)
+    assert out[0] == out[1] == 0.0 and np.all(out[2:] > 0.0)
+    assert np.all(out[2:] < 0.005)  # the sleep is not in the sampled time
+    (row,) = bench.run(["quadruped"], ["none"], ticks=4, warm=2, idle=1e-3)
+    assert math.isfinite(row["median_ratio"]) and row["median_ratio"] > 0.0
