@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import model as _core
 from .kernels import derivatives as dk
@@ -50,7 +51,7 @@ def _input_matrix(model: RobotModel, B) -> np.ndarray:
     return np.ascontiguousarray(Bm)
 
 
-def iwim(model: RobotModel, q, B) -> np.ndarray:
+def iwim(model: RobotModel, q: ArrayLike, B: ArrayLike) -> np.ndarray:
     """The inertia-weighted input matrix M(q)^-1 B, shape (nv, m) (seed 001, eq. (9)).
 
     ``B`` (nv, m): how the m inputs enter the generalized forces (1-D: one input). Runs the
@@ -69,7 +70,7 @@ def iwim(model: RobotModel, q, B) -> np.ndarray:
     return out
 
 
-def free_acceleration(model: RobotModel, q, v) -> np.ndarray:
+def free_acceleration(model: RobotModel, q: ArrayLike, v: ArrayLike) -> np.ndarray:
     """qdd_0 = -M^-1 h(q, v): the accelerations with all inputs zero (seed 001, eq. (2)).
 
     Gravity and velocity terms only (ABA with tau = 0). Floating base: base acceleration in the
@@ -90,16 +91,16 @@ def free_acceleration(model: RobotModel, q, v) -> np.ndarray:
 
 def task_space_input(
     model: RobotModel,
-    q,
-    v,
-    J,
-    Jdot_v,
-    task_acceleration,
-    B,
+    q: ArrayLike,
+    v: ArrayLike,
+    J: ArrayLike,
+    Jdot_v: ArrayLike,
+    task_acceleration: ArrayLike,
+    B: ArrayLike,
     *,
     damping: float = 0.0,
-    lower=None,
-    upper=None,
+    lower: ArrayLike | None = None,
+    upper: ArrayLike | None = None,
     info: dict | None = None,
 ) -> np.ndarray:
     """Least-squares input u for a commanded task acceleration (seed 001, eq. (3)).

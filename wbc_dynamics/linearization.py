@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import model as _core
 from .kernels import derivatives as dk
@@ -103,7 +104,7 @@ def _check(model: RobotModel, st: int, v: str = "v", a: str = "a") -> None:
 
 
 def rnea_derivatives(
-    model: RobotModel, q, v, a, *, gravity: bool = True
+    model: RobotModel, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, gravity: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytical derivatives of inverse dynamics tau = ID(q, v, a) (seed 003, Tables 5-8).
 
@@ -129,7 +130,9 @@ def rnea_derivatives(
     return dq, dv, M
 
 
-def aba_derivatives(model: RobotModel, q, v, tau) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def aba_derivatives(
+    model: RobotModel, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Derivatives of forward dynamics qdd = FD(q, v, tau): ``(dqdd_dq, dqdd_dv, Minv)``.
 
     Uses d FD = -M^-1 d ID evaluated at qdd = FD(q, v, tau) (seed 003, Sec. on the linearized
@@ -153,7 +156,7 @@ def aba_derivatives(model: RobotModel, q, v, tau) -> tuple[np.ndarray, np.ndarra
     return ddq_dq, ddq_dv, Minv
 
 
-def tangent_velocity_map(model: RobotModel, v) -> np.ndarray:
+def tangent_velocity_map(model: RobotModel, v: ArrayLike) -> np.ndarray:
     """d(delta q)/dt = A_qq delta q + delta v: the (nv, nv) block A_qq at velocity v.
 
     For a base moved as H exp(delta), the error delta between a perturbed and the nominal
@@ -199,7 +202,7 @@ def _se3_log(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.concatenate([Vinv @ p, w])
 
 
-def state_difference(model: RobotModel, q0, q1) -> np.ndarray:
+def state_difference(model: RobotModel, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
     """The tangent dq (nv) with ``model.integrate(q0, dq) == q1``: the inverse of integrate.
 
     Floating base: [log(H0^-1 H1) (linear m, angular rad, body frame of H0), s1 - s0]. Use it
@@ -236,7 +239,8 @@ def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.
 
 
 def linearize(
-    model: RobotModel, q, v, tau, dt: float | None = None, input_matrix=None
+    model: RobotModel, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float | None = None,
+    input_matrix: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """State-space matrices of the dynamics about (q, v, tau) on the tangent [dq, dv].
 

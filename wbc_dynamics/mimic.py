@@ -26,6 +26,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .description import RobotDescription, URDFError, parse_urdf
 from .model import RobotModel
@@ -129,7 +130,7 @@ class MimicModel:
         return cls(full, resolved)
 
     # ------------------------------------------------------------------ coordinates
-    def full_configuration(self, q) -> np.ndarray:
+    def full_configuration(self, q: ArrayLike) -> np.ndarray:
         """The independent model's configuration (mimic joints filled in) from ``q``."""
         q = np.asarray(q, dtype=float)
         if q.shape != (self.nq,):
@@ -140,7 +141,7 @@ class MimicModel:
         out[base:] = self._q_gain * q[self._q_index] + self._q_offset
         return out
 
-    def full_velocity(self, v) -> np.ndarray:
+    def full_velocity(self, v: ArrayLike) -> np.ndarray:
         """``G v``: the independent model's velocity (or acceleration) from ``v``."""
         v = np.asarray(v, dtype=float)
         if v.shape != (self.nv,):
@@ -158,35 +159,41 @@ class MimicModel:
         return q
 
     # ------------------------------------------------------------------ dynamics
-    def rnea(self, q, v, a, f_ext=None) -> np.ndarray:
+    def rnea(
+        self, q: ArrayLike, v: ArrayLike, a: ArrayLike,
+        f_ext: Mapping[str, object] | None = None,
+    ) -> np.ndarray:
         """Generalized forces ``G^T rnea_full(q_full, G v, G a)`` (N m / N; base wrench first)."""
         qf = self.full_configuration(q)
         G = self.coupling
         return G.T @ self.full.rnea(qf, self.full_velocity(v), self.full_velocity(a), f_ext)
 
-    def nonlinear_effects(self, q, v) -> np.ndarray:
+    def nonlinear_effects(self, q: ArrayLike, v: ArrayLike) -> np.ndarray:
         """``h(q, v) = G^T h_full(q_full, G v)``."""
         return self.coupling.T @ self.full.nonlinear_effects(
             self.full_configuration(q), self.full_velocity(v)
         )
 
-    def gravity_torques(self, q) -> np.ndarray:
+    def gravity_torques(self, q: ArrayLike) -> np.ndarray:
         """``g(q) = G^T g_full(q_full)``."""
         return self.coupling.T @ self.full.gravity_torques(self.full_configuration(q))
 
-    def mass_matrix(self, q) -> np.ndarray:
+    def mass_matrix(self, q: ArrayLike) -> np.ndarray:
         """``M = G^T M_full G`` (nv x nv)."""
         G = self.coupling
         return G.T @ self.full.mass_matrix(self.full_configuration(q)) @ G
 
-    def minverse(self, q) -> np.ndarray:
+    def minverse(self, q: ArrayLike) -> np.ndarray:
         """``M^-1`` by Cholesky of ``G^T M_full G`` (dense, O(nv^3))."""
         from scipy.linalg import cho_factor, cho_solve
 
         M = self.mass_matrix(q)
         return cho_solve(cho_factor(M), np.eye(self.nv))
 
-    def aba(self, q, v, tau, f_ext=None) -> np.ndarray:
+    def aba(
+        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+        f_ext: Mapping[str, object] | None = None,
+    ) -> np.ndarray:
         """Forward dynamics ``a = M^-1 (tau - h + G^T J^T f_ext)`` (dense solve)."""
         from scipy.linalg import cho_factor, cho_solve
 
@@ -197,16 +204,21 @@ class MimicModel:
         return cho_solve(cho_factor(M), np.asarray(tau, dtype=float) - bias)
 
     # ------------------------------------------------------------------ kinematics
-    def frame_placement(self, q, link: str) -> np.ndarray:
+    def frame_placement(self, q: ArrayLike, link: str) -> np.ndarray:
         """4x4 pose of ``link`` in the world (m)."""
         return self.full.frame_placement(self.full_configuration(q), link)
 
-    def jacobian(self, q, link: str, point=None, frame: str = "world") -> np.ndarray:
+    def jacobian(
+        self, q: ArrayLike, link: str, point: ArrayLike | None = None, frame: str = "world",
+    ) -> np.ndarray:
         """``J_full G`` (6 x nv); arguments as :meth:`RobotModel.jacobian`."""
         J = self.full.jacobian(self.full_configuration(q), link, point, frame)
         return J @ self.coupling
 
-    def jacobian_dot_times_v(self, q, v, link: str, point=None, frame: str = "world"):
+    def jacobian_dot_times_v(
+        self, q: ArrayLike, v: ArrayLike, link: str, point: ArrayLike | None = None,
+        frame: str = "world",
+    ) -> np.ndarray:
         """``J̇ v`` (6,) = the independent model's at ``(q_full, G v)`` (G is constant)."""
         return self.full.jacobian_dot_times_v(
             self.full_configuration(q), self.full_velocity(v), link, point, frame

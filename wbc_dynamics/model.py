@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .description import RobotDescription
 from .kernels import dynamics as dyn
@@ -350,7 +351,7 @@ class RobotModel:
         return self._gravity
 
     @gravity.setter
-    def gravity(self, value) -> None:
+    def gravity(self, value: ArrayLike) -> None:
         g = _vector(value, 3, "gravity")
         if not np.all(np.isfinite(g)):
             raise ValueError("gravity contains NaN or inf")
@@ -421,7 +422,9 @@ class RobotModel:
         return True
 
     # ------------------------------------------------------------------ dynamics
-    def rnea(self, q, v, a, f_ext: Mapping[str, object] | None = None) -> np.ndarray:
+    def rnea(
+        self, q: ArrayLike, v: ArrayLike, a: ArrayLike, f_ext: Mapping[str, object] | None = None,
+    ) -> np.ndarray:
         """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - J^T f_ext (RNEA).
 
         Floating base: the first six entries are the base wrench in the base frame (seed 003,
@@ -442,15 +445,15 @@ class RobotModel:
             self._raise(st)
         return tau
 
-    def nonlinear_effects(self, q, v) -> np.ndarray:
+    def nonlinear_effects(self, q: ArrayLike, v: ArrayLike) -> np.ndarray:
         """h(q, v) = C(q, v) v + g(q): Coriolis, centrifugal and gravity terms (N m / N)."""
         return self.rnea(q, v, self._zeros_nv)
 
-    def gravity_torques(self, q) -> np.ndarray:
+    def gravity_torques(self, q: ArrayLike) -> np.ndarray:
         """g(q): generalized gravity forces (N m / N)."""
         return self.rnea(q, self._zeros_nv, self._zeros_nv)
 
-    def mass_matrix(self, q) -> np.ndarray:
+    def mass_matrix(self, q: ArrayLike) -> np.ndarray:
         """Joint-space inertia matrix M(q) (nv x nv) by the composite-rigid-body algorithm."""
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
@@ -460,7 +463,9 @@ class RobotModel:
             self._raise(st)
         return M
 
-    def center_of_mass(self, q, v=None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    def center_of_mass(
+        self, q: ArrayLike, v: ArrayLike | None = None,
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Centre of mass of a floating-base robot: ``(c, c_dot, J_com)``.
 
         ``c`` (3,) [m] and ``c_dot`` (3,) [m/s] (None without ``v``) in world; ``J_com`` (3, nv)
@@ -483,7 +488,7 @@ class RobotModel:
         J = R @ M[0:3, :] / m
         return c, (None if v is None else J @ np.asarray(v, dtype=np.float64)), J
 
-    def mass_matrix_unit_vector(self, q) -> np.ndarray:
+    def mass_matrix_unit_vector(self, q: ArrayLike) -> np.ndarray:
         """M(q) by the unit-vector method (seed 002): column j = ID(q, 0, e_j) - ID(q, 0, 0)
         with gravity off. n inverse-dynamics calls: a reference, not the fast path."""
         if not (
@@ -503,7 +508,7 @@ class RobotModel:
             M[:, j] = col
         return M
 
-    def minverse(self, q) -> np.ndarray:
+    def minverse(self, q: ArrayLike) -> np.ndarray:
         """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (seed 000, Alg. 1; moving
         base: IMMAmb, seed 003 Table 9). M is never formed or factored."""
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
@@ -514,7 +519,9 @@ class RobotModel:
             self._raise(st)
         return Minv
 
-    def aba(self, q, v, tau, f_ext: Mapping[str, object] | None = None) -> np.ndarray:
+    def aba(
+        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, f_ext: Mapping[str, object] | None = None,
+    ) -> np.ndarray:
         """Forward dynamics a = M^-1 (tau - h(q, v) + J^T f_ext) by the articulated-body algorithm.
 
         Floating base: ``tau[:6]`` is the wrench applied to the base (zero for an unactuated
@@ -555,7 +562,7 @@ class RobotModel:
         F[3] += F[0:3] @ r
         return body, F
 
-    def frame_placement(self, q, link: str) -> np.ndarray:
+    def frame_placement(self, q: ArrayLike, link: str) -> np.ndarray:
         """4x4 homogeneous transform of ``link``'s frame in the world (m)."""
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
@@ -569,7 +576,9 @@ class RobotModel:
             self._raise(st)
         return T
 
-    def jacobian(self, q, link: str, point=None, frame: str = "world") -> np.ndarray:
+    def jacobian(
+        self, q: ArrayLike, link: str, point: ArrayLike | None = None, frame: str = "world",
+    ) -> np.ndarray:
         """Jacobian (6 x nv) of a point of ``link``: rows [linear (m/s); angular (rad/s)] per v.
 
         ``point``: offset (m) in the link frame, default the link origin. ``frame="world"``:
@@ -597,7 +606,10 @@ class RobotModel:
             self._raise(st)
         return J
 
-    def jacobian_dot_times_v(self, q, v, link: str, point=None, frame: str = "world") -> np.ndarray:
+    def jacobian_dot_times_v(
+        self, q: ArrayLike, v: ArrayLike, link: str, point: ArrayLike | None = None,
+        frame: str = "world",
+    ) -> np.ndarray:
         """Bias acceleration J̇(q, v) v (6,) of a point of ``link``: its classical acceleration
         when the joint accelerations are zero (no gravity), rows [linear (m/s^2); angular
         (rad/s^2)], axes as in :meth:`jacobian`."""
@@ -631,7 +643,9 @@ class RobotModel:
             self._raise(st)
         return out
 
-    def points_kinematics(self, q, v, links, points) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def points_kinematics(
+        self, q: ArrayLike, v: ArrayLike, links: Sequence[str], points: ArrayLike,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Many contact points after a single kinematics pass.
 
         ``links``: k link names; ``points``: (k, 3) offsets (m) in the link frames. Returns world
@@ -676,7 +690,7 @@ class RobotModel:
         return pos, J, bias
 
     # ------------------------------------------------------------------ misc
-    def integrate(self, q, v, dt: float = 1.0) -> np.ndarray:
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
         """Configuration reached from q by moving with constant velocity v for dt seconds
         (the base on SE(3), so the quaternion stays unit)."""
         if not (
@@ -695,49 +709,47 @@ class RobotModel:
         return out
 
     # ------------------------------------------------------------------ derivatives (issue 3)
-    def rnea_derivatives(self, q, v, a, *, gravity: bool = True):
+    def rnea_derivatives(
+        self, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, gravity: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Analytical derivatives of inverse dynamics ``(dtau_dq, dtau_dv, M)`` on the tangent
         ``[dH (6, left-trivialized), ds]`` (seed 003, Tables 5-8); see
         :func:`wbc_dynamics.linearization.rnea_derivatives`."""
         return _linearization.rnea_derivatives(self, q, v, a, gravity=gravity)
 
-    def aba_derivatives(self, q, v, tau):
+    def aba_derivatives(
+        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Derivatives of forward dynamics ``(dqdd_dq, dqdd_dv, Minv)``, dFD = -M^-1 dID; see
         :func:`wbc_dynamics.linearization.aba_derivatives`."""
         return _linearization.aba_derivatives(self, q, v, tau)
 
-    def linearize(self, q, v, tau, dt: float | None = None, input_matrix=None):
+    def linearize(
+        self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float | None = None,
+        input_matrix: ArrayLike | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """State-space ``(A, B)`` on the tangent ``[dq, dv]``, continuous or (with ``dt``)
         zero-order-hold discrete; see :func:`wbc_dynamics.linearization.linearize`."""
         return _linearization.linearize(self, q, v, tau, dt, input_matrix)
 
-    def state_difference(self, q0, q1) -> np.ndarray:
+    def state_difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
         """Tangent vector dq with q1 = q0 (+) dq (SE(3) log for the base): inverse of
         :meth:`integrate` with dt = 1."""
         return _linearization.state_difference(self, q0, q1)
 
-    def iwim(self, q, B) -> np.ndarray:
+    def iwim(self, q: ArrayLike, B: ArrayLike) -> np.ndarray:
         """Inertia-weighted input matrix M^-1 B by O(n) recursions, never forming M^-1
         (seed 001, eqs. (8)-(9)); see :func:`wbc_dynamics.iwim.iwim`."""
         return _iwim.iwim(self, q, B)
 
-    def free_acceleration(self, q, v) -> np.ndarray:
+    def free_acceleration(self, q: ArrayLike, v: ArrayLike) -> np.ndarray:
         """Drift acceleration qdd_0 = -M^-1 h(q, v) with zero input (seed 001)."""
         return _iwim.free_acceleration(self, q, v)
 
     def task_space_input(
-        self,
-        q,
-        v,
-        J,
-        Jdot_v,
-        task_acceleration,
-        B,
-        *,
-        damping: float = 0.0,
-        lower=None,
-        upper=None,
-        info: dict | None = None,
+        self, q: ArrayLike, v: ArrayLike, J: ArrayLike, Jdot_v: ArrayLike,
+        task_acceleration: ArrayLike, B: ArrayLike, *, damping: float = 0.0,
+        lower: ArrayLike | None = None, upper: ArrayLike | None = None, info: dict | None = None,
     ) -> np.ndarray:
         """Least-squares input for a commanded task acceleration (seed 001, eq. (3)), with
         optional Tikhonov ``damping`` and input bounds (osqp); see

@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 from numba.experimental import structref
+from numpy.typing import ArrayLike
 
 from ..kernels import arena as _ar
 from ..kernels import world
@@ -938,7 +939,7 @@ class ContactModel:
             raise ValueError(f"q: expected finite ({r.nq},), got shape {q.shape}")
         return q
 
-    def candidates(self, q, body_q=()):
+    def candidates(self, q: ArrayLike, body_q: Sequence[ArrayLike] = ()) -> int:
         """Run the geometry kernel; returns the number of candidates (rows in the buffers)."""
         q = self._check_q(q)
         bR, bp = self._box_poses(body_q)
@@ -952,7 +953,8 @@ class ContactModel:
         )
         return int(k)
 
-    def assemble(self, q, v, body_q=(), dynamics: bool = True) -> int:
+    def assemble(self, q: ArrayLike, v: ArrayLike, body_q: Sequence[ArrayLike] = (),
+                 dynamics: bool = True) -> int:
         """One compiled :func:`assemble_kernel` call into :attr:`data` (no free-body blocks, no
         impact); returns nc. Raises ValueError (the core's message) for an invalid q / v."""
         r = self.robot
@@ -967,9 +969,9 @@ class ContactModel:
 
     def build(
         self,
-        q,
-        v,
-        qdd_des,
+        q: ArrayLike,
+        v: ArrayLike,
+        qdd_des: ArrayLike,
         body_q: Sequence[np.ndarray] = (),
         body_v: Sequence[np.ndarray] = (),
         Minv: np.ndarray | None = None,
