@@ -32,8 +32,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..description import CollisionGeometry
+    from ..model import RobotModel
 
 __all__ = [
     "ContactPoint",
@@ -122,7 +127,7 @@ def _mesh_points(path: str, scale: tuple[float, float, float]) -> tuple[tuple, .
     return tuple((tuple(hull[i]), 0.0, "mesh support") for i in idx)
 
 
-def points_of_geometry(geometry) -> list[ContactPoint]:
+def points_of_geometry(geometry: CollisionGeometry) -> list[ContactPoint]:
     """Contact spheres of one :class:`~wbc_dynamics.description.CollisionGeometry`, in the
     frame of its link (module docstring: how each shape becomes points).
 
@@ -190,7 +195,7 @@ def _declared(link: str, entries, what: str) -> list[ContactPoint]:
 
 
 def contact_points(
-    robot,
+    robot: RobotModel,
     links: Sequence[str],
     points: Mapping[str, Sequence] | None = None,
     extra_points: Mapping[str, Sequence] | None = None,

@@ -26,7 +26,7 @@ from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import lu_solve
 from .lcp_noslip import _alg1, lcp_noslip_kernel, min_pivot
-from .problem import ContactProblem
+from .problem import ContactProblem, ContactResult
 
 __all__ = [
     "consistent_accelerations",
@@ -425,7 +425,7 @@ def sticking_consistent_problem(
     return dataclasses.replace(p, qdd_des=qdd), change, True
 
 
-def mark_sticking_correction(res, problem: ContactProblem, change: float) -> None:
+def mark_sticking_correction(res: ContactResult, problem: ContactProblem, change: float) -> None:
     """Record an applied :func:`sticking_consistent_problem` correction on a result: flag
     ``inconsistent_corrected``, ``consistent = False``, ``info["qdd_corrected"]`` and
     ``info["qdd_correction"]`` (max |change| [rad/s^2]); a failed correction (``change`` nan)

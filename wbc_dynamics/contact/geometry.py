@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -48,6 +48,9 @@ from ..kernels.records import RecordType
 from ..kernels.separate import call_separately
 from .candidates import contact_points
 from .problem import ContactProblem
+
+if TYPE_CHECKING:
+    from ..model import RobotModel
 
 __all__ = ["HalfSpace", "SphereObstacle", "FreeBody", "ContactModel", "contact_frame"]
 
@@ -113,7 +116,7 @@ class FreeBody:
     mu: float = 1.0
 
     @classmethod
-    def from_model(cls, name: str, model, mu: float = 1.0) -> FreeBody:
+    def from_model(cls, name: str, model: RobotModel, mu: float = 1.0) -> FreeBody:
         """Use the first collision box of a single-body floating model (e.g. bundled ``box``)."""
         if not getattr(model, "floating_base", False) or model.nv != 6:
             raise ValueError(f"FreeBody {name!r}: model must be a single free-flyer body (nv=6)")
@@ -713,7 +716,7 @@ class ContactModel:
 
     def __init__(
         self,
-        robot,
+        robot: RobotModel,
         contact_links: Sequence[str] | None = None,
         features: Sequence[HalfSpace | SphereObstacle] = (),
         bodies: Sequence[FreeBody] = (),

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .problem import ContactProblem
+
 __all__ = ["GRASP_SOLVER_OPTIONS", "internal_force_torques", "internal_grasp_forces"]
 
 #: Contact solver options for problems with a grasped free object (the controller with
@@ -23,7 +25,9 @@ __all__ = ["GRASP_SOLVER_OPTIONS", "internal_force_torques", "internal_grasp_for
 GRASP_SOLVER_OPTIONS = {"qp_coulomb": {"qp_solver": "osqp"}, "qp_noslip": {"qp_solver": "osqp"}}
 
 
-def internal_grasp_forces(prob, squeeze: float, phi_max: float = 1e-3) -> np.ndarray | None:
+def internal_grasp_forces(
+    prob: ContactProblem, squeeze: float, phi_max: float = 1e-3,
+) -> np.ndarray | None:
     """Desired internal (squeeze) forces of a grasp, local (n, s, t) per contact [N].
 
     Rigid contact leaves the internal forces of a grasp indeterminate: any set of fingertip
@@ -62,7 +66,7 @@ def internal_grasp_forces(prob, squeeze: float, phi_max: float = 1e-3) -> np.nda
     return f
 
 
-def internal_force_torques(prob, f_local: np.ndarray) -> np.ndarray:
+def internal_force_torques(prob: ContactProblem, f_local: np.ndarray) -> np.ndarray:
     """Generalized force ``(N^T f_n + S^T f_s + T^T f_t)[actuated]`` of contact forces ``f_local``
     (nc, 3) [N] acting on the robot links; the motors add its negative (eq. (37):
     ``B tau = M qdd + h - J^T f``)."""
