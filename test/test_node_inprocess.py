@@ -421,3 +421,46 @@ def test_refused_parameter_sets_are_counted(make_node):
     node._reject("robot_description", ValueError("link 'x': bad"))   # any input topic
     node._publish_diagnostics()
     assert node._rejected["robot_description"] == {"invalid": 1}
+
+
+def test_diagnostics_report_how_far_a_stamped_reference_lags_the_clock(make_node):
+    """A reference stamped behind the node's clock (a planner sampling an older time, e.g.
+    starved of CPU while a lockstep simulator goes on) is reported as its stamp lag, last and
+    maximum, in /diagnostics; its age (time since arrival) cannot show that. An unstamped
+    reference (stamp 0 = now) changes neither."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    info = robot_info("arm")
+    node, _, _ = make_node(robot="arm")
+    clock = [100.0]
+    node._now = lambda: clock[0]
+    diags = []
+    node._pub_diag.publish = diags.append
+
+    def reference(stamp_s):
+        m = JointTrajectory()
+        m.joint_names = list(info["joint_names"])
+        m.header.stamp.sec = int(stamp_s)
+        m.header.stamp.nanosec = int(round((stamp_s - int(stamp_s)) * 1e9))
+        p = JointTrajectoryPoint()
+        p.accelerations = [0.0] * len(m.joint_names)
+        m.points = [p]
+        return m
+
+    def values():
+        node._publish_diagnostics()
+        return {kv.key: kv.value for kv in diags[-1].status[0].values}
+
+    assert "reference_stamp_lag_s" not in values()
+    node._on_reference(reference(99.75))
+    assert node.controller.reference_fresh(clock[0])
+    v = values()
+    assert float(v["reference_stamp_lag_s"]) == pytest.approx(0.25, abs=1e-6)
+    assert float(v["reference_stamp_lag_max_s"]) == pytest.approx(0.25, abs=1e-6)
+    assert float(v["age_reference_s"]) == 0.0  # it arrived just now
+    clock[0] = 100.5
+    node._on_reference(reference(100.49))
+    node._on_reference(reference(0.0))           # unstamped: not a lag
+    v = values()
+    assert float(v["reference_stamp_lag_s"]) == pytest.approx(0.01, abs=1e-6)
+    assert float(v["reference_stamp_lag_max_s"]) == pytest.approx(0.25, abs=1e-6)

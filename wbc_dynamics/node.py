@@ -350,6 +350,10 @@ class WbcControllerNode(LifecycleNode):
         self._t_tokens_steady = -math.inf
         self._state_stamp = None
         self._rate_limited = 0
+        #: how far behind the node's clock a reference's header stamp was when it arrived [s]
+        #: (last, max; None: no stamped reference yet): a planner lagging the clock shows here,
+        #: while the reference's age (time since it arrived) stays small
+        self._ref_lag: tuple[float, float] | None = None
         self._last_contacts = -math.inf
         self._contacts_period = 1.0 / float(self._param("contacts_rate"))
         self._last_tick = -math.inf
@@ -681,9 +685,16 @@ class WbcControllerNode(LifecycleNode):
             return
         try:
             acc, pos, vel = self._ref_parser.parse(msg)
-            ctl.set_reference(acc, self._now(), position=pos, velocity=vel)
+            now = self._now()
+            ctl.set_reference(acc, now, position=pos, velocity=vel)
         except ValueError as exc:
             self._reject("reference", exc)
+            return
+        stamp = msg.header.stamp
+        if stamp.sec or stamp.nanosec:  # (zero: an unstamped reference, "now")
+            lag = now - (stamp.sec + 1e-9 * stamp.nanosec)
+            prev = self._ref_lag
+            self._ref_lag = (lag, lag if prev is None else max(prev[1], lag))
 
     def _on_contact_schedule(self, msg: UInt8MultiArray) -> None:
         """Stance mask from the gait planner: data[i] = 1 (stance) or 0 (swing) for the i-th
@@ -932,6 +943,9 @@ class WbcControllerNode(LifecycleNode):
                 kv[f"rejected_{topic}.{reason}"] = str(count)
         for k, a in ages.items():
             kv[f"age_{k}_s"] = f"{a:.4f}" if math.isfinite(a) else "never"
+        if self._ref_lag is not None:
+            kv["reference_stamp_lag_s"] = f"{self._ref_lag[0]:.4f}"
+            kv["reference_stamp_lag_max_s"] = f"{self._ref_lag[1]:.4f}"
         st.values = [KeyValue(key=k, value=v) for k, v in kv.items()]
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()
