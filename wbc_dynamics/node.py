@@ -410,7 +410,6 @@ class WbcControllerNode(LifecycleNode):
         # odometry arrives serialized (raw): its message object (two 36-entry covariance
         # arrays, nine nested messages) cost 38 us to build at every tick, the fields the
         # controller reads are 13 doubles at known offsets (_take_odometry)
-        self._odometry_subs = []  # (_take_pending_odometry)
         if ctl.floating_base:
             self._odometry_subs.append(self.create_subscription(
                 Odometry, "odom", g(self._on_odom), state_qos, raw=True))
