@@ -197,6 +197,22 @@ class ControllerConfig:
             at which the link started touching instead of following its reference:
             ``qdd = qdd_ref + kp (q_grip - q) - kd qd`` (Sec. 7.2.2: zero velocity while
             gripping; a reference inside a rigid object is a push no contact can realize).
+        contact_state_filter: floating base, contact methods: the contact links' stance is a
+            filtered decision (hysteresis, a minimum dwell, the gait schedule), and the base /
+            joint state the contact problem sees is corrected to put the stance points on the
+            ground and at rest, weighted by the ``sensing_*`` noise (a Kalman measurement
+            update: :class:`~wbc_dynamics.contact.stance.StanceFilter`); links not in stance
+            are left out of the contact problem. For a robot whose base state is an estimate.
+        contact_dwell: [s] the filter's minimum time in a stance decision, and how long a stance
+            link must stay clear of the ground before it is released.
+        sensing_joint_position_noise, sensing_joint_velocity_noise: [rad, rad/s] standard
+            deviations of the joint encoders (the filter's prior).
+        sensing_base_position_noise, sensing_base_orientation_noise: [m, rad] of the base pose
+            estimate; sensing_base_linear_velocity_noise, sensing_base_angular_velocity_noise:
+            [m/s, rad/s] of its twist (base frame).
+        torque_rate_limit: [N m/s] (or N/s) largest change of each commanded torque per second,
+            one per joint or a single value; 0 = off. Applied after the effort-limit clamp: a
+            contact transition then reaches the drives over a few ticks, not in one step.
     """
 
     robot: str = ""
@@ -237,6 +253,15 @@ class ControllerConfig:
     object_friction: float = 1.0
     grasp_force: float = 0.0
     grasp_hold: bool = False
+    contact_state_filter: bool = False
+    contact_dwell: float = 0.01
+    sensing_joint_position_noise: float = 1e-3
+    sensing_joint_velocity_noise: float = 0.02
+    sensing_base_position_noise: float = 5e-3
+    sensing_base_orientation_noise: float = 0.00873
+    sensing_base_linear_velocity_noise: float = 0.05
+    sensing_base_angular_velocity_noise: float = 0.02
+    torque_rate_limit: list[float] = field(default_factory=lambda: [0.0])
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -899,6 +924,16 @@ class WholeBodyController:
             body = model.link_frame(ln)[0] - (1 if self.floating_base else 0)
             if body >= 0 and model_joints[body] in self._joint_index:
                 self._link_joint[ln] = self._joint_index[model_joints[body]]
+        self._stance_noise = self._stance_settings(cfg)
+        #: the contact state filter (contact_state_filter), on the contact model once built
+        self._stance: Any = None
+        rate = _per_joint("torque_rate_limit", cfg.torque_rate_limit, n, self.joint_names)
+        #: largest torque change per tick [N m] (None: torque_rate_limit off)
+        self._torque_step = rate * self.dt if np.any(rate > 0.0) else None
+        if self._torque_step is not None:
+            self._torque_step[rate == 0.0] = np.inf
+        self._tau_prev = np.zeros(n)
+        self._tau_prev_ok = False
         from .contact import SolverState
 
         self.solver_state = SolverState()
@@ -1015,6 +1050,13 @@ class WholeBodyController:
         """Links considered for contact by the contact methods."""
         return list(self._contact_links)
 
+    @property
+    def contact_state(self) -> Any:
+        """The contact state filter (:class:`~wbc_dynamics.contact.stance.StanceFilter`:
+        ``stance_links``, ``decisions_changed``, ...) or None (``contact_state_filter`` off or
+        no contact method built)."""
+        return self._stance
+
     # ------------------------------------------------------------------ parameters
     def validate_parameters(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Validate runtime parameters without applying them.
@@ -1078,6 +1120,7 @@ class WholeBodyController:
         self._apply(norm)
         if friction_changed and self._contact_model is not None:
             self._contact_model = self._build_contact_model()
+            self._stance = self._stance_filter(self._contact_model)
 
     def _apply(self, norm: Mapping[str, Any]) -> None:
         p = self._params
@@ -1240,6 +1283,12 @@ class WholeBodyController:
             out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
         else:
             out = self._zero_output(MODE_STALE_REFERENCE)
+        if self._torque_step is not None:
+            if out.mode == MODE_CONTROL and self._tau_prev_ok:
+                np.clip(self._tau_out, self._tau_prev - self._torque_step,
+                        self._tau_prev + self._torque_step, out=self._tau_out)
+            self._tau_prev[:] = self._tau_out
+            self._tau_prev_ok = True
         dtc = time.perf_counter() - t0
         out.compute_time = dtc
         self._record(out, dtc)
@@ -1318,6 +1367,8 @@ class WholeBodyController:
             elif method == "none":
                 self._free_base_id_python()
             else:
+                if self._stance is not None:  # the filtered contact state and its state
+                    self._stance.update(self._q, self._v)
                 tau_act = self._contact_id(method, out, hold=mode == MODE_CONTROL)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError, ArithmeticError):
             return self._zero_output(MODE_NONFINITE)
@@ -1406,9 +1457,39 @@ class WholeBodyController:
             if link_names and ln not in link_names:
                 raise ValueError(f"contact_links: link '{ln}' is not a link of the model")
         self._contact_model = self._build_contact_model()
+        self._stance = self._stance_filter(self._contact_model)
         if method is not None and method != "none" and method not in self._warmed:
             self._warm_contact_method(method)
             self._warmed.add(method)
+
+    def _stance_settings(self, cfg: ControllerConfig) -> Any:
+        """The filter's sensing noise (``contact_state_filter``), validated; None when off."""
+        if not cfg.contact_state_filter:
+            return None
+        from .contact.stance import SensingNoise
+
+        if not self.floating_base:
+            raise ValueError("contact_state_filter: needs a floating base (floating_base: true)")
+        if self._object is not None:
+            raise ValueError("contact_state_filter: not available with an object (object_urdf)")
+        dwell = float(cfg.contact_dwell)
+        if not (math.isfinite(dwell) and dwell >= 0.0):
+            raise ValueError(f"contact_dwell: must be finite and >= 0 s, got {cfg.contact_dwell!r}")
+        return SensingNoise(*(float(getattr(cfg, f"sensing_{name}_noise")) for name in (
+            "joint_position", "joint_velocity", "base_position", "base_orientation",
+            "base_linear_velocity", "base_angular_velocity")))
+
+    def _stance_filter(self, cm: Any) -> Any:
+        """The contact state filter on the contact model ``cm`` (None when off); it takes the
+        gait schedule over from the model's ``excluded_links``."""
+        if self._stance_noise is None:
+            return None
+        from .contact.stance import StanceFilter
+
+        f = StanceFilter(cm, self._stance_noise, dwell=float(self._cfg.contact_dwell))
+        cm.excluded_links = frozenset()
+        f.set_swing(self._swing_links)
+        return f
 
     def _build_contact_model(self, margin: float | None = None) -> Any:
         """ContactModel (seed 004, Sec. 3.3) of the contact links against the ground plane."""
@@ -1585,7 +1666,9 @@ class WholeBodyController:
                 f"contact schedule: {unknown} are not contact links ({self._contact_links})"
             )
         self._swing_links = links
-        if self._contact_model is not None:
+        if self._stance is not None:
+            self._stance.set_swing(links)
+        elif self._contact_model is not None:
             self._contact_model.excluded_links = links
 
     # ------------------------------------------------------------------ safe command, stats
@@ -1611,6 +1694,9 @@ class WholeBodyController:
         self._have_state = False
         self._ref_pos = self._ref_vel = False
         self._grip_positions.clear()
+        self._tau_prev_ok = False
+        if self._stance is not None:
+            self._stance.reset()
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
         self._flag_tuple_counts = {}

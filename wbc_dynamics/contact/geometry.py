@@ -942,16 +942,20 @@ class ContactModel:
             raise ValueError(f"q: expected finite ({r.nq},), got shape {q.shape}")
         return q
 
-    def candidates(self, q: ArrayLike, body_q: Sequence[ArrayLike] = ()) -> int:
-        """Run the geometry kernel; returns the number of candidates (rows in the buffers)."""
+    def candidates(self, q: ArrayLike, body_q: Sequence[ArrayLike] = (),
+                   margin: float | None = None) -> int:
+        """Run the geometry kernel; returns the number of candidates (rows ``0..k-1`` of the
+        ``cand_*`` / ``Ncand`` / ``Scand`` / ``Tcand`` buffers of :attr:`data`). ``margin``
+        [m]: pairs with signed distance <= margin are candidates (default: the model's)."""
         q = self._check_q(q)
+        margin = self.margin if margin is None else float(margin)
         bR, bp = self._box_poses(body_q)
         arrays = self.robot.kernel_arrays
         d, g = self.data, self.geometry
         k = contact_kernel(
             arrays.topo, arrays.tree, arrays.Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull,
             g.sph_body, g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, bR, bp, g.bx_a,
-            g.bx_mu, g.bx_col, self.margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand,
+            g.bx_mu, g.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand,
             d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat, NO_ARENA,
         )
         return int(k)

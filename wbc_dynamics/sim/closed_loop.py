@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..robots import robot_info, robot_path
+from .imperfections import Actuation, Imperfections, Sensing, scale_plant_masses
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant, pose_in_link
 from .references import make_reference
 
@@ -142,6 +143,11 @@ class LoopConfig:
             which no rigid-contact force can realize (the problem is then inconsistent / the
             solvers hit their limits). None = off (bundled arm) / the configuration's
             ``grasp_hold`` (the controller option).
+        imperfections: sensing, actuation and model error between plant and controller
+            (:class:`~wbc_dynamics.sim.imperfections.Imperfections`; default: none, the
+            controller receives the plant's exact state). The logged state is the plant's.
+        controller_options: :class:`~wbc_dynamics.controller.ControllerConfig` fields set for
+            the run over the robot's (e.g. ``{"contact_state_filter": False}``).
     """
 
     robot: str = "quadruped"
@@ -166,6 +172,8 @@ class LoopConfig:
     separation_tolerance: float = 0.05
     grasp_force: float | None = None
     hold_touching_fingers: bool | None = None
+    imperfections: Imperfections = field(default_factory=Imperfections)
+    controller_options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -263,6 +271,7 @@ class _WBC:
             "phi_deadband": cfg.phi_deadband,
             "passive_impact": cfg.passive_impact,
             "separation_tolerance": cfg.separation_tolerance,
+            **cfg.controller_options,
         }
         if config is None:  # a bundled robot
             info = robot_info(cfg.robot)
@@ -446,6 +455,7 @@ class ClosedLoop:
             # joints; MujocoPlant keeps a URDF's <dynamics> by default
             joint_dynamics=False,
         )
+        self._perturb_plant()
         self.limit = self.plant.effort_limit.copy()
         self.ref = make_reference(
             cfg.robot, cfg.reference, self.joint_names, **cfg.reference_options
@@ -549,6 +559,7 @@ class ClosedLoop:
             free_bodies, self.box_mass = (obj,), obj.mass
         self.plant = MujocoPlant(description, floating, joint_order=self.joint_names,
                                  ground=ground, free_bodies=free_bodies, joint_dynamics=False)
+        self._perturb_plant()
         self.limit = self.plant.effort_limit.copy()
         self.ref = make_reference(setup, cfg.reference, self.joint_names,
                                   **cfg.reference_options)
@@ -561,6 +572,22 @@ class ClosedLoop:
             self._settle_configured(cfg.settle)
         self.q_start, _ = self.plant.get_state()
         self.hand_object_offset = self._object_in_hand() if self.object_name else None
+
+    def _perturb_plant(self) -> None:
+        """Model error (``imperfections.mass_error``): the plant's robot bodies get their mass
+        and inertia scaled, the controller keeps the nominal model."""
+        imp = self.cfg.imperfections
+        self.mass_factors = np.ones(0)
+        if imp.mass_error <= 0.0:
+            return
+        import mujoco
+
+        m = self.plant.model
+        skip = {0} | {mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n)
+                      for n in self.plant._free_body_names}
+        bodies = [b for b in range(m.nbody) if b not in skip and m.body_mass[b] > 0.0]
+        self.mass_factors = scale_plant_masses(m, bodies, imp.mass_error,
+                                               np.random.default_rng(imp.seed))
 
     def _settle_configured(self, duration: float) -> None:
         """A robot configuration comes to rest on the ground before t = 0, as the bundled robots
@@ -701,13 +728,22 @@ class ClosedLoop:
         failed, why, safe, flags = False, "", 0, {}
         k_done = 0
         every = max(1, K // 20)
+        imp = cfg.imperfections
+        sensing = Sensing(imp, floating, cfg.control_rate,
+                          np.random.default_rng([imp.seed, 1]))
+        actuation = Actuation(imp, self.limit, cfg.control_rate)
         for k in range(K):
             t = k * dt
             q, v = self.plant.get_state()
             ref = self.ref.sample(t)
+            qm, vm = (q, v) if imp.exact else sensing.measure(q, v)
             t0 = time.perf_counter()
-            tau, normal, was_safe, fl = self.ctl(t, q, v, ref, self.plant)
+            tau, normal, was_safe, fl = self.ctl(t, qm, vm, ref, self.plant)
             tick[k] = time.perf_counter() - t0
+            if not imp.exact:
+                if k == 0:
+                    actuation.start(tau)
+                tau = actuation.apply(tau)
             self.plant.step(tau, cfg.sim_substeps)
             safe += int(was_safe)
             for f in fl:

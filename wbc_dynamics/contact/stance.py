@@ -1,0 +1,464 @@
+"""Contact state as a filtered estimate: which contact links are in stance, and a state the
+contact-aware inverse dynamics can trust.
+
+Deciding contact afresh from the raw state every tick fails on a real robot: a base estimate
+0.2 mm too high lifts every foot out of the touching set (the contact problem then predicts no
+stance force), a few cm/s of base-velocity noise makes resting feet look as if they separate, and
+1 mrad of encoder noise makes the loaded corners of a flat sole change from tick to tick. The
+:class:`StanceFilter` keeps one decision per contact link, changed only with evidence:
+
+* **Release** when the gait schedule puts the link in swing (the planner decides lift-off, as
+  in Zapolsky & Drumwright, "Inverse Dynamics with Rigid Contact and Friction", Sec. 7.2.1), or
+  when its lowest point stays above the ground by more than ``gate`` predicted standard
+  deviations for ``dwell`` seconds (a foot that really lifted).
+* **Touch** when a link the schedule does not hold in swing comes within ``touch_floor`` plus
+  three predicted standard deviations of the ground, at least ``dwell`` after its release.
+
+The predicted standard deviation of a point's distance follows from the configured sensor noise
+(:class:`SensingNoise`): ``s^2 = N P N^T + r`` with ``N`` the point's normal row and ``P`` the
+prior covariance of the state (base pose / joints; once the stance links have corrected the base,
+the joints' part only).
+
+Then the state itself is made consistent with the stance decision, the measurement update of
+a Kalman filter whose measurement is "stance points are on the ground and at rest": with ``J``
+the stance points' rows and ``P`` the sensing covariance,
+``dq = -P N^T (N P N^T + r_pos I)^-1 phi`` and ``dv = -P J^T (J P J^T + r_vel I)^-1 J v``
+(``J = [N; S; T]``), applied on the configuration manifold (the base on SE(3)). The base
+estimate's error, by far the largest, is removed; joint noise is shared out by its own variance.
+The contact problem then sees the stance points touching and at rest, and leaves the other
+contact links out: the filtered decision, not the raw distance, says which contacts exist.
+
+Everything per tick is one compiled call (:func:`stance_filter_kernel`) on named buffers
+(:class:`StanceData`), after the contact model's candidate kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+from numba import njit
+
+if TYPE_CHECKING:
+    from .geometry import ContactModel
+
+__all__ = ["SensingNoise", "StanceData", "StanceFilter", "stance_filter_kernel"]
+
+
+@dataclass(frozen=True)
+class SensingNoise:
+    """Standard deviations of the controller's inputs (the robot's sensing), white per tick.
+
+    Attributes:
+        joint_position: [rad or m] encoders.
+        joint_velocity: [rad/s or m/s] joint rates.
+        base_position: [m] per world axis, of the base-state estimate.
+        base_orientation: [rad] per axis, of the base-state estimate.
+        base_linear_velocity: [m/s] per base-frame axis.
+        base_angular_velocity: [rad/s] per base-frame axis.
+    """
+
+    joint_position: float = 1e-3
+    joint_velocity: float = 0.02
+    base_position: float = 5e-3
+    base_orientation: float = math.radians(0.5)
+    base_linear_velocity: float = 0.05
+    base_angular_velocity: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            x = getattr(self, name)
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0.0):
+                raise ValueError(f"sensing_{name}_noise: must be finite and > 0, got {x!r}")
+
+
+class StanceData(NamedTuple):
+    """The filter's configuration, state and workspace (one record per controller).
+
+    Configuration: ``sphere_link`` (n_spheres,) contact-link index of each contact sphere (-1:
+    not a filtered link); ``prior_q`` (nv,) variance of the configuration estimate on the
+    tangent space [m^2, rad^2]: base position, base orientation, joints; ``prior_v`` (nv,)
+    variance of the velocity estimate [(m/s)^2, (rad/s)^2]; ``prior_q_joints`` (nv,) as
+    ``prior_q`` with the base's entries 0 (the joints' share, once stance corrected the base);
+    ``params`` (6,): ``r_pos`` [m^2], ``r_vel`` [(m/s)^2], ``touch_floor`` [m], ``gate`` [-],
+    ``dwell`` [s], ``dt`` [s].
+
+    State, per contact link (L,): ``stance`` bool; ``timer`` [s] time since the last change;
+    ``lifted`` [s] how long a stance link has been above its gate; ``phi_min`` [m] its lowest
+    candidate's distance on the raw state (inf: none within the filter's margin);
+    ``gate_var`` [m^2] the square of its release gate (``gate`` predicted standard deviations;
+    < 0: no candidate);
+    ``counters`` (3,) int64: decisions changed, ticks with a projection, ticks whose projection
+    failed (kept the raw state).
+
+    Workspace: ``best`` (L,) int64 lowest candidate per link; ``rows`` (3 cap,) int64 candidate
+    index of each projection row; ``J`` (3 cap, nv); ``res`` (3 cap,); ``A`` (3 cap, 3 cap);
+    ``dq``, ``dv`` (nv,) the last corrections; ``excluded`` (n_spheres,) bool: the contact model's
+    exclusion mask (written: spheres of links not in stance).
+    """
+
+    sphere_link: np.ndarray
+    prior_q: np.ndarray
+    prior_v: np.ndarray
+    prior_q_joints: np.ndarray
+    params: np.ndarray
+    stance: np.ndarray
+    timer: np.ndarray
+    lifted: np.ndarray
+    phi_min: np.ndarray
+    gate_var: np.ndarray
+    counters: np.ndarray
+    best: np.ndarray
+    rows: np.ndarray
+    J: np.ndarray
+    res: np.ndarray
+    A: np.ndarray
+    dq: np.ndarray
+    dv: np.ndarray
+    excluded: np.ndarray
+
+
+@njit(cache=True)
+def _row_variance(J, i, prior, r):
+    s = r
+    for c in range(J.shape[1]):
+        s += J[i, c] * J[i, c] * prior[c]
+    return s
+
+
+@njit(cache=True)
+def _weighted_correction(J, m, res, prior, r, A, delta):
+    """``delta = -P J^T (J P J^T + r I)^-1 res`` for rows ``0..m-1`` of ``J`` (P = diag(prior));
+    Cholesky in place on ``A``, ``res`` overwritten. Returns False (delta = 0) if the system is
+    not positive definite."""
+    nv = J.shape[1]
+    for c in range(nv):
+        delta[c] = 0.0
+    if m == 0:
+        return True
+    for i in range(m):
+        for j in range(i + 1):
+            s = 0.0
+            for c in range(nv):
+                s += J[i, c] * prior[c] * J[j, c]
+            A[i, j] = s
+        A[i, i] += r
+    for j in range(m):  # Cholesky, lower triangle
+        s = A[j, j]
+        for k in range(j):
+            s -= A[j, k] * A[j, k]
+        if not (s > 0.0):
+            return False
+        A[j, j] = math.sqrt(s)
+        for i in range(j + 1, m):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / A[j, j]
+    for i in range(m):  # L y = res
+        s = res[i]
+        for k in range(i):
+            s -= A[i, k] * res[k]
+        res[i] = s / A[i, i]
+    for i in range(m - 1, -1, -1):  # L^T x = y
+        s = res[i]
+        for k in range(i + 1, m):
+            s -= A[k, i] * res[k]
+        res[i] = s / A[i, i]
+    for c in range(nv):
+        s = 0.0
+        for i in range(m):
+            s += J[i, c] * res[i]
+        delta[c] = -prior[c] * s
+        if not math.isfinite(delta[c]):
+            for cc in range(nv):
+                delta[cc] = 0.0
+            return False
+    return True
+
+
+@njit(cache=True)
+def stance_filter_kernel(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v,
+                         floating):
+    """One tick of the :class:`StanceFilter` (module docstring): decisions, then the
+    corrections of ``q`` (nq,) and ``v`` (nv,) in place (core conventions, the base on SE(3) if
+    ``floating``), then the contact model's exclusion mask ``f.excluded``. ``k`` candidates in
+    the contact model's candidate buffers (``cand_phi`` [m], ``cand_sph``, ``Ncand`` /
+    ``Scand`` / ``Tcand`` rows); ``swing`` (L,) bool: links the gait schedule holds in swing.
+    Returns the number of stance links."""
+    r_pos, r_vel, touch_floor, gate, dwell, dt = (f.params[0], f.params[1], f.params[2],
+                                                  f.params[3], f.params[4], f.params[5])
+    L = f.stance.shape[0]
+    nv = v.shape[0]
+    for li in range(L):
+        f.best[li] = -1
+        f.phi_min[li] = np.inf
+    for i in range(k):
+        li = f.sphere_link[cand_sph[i]]
+        if li >= 0 and cand_phi[i] < f.phi_min[li]:
+            f.phi_min[li] = cand_phi[i]
+            f.best[li] = i
+    # gate variances (gate * s)^2 per link, from its lowest candidate's row and the full prior
+    gate_var = f.gate_var
+    any_stance = False
+    for li in range(L):
+        f.timer[li] += dt
+        b = f.best[li]
+        gate_var[li] = -1.0 if b < 0 else gate * gate * _row_variance(Ncand, b, f.prior_q, r_pos)
+        if swing[li]:
+            if f.stance[li]:
+                f.stance[li] = False
+                f.timer[li] = 0.0
+                f.counters[0] += 1
+            f.lifted[li] = 0.0
+            continue
+        if f.stance[li]:
+            if b < 0 or f.phi_min[li] * abs(f.phi_min[li]) > gate_var[li]:
+                f.lifted[li] += dt
+                if f.lifted[li] >= dwell and f.timer[li] >= dwell:
+                    f.stance[li] = False
+                    f.timer[li] = 0.0
+                    f.lifted[li] = 0.0
+                    f.counters[0] += 1
+                    continue
+            else:
+                f.lifted[li] = 0.0
+            any_stance = True
+    return _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, floating,
+                          any_stance, r_pos, r_vel, touch_floor, dwell, nv)
+
+
+@njit(cache=True)
+def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, floating,
+                   any_stance, r_pos, r_vel, touch_floor, dwell, nv):
+    """Second half of :func:`stance_filter_kernel`: position correction, touch decisions,
+    velocity correction, retraction, exclusion mask."""
+    L = f.stance.shape[0]
+    gate_var = f.gate_var
+    ok = _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos)
+    # touch decisions on the predicted corrected distance
+    new_touch = False
+    for li in range(L):
+        b = f.best[li]
+        if f.stance[li] or swing[li] or b < 0 or f.timer[li] < dwell:
+            continue
+        phi_pred = cand_phi[b]
+        for c in range(nv):
+            phi_pred += Ncand[b, c] * f.dq[c]
+        prior = f.prior_q_joints if any_stance else f.prior_q
+        thr = touch_floor + 3.0 * math.sqrt(_row_variance(Ncand, b, prior, r_pos))
+        if phi_pred < thr:
+            f.stance[li] = True
+            f.timer[li] = 0.0
+            f.lifted[li] = 0.0
+            f.counters[0] += 1
+            new_touch = True
+    if new_touch:
+        ok = _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos)
+    n_stance = 0
+    for li in range(L):
+        if f.stance[li]:
+            n_stance += 1
+    if n_stance > 0:
+        f.counters[1] += 1
+        # velocity: the stance rows' N, S, T, residual J v
+        m = 0
+        for i in range(k):
+            li = f.sphere_link[cand_sph[i]]
+            if li < 0 or not f.stance[li] or cand_phi[i] * abs(cand_phi[i]) > gate_var[li]:
+                continue
+            for src in range(3):
+                J = Ncand if src == 0 else (Scand if src == 1 else Tcand)
+                s = 0.0
+                for c in range(nv):
+                    f.J[m, c] = J[i, c]
+                    s += J[i, c] * v[c]
+                f.res[m] = s
+                m += 1
+        okv = _weighted_correction(f.J, m, f.res, f.prior_v, r_vel, f.A, f.dv)
+        if not (ok and okv):
+            f.counters[2] += 1
+            for c in range(nv):
+                f.dq[c] = 0.0
+                f.dv[c] = 0.0
+        for c in range(nv):
+            v[c] += f.dv[c]
+        _retract(q, f.dq, floating)
+    else:
+        for c in range(nv):
+            f.dq[c] = 0.0
+            f.dv[c] = 0.0
+    for s in range(f.sphere_link.shape[0]):
+        li = f.sphere_link[s]
+        if li >= 0:
+            f.excluded[s] = not f.stance[li]
+    return n_stance
+
+
+@njit(cache=True)
+def _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos):
+    """``f.dq``: the correction that puts the stance links' candidates within their gate on
+    the ground (normal rows, residual phi). Returns False if it failed (``f.dq`` = 0)."""
+    m = 0
+    for i in range(k):
+        li = f.sphere_link[cand_sph[i]]
+        if li < 0 or not f.stance[li] or cand_phi[i] * abs(cand_phi[i]) > gate_var[li]:
+            continue
+        f.rows[m] = i
+        for c in range(Ncand.shape[1]):
+            f.J[m, c] = Ncand[i, c]
+        f.res[m] = cand_phi[i]
+        m += 1
+    return _weighted_correction(f.J, m, f.res, f.prior_q, r_pos, f.A, f.dq)
+
+
+@njit(cache=True)
+def _retract(q, dq, floating):
+    """``q <- q (+) dq``: the base (if ``floating``) on SE(3) to first order (position moved by
+    R dq_lin, orientation by exp(dq_ang) on the right), joints added."""
+    if not floating:
+        for c in range(dq.shape[0]):
+            q[c] += dq[c]
+        return
+    qx, qy, qz, qw = q[3], q[4], q[5], q[6]
+    R00 = 1 - 2 * (qy * qy + qz * qz)
+    R01 = 2 * (qx * qy - qz * qw)
+    R02 = 2 * (qx * qz + qy * qw)
+    R10 = 2 * (qx * qy + qz * qw)
+    R11 = 1 - 2 * (qx * qx + qz * qz)
+    R12 = 2 * (qy * qz - qx * qw)
+    R20 = 2 * (qx * qz - qy * qw)
+    R21 = 2 * (qy * qz + qx * qw)
+    R22 = 1 - 2 * (qx * qx + qy * qy)
+    q[0] += R00 * dq[0] + R01 * dq[1] + R02 * dq[2]
+    q[1] += R10 * dq[0] + R11 * dq[1] + R12 * dq[2]
+    q[2] += R20 * dq[0] + R21 * dq[1] + R22 * dq[2]
+    wx, wy, wz = dq[3], dq[4], dq[5]
+    th = math.sqrt(wx * wx + wy * wy + wz * wz)
+    if th < 1e-12:
+        s, cw = 0.5, 1.0
+    else:
+        s, cw = math.sin(0.5 * th) / th, math.cos(0.5 * th)
+    bx, by, bz, bw = wx * s, wy * s, wz * s, cw
+    nx = qw * bx + qx * bw + qy * bz - qz * by
+    ny = qw * by - qx * bz + qy * bw + qz * bx
+    nz = qw * bz + qx * by - qy * bx + qz * bw
+    nw = qw * bw - qx * bx - qy * by - qz * bz
+    n = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+    q[3], q[4], q[5], q[6] = nx / n, ny / n, nz / n, nw / n
+    for c in range(6, dq.shape[0]):
+        q[c + 1] += dq[c]
+
+
+class StanceFilter:
+    """The contact state of a floating-base robot's contact links (module docstring).
+
+    Args:
+        contact_model: the controller's :class:`~wbc_dynamics.contact.geometry.ContactModel`
+            (robot only: no free bodies); the filter writes its exclusion mask.
+        noise: the sensing's standard deviations.
+        dwell: [s] minimum time in a decision, and how long a stance link must stay above its
+            gate before it is released.
+        gate: [-] release gate, in predicted standard deviations of the link's distance.
+        touch_floor: [m] touch threshold before the noise's share (soft feet and ground carry
+            load at a few mm of penetration; a foot about to land).
+        position_tolerance: [m] standard deviation of "a stance point is on the ground" (ground
+            unevenness, foot compliance).
+        velocity_tolerance: [m/s] standard deviation of "a stance point is at rest".
+    """
+
+    def __init__(self, contact_model: ContactModel, noise: SensingNoise, dwell: float = 0.01,
+                 gate: float = 4.0, touch_floor: float = 3e-4,
+                 position_tolerance: float = 1e-4, velocity_tolerance: float = 1e-3) -> None:
+        cm = contact_model
+        if cm.bodies:
+            raise ValueError("StanceFilter: a contact model with free bodies is not supported")
+        for name, x in (("dwell", dwell), ("gate", gate), ("touch_floor", touch_floor),
+                        ("position_tolerance", position_tolerance),
+                        ("velocity_tolerance", velocity_tolerance)):
+            if not (math.isfinite(x) and x >= 0.0):
+                raise ValueError(f"StanceFilter.{name}: must be finite and >= 0, got {x!r}")
+        self.contact_model = cm
+        self.noise = noise
+        robot = cm.robot
+        self.floating = bool(robot.floating_base)
+        nv = int(robot.nv)
+        #: the filtered contact links, in the contact model's order
+        self.links: list[str] = list(dict.fromkeys(sid[0] for sid in cm.sphere_ids))
+        index = {ln: i for i, ln in enumerate(self.links)}
+        nb = 6 if self.floating else 0
+        prior_q = np.full(nv, noise.joint_position ** 2)
+        prior_v = np.full(nv, noise.joint_velocity ** 2)
+        if self.floating:
+            prior_q[0:3] = noise.base_position ** 2
+            prior_q[3:6] = noise.base_orientation ** 2
+            prior_v[0:3] = noise.base_linear_velocity ** 2
+            prior_v[3:6] = noise.base_angular_velocity ** 2
+        prior_joints = prior_q.copy()
+        prior_joints[:nb] = 0.0
+        L = len(self.links)
+        cap = cm.data.Ncand.shape[0]
+        self.dt = float(cm.dt)
+        #: candidates within this distance [m] are looked at (a stance foot seen through a base
+        #: estimate that is several standard deviations off must still be found)
+        self.margin = max(float(cm.margin), gate * math.hypot(noise.base_position,
+                                                              noise.base_orientation)
+                          + touch_floor + 5.0 * noise.joint_position)
+        self.data = StanceData(
+            sphere_link=np.array([index[sid[0]] for sid in cm.sphere_ids], dtype=np.int64),
+            prior_q=prior_q, prior_v=prior_v, prior_q_joints=prior_joints,
+            params=np.array([position_tolerance ** 2, velocity_tolerance ** 2, touch_floor, gate,
+                             dwell, self.dt]),
+            stance=np.zeros(L, dtype=np.bool_), timer=np.full(L, dwell), lifted=np.zeros(L),
+            phi_min=np.full(L, np.inf), gate_var=np.zeros(L),
+            counters=np.zeros(3, dtype=np.int64), best=np.zeros(L, dtype=np.int64),
+            rows=np.zeros(3 * cap, dtype=np.int64), J=np.zeros((3 * cap, nv)),
+            res=np.zeros(3 * cap), A=np.zeros((3 * cap, 3 * cap)), dq=np.zeros(nv),
+            dv=np.zeros(nv), excluded=cm.excluded_mask(),
+        )
+        #: (L,) bool: links the gait schedule holds in swing (:meth:`set_swing`)
+        self.swing = np.zeros(L, dtype=np.bool_)
+        self._index = index
+
+    def set_swing(self, links) -> None:
+        """The gait schedule: ``links`` are in swing (released at once, not touched)."""
+        self.swing[:] = False
+        for ln in links:
+            self.swing[self._index[ln]] = True
+
+    def update(self, q: np.ndarray, v: np.ndarray) -> int:
+        """One tick: decide, correct ``q`` (nq,) and ``v`` (nv,) in place (core conventions,
+        float64, contiguous) and set the contact model's exclusion mask; returns the number of
+        stance links. ``q`` / ``v`` must be finite (the caller's validated state)."""
+        cm = self.contact_model
+        k = cm.candidates(q, margin=self.margin)
+        d = cm.data
+        return int(stance_filter_kernel(self.data, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand,
+                                        d.Tcand, self.swing, q, v, self.floating))
+
+    def reset(self) -> None:
+        """Forget the decisions (no link in stance; the next tick decides afresh)."""
+        f = self.data
+        f.stance[:] = False
+        f.timer[:] = f.params[4]
+        f.lifted[:] = 0.0
+        f.phi_min[:] = np.inf
+        f.dq[:] = 0.0
+        f.dv[:] = 0.0
+
+    @property
+    def stance_links(self) -> list[str]:
+        """Links currently in stance."""
+        return [ln for ln, s in zip(self.links, self.data.stance, strict=True) if s]
+
+    @property
+    def decisions_changed(self) -> int:
+        """Stance decisions changed since construction (touches + releases)."""
+        return int(self.data.counters[0])
+
+    @property
+    def failed_projections(self) -> int:
+        """Ticks whose correction failed (the raw state was used)."""
+        return int(self.data.counters[2])

@@ -1,0 +1,201 @@
+"""What a real robot gives its controller instead of the simulator's exact state.
+
+:class:`Imperfections` describes sensing (white noise on the joint encoders and on the base-state
+estimate, state latency), actuation (command latency, a first-order torque lag, torque limits
+below the URDF's) and model error (the plant's link masses and inertias scaled per body).
+:class:`Sensing` and :class:`Actuation` apply it between the plant and the controller of the
+in-process closed loop (:class:`~wbc_dynamics.sim.closed_loop.ClosedLoop`), one control tick at a
+time; every draw comes from one seeded generator, so a run is reproducible.
+
+:meth:`Imperfections.realistic` is the combination a legged robot's controller meets on hardware:
+1 mrad / 0.02 rad/s encoders, a base estimate good to 5 mm / 0.5 deg / 0.05 m/s / 0.02 rad/s,
+1 ms of latency each way, +-10 % mass, a 2 ms torque lag and torque limits at 80 %.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Actuation", "Imperfections", "Sensing", "scale_plant_masses"]
+
+#: fields scaled by :meth:`Imperfections.scaled` (noise levels, latencies, model error, lag)
+_SCALED = ("joint_position_noise", "joint_velocity_noise", "base_position_noise",
+           "base_orientation_noise", "base_linear_velocity_noise", "base_angular_velocity_noise",
+           "state_latency", "command_latency", "mass_error", "torque_lag")
+
+
+@dataclass(frozen=True)
+class Imperfections:
+    """Sensing, actuation and model error of one run (all zero / 1.0: the exact plant).
+
+    Attributes:
+        joint_position_noise: [rad] (or m) standard deviation of white encoder noise.
+        joint_velocity_noise: [rad/s] (or m/s) standard deviation of white joint-rate noise.
+        base_position_noise: [m] per world axis, white.
+        base_orientation_noise: [rad] per base axis: the reported orientation is the true one
+            rotated by a random rotation vector of this standard deviation per component.
+        base_linear_velocity_noise: [m/s] per base-frame axis, white.
+        base_angular_velocity_noise: [rad/s] per base-frame axis, white.
+        state_latency: [s] age of the state the controller receives (rounded to whole ticks).
+        command_latency: [s] delay before a command reaches the drives (whole ticks).
+        mass_error: relative: every plant body's mass and inertia scaled by U[1 - e, 1 + e].
+        torque_lag: [s] time constant of a first-order lag between command and applied torque.
+        torque_limit_fraction: the drives saturate at this fraction of the URDF effort limits.
+        seed: of the random generator (noise and mass draws).
+    """
+
+    joint_position_noise: float = 0.0
+    joint_velocity_noise: float = 0.0
+    base_position_noise: float = 0.0
+    base_orientation_noise: float = 0.0
+    base_linear_velocity_noise: float = 0.0
+    base_angular_velocity_noise: float = 0.0
+    state_latency: float = 0.0
+    command_latency: float = 0.0
+    mass_error: float = 0.0
+    torque_lag: float = 0.0
+    torque_limit_fraction: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            x = getattr(self, f.name)
+            if f.name == "seed":
+                continue
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
+                raise ValueError(f"Imperfections.{f.name}: must be finite and >= 0, got {x!r}")
+        if not 0.0 < self.torque_limit_fraction <= 1.0:
+            raise ValueError("Imperfections.torque_limit_fraction: must be in (0, 1], got "
+                             f"{self.torque_limit_fraction!r}")
+        if self.mass_error >= 1.0:
+            raise ValueError(f"Imperfections.mass_error: must be < 1, got {self.mass_error!r}")
+
+    @classmethod
+    def realistic(cls, scale: float = 1.0, seed: int = 0) -> Imperfections:
+        """The realistic combination (module docstring), every level times ``scale``; the torque
+        limit is ``1 - 0.2 scale`` of the URDF's (at least 20 %)."""
+        base = cls(joint_position_noise=1e-3, joint_velocity_noise=0.02,
+                   base_position_noise=5e-3, base_orientation_noise=math.radians(0.5),
+                   base_linear_velocity_noise=0.05, base_angular_velocity_noise=0.02,
+                   state_latency=1e-3, command_latency=1e-3, mass_error=0.1, torque_lag=2e-3,
+                   torque_limit_fraction=0.8, seed=seed)
+        return base.scaled(scale)
+
+    def scaled(self, scale: float) -> Imperfections:
+        """Noise, latency, mass error and lag times ``scale`` (mass error capped at 0.5); the
+        torque-limit reduction ``1 - fraction`` times ``scale`` (fraction at least 0.2)."""
+        if not (math.isfinite(scale) and scale >= 0.0):
+            raise ValueError(f"scale: must be finite and >= 0, got {scale!r}")
+        kw = {k: getattr(self, k) * scale for k in _SCALED}
+        kw["mass_error"] = min(kw["mass_error"], 0.5)
+        kw["torque_limit_fraction"] = max(1.0 - (1.0 - self.torque_limit_fraction) * scale, 0.2)
+        return dataclasses.replace(self, **kw)
+
+    @property
+    def exact(self) -> bool:
+        """True if nothing is perturbed."""
+        return all(getattr(self, k) == 0.0 for k in _SCALED) and self.torque_limit_fraction == 1.0
+
+
+def _rotvec_quat_xyzw(w: np.ndarray) -> np.ndarray:
+    th = float(np.linalg.norm(w))
+    if th < 1e-12:
+        return np.array([0.5 * w[0], 0.5 * w[1], 0.5 * w[2], 1.0])
+    s = math.sin(0.5 * th) / th
+    return np.array([w[0] * s, w[1] * s, w[2] * s, math.cos(0.5 * th)])
+
+
+def _quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw,
+                     aw * bw - ax * bx - ay * by - az * bz])
+
+
+class Sensing:
+    """The state the controller receives: the plant's, ``state_latency`` ticks old, with noise.
+
+    ``floating``: q = [p, quat xyzw, joints], v = [v_lin, w (base frame), joint rates]."""
+
+    def __init__(self, imp: Imperfections, floating: bool, rate: float,
+                 rng: np.random.Generator) -> None:
+        self.imp = imp
+        self.floating = floating
+        self.rng = rng
+        self._delay = int(round(imp.state_latency * rate))
+        self._queue: deque = deque()
+
+    def measure(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The controller's (q, v) for the plant's (q, v) of this tick (copies)."""
+        self._queue.append((q.copy(), v.copy()))
+        while len(self._queue) > self._delay + 1:
+            self._queue.popleft()
+        q, v = (x.copy() for x in self._queue[0])
+        imp, rng = self.imp, self.rng
+        o, ov = (7, 6) if self.floating else (0, 0)
+        if imp.joint_position_noise > 0.0:
+            q[o:] += rng.normal(0.0, imp.joint_position_noise, q.shape[0] - o)
+        if imp.joint_velocity_noise > 0.0:
+            v[ov:] += rng.normal(0.0, imp.joint_velocity_noise, v.shape[0] - ov)
+        if self.floating:
+            if imp.base_position_noise > 0.0:
+                q[0:3] += rng.normal(0.0, imp.base_position_noise, 3)
+            if imp.base_orientation_noise > 0.0:
+                dq = _rotvec_quat_xyzw(rng.normal(0.0, imp.base_orientation_noise, 3))
+                quat = _quat_mul_xyzw(q[3:7], dq)
+                q[3:7] = quat / np.linalg.norm(quat)
+            if imp.base_linear_velocity_noise > 0.0:
+                v[0:3] += rng.normal(0.0, imp.base_linear_velocity_noise, 3)
+            if imp.base_angular_velocity_noise > 0.0:
+                v[3:6] += rng.normal(0.0, imp.base_angular_velocity_noise, 3)
+        return q, v
+
+
+class Actuation:
+    """What the drives apply for the controller's commands: ``command_latency`` ticks late,
+    through a first-order lag of ``torque_lag`` [s] (exact discretization at the control
+    period), saturated at ``torque_limit_fraction`` of ``limit``."""
+
+    def __init__(self, imp: Imperfections, limit: np.ndarray, rate: float) -> None:
+        self.limit = np.asarray(limit, dtype=float) * imp.torque_limit_fraction
+        self._delay = int(round(imp.command_latency * rate))
+        self._queue: deque = deque()
+        dt = 1.0 / rate
+        self._alpha = 1.0 if imp.torque_lag <= 0.0 else 1.0 - math.exp(-dt / imp.torque_lag)
+        self._applied = np.zeros_like(self.limit)
+
+    def apply(self, tau: np.ndarray) -> np.ndarray:
+        """Torques for the plant this tick [N m], given the command computed this tick."""
+        tau = np.where(np.isfinite(tau), tau, 0.0)
+        self._queue.append(np.asarray(tau, dtype=float).copy())
+        cmd = self._queue[0] if len(self._queue) > self._delay else np.zeros_like(self.limit)
+        if len(self._queue) > self._delay:
+            self._queue.popleft()
+        self._applied += self._alpha * (cmd - self._applied)
+        return np.clip(self._applied, -self.limit, self.limit)
+
+    def start(self, tau: np.ndarray) -> None:
+        """Drives already applying ``tau`` (and the latency queue filled with it): the loop
+        starts from a settled state, not from drives at zero."""
+        self._applied[:] = np.clip(tau, -self.limit, self.limit)
+        self._queue.clear()
+        for _ in range(self._delay):
+            self._queue.append(self._applied.copy())
+
+
+def scale_plant_masses(model, robot_bodies: list[int], error: float,
+                       rng: np.random.Generator) -> np.ndarray:
+    """Scale each of the MuJoCo ``model``'s bodies ``robot_bodies`` mass and inertia by
+    U[1 - error, 1 + error] in place; returns the factors."""
+    f = rng.uniform(1.0 - error, 1.0 + error, len(robot_bodies))
+    for b, s in zip(robot_bodies, f, strict=True):
+        model.body_mass[b] *= s
+        model.body_inertia[b] *= s
+    return f
