@@ -210,6 +210,12 @@ class ControllerConfig:
         sensing_base_position_noise, sensing_base_orientation_noise: [m, rad] of the base pose
             estimate; sensing_base_linear_velocity_noise, sensing_base_angular_velocity_noise:
             [m/s, rad/s] of its twist (base frame).
+        drive_stiffness, drive_damping: [N m/rad, N m s/rad] (or N/m, N s/m) joint gains of
+            the hybrid drive command, one per joint or a single value (0 = effort only): a
+            drive running its own impedance loop applies ``tau + stiffness (q_set - q) +
+            damping (qd_set - qd)`` between the controller's commands (Unitree low-level
+            commands, legged_control's hybrid joint handles); ``ControlOutput`` carries the
+            set-points and gains, the node publishes them per command interface.
         torque_rate_limit: [N m/s] (or N/s) largest change of each commanded torque per second,
             one per joint or a single value; 0 = off. Applied after the effort-limit clamp: a
             contact transition then reaches the drives over a few ticks, not in one step.
@@ -261,6 +267,8 @@ class ControllerConfig:
     sensing_base_orientation_noise: float = 0.00873
     sensing_base_linear_velocity_noise: float = 0.05
     sensing_base_angular_velocity_noise: float = 0.02
+    drive_stiffness: list[float] = field(default_factory=lambda: [0.0])
+    drive_damping: list[float] = field(default_factory=lambda: [0.0])
     torque_rate_limit: list[float] = field(default_factory=lambda: [0.0])
 
     @classmethod
@@ -297,6 +305,14 @@ class ControlOutput:
         solver_flags: solver flags of this tick (see ``wbc_dynamics.contact.FLAGS``).
         warm_start_used: the contact solver used the previous tick's solution.
         compute_time: wall-clock time of the tick [s].
+        position_setpoint, velocity_setpoint: (n,) [rad, rad/s] the hybrid drive command's
+            set-points (``drive_stiffness`` / ``drive_damping``): the reference's positions
+            and velocities where given, else the measured ones; a safe tick holds the measured
+            position at zero velocity.
+        stiffness, damping: (n,) [N m/rad, N m s/rad] the drive gains of this tick (the
+            configured ones; zero in the zero safe mode and while the state is stale). A drive
+            applies ``tau + stiffness (position_setpoint - q) + damping (velocity_setpoint - qd)``
+            at its own rate.
     """
 
     tau: np.ndarray
@@ -310,6 +326,10 @@ class ControlOutput:
     solver_flags: tuple[str, ...] = ()
     warm_start_used: bool = False
     compute_time: float = 0.0
+    position_setpoint: np.ndarray | None = None
+    velocity_setpoint: np.ndarray | None = None
+    stiffness: np.ndarray | None = None
+    damping: np.ndarray | None = None
 
     @property
     def safe(self) -> bool:
@@ -934,6 +954,13 @@ class WholeBodyController:
             self._torque_step[rate == 0.0] = np.inf
         self._tau_prev = np.zeros(n)
         self._tau_prev_ok = False
+        #: hybrid drive command: configured gains, this tick's gains and set-points
+        self._drive_kp = _per_joint("drive_stiffness", cfg.drive_stiffness, n, self.joint_names)
+        self._drive_kd = _per_joint("drive_damping", cfg.drive_damping, n, self.joint_names)
+        self._out.position_setpoint = np.zeros(n)
+        self._out.velocity_setpoint = np.zeros(n)
+        self._out.stiffness = np.zeros(n)
+        self._out.damping = np.zeros(n)
         from .contact import SolverState
 
         self.solver_state = SolverState()
@@ -1283,6 +1310,7 @@ class WholeBodyController:
             out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
         else:
             out = self._zero_output(MODE_STALE_REFERENCE)
+        self._drive_command(out)
         if self._torque_step is not None:
             if out.mode == MODE_CONTROL and self._tau_prev_ok:
                 np.clip(self._tau_out, self._tau_prev - self._torque_step,
@@ -1293,6 +1321,20 @@ class WholeBodyController:
         out.compute_time = dtc
         self._record(out, dtc)
         return out
+
+    def _drive_command(self, out: ControlOutput) -> None:
+        """The hybrid drive command's set-points and gains of this tick (ControlOutput)."""
+        qs, vs = out.position_setpoint, out.velocity_setpoint
+        if out.mode == MODE_CONTROL:
+            qs[:] = self._q_ref if self._ref_pos else self._qj
+            vs[:] = self._qd_ref if self._ref_vel else self._qdj
+        else:
+            qs[:] = self._qj
+            vs[:] = 0.0
+        on = out.mode not in (MODE_STALE_STATE, MODE_NONFINITE) and not (
+            out.mode == MODE_STALE_REFERENCE and self._params["safe_mode"] == "zero")
+        out.stiffness[:] = self._drive_kp if on else 0.0
+        out.damping[:] = self._drive_kd if on else 0.0
 
     def compute(
         self,

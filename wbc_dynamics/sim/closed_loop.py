@@ -297,6 +297,10 @@ class _WBC:
         self.object_name = self.ctl.object_body.name if self.ctl.has_object else None
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
+        #: hybrid drive commands configured (drive_stiffness / drive_damping)
+        self.hybrid = bool(np.any(self.ctl.config.drive_stiffness)
+                           or np.any(self.ctl.config.drive_damping))
+        self._last = None
         self.ctl.solver_state.options.update(_solver_options(cfg))
 
     def __call__(self, t, q, v, ref, plant):
@@ -314,10 +318,18 @@ class _WBC:
         q_des, qd_des, qdd_des = ref
         c.set_reference(qdd_des, t, position=q_des, velocity=qd_des)
         out = c.update(t)
+        self._last = out
         # summed normal force: each contact's force along its normal (ground: the z component)
         normal = (float(np.sum(out.contact_forces * out.contact_normals)) if self.predicts
                   else math.nan)
         return out.tau.copy(), normal, out.safe, out.solver_flags
+
+
+    def drive_command(self) -> tuple:
+        """The last tick's hybrid drive command (set-points, gains; copies)."""
+        o = self._last
+        return (o.position_setpoint.copy(), o.velocity_setpoint.copy(), o.stiffness.copy(),
+                o.damping.copy())
 
 
 class _PID:
@@ -731,7 +743,9 @@ class ClosedLoop:
         imp = cfg.imperfections
         sensing = Sensing(imp, floating, cfg.control_rate,
                           np.random.default_rng([imp.seed, 1]))
-        actuation = Actuation(imp, self.limit, cfg.control_rate)
+        actuation = Actuation(imp, self.limit, cfg.control_rate,
+                              plant_dt=1.0 / (cfg.control_rate * cfg.sim_substeps))
+        hybrid = isinstance(self.ctl, _WBC) and self.ctl.hybrid
         for k in range(K):
             t = k * dt
             q, v = self.plant.get_state()
@@ -740,11 +754,13 @@ class ClosedLoop:
             t0 = time.perf_counter()
             tau, normal, was_safe, fl = self.ctl(t, qm, vm, ref, self.plant)
             tick[k] = time.perf_counter() - t0
-            if not imp.exact:
-                if k == 0:
-                    actuation.start(tau)
-                tau = actuation.apply(tau)
-            self.plant.step(tau, cfg.sim_substeps)
+            if imp.exact and not hybrid:
+                self.plant.step(tau, cfg.sim_substeps)
+            else:  # the drives: latency, dropout, their own impedance loop, lag, limits
+                actuation.command(tau, t, self.ctl.drive_command() if hybrid else None)
+                for _ in range(cfg.sim_substeps):
+                    qp, vp = self.plant.get_state()
+                    self.plant.step(actuation.torque(qp[o:], vp[ov:]), 1)
             safe += int(was_safe)
             for f in fl:
                 flags[f] = flags.get(f, 0) + 1

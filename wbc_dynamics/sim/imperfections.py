@@ -46,6 +46,8 @@ class Imperfections:
         mass_error: relative: every plant body's mass and inertia scaled by U[1 - e, 1 + e].
         torque_lag: [s] time constant of a first-order lag between command and applied torque.
         torque_limit_fraction: the drives saturate at this fraction of the URDF effort limits.
+        command_dropout_start, command_dropout: [s] no command reaches the drives from
+            ``command_dropout_start`` for ``command_dropout`` (0 = never); they keep the last.
         seed: of the random generator (noise and mass draws).
     """
 
@@ -60,6 +62,8 @@ class Imperfections:
     mass_error: float = 0.0
     torque_lag: float = 0.0
     torque_limit_fraction: float = 1.0
+    command_dropout_start: float = 0.0
+    command_dropout: float = 0.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -99,7 +103,8 @@ class Imperfections:
     @property
     def exact(self) -> bool:
         """True if nothing is perturbed."""
-        return all(getattr(self, k) == 0.0 for k in _SCALED) and self.torque_limit_fraction == 1.0
+        return (all(getattr(self, k) == 0.0 for k in _SCALED)
+                and self.torque_limit_fraction == 1.0 and self.command_dropout == 0.0)
 
 
 def _rotvec_quat_xyzw(w: np.ndarray) -> np.ndarray:
@@ -159,35 +164,59 @@ class Sensing:
 
 
 class Actuation:
-    """What the drives apply for the controller's commands: ``command_latency`` ticks late,
-    through a first-order lag of ``torque_lag`` [s] (exact discretization at the control
-    period), saturated at ``torque_limit_fraction`` of ``limit``."""
+    """What the drives apply for the controller's commands: each command ``command_latency``
+    ticks late (none at all during ``command_dropout``: the drives keep the last one), through a
+    first-order lag of ``torque_lag`` [s] (exact discretization at the plant step), saturated at
+    ``torque_limit_fraction`` of ``limit``.
 
-    def __init__(self, imp: Imperfections, limit: np.ndarray, rate: float) -> None:
+    Effort drives apply the commanded torque as held. Hybrid drives (a command with set-points
+    and gains: :meth:`command`'s ``drive``) run their own impedance loop at the plant step,
+    ``tau_ff + stiffness (q_set - q) + damping (qd_set - qd)`` on the joint state they measure
+    (as Unitree motor drivers or legged_control's hybrid joint handles do)."""
+
+    def __init__(self, imp: Imperfections, limit: np.ndarray, rate: float,
+                 plant_dt: float | None = None) -> None:
+        self.imp = imp
         self.limit = np.asarray(limit, dtype=float) * imp.torque_limit_fraction
         self._delay = int(round(imp.command_latency * rate))
         self._queue: deque = deque()
-        dt = 1.0 / rate
+        dt = 1.0 / rate if plant_dt is None else float(plant_dt)
         self._alpha = 1.0 if imp.torque_lag <= 0.0 else 1.0 - math.exp(-dt / imp.torque_lag)
         self._applied = np.zeros_like(self.limit)
+        self._cmd: tuple | None = None
+        #: commands that never reached the drives (dropout)
+        self.dropped = 0
 
-    def apply(self, tau: np.ndarray) -> np.ndarray:
-        """Torques for the plant this tick [N m], given the command computed this tick."""
+    def command(self, tau: np.ndarray, t: float, drive: tuple | None = None) -> None:
+        """The controller's command of the tick at time ``t`` [s]: torques ``tau`` [N m] and,
+        for a hybrid drive, ``drive = (q_set, qd_set, stiffness, damping)`` (n,) each."""
         tau = np.where(np.isfinite(tau), tau, 0.0)
-        self._queue.append(np.asarray(tau, dtype=float).copy())
-        cmd = self._queue[0] if len(self._queue) > self._delay else np.zeros_like(self.limit)
-        if len(self._queue) > self._delay:
-            self._queue.popleft()
-        self._applied += self._alpha * (cmd - self._applied)
-        return np.clip(self._applied, -self.limit, self.limit)
+        cmd = (tau.astype(float, copy=True),
+               None if drive is None else tuple(np.array(x, dtype=float) for x in drive))
+        if self._cmd is None:  # the first command: the drives were already applying it
+            self._cmd = cmd
+            self._applied[:] = np.clip(tau, -self.limit, self.limit)
+            for _ in range(self._delay):
+                self._queue.append(cmd)
+        self._queue.append(cmd)
+        arrived = self._queue.popleft() if len(self._queue) > self._delay else None
+        start, gap = self.imp.command_dropout_start, self.imp.command_dropout
+        if gap > 0.0 and start <= t < start + gap:
+            self.dropped += 1
+            return
+        if arrived is not None:
+            self._cmd = arrived
 
-    def start(self, tau: np.ndarray) -> None:
-        """Drives already applying ``tau`` (and the latency queue filled with it): the loop
-        starts from a settled state, not from drives at zero."""
-        self._applied[:] = np.clip(tau, -self.limit, self.limit)
-        self._queue.clear()
-        for _ in range(self._delay):
-            self._queue.append(self._applied.copy())
+    def torque(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """Torques [N m] applied for one plant step at joint state ``q``, ``qd``."""
+        if self._cmd is None:
+            raise RuntimeError("Actuation.torque: no command yet")
+        tau, drive = self._cmd
+        if drive is not None:
+            q_set, qd_set, kp, kd = drive
+            tau = tau + kp * (q_set - q) + kd * (qd_set - qd)
+        self._applied += self._alpha * (tau - self._applied)
+        return np.clip(self._applied, -self.limit, self.limit)
 
 
 def scale_plant_masses(model, robot_bodies: list[int], error: float,
