@@ -216,6 +216,10 @@ class ControllerConfig:
             damping (qd_set - qd)`` between the controller's commands (Unitree low-level
             commands, legged_control's hybrid joint handles); ``ControlOutput`` carries the
             set-points and gains, the node publishes them per command interface.
+        torque_filter_cutoff: [Hz] cutoff of a first-order low-pass on the commanded torques
+            (discretized exactly at ``control_rate``; 0 = off). Encoder and base-estimate
+            noise reach the torques through the PD feedback and the inverse dynamics every
+            tick; the drives and the plant do not follow them above a few tens of Hz.
         torque_rate_limit: [N m/s] (or N/s) largest change of each commanded torque per second,
             one per joint or a single value; 0 = off. Applied after the effort-limit clamp: a
             contact transition then reaches the drives over a few ticks, not in one step.
@@ -269,6 +273,7 @@ class ControllerConfig:
     sensing_base_angular_velocity_noise: float = 0.02
     drive_stiffness: list[float] = field(default_factory=lambda: [0.0])
     drive_damping: list[float] = field(default_factory=lambda: [0.0])
+    torque_filter_cutoff: float = 0.0
     torque_rate_limit: list[float] = field(default_factory=lambda: [0.0])
 
     @classmethod
@@ -952,6 +957,13 @@ class WholeBodyController:
         self._torque_step = rate * self.dt if np.any(rate > 0.0) else None
         if self._torque_step is not None:
             self._torque_step[rate == 0.0] = np.inf
+        cutoff = float(cfg.torque_filter_cutoff)
+        if not (math.isfinite(cutoff) and cutoff >= 0.0):
+            raise ValueError(f"torque_filter_cutoff: must be finite and >= 0 Hz, got "
+                             f"{cfg.torque_filter_cutoff!r}")
+        #: the low-pass's weight of the new command per tick (1 = off)
+        self._torque_alpha = 1.0 - math.exp(-2.0 * math.pi * cutoff * self.dt) if cutoff else 1.0
+        self._shaping = self._torque_step is not None or self._torque_alpha < 1.0
         self._tau_prev = np.zeros(n)
         self._tau_prev_ok = False
         #: hybrid drive command: configured gains, this tick's gains and set-points
@@ -1311,16 +1323,26 @@ class WholeBodyController:
         else:
             out = self._zero_output(MODE_STALE_REFERENCE)
         self._drive_command(out)
-        if self._torque_step is not None:
+        if self._shaping:
             if out.mode == MODE_CONTROL and self._tau_prev_ok:
-                np.clip(self._tau_out, self._tau_prev - self._torque_step,
-                        self._tau_prev + self._torque_step, out=self._tau_out)
+                self._shape_torques()
             self._tau_prev[:] = self._tau_out
             self._tau_prev_ok = True
         dtc = time.perf_counter() - t0
         out.compute_time = dtc
         self._record(out, dtc)
         return out
+
+    def _shape_torques(self) -> None:
+        """``torque_filter_cutoff`` then ``torque_rate_limit`` on this tick's torques, from the
+        previous tick's (in place; both keep the torques within the effort limits)."""
+        tau, prev = self._tau_out, self._tau_prev
+        if self._torque_alpha < 1.0:
+            tau -= prev
+            tau *= self._torque_alpha
+            tau += prev
+        if self._torque_step is not None:
+            np.clip(tau, prev - self._torque_step, prev + self._torque_step, out=tau)
 
     def _drive_command(self, out: ControlOutput) -> None:
         """The hybrid drive command's set-points and gains of this tick (ControlOutput)."""

@@ -137,6 +137,25 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
                     "the object; 0 = off"),
     "grasp_hold": (_T.BOOL, False, "joints of contact links touching the object hold the "
                    "position where the touch began (qdd = qdd_ref + kp (q_grip - q) - kd qd)"),
+    "contact_state_filter": (_T.BOOL, False, "floating base: stance per contact link as a "
+                             "filtered decision, the state corrected to it (docs/robustness.md)"),
+    "contact_dwell": (_T.DOUBLE, 0.01, "minimum time in a stance decision; time clear of the "
+                      "ground before a release [s]"),
+    "sensing_joint_position_noise": (_T.DOUBLE, 1e-3, "encoder noise std [rad] (filter prior)"),
+    "sensing_joint_velocity_noise": (_T.DOUBLE, 0.02, "joint-rate noise std [rad/s]"),
+    "sensing_base_position_noise": (_T.DOUBLE, 5e-3, "base-estimate position noise std [m]"),
+    "sensing_base_orientation_noise": (_T.DOUBLE, 0.00873, "base-estimate orientation noise "
+                                       "std [rad]"),
+    "sensing_base_linear_velocity_noise": (_T.DOUBLE, 0.05, "base-estimate velocity noise std "
+                                           "[m/s]"),
+    "sensing_base_angular_velocity_noise": (_T.DOUBLE, 0.02, "base-estimate angular-rate noise "
+                                            "std [rad/s]"),
+    "torque_filter_cutoff": (_T.DOUBLE, 0.0, "first-order low-pass on the torques [Hz]; 0 = off"),
+    "torque_rate_limit": (_T.DOUBLE_ARRAY, [0.0], "largest torque change [N m/s], one per joint "
+                          "or one for all; 0 = off"),
+    "drive_stiffness": (_T.DOUBLE_ARRAY, [0.0], "hybrid drive command stiffness [N m/rad], one "
+                        "per joint or one for all; 0 = effort only"),
+    "drive_damping": (_T.DOUBLE_ARRAY, [0.0], "hybrid drive command damping [N m s/rad]"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
     "kp": (_T.DOUBLE_ARRAY, [0.0], "position gains [1/s^2], one per joint or one for all"),
@@ -188,6 +207,18 @@ STRUCTURAL = (
     "object_friction",
     "grasp_force",
     "grasp_hold",
+    "contact_state_filter",
+    "contact_dwell",
+    "sensing_joint_position_noise",
+    "sensing_joint_velocity_noise",
+    "sensing_base_position_noise",
+    "sensing_base_orientation_noise",
+    "sensing_base_linear_velocity_noise",
+    "sensing_base_angular_velocity_noise",
+    "torque_filter_cutoff",
+    "torque_rate_limit",
+    "drive_stiffness",
+    "drive_damping",
     "warm_start",
     "control_rate",
     "control_mode",
