@@ -450,3 +450,107 @@ def test_grasped_object_over_dds(ros):
     finally:
         client.close()
         print(stop_process(proc))
+
+
+# ------------------------------------------------------------------ the hybrid drive command
+def test_hybrid_drive_command_over_dds(ros, arm_model):
+    """``drive_stiffness`` / ``drive_damping`` > 0: the node publishes the four hybrid command
+    topics beside the effort command, and the ``~/joint_commands`` record carries the
+    set-points. Asserted against the in-process controller for the same inputs (1e-9): tau_ff,
+    set-points (the reference's positions and velocities) and the configured gains; a stale
+    reference's damping command keeps the gains and holds the measured position at rest; a
+    stale state (the watchdog) and the stop command of deactivate send zero gains with the
+    last measured position as the set-point."""
+    from std_msgs.msg import Float64MultiArray
+
+    from wbc_dynamics.controller import WholeBodyController
+
+    info, model = arm_model
+    names = info["joint_names"]
+    n = len(names)
+    stiffness = [float(x) for x in np.linspace(2.0, 12.0, n)]
+    params = {"robot": "arm", "kp": [KP], "kd": [KD], "safe_damping": [DAMP],
+              "state_timeout": STATE_TIMEOUT, "reference_timeout": REF_TIMEOUT,
+              "drive_stiffness": stiffness, "drive_damping": [0.25]}
+    ns = "/hybrid_test"
+    proc = start_controller(ns, {**params, "diagnostics_rate": 5.0})
+    client = Client(ns, "hybrid_test_client")
+    got: dict[str, list[np.ndarray]] = {i: [] for i in ("position", "velocity", "stiffness",
+                                                        "damping")}
+    for iface, msgs in got.items():
+        client.node.create_subscription(
+            Float64MultiArray, f"{ns}/{iface}_controller/commands",
+            lambda m, msgs=msgs: msgs.append(np.array(m.data)), 50)
+    ctl = WholeBodyController(params)
+    try:
+        client.wait_connected()
+        assert client.spin(lambda: all(client.node.count_publishers(
+            f"{ns}/{i}_controller/commands") == 1 for i in got), 10.0)
+        rng = np.random.default_rng(11)
+        q = np.array(info["grasp_q"]) + 0.1 * rng.standard_normal(n)
+        v = 0.3 * rng.standard_normal(n)
+        acc = rng.standard_normal(n)
+        q_des = q + 0.05 * rng.standard_normal(n)
+        v_des = 0.2 * rng.standard_normal(n)
+        for _attempt in range(3):  # re-send if the reference had not reached the node yet
+            client.send_reference(names, acc, q_des, v_des)
+            assert client.send_state_until_echo(names, q, v, echo_q=q_des), "no record"
+            echo = client.echo_for(q_des)
+            ctl.reset()
+            ctl.set_joint_state(q, v, 0.0)
+            ctl.set_reference(acc, 0.0, position=q_des, velocity=v_des)
+            out = ctl.update(0.0)
+            if np.allclose(np.array(echo.effort), out.tau, rtol=0, atol=1e-9):
+                break
+            q = q + 1e-4
+        assert out.mode == "control"
+        np.testing.assert_allclose(np.array(echo.effort), out.tau, rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(np.array(echo.position), q_des)  # the set-points
+        np.testing.assert_array_equal(np.array(echo.velocity), v_des)
+        np.testing.assert_array_equal(out.position_setpoint, q_des)
+        expected = {"position": q_des, "velocity": v_des, "stiffness": np.array(stiffness),
+                    "damping": np.full(n, 0.25)}
+        np.testing.assert_array_equal(out.stiffness, expected["stiffness"])
+        for iface, x in expected.items():
+            assert client.spin(lambda i=iface, x=x: any(np.array_equal(m, x) for m in got[i]),
+                               2.0), (iface, got[iface][-3:])
+        assert client.spin(lambda: any(np.allclose(c, out.tau, rtol=0, atol=1e-9)
+                                       for _, c in client.cmds), 2.0)
+        # stale reference (damping safe mode): the gains stay, the set-points hold the
+        # measured position at zero velocity
+        # (meanwhile the state went stale too: the watchdog's ticks sent zero gains)
+        client.spin(lambda: False, REF_TIMEOUT + 0.1)
+        assert not np.any(got["stiffness"][-1])
+        k = len(got["stiffness"])
+        q2 = q + 0.01
+        assert client.send_state_until_echo(names, q2, v, echo_q=q2)
+        echo = client.echo_for(q2)
+        np.testing.assert_allclose(np.array(echo.effort),
+                                   _expected_arm(model, q2, v, None, damping=DAMP),
+                                   rtol=0, atol=1e-9)
+        np.testing.assert_array_equal(np.array(echo.velocity), np.zeros(n))
+        assert client.spin(lambda: any(np.array_equal(m, q2) for m in got["position"]), 2.0)
+        assert client.spin(lambda: any(np.array_equal(m, expected["stiffness"])
+                                       for m in got["stiffness"][k:]), 2.0)
+        # joint_states stop: the watchdog's stale-state command has zero gains, the last
+        # measured position as the set-point, zero velocity and zero effort
+        k = {i: len(m) for i, m in got.items()}
+        assert client.spin(lambda: all(len(got[i]) > k[i] for i in got)
+                           and not np.any(got["damping"][-1]), 2.0)
+        assert client.spin(lambda: all(len(m) > k[i] + 1 for i, m in got.items()), 2.0)
+        for iface, x in (("stiffness", np.zeros(n)), ("damping", np.zeros(n)),
+                         ("position", q2), ("velocity", np.zeros(n))):
+            np.testing.assert_array_equal(got[iface][-1], x)
+        assert np.all(client.cmds[-1][1] == 0.0)
+        # deactivate: the stop command, zero gains too
+        k = {i: len(m) for i, m in got.items()}
+        assert _transition(client, Transition.TRANSITION_DEACTIVATE)
+        assert client.spin(lambda: all(len(m) > k[i] for i, m in got.items()), 2.0)
+        assert not np.any(got["stiffness"][-1]) and not np.any(got["damping"][-1])
+        np.testing.assert_array_equal(got["position"][-1], q2)
+        assert np.all(client.cmds[-1][1] == 0.0)
+        assert proc.poll() is None
+    finally:
+        client.close()
+        out_text = stop_process(proc)
+    assert "internal error" not in out_text, out_text

@@ -50,3 +50,27 @@ def test_ros2_control_example_matches_joint_order(robot):
     assert ec["interface_name"] == "effort"
     own = yaml.safe_load(open(os.path.join(CONFIG, f"{robot}.yaml")))["/**"]["ros__parameters"]
     assert ec["joints"] == own["joints"]
+
+
+def test_ros2_control_hybrid_example_declares_a_controller_per_interface(ros_env):
+    """config/quadruped_hybrid_controllers.yaml: rcl parses it; a ForwardCommandController per
+    command interface of the hybrid drive command, named so that its topic is the node's
+    (``<interface>_controller/commands``), on the configured joints in their order."""
+    from wbc_dynamics.node import HYBRID_INTERFACES
+
+    path = os.path.join(CONFIG, "quadruped_hybrid_controllers.yaml")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=["--ros-args", "--params-file", path])  # rcl's parser
+    rclpy.shutdown(context=ctx)
+    d = yaml.safe_load(open(path))
+    cm = d["controller_manager"]["ros__parameters"]
+    own = yaml.safe_load(open(os.path.join(CONFIG, "quadruped.yaml")))["/**"]["ros__parameters"]
+    interfaces = ("effort", *HYBRID_INTERFACES)
+    assert set(interfaces) == {"effort", "position", "velocity", "stiffness", "damping"}
+    for iface in interfaces:
+        name = f"{iface}_controller"
+        assert cm[name]["type"] == "forward_command_controller/ForwardCommandController"
+        fc = d[name]["ros__parameters"]
+        assert fc["interface_name"] == iface and fc["joints"] == own["joints"], name
+    assert set(cm) == {f"{i}_controller" for i in interfaces} | {"joint_state_broadcaster",
+                                                                 "update_rate"}

@@ -10,11 +10,23 @@ Subscriptions
     ``~/object_odom`` (nav_msgs/Odometry) -- with ``object_urdf`` only: the object's pose and
     twist (child frame), e.g. from a motion-capture or object tracker.
 Publications
-    ``effort_controller/commands`` (std_msgs/Float64MultiArray) -- ``data[i]`` = torque of the
-    i-th configured joint, for ros2_control's ForwardCommandController (effort interface).
+    ``effort_controller/commands`` (std_msgs/Float64MultiArray) -- ``data[i]`` = torque [N m]
+    of the i-th configured joint, for ros2_control's ForwardCommandController (effort
+    interface); with a hybrid drive command the feed-forward torque ``tau_ff``.
+    ``position_controller/commands``, ``velocity_controller/commands``,
+    ``stiffness_controller/commands``, ``damping_controller/commands`` (std_msgs/
+    Float64MultiArray) -- only when a ``drive_stiffness`` or ``drive_damping`` gain is > 0 (the
+    hybrid drive command of drives running their own impedance loop): per joint, in the same
+    order and QoS as the effort command, the position [rad] and velocity [rad/s] set-points and
+    the stiffness [N m/rad] and damping [N m s/rad] of this tick; a drive applies ``tau_ff +
+    stiffness (q_set - q) + damping (qd_set - qd)``. Published every tick before the effort
+    command, gains first. The gains are zero while the state is stale, in the zero safe mode
+    and in the stop command; a safe tick's set-points hold the measured position at zero
+    velocity.
     ``~/joint_commands`` (sensor_msgs/JointState) -- the same torques as ``effort`` (with the
-    position / velocity they were computed for, stamped with that joint state's stamp); none
-    for a zero-torque stale-state tick (computed from no complete state).
+    position / velocity they were computed for -- with a hybrid drive command the position /
+    velocity set-points instead -- stamped with that joint state's stamp); none for a
+    zero-torque stale-state tick (computed from no complete state).
     ``~/contact_wrench/<link>`` (geometry_msgs/WrenchStamped) -- predicted contact force per
     contact link (contact methods), world axes, applied at the contact point.
     ``~/contact_markers`` (visualization_msgs/MarkerArray) -- force arrows for RViz.
@@ -80,9 +92,13 @@ from .ros_conversions import (
     preallocated_float64,
 )
 
-__all__ = ["PARAMETERS", "WbcControllerNode", "main"]
+__all__ = ["HYBRID_INTERFACES", "PARAMETERS", "WbcControllerNode", "main"]
 
 _T = Parameter.Type
+
+#: The hybrid drive command's ros2_control command interfaces besides effort, in publication
+#: order (gains first): each on ``<interface>_controller/commands``.
+HYBRID_INTERFACES: tuple[str, ...] = ("stiffness", "damping", "position", "velocity")
 
 #: Every parameter: name -> (type, default or None for "unset", description). Defaults match
 #: :class:`ControllerConfig`; ``config/<robot>.yaml`` lists them all with comments.
@@ -256,6 +272,7 @@ class WbcControllerNode(LifecycleNode):
         self._active = False
         self._entities: list[Any] = []
         self._odometry_subs: list[Any] = []  # odom, object odom: served before a tick
+        self._hybrid_out: list[Any] = []  # hybrid drive command publishers (see configure)
         self._timers: list[Any] = []
         self.add_on_set_parameters_callback(self._on_set_parameters)
         # rejected inputs: topic -> reason -> count (InputError.reason; "invalid" for a
@@ -403,6 +420,9 @@ class WbcControllerNode(LifecycleNode):
         self._js_pos = preallocated_float64(self._js_msg, "position", n)
         self._js_vel = preallocated_float64(self._js_msg, "velocity", n)
         self._js_eff = preallocated_float64(self._js_msg, "effort", n)
+        cfg = ctl.config
+        hybrid = bool(np.any(np.asarray(cfg.drive_stiffness, dtype=float) > 0.0)
+                      or np.any(np.asarray(cfg.drive_damping, dtype=float) > 0.0))
 
         state_qos = QoSProfile(
             depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT
@@ -417,6 +437,18 @@ class WbcControllerNode(LifecycleNode):
         self._pub_js = self.create_publisher(JointState, "~/joint_commands", 10)
         self._pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._entities += [self._pub_cmd, self._pub_js, self._pub_diag]
+        # the hybrid drive command (a drive gain > 0): per interface its publisher, message and
+        # data view, gains first (a lockstep simulator reads them before the stamped record)
+        self._hybrid_out = []
+        if hybrid:
+            for interface in HYBRID_INTERFACES:
+                msg = Float64MultiArray()
+                msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n)]
+                view = preallocated_float64(msg, "data", n)
+                pub = self.create_publisher(
+                    Float64MultiArray, f"{interface}_controller/commands", cmd_qos)
+                self._hybrid_out.append((pub, msg, view))
+                self._entities.append(pub)
         self._publish_contacts = bool(self._param("publish_contacts"))
         self._world_frame = str(self._param("world_frame"))
         self._marker_scale = float(self._param("marker_scale"))
@@ -518,6 +550,7 @@ class WbcControllerNode(LifecycleNode):
                 self.destroy_service(e)
         self._timers = []
         self._entities = []
+        self._hybrid_out = []
         self._odometry_subs = []
         self._pub_wrench = {}
         self._pub_markers = None
@@ -543,20 +576,40 @@ class WbcControllerNode(LifecycleNode):
     def _publish_stop_command(self, wait_acked: float = 0.0) -> None:
         """Zero effort on every joint: the state-independent command ros2_control may hold.
 
+        With a hybrid drive command also zero stiffness and damping (the set-points: the last
+        measured position at zero velocity), so no drive keeps an impedance loop running.
         ``wait_acked`` [s]: wait up to that long for the reliable subscribers to acknowledge it
         (used before the process exits, so the command is not lost with the participant).
         """
-        if self.controller is None:
+        ctl = self.controller
+        if ctl is None:
             return
+        if self._hybrid_out:
+            self._publish_hybrid(None, None, ctl._qj, None)
         self._cmd_view[:] = 0.0
         self._pub_cmd.publish(self._cmd_msg)
+        if self._hybrid_out:
+            self._js_pos[:] = ctl._qj
+            self._js_vel[:] = 0.0
         self._js_eff[:] = 0.0
         self._js_msg.header.stamp = self.get_clock().now().to_msg()
         self._pub_js.publish(self._js_msg)
         if wait_acked > 0.0:
             from rclpy.duration import Duration
 
-            self._pub_cmd.wait_for_all_acked(Duration(seconds=wait_acked))
+            for pub in (*(h[0] for h in self._hybrid_out), self._pub_cmd):
+                pub.wait_for_all_acked(Duration(seconds=wait_acked))
+
+    def _publish_hybrid(self, *values: np.ndarray | None) -> None:
+        """The hybrid drive command's interfaces: ``values`` in :data:`HYBRID_INTERFACES` order
+        (stiffness [N m/rad], damping [N m s/rad], position [rad], velocity [rad/s]; None =
+        zeros), each into its preallocated message."""
+        for (pub, msg, view), x in zip(self._hybrid_out, values, strict=True):
+            if x is None:
+                view[:] = 0.0
+            else:
+                view[:] = x
+            pub.publish(msg)
 
     def _guard(self, callback: Any, service: bool = False) -> Any:
         """``callback`` wrapped so that no exception reaches the executor.
@@ -820,6 +873,9 @@ class WbcControllerNode(LifecycleNode):
         ctl = self.controller
         out = ctl.update(now)
         self._last_tick = now
+        if self._hybrid_out:
+            self._publish_hybrid(out.stiffness, out.damping, out.position_setpoint,
+                                 out.velocity_setpoint)
         self._cmd_view[:] = out.tau
         self._pub_cmd.publish(self._cmd_msg)
         # the record of a command computed from a state, stamped with that joint_states stamp
@@ -830,8 +886,12 @@ class WbcControllerNode(LifecycleNode):
         # go2 over ROS sagged to 90 % after ~60 such steps while the controller's odom
         # subscription was still unmatched at the start.)
         if out.mode != MODE_STALE_STATE and self._state_stamp is not None:
-            self._js_pos[:] = ctl._qj
-            self._js_vel[:] = ctl._qdj
+            if self._hybrid_out:  # the set-points: the record is the whole drive command
+                self._js_pos[:] = out.position_setpoint
+                self._js_vel[:] = out.velocity_setpoint
+            else:
+                self._js_pos[:] = ctl._qj
+                self._js_vel[:] = ctl._qdj
             self._js_eff[:] = out.tau
             stamp = self._js_msg.header.stamp
             stamp.sec, stamp.nanosec = self._state_stamp
