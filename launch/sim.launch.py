@@ -27,6 +27,11 @@ Arguments
     real_time_factor  pacing: upper bound of simulated / wall time (0 = as fast as possible)
     duration      simulated seconds after which the simulator stops stepping (0 = unlimited)
     kp, kd        PD gains of the controller [1/s^2], [1/s] (empty: config/<robot>.yaml's)
+    drive         effort | hybrid: the simulator's joint drives (hybrid: each runs its own
+                  impedance loop at every plant step on the controller's set-points and gains)
+    drive_stiffness, drive_damping  the controller's hybrid drive gains [N m/rad], [N m s/rad],
+                  one value for every joint (empty: the configuration's; > 0: the controller
+                  publishes the hybrid drive command)
     namespace     namespace of the three nodes
 """
 

@@ -154,3 +154,185 @@ def test_sim_node_and_controller_node_hold_the_arm(ros_env):
         out_sim = stop_process(sim)
         stop_process(ctl)
     assert "rejected" in out_sim
+
+
+# ------------------------------------------------------------------ the hybrid drive
+ARM_Q_SET_OFFSET = 0.05  # [rad] the set-points' offset from the arm's grasp pose
+# per joint: joint_1 saturates (1e4 N m/rad x 0.05 rad = 500 N m > 176 N m), the others do not
+ARM_KP = np.array([1.0e4, 20.0, 15.0, 10.0, 5.0, 4.0, 3.0, 2.0, 2.0, 1.5, 1.0])
+ARM_KD = np.array([1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.05, 0.05, 0.02, 0.01])
+COMMAND_TIMEOUT = 0.1  # [s simulated] (> the test's publication jitter on a loaded machine)
+
+
+def _hybrid_sim(ns: str, mode: str):
+    """``wbc_sim`` with the arm and a hybrid drive in ``mode``, and a client node with the
+    publishers of a controller, recording every joint state and the diagnostics."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    sim = start_module("wbc_dynamics.sim.sim_node", ns, {
+        "robot": "arm", "mode": mode, "drive": "hybrid", "sim_rate": 1000.0,
+        "real_time_factor": 1.0, "initial_pose": "grasp", "joint_dynamics": False,
+        "command_timeout": COMMAND_TIMEOUT, "lockstep_timeout": 0.3, "diagnostics_rate": 10.0})
+    node = rclpy.create_node("hybrid_sim_client", namespace=ns)
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    got = {"js": [], "diag": None}
+
+    def on_diag(arr):
+        for st in arr.status:
+            if st.name.startswith(ns + "/") and st.name.endswith(": simulator"):
+                got["diag"] = {kv.key: kv.value for kv in st.values}
+
+    reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(JointState, "joint_states", got["js"].append, reliable)
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 50)
+    pubs = {i: node.create_publisher(Float64MultiArray, f"{i}_controller/commands", 10)
+            for i in ("effort", "position", "velocity", "stiffness", "damping")}
+    pubs["record"] = node.create_publisher(JointState, "wbc_controller/joint_commands", 10)
+    return sim, node, ex, got, pubs
+
+
+def _spin(ex, seconds: float, pred=None) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if pred is not None and pred():
+            return True
+        ex.spin_once(timeout_sec=0.005)
+    return pred() if pred is not None else True
+
+
+def _steps(js: list, dt: float = 1e-3):
+    """(state before, state after) of every consecutive pair of recorded steps (stamps one step
+    apart): the effort published with a state is what the drives applied in the step to it."""
+    def t(m):
+        return m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+
+    by_t = {round(t(m) / dt): m for m in js}
+    return [(by_t[k - 1], by_t[k]) for k in sorted(by_t) if k - 1 in by_t]
+
+
+def _impedance(limit, tau_ff, q_set, qd_set, before) -> np.ndarray:
+    q, qd = np.array(before.position), np.array(before.velocity)
+    return np.clip(tau_ff + ARM_KP * (q_set - q) + ARM_KD * (qd_set - qd), -limit, limit)
+
+
+@pytest.mark.parametrize("mode", ["lockstep", "realtime"])
+def test_sim_node_hybrid_drive_applies_the_impedance_law_and_keeps_it_when_commands_stop(
+        ros_env, mode):
+    """The test is the controller: it sends a hybrid command (set-points, gains, tau_ff) -- in
+    lockstep the stamped record for every state plus the gain topics, in realtime the five
+    ros2_control topics. Asserted on every recorded step: the applied effort equals
+    ``clip(tau_ff + K (q_set - q) + D (qd_set - qd))`` on the state the step started from
+    (1e-9; one joint saturates). After the commands stop, once ``command_timeout`` has passed:
+    the drives keep the impedance loop with ``tau_ff = 0`` and ``qd_set = 0``; then
+    wrong-length, NaN, inf and negative-gain messages on every topic the drive reads are
+    rejected and counted, and the drives keep the command they had."""
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64MultiArray
+
+    from wbc_dynamics.model import RobotModel
+    from wbc_dynamics.robots import robot_path
+
+    info = robot_info("arm")
+    names = info["joint_names"]
+    n = len(names)
+    model = RobotModel.from_urdf(robot_path("arm"))
+    limit = model.effort_limit[[list(model.joint_names).index(j) for j in names]]
+    q_set = np.array(info["grasp_q"]) + ARM_Q_SET_OFFSET
+    qd_set = np.linspace(-0.2, 0.2, n)
+    tau_ff = np.linspace(1.0, -1.0, n)
+    ns = f"/hybsim{os.getpid()}{mode}"
+    rclpy.init()
+    sim, node, ex, got, pubs = _hybrid_sim(ns, mode)
+    answering = {"on": True}
+
+    def array(x):
+        return Float64MultiArray(data=[float(v) for v in x])
+
+    def send_gains():
+        pubs["stiffness"].publish(array(ARM_KP))
+        pubs["damping"].publish(array(ARM_KD))
+
+    def answer(js):  # lockstep: the record of each state, its gains first
+        if not answering["on"]:
+            return
+        send_gains()
+        rec = JointState(name=list(names), position=q_set.tolist(), velocity=qd_set.tolist(),
+                         effort=tau_ff.tolist())
+        rec.header.stamp = js.header.stamp
+        pubs["record"].publish(rec)
+
+    if mode == "lockstep":
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+        node.create_subscription(JointState, "joint_states", answer,
+                                 QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+
+    def stream():  # realtime: the five topics at 500 Hz, gains first
+        if answering["on"]:
+            send_gains()
+            for iface, x in (("position", q_set), ("velocity", qd_set), ("effort", tau_ff)):
+                pubs[iface].publish(array(x))
+
+    try:
+        assert _spin(ex, 60.0, lambda: got["js"] and node.count_subscribers(
+            f"{ns}/stiffness_controller/commands") >= 1), stop_process(sim)
+        if mode == "realtime":
+            node.create_timer(0.002, stream)
+        # (lockstep: the paused simulator re-sends its initial state until it is answered)
+        assert _spin(ex, 30.0, lambda: len(got["js"]) > 400), stop_process(sim)
+        answering["on"] = False
+        t_stop = time.monotonic()
+        commanded = list(got["js"])
+        # bad input on every topic once the commands stopped (depth-1 subscriptions: a valid
+        # command right behind would supersede a bad one before it is read): rejected, counted,
+        # the drives keep what they had
+        bad = [("stiffness", array(ARM_KP[:-1])), ("damping", array([math.nan] * n)),
+               ("stiffness", array(-ARM_KP)), ("position", array([1.0] * (n + 1))),
+               ("velocity", array([math.inf] * n)), ("effort", array([])),
+               ("record", JointState(name=list(names), position=[0.0] * (n - 1),
+                                     velocity=[0.0] * n, effort=[0.0] * n)),
+               ("record", JointState(name=list(names), position=[0.0] * n,
+                                     velocity=[math.nan] * n, effort=[0.0] * n))]
+        # (lockstep reads neither the set-point topics nor the effort topic: records only)
+        bad = [(k, m) for k, m in bad if mode == "realtime" and k != "record"
+               or mode == "lockstep" and k in ("stiffness", "damping", "record")]
+        for k, m in bad:
+            pubs[k].publish(m)
+            _spin(ex, 0.05)
+        # lockstep: lockstep_timeout (0.3 s wall), then real-time steps with the fallback
+        assert _spin(ex, 10.0, lambda: time.monotonic() - t_stop > 1.0 and got["diag"] and
+                     int(got["diag"]["stale_steps"]) > 400), (got["diag"], stop_process(sim))
+        assert sim.poll() is None
+        d = got["diag"]
+        assert d["drive"] == "hybrid" and d["mode"] == mode, d
+        assert int(d["rejected_commands"]) == len(bad), d
+        pairs = _steps(got["js"])
+        t_of = {id(m): m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got["js"]}
+        t_first = t_of[id(commanded[0])] + 0.05  # commands flowing
+        t_last = t_of[id(commanded[-1])]  # the commands stopped after this state
+        fresh = [(a, b) for a, b in pairs if t_first < t_of[id(a)] < t_last]
+        assert len(fresh) > 300, len(fresh)
+        for a, b in fresh:
+            np.testing.assert_allclose(np.array(b.effort), _impedance(limit, tau_ff, q_set,
+                                                                      qd_set, a),
+                                       rtol=0, atol=1e-9)
+        # joint_1's 500 N m pull towards its set-point saturated at its 176 N m limit
+        assert any(abs(b.effort[0]) == limit[0] for a, b in pairs if t_of[id(a)] < t_last)
+        # commands stopped: once stale, tau_ff = 0 and qd_set = 0, q_set and gains held (the
+        # simulator may have been up to ~30 ms ahead of this client's record when they stopped)
+        stale = [(a, b) for a, b in pairs if t_of[id(a)] > t_last + COMMAND_TIMEOUT + 0.03]
+        assert len(stale) > 300, len(stale)
+        for a, b in stale:
+            np.testing.assert_allclose(np.array(b.effort), _impedance(
+                limit, np.zeros(n), q_set, np.zeros(n), a), rtol=0, atol=1e-9)
+        assert np.all(np.isfinite(np.array(got["js"][-1].position)))
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        out = stop_process(sim)
+    assert "command rejected" in out

@@ -30,6 +30,12 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
     ("duration", "0.0", "simulated seconds, then the simulator stops (0 = unlimited)"),
     ("kp", "", "controller position gain [1/s^2] (empty: the robot config's)"),
     ("kd", "", "controller velocity gain [1/s] (empty: the robot config's)"),
+    ("drive", "effort", "the simulator's joint drives: effort | hybrid (own impedance loop "
+     "at every plant step on the controller's set-points and gains)"),
+    ("drive_stiffness", "", "controller drive_stiffness [N m/rad], one value for every joint "
+     "(empty: the robot config's; > 0: the controller sends the hybrid drive command)"),
+    ("drive_damping", "", "controller drive_damping [N m s/rad], one value for every joint "
+     "(empty: the robot config's)"),
     ("namespace", "", "namespace of the simulator, controller and reference"),
 )
 
@@ -81,10 +87,12 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     except ValueError:
         raise ValueError(f"friction: expected high | low | a number, got {friction!r}") from None
     sim_rate = float(a["sim_rate"])
+    if a["drive"] not in ("effort", "hybrid"):
+        raise ValueError(f"drive: expected effort | hybrid, got {a['drive']!r}")
     sim_params = {
         "friction": friction, "ground": a["ground"], "mode": a["mode"],
         "sim_rate": sim_rate, "real_time_factor": float(a["real_time_factor"]),
-        "duration": float(a["duration"])}
+        "duration": float(a["duration"]), "drive": a["drive"]}
     if bundled:
         sim_params.update(robot=robot,
                           initial_pose="standing" if robot == "quadruped" else "grasp")
@@ -101,7 +109,7 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     sim = NodePlan("wbc_sim", "wbc_dynamics.sim.sim_node", "wbc_sim", [sim_params])
     overrides: dict = {"use_sim_time": True, "method": method, "friction": mu,
                        "control_rate": sim_rate}
-    for gain in ("kp", "kd"):
+    for gain in ("kp", "kd", "drive_stiffness", "drive_damping"):
         if a[gain].strip():
             overrides[gain] = [float(a[gain])]
     ctl = NodePlan("wbc_controller", "wbc_dynamics.node", "wbc_controller",

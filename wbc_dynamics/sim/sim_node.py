@@ -23,6 +23,23 @@ Modes (parameter ``mode``)
     (std_msgs/Float64MultiArray, ros2_control's effort ForwardCommandController topic). Steps
     taken without a command newer than the previous step count as ``missed_commands``.
 
+Drives (parameter ``drive``, :class:`Drives`)
+    ``effort`` (default) -- the joints apply the latest effort command, held between commands.
+    ``hybrid`` -- each joint's drive runs its own impedance loop at every plant step on the
+    joint state of that step: ``tau_ff + stiffness (q_set - q) + damping (qd_set - qd)``,
+    clamped to the URDF effort limits (Unitree motor drivers, legged_control's hybrid joint
+    handles). Realtime: the latest value of each ros2_control command topic,
+    ``effort_controller/commands`` (``tau_ff``), ``position_controller/commands``,
+    ``velocity_controller/commands``, ``stiffness_controller/commands``,
+    ``damping_controller/commands``. Lockstep: the stamped record's ``effort`` (``tau_ff``),
+    ``position`` and ``velocity`` (the set-points: the controller node's ``~/joint_commands``
+    carries them when it sends a hybrid command), and the latest gains of the stiffness /
+    damping topics (the controller node publishes a tick's gains before its record and this
+    node subscribes to them first, so a record is stepped with the gains of its own tick;
+    gains change only on the controller's safe ticks: zero while its state is stale). The
+    impedance terms act once set-points have arrived, gains are zero until they arrive: a
+    controller sending effort only drives a hybrid drive as an effort drive.
+
 Start (both modes, ``start_paused``, default true): like Gazebo / mujoco_ros2_control starting
 paused, the simulation does not step -- the robot stays in its initial pose, /clock stands
 still -- until the first valid command arrives (the controller is configured, warmed and
@@ -30,9 +47,19 @@ active); the initial state is re-sent every ``resend_period`` meanwhile. No time
 before that first command (a first start compiles the controller's kernels for minutes).
 
 Fallback command (documented safe behaviour): the latest valid command while it is younger than
-``command_timeout`` seconds of simulated time, zero torque after that (the conservative reading
-of "no fresh command"; ros2_control itself would hold the last one). ``stale_steps`` counts the
-zero-torque steps.
+``command_timeout`` seconds of simulated time (since it reached the drives; with the hybrid
+drive the effort and the set-points), after that: effort drives zero torque (the conservative
+reading of "no fresh command"; ros2_control itself would hold the last one), hybrid drives keep
+their impedance loop holding the last position set-point at rest (``tau_ff = 0``, ``qd_set =
+0``, the last position set-point and gains), as a drive's own loop does when its commands stop.
+``stale_steps`` counts the steps taken with a stale command.
+
+Command latency and dropout (test options, simulated time): every command reaches the drives
+``command_latency`` seconds after it was received (commands received before the first step at
+once: the drives were already applying them when the simulation starts), and none reaches them
+from ``command_dropout_start`` for ``command_dropout`` seconds (0 = never; the drives keep what
+they had, the messages are counted as ``dropped_commands``). Lockstep still steps on the record
+matching each state: the record of step k drives step k + ``command_latency * sim_rate``.
 
 Publications
     ``/clock`` (rosgraph_msgs/Clock) -- simulated time (run the other nodes with
@@ -52,18 +79,25 @@ Publications
     contact link, world axes (frame ``world_frame``), torque zero (force at the contact point).
     ``~/normal_force`` (std_msgs/Float64) -- sum of measured contact normal forces [N].
     ``/diagnostics`` (diagnostic_msgs/DiagnosticArray) -- status ``"<fqn>: simulator"``: mode,
-    state (holding / running / waiting / finished), simulated time, steps, matched commands,
-    missed commands, stale (zero-torque) steps, rejected / ignored commands, re-sent states,
+    drive, state (holding / running / waiting / finished), simulated time, steps, matched
+    commands, missed commands, stale steps, dropped / rejected / ignored commands, re-sent
+    states, the largest age of the effort command at a step since it reached the drives
+    (``command_age_max`` [s]),
     measured real-time factor over the last period, base height and its minimum over all steps
     (floating base); with an object, ``object_slip`` / ``object_slip_max``: its displacement in
     the hand frame since it was let go [m] (now / largest).
 Subscriptions
     ``effort_controller/commands`` (std_msgs/Float64MultiArray, realtime mode) -- ``data[i]`` =
-    effort of the i-th configured joint.
+    effort of the i-th configured joint [N m]; hybrid drive: also ``position_controller/``,
+    ``velocity_controller/``, ``stiffness_controller/``, ``damping_controller/commands``
+    (the same layout; [rad], [rad/s], [N m/rad], [N m s/rad]).
     ``stamped_command_topic`` (sensor_msgs/JointState, lockstep mode; default
-    ``wbc_controller/joint_commands``) -- efforts by joint name, stamp = state stamp.
-    A message of the wrong length, with unknown joints or non-finite values is rejected
-    (throttled error, counted).
+    ``wbc_controller/joint_commands``) -- efforts (hybrid drive: and position / velocity
+    set-points) by joint name, stamp = state stamp; hybrid drive: also
+    ``stiffness_controller/commands`` and ``damping_controller/commands``.
+    A message of the wrong length, with unknown joints, non-finite values or (gains) negative
+    values is rejected whole (throttled error naming the topic, counted in
+    ``rejected_commands``).
 
 Parameters: ``robot`` (bundled robot name, default quadruped), ``robot_config`` (a robot
 configuration, ``config/robots`` name or YAML path: model with its locked joints, joint order,
@@ -71,7 +105,9 @@ contact links and the standing pose -- joints from its SRDF / YAML, base height 
 points -- come from it, as the controller loads them), ``urdf_path`` /
 ``robot_description`` (override the model), ``floating_base`` (default from the bundled robot),
 ``joints``, ``mode`` ("realtime" | "lockstep"), ``sim_rate`` [Hz] (1000), ``real_time_factor``
-(1.0), ``command_timeout`` [s] (0.05), ``lockstep_timeout`` [s wall] (1.0), ``resend_period``
+(1.0), ``command_timeout`` [s] (0.05), ``drive`` ("effort" | "hybrid"), ``command_latency``,
+``command_dropout_start``, ``command_dropout`` [s simulated] (0, 0, 0),
+``lockstep_timeout`` [s wall] (1.0), ``resend_period``
 [s wall] (0.1), ``start_paused`` (true), ``duration`` [s simulated] (0 = unlimited; the
 simulation then stops stepping and keeps publishing diagnostics), ``stamped_command_topic``,
 ``diagnostics_rate`` [Hz wall] (1), ``friction`` ("high" | "low" | number as text), ``ground``
@@ -87,14 +123,128 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["SimNode", "main"]
+__all__ = ["DRIVES", "INTERFACES", "Drives", "SimNode", "main"]
 
 
 MODES = ("realtime", "lockstep")
+#: Accepted values of the ``drive`` parameter.
+DRIVES = ("effort", "hybrid")
+#: Command interfaces of a hybrid drive, each on ``<interface>_controller/commands`` in realtime
+#: mode (ros2_control's ForwardCommandController topics); ``effort`` is the effort drive's only.
+INTERFACES = ("effort", "position", "velocity", "stiffness", "damping")
+_EPS_T = 1e-9  # [s] tolerance of simulated-time comparisons (MuJoCo sums its time steps)
+
+
+class Drives:
+    """The simulated robot's joint drives: the torques they apply at each plant step for the
+    commands that reached them (ROS-free; :class:`SimNode` feeds it).
+
+    ``hybrid=False`` (effort drives): the latest effort command, held. ``hybrid=True``: the drive
+    runs its own impedance loop at every plant step on the joint state of that step,
+    ``tau_ff + stiffness (q_set - q) + damping (qd_set - qd)`` (Unitree motor drivers,
+    legged_control's hybrid joint handles), with the latest value received on each interface
+    (``effort`` = ``tau_ff`` [N m], ``position`` [rad], ``velocity`` [rad/s], ``stiffness``
+    [N m/rad], ``damping`` [N m s/rad]); the impedance terms act once a position and a velocity
+    set-point have arrived (before: ``tau_ff`` alone), the gains are zero until they arrive.
+    Either is clamped to ``+-limit`` (entries that are not finite and > 0: no clamp).
+
+    Stale command (documented safe behaviour): a command is fresh while its effort -- and, once
+    received, its position and velocity set-points -- reached the drives at most ``timeout``
+    seconds ago. After that an effort drive applies zero torque; a hybrid drive keeps its
+    impedance loop holding the last position set-point at rest: ``tau_ff = 0``, ``qd_set = 0``,
+    the last ``q_set`` and gains (zero gains: zero torque). Such steps count as ``stale_steps``.
+
+    Test options: every command reaches the drives ``latency`` seconds after it was received
+    (those received before the first step at once: the drives were already applying them), and
+    none at all while ``dropout_start <= t < dropout_start + dropout`` (counted as ``dropped``;
+    the drives keep what they had).
+    """
+
+    def __init__(self, n: int, limit: Sequence[float], hybrid: bool, timeout: float,
+                 latency: float = 0.0, dropout_start: float = 0.0,
+                 dropout: float = 0.0) -> None:
+        self.n = int(n)
+        lim = np.asarray(limit, dtype=float)
+        #: [N m] clamp of the applied torques (inf where the limit is not finite and > 0)
+        self.limit = np.where(np.isfinite(lim) & (lim > 0.0), lim, np.inf)
+        self.hybrid = bool(hybrid)
+        self.timeout = float(timeout)
+        self.latency = float(latency)
+        self.dropout_start = float(dropout_start)
+        self.dropout = float(dropout)
+        #: the latest value received on each interface (gains and set-points: hybrid only)
+        self.command = {k: np.zeros(self.n) for k in INTERFACES}
+        #: [s simulated] when each interface's latest value reached the drives
+        self.delivered = dict.fromkeys(INTERFACES, -math.inf)
+        self._queue: deque = deque()  # (due time [s], {interface: values})
+        self._stepping = False
+        #: commands (messages) that never reached the drives (dropout)
+        self.dropped = 0
+        #: steps taken with a stale command
+        self.stale_steps = 0
+        #: the last step's command was stale
+        self.stale = False
+        #: [s] largest age of the effort command at a step (since it reached the drives)
+        self.age_max = 0.0
+        self._tau = np.zeros(self.n)
+
+    def receive(self, t: float, values: Mapping[str, np.ndarray]) -> None:
+        """Interfaces ``values`` (validated, (n,) each) of one command received at ``t`` [s]."""
+        due = t + self.latency if self._stepping else t
+        self._queue.append((due, {k: np.array(v, dtype=float) for k, v in values.items()}))
+
+    def _deliver(self, t: float) -> None:
+        q = self._queue
+        while q and q[0][0] <= t + _EPS_T:
+            _, values = q.popleft()
+            if self.dropout > 0.0 and (self.dropout_start - _EPS_T <= t
+                                       < self.dropout_start + self.dropout - _EPS_T):
+                self.dropped += 1
+                continue
+            for k, v in values.items():
+                self.command[k][:] = v
+                self.delivered[k] = t
+
+    def fresh(self, t: float) -> bool:
+        """The command is younger than ``timeout`` at ``t`` [s] (see the class docstring)."""
+        d = self.delivered
+        t_cmd = d["effort"]
+        if self.hybrid and self._setpoints():
+            t_cmd = min(t_cmd, d["position"], d["velocity"])
+        return t - t_cmd <= self.timeout + _EPS_T
+
+    def _setpoints(self) -> bool:
+        d = self.delivered
+        return d["position"] > -math.inf and d["velocity"] > -math.inf
+
+    def torque(self, t: float, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """Torques [N m] applied for the plant step starting at ``t`` [s] from joint positions
+        ``q`` [rad] and velocities ``qd`` [rad/s] (delivers the commands due first)."""
+        self._stepping = True
+        self._deliver(t)
+        c, tau = self.command, self._tau
+        fresh = self.fresh(t)
+        self.stale = not fresh
+        if self.delivered["effort"] > -math.inf:
+            self.age_max = max(self.age_max, t - self.delivered["effort"])
+        if fresh:
+            tau[:] = c["effort"]
+        else:
+            self.stale_steps += 1
+            tau[:] = 0.0
+        if self.hybrid and self._setpoints():
+            tau += c["stiffness"] * (c["position"] - q)
+            if fresh:
+                tau += c["damping"] * (c["velocity"] - qd)
+            else:
+                tau -= c["damping"] * qd
+        np.clip(tau, -self.limit, self.limit, out=tau)
+        return tau.copy()
 
 
 def _stamp_ns(stamp) -> int:
@@ -136,6 +286,12 @@ def _make_node_class():
                 "sim_rate": 1000.0,
                 "real_time_factor": 1.0,
                 "command_timeout": 0.05,
+                # joint drives: effort | hybrid (own impedance loop at every plant step)
+                "drive": "effort",
+                # test options: commands reach the drives this late / none in this window
+                "command_latency": 0.0,
+                "command_dropout_start": 0.0,
+                "command_dropout": 0.0,
                 "lockstep_timeout": 1.0,
                 "resend_period": 0.1,
                 "start_paused": True,
@@ -220,6 +376,13 @@ def _make_node_class():
                 if not (math.isfinite(v) and v > 0):
                     raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
             self.command_timeout = float(p["command_timeout"])
+            self.drive = str(p["drive"])
+            if self.drive not in DRIVES:
+                raise ValueError(f"drive: {self.drive!r} is not one of {list(DRIVES)}")
+            for nm in ("command_latency", "command_dropout_start", "command_dropout"):
+                v = float(p[nm])
+                if not (math.isfinite(v) and v >= 0):
+                    raise ValueError(f"{nm}: must be finite and >= 0 s, got {v!r}")
             self.lockstep_timeout = float(p["lockstep_timeout"])
             self.resend_period = float(p["resend_period"])
             self.duration = float(p["duration"])
@@ -290,9 +453,11 @@ def _make_node_class():
             if self.mode == "lockstep" and self.publish_every != 1:
                 raise ValueError("publish_every: lockstep publishes every step (must be 1)")
             self.rate, self.rtf = rate, rtf
-            # command state
-            self.tau_cmd = np.zeros(self.n)
-            self.t_cmd = -math.inf
+            # command state: the joint drives
+            self.drives = Drives(self.n, self.plant.effort_limit, self.drive == "hybrid",
+                                 self.command_timeout, float(p["command_latency"]),
+                                 float(p["command_dropout_start"]),
+                                 float(p["command_dropout"]))
             self._joint_index = {jn: i for i, jn in enumerate(self.plant.joint_names)}
             self._name_map: tuple[tuple[str, ...], np.ndarray] | None = None
             self.started = not bool(p["start_paused"])
@@ -302,6 +467,7 @@ def _make_node_class():
                 "matched_commands": 0,
                 "missed_commands": 0,
                 "stale_steps": 0,
+                "dropped_commands": 0,
                 "rejected_commands": 0,
                 "ignored_commands": 0,
                 "resent_states": 0,
@@ -311,7 +477,7 @@ def _make_node_class():
             self._state_ns = 0  # stamp of the last published state [ns]
             self._t_sent = time.monotonic()  # wall time the pending state was (re-)sent
             self._t_published = self._t_sent  # wall time it was first published
-            self._ready: np.ndarray | None = None  # lockstep: matched command held by pacing
+            self._ready = False  # lockstep: a matched command waits for the pacing
             self._base_z_min = math.inf  # lowest base height over all steps [m]
             self._degraded = False  # lockstep: a command was missed and none has matched since
             # wall time of one step at the requested pace (as fast as possible: one step period)
@@ -336,11 +502,20 @@ def _make_node_class():
             }
             self.pub_normal = self.create_publisher(Float64, "~/normal_force", 10)
             self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            hybrid = self.drive == "hybrid"
             if self.mode == "realtime":
-                self.create_subscription(
-                    Float64MultiArray, "effort_controller/commands", self._on_command, qos_cmd
-                )
+                for iface in INTERFACES if hybrid else ("effort",):
+                    self.create_subscription(
+                        Float64MultiArray, f"{iface}_controller/commands",
+                        lambda msg, i=iface: self._on_command(msg, i), qos_cmd)
             else:
+                # the hybrid drive's gains (unstamped, as ros2_control's): subscribed before
+                # the stamped record, so the executor takes a tick's gains (published first)
+                # before its record
+                for iface in ("stiffness", "damping") if hybrid else ():
+                    self.create_subscription(
+                        Float64MultiArray, f"{iface}_controller/commands",
+                        lambda msg, i=iface: self._on_command(msg, i), qos_cmd)
                 # depth 10: a command must not be superseded by the record of a re-sent state
                 self.create_subscription(
                     JointState, str(p["stamped_command_topic"]), self._on_stamped_command,
@@ -392,27 +567,36 @@ def _make_node_class():
         # ---- command input ---------------------------------------------------------------
         def _reject(self, what: str) -> None:
             self.counts["rejected_commands"] += 1
-            self.get_logger().error(f"effort command rejected: {what}", throttle_duration_sec=1.0)
+            self.get_logger().error(f"command rejected: {what}", throttle_duration_sec=1.0)
 
-        def _accept(self, tau: np.ndarray) -> None:
-            self.tau_cmd[:] = tau
-            self.t_cmd = self.plant.time
+        def _accept(self, values: dict[str, np.ndarray]) -> None:
+            """A valid command (``{interface: values}``): to the drives; an effort command
+            starts a paused simulation."""
+            self.drives.receive(self.plant.time, values)
+            if "effort" not in values:
+                return
             self._cmd_seq += 1
             if not self.started:
                 self.started = True
                 self._wall0, self._sim0 = time.monotonic(), self.plant.time
                 self.get_logger().info("first command received: simulation running")
 
-        def _on_command(self, msg) -> None:
-            """realtime: ros2_control-style unstamped effort command."""
+        def _on_command(self, msg, interface: str) -> None:
+            """ros2_control-style unstamped command of one interface (realtime: every
+            interface of the drive; lockstep: the hybrid drive's gains)."""
             data = np.asarray(msg.data, dtype=float)
+            topic = f"{interface}_controller/commands"
             if data.shape != (self.n,):
-                return self._reject(f"expected {self.n} values, got {data.shape[0]}")
+                return self._reject(f"{topic}: expected {self.n} values, got {data.shape[0]}")
             if not np.all(np.isfinite(data)):
-                return self._reject("non-finite value")
-            self._accept(data)
+                return self._reject(f"{topic}: non-finite value")
+            if interface in ("stiffness", "damping") and np.any(data < 0.0):
+                return self._reject(f"{topic}: negative gain")
+            self._accept({interface: data})
 
-        def _efforts_by_name(self, msg) -> np.ndarray | None:
+        def _command_by_name(self, msg) -> dict[str, np.ndarray] | None:
+            """The stamped record's effort (hybrid drive: and its position / velocity
+            set-points) in the simulated joint order; None (counted) if invalid."""
             names = tuple(msg.name)
             if self._name_map is None or self._name_map[0] != names:
                 unknown = [jn for jn in names if jn not in self._joint_index]
@@ -423,14 +607,18 @@ def _make_node_class():
                     return None
                 self._name_map = (names, np.array([names.index(jn) for jn in
                                                    self.plant.joint_names], dtype=np.int64))
-            eff = np.asarray(msg.effort, dtype=float)
-            if eff.shape != (len(names),):
-                self._reject(f"expected {len(names)} efforts, got {eff.shape[0]}")
-                return None
-            if not np.all(np.isfinite(eff)):
-                self._reject("non-finite effort")
-                return None
-            return eff[self._name_map[1]]
+            fields = ("effort", "position", "velocity") if self.drive == "hybrid" else ("effort",)
+            out = {}
+            for f in fields:
+                x = np.asarray(getattr(msg, f), dtype=float)
+                if x.shape != (len(names),):
+                    self._reject(f"expected {len(names)} {f} values, got {x.shape[0]}")
+                    return None
+                if not np.all(np.isfinite(x)):
+                    self._reject(f"non-finite {f}")
+                    return None
+                out[f] = x[self._name_map[1]]
+            return out
 
         def _on_stamped_command(self, msg) -> None:
             """lockstep: the command for the pending state (matched by stamp) advances one step.
@@ -440,8 +628,8 @@ def _make_node_class():
             """
             if self.finished:
                 return
-            tau = self._efforts_by_name(msg)
-            if tau is None:
+            command = self._command_by_name(msg)
+            if command is None:
                 return
             if _stamp_ns(msg.header.stamp) != self._state_ns:
                 self.counts["ignored_commands"] += 1  # late, or for a re-sent state
@@ -450,32 +638,26 @@ def _make_node_class():
             if self._degraded:
                 self._degraded = False
                 self.get_logger().info("commands match the states again: lockstep resumed")
-            self._accept(tau)
-            self._ready = self.tau_cmd.copy()
+            self._accept(command)
+            self._ready = True
             self._advance_lockstep()
 
         # ---- stepping --------------------------------------------------------------------
-        def _fallback(self) -> np.ndarray:
-            if (self.plant.time - self.t_cmd) <= self.command_timeout:
-                return self.tau_cmd
-            self.counts["stale_steps"] += 1
-            return np.zeros(self.n)
-
         def _ahead_of_wall(self) -> bool:
             if self.rtf <= 0:
                 return False
             return self.plant.time - self._sim0 > (time.monotonic() - self._wall0) * self.rtf
 
         def _advance_lockstep(self) -> None:
-            if self._ready is None or self._ahead_of_wall():
+            if not self._ready or self._ahead_of_wall():
                 return  # paced: the timer steps when wall time has caught up
-            tau, self._ready = self._ready, None
-            self.step_once(tau)
+            self._ready = False
+            self.step_once()
 
         def _on_lockstep_timer(self) -> None:
             if self.finished:
                 return
-            if self._ready is not None:
+            if self._ready:
                 self._advance_lockstep()
                 return
             now = time.monotonic()
@@ -491,7 +673,7 @@ def _make_node_class():
                         f"no command for the state at t={self.plant.time:.3f} s within "
                         f"{self.lockstep_timeout:g} s: stepping in real time with the fallback "
                         "command until commands match the states again")
-                self.step_once(self._fallback())
+                self.step_once()
             elif now - self._t_sent > self.resend_period:
                 self.counts["resent_states"] += 1
                 self._publish(resend=True)
@@ -514,14 +696,19 @@ def _make_node_class():
                 if self._cmd_seq == self._cmd_seq_at_step:
                     self.counts["missed_commands"] += 1
                 self._cmd_seq_at_step = self._cmd_seq
-                self.step_once(self._fallback())
+                self.step_once()
                 if self.finished:
                     return
 
-        def step_once(self, tau: np.ndarray | None = None) -> None:
-            """Apply ``tau`` (default: the fallback command) for one step and publish."""
-            self.plant.step(self._fallback() if tau is None else tau)
+        def step_once(self) -> None:
+            """One plant step with the drives' torques at the current state, then publish."""
+            q, v = self.plant.get_state()
+            o, ov = (7, 6) if self.floating else (0, 0)
+            d = self.drives
+            self.plant.step(d.torque(self.plant.time, q[o:], v[ov:]))
             self.counts["steps"] += 1
+            self.counts["stale_steps"] = d.stale_steps
+            self.counts["dropped_commands"] = d.dropped
             if self.object_name is not None:
                 self._track_object()
             if self.floating:
@@ -616,9 +803,10 @@ def _make_node_class():
             bad = self.counts["missed_commands"] or self.counts["stale_steps"]
             st.level = self._DiagStatus.WARN if bad or not self.started else self._DiagStatus.OK
             st.message = f"{self.mode}, {state}"
-            kv = {"mode": self.mode, "state": state, "sim_time": f"{sim:.6f}",
-                  "real_time_factor": f"{rtf:.3f}",
-                  **{k: str(v) for k, v in self.counts.items()}}
+            kv = {"mode": self.mode, "drive": self.drive, "state": state,
+                  "sim_time": f"{sim:.6f}", "real_time_factor": f"{rtf:.3f}",
+                  **{k: str(v) for k, v in self.counts.items()},
+                  "command_age_max": f"{self.drives.age_max:.6f}"}
             if self.floating:
                 kv["base_height"] = f"{self.plant.get_state()[0][2]:.5f}"
                 kv["base_height_min"] = f"{self._base_z_min:.5f}"
