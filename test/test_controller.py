@@ -260,6 +260,12 @@ SHIPPED_VARIANTS = {
     "qp_coulomb_tracking": {"method": "qp_coulomb", "coulomb_tracking": True,
                             "passive_impact": True, "noslip_gap": 1e-6},
     "qp_noslip": {"method": "qp_noslip", "noslip_gap": 1e-6},
+    "lcp_noslip_real_robot": {"method": "lcp_noslip", "noslip_min_norm": True,
+                              "passive_impact": True, "separation_tolerance": 0.05,
+                              "phi_deadband": 1e-4, "noslip_gap": 1e-6,
+                              "contact_state_filter": True, "torque_filter_cutoff": 40.0,
+                              "torque_rate_limit": [2000.0], "drive_stiffness": [5.0],
+                              "drive_damping": [0.1]},
     "none": {"method": "none"},
     "none_passive_joints": {"method": "none", "passive_joints": ["LF_kfe", "RH_haa"]},
 }

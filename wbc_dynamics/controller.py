@@ -210,6 +210,16 @@ class ControllerConfig:
         sensing_base_position_noise, sensing_base_orientation_noise: [m, rad] of the base pose
             estimate; sensing_base_linear_velocity_noise, sensing_base_angular_velocity_noise:
             [m/s, rad/s] of its twist (base frame).
+        base_state: floating base: where the base state comes from -- "odom" (an input:
+            :meth:`WholeBodyController.set_base_state`, the node's ``odom``) or "imu" (estimated
+            inside the tick from the IMU (:meth:`WholeBodyController.set_imu`, the node's
+            ``imu``) and the joint encoders: :class:`~wbc_dynamics.estimator.BaseEstimator`,
+            a Kalman filter over base position / velocity and the contact points; needs a
+            contact method: the contact links' stance decides which points anchor it).
+        imu_orientation: ``base_state: imu``: use the IMU's own orientation output (true) or
+            integrate its angular rate with an accelerometer tilt correction (false).
+        imu_gyro_noise, imu_accelerometer_noise: [rad/s, m/s^2] per-sample noise of the IMU
+            (the estimator's noise model; the encoders' is ``sensing_joint_*_noise``).
         drive_stiffness, drive_damping: [N m/rad, N m s/rad] (or N/m, N s/m) joint gains of
             the hybrid drive command, one per joint or a single value (0 = effort only): a
             drive running its own impedance loop applies ``tau + stiffness (q_set - q) +
@@ -271,6 +281,10 @@ class ControllerConfig:
     sensing_base_orientation_noise: float = 0.00873
     sensing_base_linear_velocity_noise: float = 0.05
     sensing_base_angular_velocity_noise: float = 0.02
+    base_state: str = "odom"
+    imu_orientation: bool = True
+    imu_gyro_noise: float = 0.002
+    imu_accelerometer_noise: float = 0.05
     drive_stiffness: list[float] = field(default_factory=lambda: [0.0])
     drive_damping: list[float] = field(default_factory=lambda: [0.0])
     torque_filter_cutoff: float = 0.0
@@ -950,10 +964,19 @@ class WholeBodyController:
             if body >= 0 and model_joints[body] in self._joint_index:
                 self._link_joint[ln] = self._joint_index[model_joints[body]]
         self._stance_noise = self._stance_settings(cfg)
+        self._base_source = self._base_settings(cfg)
+        #: base_state "imu": the base estimator (built with the contact model) and the IMU input
+        self._estimator: Any = None
+        self._imu_gyro = np.zeros(3)
+        self._imu_accel = np.zeros(3)
+        self._imu_quat = np.array([0.0, 0.0, 0.0, 1.0])
+        self._imu_stamp = -math.inf
+        self._imu_used = -math.inf
         #: the contact state filter (contact_state_filter), on the contact model once built
         self._stance: Any = None
         rate = _per_joint("torque_rate_limit", cfg.torque_rate_limit, n, self.joint_names)
         #: largest torque change per tick [N m] (None: torque_rate_limit off)
+        self._base_rot = np.eye(3)
         self._torque_step = rate * self.dt if np.any(rate > 0.0) else None
         if self._torque_step is not None:
             self._torque_step[rate == 0.0] = np.inf
@@ -1160,6 +1183,7 @@ class WholeBodyController:
         if friction_changed and self._contact_model is not None:
             self._contact_model = self._build_contact_model()
             self._stance = self._stance_filter(self._contact_model)
+            self._estimator = self._base_estimator(self._contact_model)
 
     def _apply(self, norm: Mapping[str, Any]) -> None:
         p = self._params
@@ -1236,9 +1260,61 @@ class WholeBodyController:
         """
         if not self.floating_base:
             raise ValueError("base_state: the model has a fixed base (floating_base is false)")
+        if self._base_source == "imu":
+            raise ValueError("base_state: configured as 'imu' (estimated); no base state input")
         _write_pose_twist("base_state", position, orientation_xyzw, linear_velocity,
                           angular_velocity, self._q[0:7], self._v[0:6])
         self._t_base = float(now)
+
+    def set_imu(
+        self,
+        angular_velocity: np.ndarray,
+        linear_acceleration: np.ndarray,
+        orientation_xyzw: np.ndarray | None,
+        now: float,
+    ) -> None:
+        """Latest IMU sample (``base_state: imu``; ValueError otherwise). The IMU is taken at
+        the base frame.
+
+        Args:
+            angular_velocity: (3,) [rad/s] base frame. linear_acceleration: (3,) [m/s^2]
+                specific force (what an accelerometer measures: +9.81 up at rest), base frame.
+            orientation_xyzw: (4,) world-from-base unit quaternion from the IMU's own
+                estimator (normalized if within 1e-3 of unit norm); required with
+                ``imu_orientation: true``, ignored otherwise (None allowed).
+            now: the sample's time on the controller's clock [s] (the estimator integrates
+                over the stamps' differences).
+        Raises:
+            ValueError: naming the field; the previous sample is kept.
+        """
+        if self._base_source != "imu":
+            raise ValueError("imu: base_state is 'odom' (the IMU is used with base_state: imu)")
+        w = np.asarray(angular_velocity, dtype=np.float64).reshape(-1)
+        a = np.asarray(linear_acceleration, dtype=np.float64).reshape(-1)
+        for name, x in (("angular_velocity", w), ("linear_acceleration", a)):
+            if x.shape[0] != 3:
+                raise ValueError(f"imu.{name}: expected 3 values, got {x.shape[0]}")
+            if not _all_finite(x):
+                raise ValueError(f"imu.{name}: contains a non-finite value")
+        quat = None
+        if self._cfg.imu_orientation:
+            if orientation_xyzw is None:
+                raise ValueError("imu.orientation: required with imu_orientation: true")
+            quat = np.asarray(orientation_xyzw, dtype=np.float64).reshape(-1)
+            if quat.shape[0] != 4 or not _all_finite(quat):
+                raise ValueError("imu.orientation: expected 4 finite values")
+            norm = math.sqrt(float(quat @ quat))
+            if abs(norm - 1.0) > 1e-3:
+                raise ValueError(f"imu.orientation: quaternion norm {norm:.6g} is not 1")
+        now = float(now)
+        if not math.isfinite(now) or now <= self._imu_stamp:
+            raise ValueError(f"imu: stamp {now!r} is not after the previous sample's")
+        self._imu_gyro[:] = w
+        self._imu_accel[:] = a
+        if quat is not None:
+            self._imu_quat[:] = quat / norm
+        self._imu_stamp = now
+        self._t_base = now
 
     def set_reference(
         self,
@@ -1431,6 +1507,8 @@ class WholeBodyController:
             elif method == "none":
                 self._free_base_id_python()
             else:
+                if self._estimator is not None:  # base_state: imu
+                    self._estimate_base()
                 if self._stance is not None:  # the filtered contact state and its state
                     self._stance.update(self._q, self._v)
                 tau_act = self._contact_id(method, out, hold=mode == MODE_CONTROL)
@@ -1522,6 +1600,7 @@ class WholeBodyController:
                 raise ValueError(f"contact_links: link '{ln}' is not a link of the model")
         self._contact_model = self._build_contact_model()
         self._stance = self._stance_filter(self._contact_model)
+        self._estimator = self._base_estimator(self._contact_model)
         if method is not None and method != "none" and method not in self._warmed:
             self._warm_contact_method(method)
             self._warmed.add(method)
@@ -1542,6 +1621,75 @@ class WholeBodyController:
         return SensingNoise(*(float(getattr(cfg, f"sensing_{name}_noise")) for name in (
             "joint_position", "joint_velocity", "base_position", "base_orientation",
             "base_linear_velocity", "base_angular_velocity")))
+
+    def _base_settings(self, cfg: ControllerConfig) -> str:
+        """``base_state``, validated."""
+        src = str(cfg.base_state)
+        if src not in ("odom", "imu"):
+            raise ValueError(f"base_state: {cfg.base_state!r} is not one of ['odom', 'imu']")
+        if src == "imu":
+            if not self.floating_base:
+                raise ValueError("base_state: imu needs a floating base (floating_base: true)")
+            if cfg.method == "none" or self._object is not None:
+                raise ValueError("base_state: imu needs a contact method (its contact links "
+                                 "anchor the estimate) and no object")
+            for name in ("imu_gyro_noise", "imu_accelerometer_noise"):
+                x = float(getattr(cfg, name))
+                if not (math.isfinite(x) and x > 0.0):
+                    raise ValueError(f"{name}: must be finite and > 0, got {x!r}")
+        return src
+
+    def _base_estimator(self, cm: Any) -> Any:
+        """The base estimator on the contact model's spheres (``base_state: imu``) or None."""
+        if self._base_source != "imu":
+            return None
+        from .estimator import BaseEstimator, EstimatorNoise
+
+        cfg = self._cfg
+        noise = EstimatorNoise(accelerometer=float(cfg.imu_accelerometer_noise),
+                               gyro=float(cfg.imu_gyro_noise),
+                               joint_position=float(cfg.sensing_joint_position_noise),
+                               joint_velocity=float(cfg.sensing_joint_velocity_noise))
+        return BaseEstimator.for_contact_model(
+            cm, noise=noise, ground_height=float(cfg.ground_height),
+            orientation="imu" if cfg.imu_orientation else "gyro")
+
+    def _estimate_base(self) -> None:
+        """``base_state: imu``: one estimator tick on the latest IMU sample (if a new one
+        arrived) and the joint state in ``self._q`` / ``self._v``; the estimate becomes the
+        base part of ``self._q`` / ``self._v``. The contact points anchoring it: the contact
+        state filter's stance links (else every link the gait schedule does not hold in
+        swing)."""
+        est = self._estimator
+        if self._imu_stamp > self._imu_used:
+            dt = self.dt if self._imu_used == -math.inf else self._imu_stamp - self._imu_used
+            dt = min(max(dt, 0.0), 0.1)
+            self._imu_used = self._imu_stamp
+            stance = self._estimator_swing_free()
+            est.update(self._q[7:], self._v[6:], self._imu_gyro, self._imu_accel,
+                       self._imu_quat if self._cfg.imu_orientation else None, stance, dt)
+        if est.initialized:
+            e = est.data
+            self._q[0:3] = e.x[0:3]
+            self._q[3:7] = e.quat
+            R = self._base_rot
+            x, y, z, w = e.quat
+            R[:] = ((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
+                    (2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
+                    (2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
+            self._v[0:3] = R.T @ e.x[3:6]
+            self._v[3:6] = e.omega
+
+    def _estimator_swing_free(self) -> np.ndarray:
+        """Per foot of the estimator: not held in swing by the gait schedule."""
+        feet = self._estimator.feet
+        return np.array([ln not in self._swing_links for ln in feet], dtype=np.bool_)
+
+    @property
+    def base_estimator(self) -> Any:
+        """``base_state: imu``: the :class:`~wbc_dynamics.estimator.BaseEstimator` (its
+        ``base_state()``, ``covariance()``, ``foot_positions()``), else None."""
+        return self._estimator
 
     def _stance_filter(self, cm: Any) -> Any:
         """The contact state filter on the contact model ``cm`` (None when off); it takes the
@@ -1761,6 +1909,9 @@ class WholeBodyController:
         self._tau_prev_ok = False
         if self._stance is not None:
             self._stance.reset()
+        if self._estimator is not None:
+            self._estimator.reset()
+        self._imu_stamp = self._imu_used = -math.inf
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
         self._flag_tuple_counts = {}
@@ -1820,9 +1971,18 @@ class WholeBodyController:
         self._qj[:] = qj
         self._qdj[:] = 0.0
         self._qdd_cmd[:] = 0.0
+        if self._estimator is not None:  # an IMU sample at rest, so the estimator runs too
+            self._imu_stamp, self._imu_accel[:] = 0.0, (0.0, 0.0, 9.81)
         self._inverse_dynamics(MODE_CONTROL)
         if self._free_dof is not None:  # method none, always switchable to: run it once too
             self._free_dof(self._free_dof_args)
         if base_saved is not None:
             self._q[:7], self._v[:6] = base_saved
+        if self._stance is not None:  # forget the warm-up's decisions
+            self._stance.reset()
+            self._stance.data.counters[:] = 0
+        if self._estimator is not None:
+            self._estimator.reset()
+            self._imu_stamp = self._imu_used = -math.inf
+            self._imu_accel[:] = 0.0
         self._qdd_cmd[:] = 0.0

@@ -166,6 +166,13 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
                                            "[m/s]"),
     "sensing_base_angular_velocity_noise": (_T.DOUBLE, 0.02, "base-estimate angular-rate noise "
                                             "std [rad/s]"),
+    "base_state": (_T.STRING, "odom", "floating base: odom (input) | imu (estimated from imu "
+                   "and the joints)"),
+    "imu_orientation": (_T.BOOL, True, "base_state imu: use the IMU's orientation output "
+                        "(else integrate its rate with a tilt correction)"),
+    "imu_gyro_noise": (_T.DOUBLE, 0.002, "IMU angular-rate noise std per sample [rad/s]"),
+    "imu_accelerometer_noise": (_T.DOUBLE, 0.05, "IMU specific-force noise std per sample "
+                                "[m/s^2]"),
     "torque_filter_cutoff": (_T.DOUBLE, 0.0, "first-order low-pass on the torques [Hz]; 0 = off"),
     "torque_rate_limit": (_T.DOUBLE_ARRAY, [0.0], "largest torque change [N m/s], one per joint "
                           "or one for all; 0 = off"),
@@ -231,6 +238,10 @@ STRUCTURAL = (
     "sensing_base_orientation_noise",
     "sensing_base_linear_velocity_noise",
     "sensing_base_angular_velocity_noise",
+    "base_state",
+    "imu_orientation",
+    "imu_gyro_noise",
+    "imu_accelerometer_noise",
     "torque_filter_cutoff",
     "torque_rate_limit",
     "drive_stiffness",

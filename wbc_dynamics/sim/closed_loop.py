@@ -206,6 +206,44 @@ class LoopResult:
     flags: dict = field(default_factory=dict)
     #: arm grasps: (K,) distance [m] of the object from its initial position in the hand frame
     box_slip: np.ndarray | None = None
+    #: the controller estimates its base (``base_state: imu``): (K, 13) its estimate and the
+    #: plant's true base state at each tick, ``[p (3) world, quat xyzw (4), v (3) base frame,
+    #: w (3) base frame]``
+    base_estimate: np.ndarray | None = None
+    base_truth: np.ndarray | None = None
+
+    def estimation_metrics(self) -> dict[str, float]:
+        """How well the controller's own base estimate followed the plant (``base_state:
+        imu``; empty otherwise): ``velocity_rms`` [m/s] of the base-frame linear velocity
+        error, ``drift`` [m] horizontal position error at the end, ``distance`` [m] travelled,
+        ``drift_per_distance`` (drift / distance, NaN under 0.1 m), ``height_rms`` [m],
+        ``tilt_rms`` [deg] roll / pitch error (angle between the estimated and true base z
+        axes), ``yaw_drift_per_min`` [deg/min]."""
+        est, tru = self.base_estimate, self.base_truth
+        if est is None or tru is None or est.shape[0] < 2:
+            return {}
+        ev = est[:, 7:10] - tru[:, 7:10]
+        out = {"velocity_rms": float(np.sqrt(np.mean(np.sum(ev ** 2, axis=1))))}
+        out["drift"] = float(np.linalg.norm(est[-1, 0:2] - tru[-1, 0:2]))
+        out["distance"] = float(np.sum(np.linalg.norm(np.diff(tru[:, 0:2], axis=0), axis=1)))
+        out["drift_per_distance"] = (out["drift"] / out["distance"] if out["distance"] >= 0.1
+                                     else math.nan)
+        out["height_rms"] = float(np.sqrt(np.mean((est[:, 2] - tru[:, 2]) ** 2)))
+
+        def z_axis(qu):
+            x, y, z, w = qu[:, 0], qu[:, 1], qu[:, 2], qu[:, 3]
+            return np.stack([2 * (x * z + y * w), 2 * (y * z - x * w), 1 - 2 * (x * x + y * y)], 1)
+
+        def yaw(qu):
+            x, y, z, w = qu[:, 0], qu[:, 1], qu[:, 2], qu[:, 3]
+            return np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+        cosang = np.clip(np.sum(z_axis(est[:, 3:7]) * z_axis(tru[:, 3:7]), axis=1), -1.0, 1.0)
+        out["tilt_rms"] = float(np.degrees(np.sqrt(np.mean(np.arccos(cosang) ** 2))))
+        dyaw = np.unwrap(yaw(est[:, 3:7])) - np.unwrap(yaw(tru[:, 3:7]))
+        minutes = max(float(self.t[-1] - self.t[0]), 1e-9) / 60.0
+        out["yaw_drift_per_min"] = float(np.degrees(abs(dyaw[-1] - dyaw[0])) / minutes)
+        return out
 
     # ---- Sec. 8 metrics --------------------------------------------------------------------
     def metrics(self) -> dict[str, float]:
@@ -301,6 +339,10 @@ class _WBC:
         self.hybrid = bool(np.any(self.ctl.config.drive_stiffness)
                            or np.any(self.ctl.config.drive_damping))
         self._last = None
+        #: base_state "imu": the controller estimates its base from ``imu`` (gyro, specific
+        #: force, orientation: the loop's simulated IMU) and the joints
+        self.estimating = self.ctl.config.base_state == "imu"
+        self.imu: tuple | None = None
         self.ctl.solver_state.options.update(_solver_options(cfg))
 
     def __call__(self, t, q, v, ref, plant):
@@ -308,7 +350,13 @@ class _WBC:
         if self.predicts and self.schedule is not None:
             c.set_contact_schedule(self.schedule(t))
         if self.floating:
-            c.set_base_state(q[0:3], q[3:7], v[0:3], v[3:6], t)
+            if self.estimating:
+                if self.imu is None:  # the settle: an IMU of the exact state at rest
+                    self.imu = (v[3:6], _specific_force_at_rest(q), q[3:7])
+                c.set_imu(*self.imu, t)
+                self.imu = None
+            else:
+                c.set_base_state(q[0:3], q[3:7], v[0:3], v[3:6], t)
             c.set_joint_state(q[7:], v[6:], t)
         else:
             c.set_joint_state(q, v, t)
@@ -330,6 +378,12 @@ class _WBC:
         o = self._last
         return (o.position_setpoint.copy(), o.velocity_setpoint.copy(), o.stiffness.copy(),
                 o.damping.copy())
+
+
+def _specific_force_at_rest(q: np.ndarray) -> np.ndarray:
+    """What an accelerometer at the base reads at rest: gravity's reaction in the base frame."""
+    x, y, z, w = q[3:7]
+    return 9.81 * np.array([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)])
 
 
 class _PID:
@@ -735,6 +789,8 @@ class ClosedLoop:
         nsim = np.zeros(K)
         tick = np.zeros(K)
         slip = np.zeros(K) if self.object_name is not None else None
+        est_log = (np.zeros((K, 13)), np.zeros((K, 13))) if (
+            isinstance(self.ctl, _WBC) and self.ctl.estimating) else None
         floating = self.info["floating_base"]
         o, ov = (7, 6) if floating else (0, 0)
         failed, why, safe, flags = False, "", 0, {}
@@ -746,11 +802,17 @@ class ClosedLoop:
         actuation = Actuation(imp, self.limit, cfg.control_rate,
                               plant_dt=1.0 / (cfg.control_rate * cfg.sim_substeps))
         hybrid = isinstance(self.ctl, _WBC) and self.ctl.hybrid
+        estimating = isinstance(self.ctl, _WBC) and self.ctl.estimating
         for k in range(K):
             t = k * dt
             q, v = self.plant.get_state()
             ref = self.ref.sample(t)
-            qm, vm = (q, v) if imp.exact else sensing.measure(q, v)
+            if imp.exact and not estimating:
+                qm, vm = q, v
+            else:
+                qm, vm = sensing.measure(q, v)
+                if estimating:
+                    self.ctl.imu = sensing.imu
             t0 = time.perf_counter()
             tau, normal, was_safe, fl = self.ctl(t, qm, vm, ref, self.plant)
             tick[k] = time.perf_counter() - t0
@@ -776,6 +838,9 @@ class ClosedLoop:
             nsim[k] = self._sim_normal()
             if slip is not None:
                 slip[k] = float(np.linalg.norm(self._object_in_hand() - self.hand_object_offset))
+            if est_log is not None and self.ctl.ctl.base_estimator.initialized:
+                est_log[0][k] = np.concatenate(self.ctl.ctl.base_estimator.base_state())
+                est_log[1][k] = np.concatenate([q[0:7], v[0:6]])
             k_done = k + 1
             if progress is not None and (k % every == 0 or k == K - 1):
                 progress((k + 1) / K, {"t": t + dt, "base": base[k]})
@@ -805,6 +870,8 @@ class ClosedLoop:
             safe,
             flags,
             None if slip is None else slip[sl],
+            None if est_log is None else est_log[0][sl],
+            None if est_log is None else est_log[1][sl],
         )
 
     def _sim_normal(self) -> float:

@@ -9,7 +9,9 @@ time; every draw comes from one seeded generator, so a run is reproducible.
 
 :meth:`Imperfections.realistic` is the combination a legged robot's controller meets on hardware:
 1 mrad / 0.02 rad/s encoders, a base estimate good to 5 mm / 0.5 deg / 0.05 m/s / 0.02 rad/s,
-1 ms of latency each way, +-10 % mass, a 2 ms torque lag and torque limits at 80 %.
+1 ms of latency each way, +-10 % mass, a 2 ms torque lag and torque limits at 80 %; and a MEMS
+IMU for a controller that estimates its base itself (0.002 rad/s gyro noise and bias, 0.05 m/s^2
+accelerometer noise, its orientation output good to 0.2 deg).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ __all__ = ["Actuation", "Imperfections", "Sensing", "scale_plant_masses"]
 #: fields scaled by :meth:`Imperfections.scaled` (noise levels, latencies, model error, lag)
 _SCALED = ("joint_position_noise", "joint_velocity_noise", "base_position_noise",
            "base_orientation_noise", "base_linear_velocity_noise", "base_angular_velocity_noise",
-           "state_latency", "command_latency", "mass_error", "torque_lag")
+           "state_latency", "command_latency", "mass_error", "torque_lag", "imu_gyro_noise",
+           "imu_gyro_bias", "imu_accelerometer_noise", "imu_orientation_noise")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,11 @@ class Imperfections:
         torque_limit_fraction: the drives saturate at this fraction of the URDF effort limits.
         command_dropout_start, command_dropout: [s] no command reaches the drives from
             ``command_dropout_start`` for ``command_dropout`` (0 = never); they keep the last.
+        imu_gyro_noise: [rad/s] white noise of the IMU's angular rate, per sample.
+        imu_gyro_bias: [rad/s] standard deviation of the gyro's constant bias (drawn per run,
+            per axis): what makes an integrated yaw drift.
+        imu_accelerometer_noise: [m/s^2] white noise of its specific force, per sample.
+        imu_orientation_noise: [rad] per axis, of the IMU's own orientation output (its AHRS).
         seed: of the random generator (noise and mass draws).
     """
 
@@ -64,6 +72,10 @@ class Imperfections:
     torque_limit_fraction: float = 1.0
     command_dropout_start: float = 0.0
     command_dropout: float = 0.0
+    imu_gyro_noise: float = 0.0
+    imu_gyro_bias: float = 0.0
+    imu_accelerometer_noise: float = 0.0
+    imu_orientation_noise: float = 0.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -87,7 +99,9 @@ class Imperfections:
                    base_position_noise=5e-3, base_orientation_noise=math.radians(0.5),
                    base_linear_velocity_noise=0.05, base_angular_velocity_noise=0.02,
                    state_latency=1e-3, command_latency=1e-3, mass_error=0.1, torque_lag=2e-3,
-                   torque_limit_fraction=0.8, seed=seed)
+                   torque_limit_fraction=0.8, imu_gyro_noise=0.002, imu_gyro_bias=0.002,
+                   imu_accelerometer_noise=0.05, imu_orientation_noise=math.radians(0.2),
+                   seed=seed)
         return base.scaled(scale)
 
     def scaled(self, scale: float) -> Imperfections:
@@ -136,13 +150,22 @@ class Sensing:
         self.rng = rng
         self._delay = int(round(imp.state_latency * rate))
         self._queue: deque = deque()
+        self.rate = float(rate)
+        self._vw_prev: np.ndarray | None = None
+        self._gyro_bias: np.ndarray | float = 0.0
+        #: the IMU reading of the last :meth:`measure` (floating base): (angular rate (3,)
+        #: [rad/s] base frame, specific force (3,) [m/s^2] base frame, orientation (4,) xyzw)
+        self.imu: tuple | None = None
 
     def measure(self, q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The controller's (q, v) for the plant's (q, v) of this tick (copies)."""
+        """The controller's (q, v) for the plant's (q, v) of this tick (copies); also the
+        IMU's reading of the same (delayed) sample (:meth:`imu`)."""
         self._queue.append((q.copy(), v.copy()))
         while len(self._queue) > self._delay + 1:
             self._queue.popleft()
         q, v = (x.copy() for x in self._queue[0])
+        if self.floating:
+            self._imu_sample(q, v)
         imp, rng = self.imp, self.rng
         o, ov = (7, 6) if self.floating else (0, 0)
         if imp.joint_position_noise > 0.0:
@@ -161,6 +184,38 @@ class Sensing:
             if imp.base_angular_velocity_noise > 0.0:
                 v[3:6] += rng.normal(0.0, imp.base_angular_velocity_noise, 3)
         return q, v
+
+    def _imu_sample(self, q: np.ndarray, v: np.ndarray) -> None:
+        """The IMU (at the base frame) of the sample (q, v): angular rate, specific force
+        (finite difference of the world velocity over the control period), orientation."""
+        imp, rng = self.imp, self.rng
+        quat = q[3:7]
+        R = _quat_rot(quat)
+        vw = R @ v[0:3]
+        if self._vw_prev is None:
+            self._vw_prev = vw
+            self._gyro_bias = rng.normal(0.0, imp.imu_gyro_bias, 3) if imp.imu_gyro_bias else 0.0
+        accel_w = (vw - self._vw_prev) * self.rate + np.array([0.0, 0.0, 9.81])
+        self._vw_prev = vw
+        gyro = v[3:6] + self._gyro_bias
+        accel = R.T @ accel_w
+        if imp.imu_gyro_noise > 0.0:
+            gyro = gyro + rng.normal(0.0, imp.imu_gyro_noise, 3)
+        if imp.imu_accelerometer_noise > 0.0:
+            accel = accel + rng.normal(0.0, imp.imu_accelerometer_noise, 3)
+        quat = quat.copy()
+        if imp.imu_orientation_noise > 0.0:
+            quat = _quat_mul_xyzw(quat, _rotvec_quat_xyzw(
+                rng.normal(0.0, imp.imu_orientation_noise, 3)))
+            quat /= np.linalg.norm(quat)
+        self.imu = (gyro, accel, quat)
+
+
+def _quat_rot(q: np.ndarray) -> np.ndarray:
+    x, y, z, w = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 class Actuation:

@@ -1,0 +1,538 @@
+"""Base state estimation from an IMU and leg kinematics, for robots without motion capture.
+
+:class:`BaseEstimator` is a linear Kalman filter over the base position and velocity and the
+positions of the feet (world frame), the formulation legged robots commonly run on
+hardware (Bloesch et al., "State Estimation for Legged Robots: Consistent Fusion of Leg
+Kinematics and IMU", RSS 2012, in its linear form as in legged_control):
+
+* **prediction** with the IMU's specific force rotated to the world, ``a = R f + g``:
+  ``p += v dt + a dt^2 / 2``, ``v += a dt``; contact points stay where they are (process noise
+  ``contact_drift`` while in stance, ``swing_drift`` while not);
+* **update** for every foot in stance: its position relative to the base from the joint
+  encoders, ``c_i - p = R r_i(q)``; its velocity that of rolling without slipping,
+  ``v + R (w x r_i + J_i qd) = w_i x (h_i z)`` (``h_i`` the anchor's height over the ground,
+  ``w_i`` the foot's angular velocity: zero velocity for a flat or point foot);
+  its height, ``c_i,z = ground + radius``.
+
+The orientation comes from the IMU: its own orientation output (``orientation="imu"``, as most
+robot IMUs provide: Unitree, VectorNav, Xsens), or the gyro integrated with an accelerometer tilt
+correction (``orientation="gyro"``, Mahony et al., "Nonlinear Complementary Filters on the Special
+Orthogonal Group", IEEE TAC 2008) where it has none. The IMU is taken at the base frame.
+
+Horizontal position and yaw are not observable from these measurements: they drift with the
+feet's slips and the gyro's bias (docs/estimation.md measures by how much). Everything per tick
+is two compiled calls: the contact points' kinematics and :func:`estimator_kernel`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .kernels.kinematics import points_kinematics
+
+if TYPE_CHECKING:
+    from .model import RobotModel
+
+__all__ = ["BaseEstimator", "EstimatorNoise", "EstimatorData", "estimator_kernel"]
+
+GRAVITY = 9.81
+
+
+@dataclass(frozen=True)
+class EstimatorNoise:
+    """Noise model of the estimator (standard deviations).
+
+    Attributes:
+        accelerometer: [m/s^2] white noise of the specific force, per sample.
+        joint_position: [rad] encoders; with the leg's lever arm it is the kinematic
+            measurement's noise (``kinematics`` below adds to it).
+        joint_velocity: [rad/s] joint rates.
+        gyro: [rad/s] angular-rate noise, per sample.
+        kinematics: [m] model error of a contact point's position (link lengths, foot
+            compliance, rolling contact).
+        contact_velocity: [m/s] a stance point's velocity (slip, compliance).
+        contact_drift: [m/sqrt(s)] random walk of a stance contact point.
+        swing_drift: [m/sqrt(s)] random walk of a contact point not in stance (it moves).
+        ground_height: [m] unevenness of the ground under a stance point.
+    """
+
+    accelerometer: float = 0.05
+    joint_position: float = 1e-3
+    joint_velocity: float = 0.02
+    gyro: float = 0.002
+    kinematics: float = 2e-3
+    contact_velocity: float = 0.02
+    contact_drift: float = 1e-3
+    swing_drift: float = 10.0
+    ground_height: float = 5e-3
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            x = getattr(self, name)
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0.0):
+                raise ValueError(f"EstimatorNoise.{name}: must be finite and > 0, got {x!r}")
+
+
+class EstimatorData(NamedTuple):
+    """The estimator's state, configuration and workspace (one record per estimator).
+
+    Configuration: the feet (contact links) ``foot_body`` (L,) int64 body of each foot's anchor
+    (its link frame's origin), ``foot_r`` (L, 3) the anchor in that body's frame [m]; their
+    contact geometry ``sole_foot`` (P,) int64 foot of each contact sphere, ``sole_body`` (P,),
+    ``sole_r`` (P, 3) its centre in the body's frame [m], ``sole_radius`` (P,) [m]; ``params``
+    (12,): accelerometer,
+    kinematic position, contact velocity, contact drift, swing drift, ground height noise
+    (std), ground height [m], Mahony gain [rad/s per unit tilt error], gravity [m/s^2], joint
+    velocity noise [rad/s], use the IMU's orientation (1) or the gyro (0), joint position noise
+    [rad] (with a point's lever arm, part of its kinematic noise).
+
+    State: ``x`` (6 + 3L,) = [p (3) world [m], v (3) world [m/s], c_1 .. c_L (3 each) the
+    feet's anchors, world [m]]; ``P`` (n, n) its covariance; ``quat`` (4,) world-from-base
+    orientation, xyzw; ``omega`` (3,) [rad/s] base angular velocity (base frame); ``stance``
+    (L,) bool per foot (input of each update); ``initialized`` (1,) bool.
+
+    Workspace: kinematics buffers (``q0``, ``v0``, ``Xup``, ``Rw``, ``pw``, ``Rtmp``, ``vel``,
+    ``acc``, ``joint_twist``, ``P3``, ``Jfull``, ``r_base`` (L, 3), ``J_lin`` (L, 3, nv), ``bias``
+    (L, 3), ``lift`` (L,) [m] height of each foot's anchor above its lowest sole point's
+    bottom, world axes), ``roll`` (L, 3) [m/s] its rolling velocity (world)); filter buffers
+    ``H`` (7L, n), ``z`` (7L,), ``Rm`` (7L,), ``S`` (7L, 7L), ``PHt`` (n, 7L), ``tmp``
+    (n, 7L).
+    """
+
+    foot_body: np.ndarray
+    foot_r: np.ndarray
+    sole_foot: np.ndarray
+    sole_body: np.ndarray
+    sole_r: np.ndarray
+    sole_radius: np.ndarray
+    params: np.ndarray
+    x: np.ndarray
+    P: np.ndarray
+    quat: np.ndarray
+    omega: np.ndarray
+    stance: np.ndarray
+    initialized: np.ndarray
+    q0: np.ndarray
+    v0: np.ndarray
+    Xup: np.ndarray
+    Rw: np.ndarray
+    pw: np.ndarray
+    Rtmp: np.ndarray
+    vel: np.ndarray
+    acc: np.ndarray
+    joint_twist: np.ndarray
+    P3: np.ndarray
+    Jfull: np.ndarray
+    r_base: np.ndarray
+    J_lin: np.ndarray
+    bias: np.ndarray
+    lift: np.ndarray
+    roll: np.ndarray
+    H: np.ndarray
+    z: np.ndarray
+    Rm: np.ndarray
+    S: np.ndarray
+    PHt: np.ndarray
+    tmp: np.ndarray
+
+
+@njit(cache=True)
+def _quat_rot(q, R):
+    x, y, z, w = q[0], q[1], q[2], q[3]
+    R[0, 0] = 1 - 2 * (y * y + z * z)
+    R[0, 1] = 2 * (x * y - z * w)
+    R[0, 2] = 2 * (x * z + y * w)
+    R[1, 0] = 2 * (x * y + z * w)
+    R[1, 1] = 1 - 2 * (x * x + z * z)
+    R[1, 2] = 2 * (y * z - x * w)
+    R[2, 0] = 2 * (x * z - y * w)
+    R[2, 1] = 2 * (y * z + x * w)
+    R[2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def _integrate_quat(q, wx, wy, wz, dt):
+    """q <- q exp(w dt) (body-frame rate), normalized."""
+    th = math.sqrt(wx * wx + wy * wy + wz * wz) * dt
+    if th < 1e-12:
+        s, c = 0.5 * dt, 1.0
+    else:
+        s, c = math.sin(0.5 * th) / th * dt, math.cos(0.5 * th)
+    bx, by, bz, bw = wx * s, wy * s, wz * s, c
+    x, y, z, w = q[0], q[1], q[2], q[3]
+    nx = w * bx + x * bw + y * bz - z * by
+    ny = w * by - x * bz + y * bw + z * bx
+    nz = w * bz + x * by - y * bx + z * bw
+    nw = w * bw - x * bx - y * by - z * bz
+    n = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+    q[0], q[1], q[2], q[3] = nx / n, ny / n, nz / n, nw / n
+
+
+@njit(cache=True)
+def _cholesky_solve_into(S, m, B, ncol, out):
+    """out (ncol, m) = (S^-1 B^T)^T for SPD S (m, m) (Cholesky in place); B (ncol, m).
+    Returns False if S is not positive definite."""
+    for j in range(m):
+        s = S[j, j]
+        for k in range(j):
+            s -= S[j, k] * S[j, k]
+        if not (s > 0.0):
+            return False
+        S[j, j] = math.sqrt(s)
+        for i in range(j + 1, m):
+            s = S[i, j]
+            for k in range(j):
+                s -= S[i, k] * S[j, k]
+            S[i, j] = s / S[j, j]
+    for r in range(ncol):
+        for i in range(m):
+            s = B[r, i]
+            for k in range(i):
+                s -= S[i, k] * out[r, k]
+            out[r, i] = s / S[i, i]
+        for i in range(m - 1, -1, -1):
+            s = out[r, i]
+            for k in range(i + 1, m):
+                s -= S[k, i] * out[r, k]
+            out[r, i] = s / S[i, i]
+    return True
+
+
+@njit(cache=True)
+def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
+    """One estimator tick (module docstring): the IMU's angular rate ``gyro`` (3,) [rad/s] and
+    specific force ``accel`` (3,) [m/s^2] in the base frame, its orientation ``imu_quat`` (4,)
+    xyzw (used if ``params[10]``), the joint positions ``qj`` / rates ``qdj`` in the model's
+    order, ``dt`` [s] since the last tick; ``e.stance`` says which contact points are in
+    stance. Updates ``e.x``, ``e.P``, ``e.quat``, ``e.omega``. Returns 0, or 1 if the
+    kinematics failed, 2 if the update's system was not positive definite (prediction kept)."""
+    prm = e.params
+    sa, sk, sv, sd, ss, sh = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
+    ground, kgain, g, sqd = prm[6], prm[7], prm[8], prm[9]
+    use_imu_quat = prm[10] > 0.5
+    sqp = prm[11]
+    L = e.foot_body.shape[0]
+    n = e.x.shape[0]
+    # -- orientation
+    for a in range(3):
+        e.omega[a] = gyro[a]
+    R = e.Rtmp[0]
+    if use_imu_quat:
+        nq = math.sqrt(imu_quat[0] ** 2 + imu_quat[1] ** 2 + imu_quat[2] ** 2 + imu_quat[3] ** 2)
+        for a in range(4):
+            e.quat[a] = imu_quat[a] / nq
+    elif e.initialized[0]:
+        # Mahony: the measured gravity direction pulls the estimated one (body frame)
+        _quat_rot(e.quat, R)
+        an = math.sqrt(accel[0] ** 2 + accel[1] ** 2 + accel[2] ** 2)
+        ex = ey = ez = 0.0
+        if an > 0.5 * g and an < 1.5 * g:
+            ux, uy, uz = accel[0] / an, accel[1] / an, accel[2] / an
+            vx, vy, vz = R[2, 0], R[2, 1], R[2, 2]  # world z in the body frame
+            ex, ey, ez = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+        _integrate_quat(e.quat, gyro[0] + kgain * ex, gyro[1] + kgain * ey,
+                        gyro[2] + kgain * ez, dt)
+    # -- contact points relative to the base (base frame) and their Jacobians
+    nv = e.v0.shape[0]
+    for a in range(7):
+        e.q0[a] = 0.0
+    e.q0[6] = 1.0
+    for c in range(qj.shape[0]):
+        e.q0[7 + c] = qj[c]
+    for c in range(nv):
+        e.v0[c] = 0.0
+    for c in range(qdj.shape[0]):
+        e.v0[6 + c] = qdj[c]
+    st = points_kinematics(topo, tree, Sm, e.q0, e.v0, e.foot_body, e.foot_r, e.Xup, e.Rw,
+                           e.pw, e.Rtmp, e.vel, e.acc, e.joint_twist, e.P3, e.Jfull, e.r_base,
+                           e.J_lin, e.bias)
+    if st != 0:
+        return 1
+    _quat_rot(e.quat, R)
+    # each foot's anchor height above the bottom of its lowest sole sphere (world axes)
+    for i in range(L):
+        e.lift[i] = -np.inf
+    for k in range(e.sole_body.shape[0]):
+        i = e.sole_foot[k]
+        b = e.sole_body[k]
+        d = 0.0
+        for a in range(3):  # R (sole - anchor), z row
+            sa = e.pw[b, a] + (e.Rw[b, a, 0] * e.sole_r[k, 0] + e.Rw[b, a, 1] * e.sole_r[k, 1]
+                               + e.Rw[b, a, 2] * e.sole_r[k, 2])
+            d += R[2, a] * (sa - e.r_base[i, a])
+        lift = e.sole_radius[k] - d
+        if lift > e.lift[i]:
+            e.lift[i] = lift
+    # -- initialization: stance points on the ground, at rest
+    if not e.initialized[0]:
+        h = 0.0
+        ns = 0
+        for i in range(L):
+            zi = R[2, 0] * e.r_base[i, 0] + R[2, 1] * e.r_base[i, 1] + R[2, 2] * e.r_base[i, 2]
+            if e.stance[i]:
+                h += ground + e.lift[i] - zi
+                ns += 1
+        if ns == 0:
+            return 0
+        h /= ns
+        for k in range(n):
+            e.x[k] = 0.0
+            for m in range(n):
+                e.P[k, m] = 0.0
+        e.x[2] = h
+        for i in range(L):
+            for a in range(3):
+                e.x[6 + 3 * i + a] = e.x[a] + (R[a, 0] * e.r_base[i, 0] + R[a, 1] * e.r_base[i, 1]
+                                               + R[a, 2] * e.r_base[i, 2])
+        for k in range(n):
+            e.P[k, k] = 1e-4
+        e.initialized[0] = True
+        return 0
+    # -- each foot's rolling velocity (world): a round foot in stance rolls, its anchor (the
+    # link origin, ``lift`` above the ground) moving at w_foot x (lift z) while the material
+    # point at the bottom rests; zero for a flat foot
+    for i in range(L):
+        b = e.foot_body[i]
+        wf = e.P3  # scratch (3,)
+        for a in range(3):
+            wf[a] = e.omega[a] + (e.Rw[b, a, 0] * e.vel[b, 3] + e.Rw[b, a, 1] * e.vel[b, 4]
+                                  + e.Rw[b, a, 2] * e.vel[b, 5])
+        wx = R[0, 0] * wf[0] + R[0, 1] * wf[1] + R[0, 2] * wf[2]
+        wy = R[1, 0] * wf[0] + R[1, 1] * wf[1] + R[1, 2] * wf[2]
+        lift = max(e.lift[i], 0.0)
+        e.roll[i, 0] = wy * lift
+        e.roll[i, 1] = -wx * lift
+        e.roll[i, 2] = 0.0
+    # -- prediction
+    aw0 = R[0, 0] * accel[0] + R[0, 1] * accel[1] + R[0, 2] * accel[2]
+    aw1 = R[1, 0] * accel[0] + R[1, 1] * accel[1] + R[1, 2] * accel[2]
+    aw2 = R[2, 0] * accel[0] + R[2, 1] * accel[1] + R[2, 2] * accel[2] - g
+    aw = (aw0, aw1, aw2)
+    for a in range(3):
+        e.x[a] += e.x[3 + a] * dt + 0.5 * aw[a] * dt * dt
+        e.x[3 + a] += aw[a] * dt
+    # P = F P F^T + Q, F = [[I, dt I, 0], [0, I, 0], [0, 0, I]]
+    for k in range(n):  # rows p += dt * rows v
+        for a in range(3):
+            e.P[a, k] += dt * e.P[3 + a, k]
+    for k in range(n):  # columns
+        for a in range(3):
+            e.P[k, a] += dt * e.P[k, 3 + a]
+    qa = (sa * dt) ** 2
+    for a in range(3):
+        e.P[a, a] += 0.25 * qa * dt * dt
+        e.P[3 + a, 3 + a] += qa
+        e.P[a, 3 + a] += 0.5 * qa * dt
+        e.P[3 + a, a] += 0.5 * qa * dt
+    for i in range(L):
+        w = (sd if e.stance[i] else ss) ** 2 * dt
+        for a in range(3):
+            e.P[6 + 3 * i + a, 6 + 3 * i + a] += w
+            if e.stance[i]:
+                e.x[6 + 3 * i + a] += e.roll[i, a] * dt
+    # -- measurements of the stance points
+    m = 0
+    for i in range(L):
+        if not e.stance[i]:
+            continue
+        rb0, rb1, rb2 = e.r_base[i, 0], e.r_base[i, 1], e.r_base[i, 2]
+        # the point's velocity relative to the base, base frame: w x r + J qd (+ noise)
+        w0, w1, w2 = e.omega[0], e.omega[1], e.omega[2]
+        rv0 = w1 * rb2 - w2 * rb1
+        rv1 = w2 * rb0 - w0 * rb2
+        rv2 = w0 * rb1 - w1 * rb0
+        lever = math.sqrt(rb0 * rb0 + rb1 * rb1 + rb2 * rb2)
+        for c in range(6, nv):
+            rv0 += e.J_lin[i, 0, c] * e.v0[c]
+            rv1 += e.J_lin[i, 1, c] * e.v0[c]
+            rv2 += e.J_lin[i, 2, c] * e.v0[c]
+        rv = (rv0, rv1, rv2)
+        rb = (rb0, rb1, rb2)
+        for a in range(3):  # c_i - p = R r_i
+            for k in range(n):
+                e.H[m, k] = 0.0
+            e.H[m, a] = -1.0
+            e.H[m, 6 + 3 * i + a] = 1.0
+            e.z[m] = R[a, 0] * rb[0] + R[a, 1] * rb[1] + R[a, 2] * rb[2]
+            e.Rm[m] = sk * sk + (sqp * lever) ** 2
+            m += 1
+        for a in range(3):  # v = -R (w x r + J qd)
+            for k in range(n):
+                e.H[m, k] = 0.0
+            e.H[m, 3 + a] = 1.0
+            e.z[m] = e.roll[i, a] - (R[a, 0] * rv[0] + R[a, 1] * rv[1] + R[a, 2] * rv[2])
+            e.Rm[m] = sv * sv + (sqd * lever) ** 2
+            m += 1
+        for k in range(n):  # c_i,z = ground + lift: the lowest sole point on the ground
+            e.H[m, k] = 0.0
+        e.H[m, 6 + 3 * i + 2] = 1.0
+        e.z[m] = ground + e.lift[i]
+        e.Rm[m] = sh * sh
+        m += 1
+    if m == 0:
+        return 0
+    # innovation y = z - H x (into z); S = H P H^T + R; K = P H^T S^-1
+    for r in range(m):
+        s = 0.0
+        for k in range(n):
+            s += e.H[r, k] * e.x[k]
+        e.z[r] -= s
+    for k in range(n):
+        for r in range(m):
+            s = 0.0
+            for j in range(n):
+                s += e.P[k, j] * e.H[r, j]
+            e.PHt[k, r] = s
+    for r in range(m):
+        for c in range(m):
+            s = 0.0
+            for k in range(n):
+                s += e.H[r, k] * e.PHt[k, c]
+            e.S[r, c] = s
+        e.S[r, r] += e.Rm[r]
+    K = e.tmp[:, :m]
+    if not _cholesky_solve_into(e.S, m, e.PHt, n, K):
+        return 2
+    for k in range(n):
+        s = 0.0
+        for r in range(m):
+            s += K[k, r] * e.z[r]
+        e.x[k] += s
+    # P <- P - K (P H^T)^T
+    for k in range(n):
+        for j in range(k, n):
+            s = 0.0
+            for r in range(m):
+                s += K[k, r] * e.PHt[j, r]
+            e.P[k, j] -= s
+            if j != k:
+                e.P[j, k] = e.P[k, j]
+    return 0
+
+
+class BaseEstimator:
+    """Base pose and twist of a floating-base robot from its IMU and joint encoders.
+
+    Args:
+        model: the robot's RobotModel (floating base).
+        feet: the contact links (one foot each: its link frame's origin is the anchor).
+        sole_foot: (P,) the foot (index into ``feet``) of each contact sphere.
+        sole_bodies: (P,) kernel body index of each sphere (``ContactModel.geometry.sph_body``).
+        sole_centres: (P, 3) the spheres' centres in their bodies' frames [m].
+        sole_radii: (P,) [m].
+        noise: the noise model.
+        ground_height: [m] height of the ground plane.
+        orientation: "imu" (the IMU's own orientation output) or "gyro" (integrated rate with
+            an accelerometer tilt correction of gain ``tilt_gain`` [rad/s]).
+
+    :meth:`for_contact_model` takes the feet and spheres from a contact model.
+    """
+
+    def __init__(self, model: RobotModel, feet, sole_foot, sole_bodies, sole_centres,
+                 sole_radii, noise: EstimatorNoise | None = None, ground_height: float = 0.0,
+                 orientation: str = "imu", tilt_gain: float = 1.0) -> None:
+        if not model.floating_base:
+            raise ValueError("BaseEstimator: needs a floating-base model")
+        if orientation not in ("imu", "gyro"):
+            raise ValueError(f"orientation: {orientation!r} is not one of ['imu', 'gyro']")
+        if not (math.isfinite(ground_height) and math.isfinite(tilt_gain) and tilt_gain >= 0.0):
+            raise ValueError("ground_height, tilt_gain: must be finite (tilt_gain >= 0)")
+        noise = noise or EstimatorNoise()
+        self.model = model
+        self.noise = noise
+        self.orientation = orientation
+        feet = list(feet)
+        L = len(feet)
+        sole_foot = np.asarray(sole_foot, dtype=np.int64).reshape(-1)
+        sole_bodies = np.asarray(sole_bodies, dtype=np.int64).reshape(-1)
+        rs = np.asarray(sole_centres, dtype=float).reshape(-1, 3)
+        radii = np.asarray(sole_radii, dtype=float).reshape(-1)
+        P = sole_foot.shape[0]
+        if (L == 0 or sole_bodies.shape[0] != P or rs.shape[0] != P or radii.shape[0] != P
+                or set(sole_foot.tolist()) != set(range(L))):
+            raise ValueError("BaseEstimator: needs at least one foot, and one foot, body, centre "
+                             "and radius per sole sphere (every foot with a sphere)")
+        anchors = [model.link_frame(ln) for ln in feet]
+        #: the feet (contact links), in the state's order
+        self.feet = feet
+        n = 6 + 3 * L
+        nv = int(model.nv)
+        nb = len(model.kernel_arrays.topo)
+        self.data = EstimatorData(
+            foot_body=np.array([a[0] for a in anchors], dtype=np.int64),
+            foot_r=np.array([a[2] for a in anchors], dtype=float).reshape(L, 3),
+            sole_foot=sole_foot.copy(), sole_body=sole_bodies.copy(), sole_r=rs.copy(),
+            sole_radius=radii.copy(),
+            params=np.array([noise.accelerometer, noise.kinematics,
+                             noise.contact_velocity, noise.contact_drift, noise.swing_drift,
+                             noise.ground_height, float(ground_height), float(tilt_gain), GRAVITY,
+                             noise.joint_velocity, 1.0 if orientation == "imu" else 0.0,
+                             noise.joint_position]),
+            x=np.zeros(n), P=np.eye(n), quat=np.array([0.0, 0.0, 0.0, 1.0]), omega=np.zeros(3),
+            stance=np.ones(L, dtype=np.bool_), initialized=np.zeros(1, dtype=np.bool_),
+            q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
+            Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
+            vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6), P3=np.zeros(3),
+            Jfull=np.zeros((6, nv)), r_base=np.zeros((L, 3)), J_lin=np.zeros((L, 3, nv)),
+            bias=np.zeros((L, 3)), lift=np.zeros(L), roll=np.zeros((L, 3)),
+            H=np.zeros((7 * L, n)), z=np.zeros(7 * L),
+            Rm=np.zeros(7 * L), S=np.zeros((7 * L, 7 * L)), PHt=np.zeros((n, 7 * L)),
+            tmp=np.zeros((n, 7 * L)),
+        )
+        self._no_quat = np.array([0.0, 0.0, 0.0, 1.0])
+
+    @classmethod
+    def for_contact_model(cls, contact_model, **kwargs) -> BaseEstimator:
+        """The estimator on a :class:`~wbc_dynamics.contact.geometry.ContactModel`: its robot,
+        its contact links as the feet (in the order of ``sphere_ids``), their spheres as the
+        soles."""
+        g = contact_model.geometry
+        links = [sid[0] for sid in contact_model.sphere_ids]
+        feet = list(dict.fromkeys(links))
+        index = {ln: i for i, ln in enumerate(feet)}
+        return cls(contact_model.robot, feet, [index[ln] for ln in links], g.sph_body, g.sph_r,
+                   g.sph_rad, **kwargs)
+
+    def reset(self) -> None:
+        """Start over: the next update initializes from the stance points."""
+        self.data.initialized[0] = False
+
+    def update(self, joint_positions: np.ndarray, joint_velocities: np.ndarray,
+               angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
+               orientation_xyzw: np.ndarray | None, stance: np.ndarray, dt: float) -> int:
+        """One tick. Joints (model order) [rad, rad/s]; the IMU's angular velocity [rad/s] and
+        specific force [m/s^2] in the base frame, its orientation (world-from-base, xyzw; None
+        with ``orientation="gyro"``); ``stance`` (L,) bool per foot; ``dt`` [s].
+        Returns the kernel's status (0 = ok)."""
+        e = self.data
+        e.stance[:] = stance
+        a = self.model.kernel_arrays
+        quat = self._no_quat if orientation_xyzw is None else orientation_xyzw
+        return int(estimator_kernel(e, a.topo, a.tree, a.Sm, joint_positions, joint_velocities,
+                                    angular_velocity, linear_acceleration, quat, float(dt)))
+
+    @property
+    def initialized(self) -> bool:
+        """An estimate exists (the first update with a stance point has run)."""
+        return bool(self.data.initialized[0])
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(position (3,) world [m], orientation (4,) xyzw world-from-base, linear velocity
+        (3,) base frame [m/s], angular velocity (3,) base frame [rad/s]) -- copies."""
+        e = self.data
+        R = np.empty((3, 3))
+        _quat_rot(e.quat, R)
+        return e.x[0:3].copy(), e.quat.copy(), R.T @ e.x[3:6], e.omega.copy()
+
+    def covariance(self) -> np.ndarray:
+        """(6, 6) covariance of [position; velocity] (world frame)."""
+        return self.data.P[:6, :6].copy()
+
+    def foot_positions(self) -> np.ndarray:
+        """(L, 3) estimated world positions of the feet's anchors (link origins) [m]."""
+        return self.data.x[6:].reshape(-1, 3).copy()
