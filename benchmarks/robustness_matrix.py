@@ -4,9 +4,11 @@ Each scenario (robot x reference: standing / swaying, and trotting for the quadr
 in-process MuJoCo closed loop (``ClosedLoop``, the robot's shipped method and options, after the
 loop's settle) with :class:`~wbc_dynamics.sim.imperfections.Imperfections` between plant and
 controller: the realistic combination (1 mrad / 0.02 rad/s encoders, a base estimate good to 5 mm
-/ 0.5 deg / 0.05 m/s / 0.02 rad/s, 1 ms latency each way, +-10 % mass, a 2 ms torque lag, torque
-limits at 80 %) scaled by 0 (exact state), 0.5, 1, 2 and 4, for three controller variants
-(:data:`VARIANTS`: as shipped, effort-only drives, without the robustness options);
+/ 0.5 deg / 0.05 m/s / 0.02 rad/s -- or the controller's own estimate from a simulated MEMS
+IMU --, 1 ms latency each way, +-10 % mass, a 2 ms torque lag, torque limits at 80 %) scaled by 0
+(exact state), 0.5, 1, 2 and 4, for four controller variants
+(:data:`VARIANTS`: as shipped, on its own estimate, effort-only drives, without the
+robustness options);
 ``--singles`` adds each perturbation alone at 1x.
 
 Per run: whether and when it fell, mean joint tracking error [rad], lowest base height [% of the
@@ -64,9 +66,11 @@ def _imperfections(level: float, single: str, seed: int):
     return dataclasses.replace(imp, **kw)
 
 
-#: controller variants: as shipped; as shipped with effort-only drives; without the robustness
-#: options (no contact state filter, no torque low-pass, effort only)
-VARIANTS = ("shipped", "effort", "before")
+#: controller variants: as shipped (on the noisy base state); as shipped on its own base
+#: estimate from the simulated IMU and encoders (``base_state: imu``, no odometry); as shipped
+#: with effort-only drives; without the robustness options (no contact state filter, no torque
+#: low-pass, effort only)
+VARIANTS = ("shipped", "estimated", "effort", "before")
 #: the bundled quadruped's robustness options as config/quadruped.yaml ships them (the loop
 #: builds the bundled robots' controllers from its own defaults)
 BUNDLED_SHIPPED = {"contact_state_filter": True, "torque_filter_cutoff": 40.0}
@@ -75,8 +79,11 @@ BUNDLED_SHIPPED = {"contact_state_filter": True, "torque_filter_cutoff": 40.0}
 def _variant_options(robot: str, variant: str, floating: bool) -> dict:
     if not floating:
         return {}
-    if variant == "shipped":
-        return dict(BUNDLED_SHIPPED) if robot == "quadruped" else {}
+    if variant in ("shipped", "estimated"):
+        out = dict(BUNDLED_SHIPPED) if robot == "quadruped" else {}
+        if variant == "estimated":
+            out["base_state"] = "imu"
+        return out
     off = {"drive_stiffness": [0.0], "drive_damping": [0.0]}
     if variant == "before":
         off.update(contact_state_filter=False, torque_filter_cutoff=0.0)
@@ -207,7 +214,9 @@ def main(argv=None) -> int:
         "decisions changed per second (the first tick's touches included). Columns: the "
         "realistic combination scaled (exact = the simulator's state). Controller: *shipped* = "
         "the robot's configuration (contact state filter, torque low-pass, hybrid drive "
-        "command where it sets drive gains); *effort* = the same with effort-only drives; "
+        "command where it sets drive gains) on the noisy base state; *estimated* = the same on "
+        "its own base estimate from the simulated IMU and encoders (`base_state: imu`, no "
+        "odometry: docs/estimation.md); *effort* = as shipped with effort-only drives; "
         "*before* = without those options (the per-tick contact decision, effort only).\n\n"
         + body + "\n")
     if a.write:

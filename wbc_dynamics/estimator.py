@@ -336,7 +336,7 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
             if e.stance[i]:
                 e.x[6 + 3 * i + a] += e.roll[i, a] * dt
     # -- measurements of the stance points
-    m = 0
+    m = np.int64(0)  # typed, not a literal: one compiled callee
     for i in range(L):
         if not e.stance[i]:
             continue

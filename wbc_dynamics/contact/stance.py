@@ -202,7 +202,9 @@ def stance_filter_kernel(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q
             f.best[li] = i
     # gate variances (gate * s)^2 per link, from its lowest candidate's row and the full prior
     gate_var = f.gate_var
-    any_stance = False
+    # np.bool_ / np.int64: typed values, not literals (numba compiles a callee once more for
+    # every literal argument)
+    any_stance = np.bool_(False)
     for li in range(L):
         f.timer[li] += dt
         b = f.best[li]
@@ -264,7 +266,7 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
     if n_stance > 0:
         f.counters[1] += 1
         # velocity: the stance rows' N, S, T, residual J v
-        m = 0
+        m = np.int64(0)
         for i in range(k):
             li = f.sphere_link[cand_sph[i]]
             if li < 0 or not f.stance[li] or cand_phi[i] * abs(cand_phi[i]) > gate_var[li]:
@@ -301,7 +303,7 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
 def _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos):
     """``f.dq``: the correction that puts the stance links' candidates within their gate on
     the ground (normal rows, residual phi). Returns False if it failed (``f.dq`` = 0)."""
-    m = 0
+    m = np.int64(0)
     for i in range(k):
         li = f.sphere_link[cand_sph[i]]
         if li < 0 or not f.stance[li] or cand_phi[i] * abs(cand_phi[i]) > gate_var[li]:
