@@ -59,6 +59,7 @@ setup(
     entry_points={
         "console_scripts": [
             f"wbc_controller = {PACKAGE}.node:main",
+            f"wbc_estimator = {PACKAGE}.estimator_node:main",
             f"wbc_sim = {PACKAGE}.sim.sim_node:main",
             f"wbc_reference = {PACKAGE}.sim.references:main",
             f"wbc_demo = {PACKAGE}.sim.demo:main",

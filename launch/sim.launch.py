@@ -4,16 +4,17 @@
     ros2 launch wbc_dynamics sim.launch.py method:=qp_coulomb reference:=trot friction:=low
     ros2 launch wbc_dynamics sim.launch.py robot:=arm method:=none reference:=sinusoid
 
-Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom), ``wbc_controller``
-(config/<robot>.yaml with use_sim_time and the arguments below) and ``wbc_reference`` (publishes
-wbc_controller/reference and, for the trot, wbc_controller/contact_schedule), all on simulated
-time. By default the simulator runs in ``lockstep``: it holds the robot in its initial pose until
-the controller's first command, then advances one step only when the command computed for that
-step's state has arrived (``wbc_controller/joint_commands``, matched by stamp), so a slow first
-start or a loaded machine slows the simulation down instead of letting the robot fall.
-``mode:=realtime`` is the free-running alternative (the simulator applies the latest
-``effort_controller/commands`` at ``sim_rate`` and reports missed commands and its real-time
-factor in /diagnostics). For an in-process loop without DDS see ``python -m wbc_dynamics.sim.demo``.
+Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom, ground_truth/odom, imu),
+``wbc_controller`` (config/<robot>.yaml with use_sim_time and the arguments below) and
+``wbc_reference`` (publishes wbc_controller/reference and, for the trot,
+wbc_controller/contact_schedule), all on simulated time. By default the simulator runs in
+``lockstep``: it holds the robot in its initial pose until the controller's first command, then
+advances one step only when the command computed for that step's state has arrived
+(``wbc_controller/joint_commands``, matched by stamp), so a slow first start or a loaded machine
+slows the simulation down instead of letting the robot fall. ``mode:=realtime`` is the free-running
+alternative (the simulator applies the latest ``effort_controller/commands`` at ``sim_rate`` and
+reports missed commands and its real-time factor in /diagnostics). For an in-process loop without
+DDS see ``python -m wbc_dynamics.sim.demo``.
 
 Arguments
     robot         quadruped | arm (bundled robots; arm runs without the box)
@@ -32,6 +33,9 @@ Arguments
     drive_stiffness, drive_damping  the controller's hybrid drive gains [N m/rad], [N m s/rad],
                   one value for every joint (empty: the configuration's; > 0: the controller
                   publishes the hybrid drive command)
+    base_state    odom | imu: the controller's base state from the simulator's exact odom, or
+                  estimated from the simulator's imu and the joint states (floating base; the
+                  estimate on wbc_controller/odom, the truth on ground_truth/odom)
     namespace     namespace of the three nodes
 """
 

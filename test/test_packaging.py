@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-EXECUTABLES = ("wbc_controller", "wbc_sim", "wbc_reference")
+EXECUTABLES = ("wbc_controller", "wbc_sim", "wbc_reference", "wbc_estimator")
 
 
 def _copy_source(dst: Path) -> Path:
@@ -214,7 +214,7 @@ def test_colcon_build_ament_index_and_colcon_test(tmp_path):
     assert prefix == install and (share / "package.xml").is_file()
     libexec = prefix / "lib" / "wbc_dynamics"
     found = {p.name for p in libexec.iterdir() if os.access(p, os.X_OK)}
-    assert {"wbc_controller", "wbc_sim", "wbc_reference", "wbc_info"} <= found, found
+    assert {*EXECUTABLES, "wbc_info"} <= found, found
     site = next(install.glob("lib/python3*/site-packages"))
     run_env = dict(env, PYTHONPATH=str(site), AMENT_PREFIX_PATH=str(install))
     # the installed node starts from the install space alone (no robot given: it says so and

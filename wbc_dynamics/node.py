@@ -6,7 +6,11 @@ Subscriptions
     ``joint_states`` (sensor_msgs/JointState) -- by name, any order, extra joints ignored.
     ``~/reference`` (trajectory_msgs/JointTrajectory) -- one point: accelerations (required),
     positions / velocities (optional, PD feedback).
-    ``odom`` (nav_msgs/Odometry) -- floating base only: base pose, twist in the child frame.
+    ``odom`` (nav_msgs/Odometry) -- floating base with ``base_state: odom``: base pose, twist in
+    the child frame.
+    ``imu`` (sensor_msgs/Imu) -- ``base_state: imu`` instead of ``odom``: angular rate, specific
+    force and (``imu_orientation``) orientation of the base, REP 145; the controller estimates
+    its base from it and the joint states (docs/node.md, "Running without odometry").
     ``~/object_odom`` (nav_msgs/Odometry) -- with ``object_urdf`` only: the object's pose and
     twist (child frame), e.g. from a motion-capture or object tracker.
 Publications
@@ -30,6 +34,9 @@ Publications
     ``~/contact_wrench/<link>`` (geometry_msgs/WrenchStamped) -- predicted contact force per
     contact link (contact methods), world axes, applied at the contact point.
     ``~/contact_markers`` (visualization_msgs/MarkerArray) -- force arrows for RViz.
+    ``~/odom`` (nav_msgs/Odometry) and ``/tf`` (tf2_msgs/TFMessage, odom_frame -> base_frame)
+    -- ``base_state: imu``: the base estimate at ``estimate_rate``
+    (:mod:`wbc_dynamics.estimate_output`: frames and covariances).
     ``/diagnostics`` (diagnostic_msgs/DiagnosticArray).
 Services
     ``~/reset_solver`` (std_srvs/Trigger) -- forget the contact solver's warm start.
@@ -67,7 +74,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String, UInt8MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -76,18 +83,23 @@ from visualization_msgs.msg import Marker, MarkerArray
 from .controller import (
     METHODS,
     MODE_CONTROL,
+    MODE_STALE_REFERENCE,
     MODE_STALE_STATE,
     RUNTIME_PARAMETERS,
     SAFE_MODES,
     ControllerConfig,
     WholeBodyController,
 )
+from .estimate_output import EstimateOutput
 from .ros_conversions import (
+    ImuParser,
     InputError,
     JointStateParser,
     OdometryParser,
     ReferenceParser,
     contact_schedule_swing_links,
+    imu_cdr_numbers,
+    imu_sample_time,
     odometry_cdr_numbers,
     preallocated_float64,
 )
@@ -173,6 +185,14 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "imu_gyro_noise": (_T.DOUBLE, 0.002, "IMU angular-rate noise std per sample [rad/s]"),
     "imu_accelerometer_noise": (_T.DOUBLE, 0.05, "IMU specific-force noise std per sample "
                                 "[m/s^2]"),
+    "estimate_rate": (_T.DOUBLE, 100.0, "base_state imu: rate [Hz] of the estimate on ~/odom "
+                      "and /tf (0 = not published)"),
+    "odom_frame": (_T.STRING, "odom", "base_state imu: frame id of the estimate's pose (the "
+                   "estimator's world frame)"),
+    "base_frame": (_T.STRING, "", "base_state imu: child frame id of the estimate (empty = the "
+                   "URDF's root link)"),
+    "publish_tf": (_T.BOOL, True, "base_state imu: also publish odom_frame -> base_frame on "
+                   "/tf (needs the tf2_msgs package)"),
     "torque_filter_cutoff": (_T.DOUBLE, 0.0, "first-order low-pass on the torques [Hz]; 0 = off"),
     "torque_rate_limit": (_T.DOUBLE_ARRAY, [0.0], "largest torque change [N m/s], one per joint "
                           "or one for all; 0 = off"),
@@ -242,6 +262,10 @@ STRUCTURAL = (
     "imu_orientation",
     "imu_gyro_noise",
     "imu_accelerometer_noise",
+    "estimate_rate",
+    "odom_frame",
+    "base_frame",
+    "publish_tf",
     "torque_filter_cutoff",
     "torque_rate_limit",
     "drive_stiffness",
@@ -282,14 +306,17 @@ class WbcControllerNode(LifecycleNode):
         self.controller: WholeBodyController | None = None
         self._active = False
         self._entities: list[Any] = []
-        self._odometry_subs: list[Any] = []  # odom, object odom: served before a tick
+        # odom (or imu), object odom: served before a tick (_take_pending_odometry)
+        self._odometry_subs: list[Any] = []
+        self._estimate_out: Any = None  # base_state imu: ~/odom and /tf (EstimateOutput)
+        self._imu_parser: ImuParser | None = None  # base_state imu (configure)
         self._hybrid_out: list[Any] = []  # hybrid drive command publishers (see configure)
         self._timers: list[Any] = []
         self.add_on_set_parameters_callback(self._on_set_parameters)
         # rejected inputs: topic -> reason -> count (InputError.reason; "invalid" for a
         # ValueError of the controller); every topic listed in /diagnostics even at 0
         self._rejected: dict[str, dict[str, int]] = {
-            t: {} for t in ("joint_states", "reference", "odom", "object_odom",
+            t: {} for t in ("joint_states", "reference", "odom", "imu", "object_odom",
                             "contact_schedule", "parameters", "robot_description")
         }
         self._last_reject = ""
@@ -383,6 +410,9 @@ class WbcControllerNode(LifecycleNode):
                 v = self._param(nm)
                 if not (math.isfinite(v) and v > 0.0):
                     raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
+            v = self._param("estimate_rate")
+            if not (math.isfinite(v) and v >= 0.0):
+                raise ValueError(f"estimate_rate: must be finite and >= 0 (0 = off), got {v!r}")
             ctl = WholeBodyController(self._config(),
                                       progress=lambda line: self.get_logger().info(line))
         except Exception as exc:  # noqa: BLE001 - any failure = a failed transition, logged
@@ -483,8 +513,33 @@ class WbcControllerNode(LifecycleNode):
             JointTrajectory, "~/reference", g(self._on_reference), cmd_qos))
         # odometry arrives serialized (raw): its message object (two 36-entry covariance
         # arrays, nine nested messages) cost 38 us to build at every tick, the fields the
-        # controller reads are 13 doubles at known offsets (_take_odometry)
-        if ctl.floating_base:
+        # controller reads are 13 doubles at known offsets (_take_odometry); the IMU likewise
+        # (imu_cdr_numbers). base_state imu: the IMU takes odom's place (no odom subscription)
+        self._imu_parser = None
+        self._imu_t = -math.inf  # [s] time of the last accepted IMU sample (imu_sample_time)
+        self._imu_repeats = 0  # samples repeated with the same stamp (a paused simulator)
+        self._imu_lag: tuple[float, float] | None = None  # (last, max) [s] arrival - stamp
+        self._imu_cov = np.zeros((3, 3))  # the last accepted sample's orientation covariance
+        self._imu_cov_ok = False
+        self._estimate_out = None
+        self._safe_damping = cfg.safe_mode == "damping"  # (kept up to date: parameters)
+        if ctl.floating_base and cfg.base_state == "imu":
+            self._imu_parser = ImuParser(bool(cfg.imu_orientation))
+            self._odometry_subs.append(self.create_subscription(
+                Imu, "imu", g(self._on_imu), state_qos, raw=True))
+            rate = float(self._param("estimate_rate"))
+            if rate > 0.0:
+                self._estimate_out = EstimateOutput(
+                    self, str(self._param("odom_frame")),
+                    str(self._param("base_frame")) or ctl.model.root_link, rate,
+                    bool(self._param("publish_tf")), float(cfg.imu_gyro_noise),
+                    float(cfg.sensing_base_orientation_noise))
+                self._entities += self._estimate_out.entities
+                if self._param("publish_tf") and self._estimate_out.pub_tf is None:
+                    self.get_logger().warning(
+                        f"publish_tf: no /tf, {self._estimate_out.tf_state}; the estimate is on "
+                        "~/odom")
+        elif ctl.floating_base:
             self._odometry_subs.append(self.create_subscription(
                 Odometry, "odom", g(self._on_odom), state_qos, raw=True))
         if ctl.has_object:
@@ -563,6 +618,8 @@ class WbcControllerNode(LifecycleNode):
         self._entities = []
         self._hybrid_out = []
         self._odometry_subs = []
+        self._estimate_out = None
+        self._imu_parser = None
         self._pub_wrench = {}
         self._pub_markers = None
         self.controller = None
@@ -711,6 +768,8 @@ class WbcControllerNode(LifecycleNode):
                 ctl.set_parameters(updates)
             except ValueError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
+            if "safe_mode" in updates:
+                self._safe_damping = updates["safe_mode"] == "damping"
             self.get_logger().info(f"parameters updated: {sorted(updates)}")
         return SetParametersResult(successful=True)
 
@@ -804,6 +863,45 @@ class WbcControllerNode(LifecycleNode):
     def _on_odom(self, msg: Odometry | bytes) -> None:
         if self.controller is not None:
             self._take_odometry("odom", msg, self._odom_parser, self.controller.set_base_state)
+
+    def _on_imu(self, msg: Imu | bytes) -> None:
+        """``base_state: imu``: a validated IMU sample to the controller at its header stamp
+        (:func:`imu_sample_time`: the node's clock at arrival for a zero stamp; a repeated stamp
+        is skipped and counted as ``imu_repeated_samples``), or a counted rejection.
+
+        ``msg`` is the serialized message (the subscription is raw): little-endian classic CDR
+        is read in place (imu_cdr_numbers), another encapsulation deserialized by the rmw
+        first, a buffer it cannot deserialize rejected as ``malformed``."""
+        ctl = self.controller
+        if ctl is None:
+            return
+        parser = self._imu_parser
+        now = self._now()
+        try:
+            parsed = imu_cdr_numbers(msg) if isinstance(msg, bytes) else None
+            if parsed is not None:
+                stamp, numbers = parsed
+                w, a, quat = parser.parse_cdr_numbers(numbers)
+            else:
+                if isinstance(msg, bytes):
+                    msg = _deserialized(msg, Imu, "imu")
+                stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+                w, a, quat = parser.parse(msg)
+            t = imu_sample_time(stamp, now, self._imu_t, ctl.state_timeout)
+            if t is None:
+                self._imu_repeats += 1
+                return
+            ctl.set_imu(w, a, quat, t)
+        except ValueError as exc:
+            self._reject("imu", exc)
+            return
+        self._imu_t = t
+        if parser.has_orientation_covariance:
+            self._imu_cov[:] = parser.orientation_covariance
+        self._imu_cov_ok = parser.has_orientation_covariance
+        lag = now - t
+        prev = self._imu_lag
+        self._imu_lag = (lag, lag if prev is None else max(prev[1], lag))
 
     def _on_object_odom(self, msg: Odometry | bytes) -> None:
         if self.controller is not None:
@@ -909,6 +1007,17 @@ class WbcControllerNode(LifecycleNode):
             self._pub_js.publish(self._js_msg)
         if out.mode != MODE_CONTROL:
             self.get_logger().warning(f"safe command: {out.mode}", throttle_duration_sec=1.0)
+        est_out = self._estimate_out
+        # the estimate advanced in this tick: a tick that ran the inverse dynamics (control, or
+        # the damping safe mode) on a fresh state
+        if (est_out is not None and (out.mode == MODE_CONTROL or (
+                out.mode == MODE_STALE_REFERENCE and self._safe_damping))
+                and ctl.base_estimator.initialized and est_out.due(now)):
+            stamp = self._state_stamp
+            if stamp is None or stamp == (0, 0):
+                stamp = self.get_clock().now().seconds_nanoseconds()
+            est_out.publish(ctl.base_estimator, now, stamp,
+                            self._imu_cov if self._imu_cov_ok else None)
         if (
             self._pub_markers is not None
             and len(out.contact_ids)
@@ -1047,6 +1156,17 @@ class WbcControllerNode(LifecycleNode):
         if self._ref_lag is not None:
             kv["reference_stamp_lag_s"] = f"{self._ref_lag[0]:.4f}"
             kv["reference_stamp_lag_max_s"] = f"{self._ref_lag[1]:.4f}"
+        if self._imu_parser is not None:  # base_state imu
+            kv["imu_repeated_samples"] = str(self._imu_repeats)
+            kv["imu_quaternion_renormalized"] = str(self._imu_parser.renormalized)
+            if self._imu_lag is not None:
+                kv["imu_stamp_lag_s"] = f"{self._imu_lag[0]:.4f}"
+                kv["imu_stamp_lag_max_s"] = f"{self._imu_lag[1]:.4f}"
+            est = ctl.base_estimator
+            kv["estimate_initialized"] = str(est.initialized)
+            out_est = self._estimate_out
+            kv["estimate_published"] = str(out_est.count) if out_est is not None else "off"
+            kv["estimate_tf"] = out_est.tf_state if out_est is not None else "off"
         st.values = [KeyValue(key=k, value=v) for k, v in kv.items()]
         arr = DiagnosticArray()
         arr.header.stamp = self.get_clock().now().to_msg()

@@ -16,7 +16,11 @@ Bounds (``docs/node.md``, "Input validation"): a value is accepted only if it is
 * base position: ``|p_i| <= MAX_BASE_POSITION`` (m);
 * base orientation: a quaternion with ``| |q| - 1 | <= QUATERNION_NORM_TOLERANCE`` is renormalised
   (counted by :class:`OdometryParser` when the deviation exceeds ``QUATERNION_NORM_SILENT``), a
-  larger deviation is rejected.
+  larger deviation is rejected;
+* IMU (:class:`ImuParser`): angular rate ``|w_i| <= MAX_IMU_ANGULAR_RATE`` (rad/s), specific force
+  ``|f_i| <= MAX_IMU_ACCELERATION`` (m/s^2), orientation as the base orientation; a field the
+  message marks as not provided (REP 145: its covariance's element 0 is -1) is rejected when the
+  estimator needs it.
 """
 
 from __future__ import annotations
@@ -31,10 +35,14 @@ from numba import njit
 
 __all__ = [
     "CDR_LITTLE_ENDIAN",
+    "IMU_CDR_DOUBLES",
+    "ImuParser",
     "InputError",
     "JointStateParser",
     "MAX_ACCELERATION",
     "MAX_BASE_POSITION",
+    "MAX_IMU_ACCELERATION",
+    "MAX_IMU_ANGULAR_RATE",
     "MAX_UNLIMITED_POSITION",
     "MAX_VELOCITY",
     "ODOMETRY_CDR_DOUBLES",
@@ -45,6 +53,8 @@ __all__ = [
     "ReferenceParser",
     "contact_schedule_swing_links",
     "float64_view",
+    "imu_cdr_numbers",
+    "imu_sample_time",
     "joint_position_bounds",
     "odometry_cdr_numbers",
     "odometry_to_base",
@@ -67,6 +77,11 @@ MAX_VELOCITY = 1e4
 MAX_ACCELERATION = 1e6
 #: |p_i| bound of the base position [m] (1000 km; float64 spacing there is 1e-10 m).
 MAX_BASE_POSITION = 1e6
+#: |w_i| bound of an IMU's angular rate [rad/s] (5700 deg/s: above any MEMS gyro's range).
+MAX_IMU_ANGULAR_RATE = 100.0
+#: |f_i| bound of an IMU's specific force [m/s^2] (100 g: above a legged robot's impacts as a
+#: MEMS accelerometer's range measures them).
+MAX_IMU_ACCELERATION = 1000.0
 #: Base quaternions within this distance of unit norm are renormalised, beyond it rejected.
 QUATERNION_NORM_TOLERANCE = 1e-3
 #: Renormalisations larger than this (float32 round-off) are counted by OdometryParser.
@@ -547,3 +562,164 @@ def contact_schedule_swing_links(data: Sequence[int], links: Sequence[str]) -> l
             f"contact_schedule.data: entries must be 0 (swing) or 1 (stance); bad for {bad}",
         )
     return [ln for ln, m in zip(links, mask, strict=True) if m == 0]
+
+
+#: sensor_msgs/Imu after its header: orientation (4), orientation_covariance (9),
+#: angular_velocity (3), angular_velocity_covariance (9), linear_acceleration (3),
+#: linear_acceleration_covariance (9), all float64
+IMU_CDR_DOUBLES = 37
+_IMU_ORIENTATION, _IMU_ORIENTATION_COV = slice(0, 4), slice(4, 13)
+_IMU_ANGULAR, _IMU_ANGULAR_COV0 = slice(13, 16), 16
+_IMU_LINEAR, _IMU_LINEAR_COV0 = slice(25, 28), 28
+
+
+def imu_cdr_numbers(data: bytes) -> tuple[tuple[int, int], np.ndarray] | None:
+    """(header.stamp (sec, nanosec), the :data:`IMU_CDR_DOUBLES` float64 fields as a read-only
+    view into ``data``) of a serialized sensor_msgs/Imu, or None if ``data`` is not
+    little-endian classic CDR or too short for its own frame name (the caller then deserializes
+    it the general way). Layout as :func:`odometry_cdr_numbers`' with one string."""
+    if data[:2] != CDR_LITTLE_ENDIAN or len(data) < 16:
+        return None
+    size = len(data)
+    pos = 16 + int.from_bytes(data[12:16], "little")  # after header.frame_id
+    pos += -(pos - 4) % 8
+    if pos + 8 * IMU_CDR_DOUBLES > size:
+        return None
+    stamp = (int.from_bytes(data[4:8], "little", signed=True), int.from_bytes(data[8:12], "little"))
+    return stamp, np.frombuffer(data, dtype="<f8", count=IMU_CDR_DOUBLES, offset=pos)
+
+
+class ImuParser:
+    """sensor_msgs/Imu -> (angular velocity (3,) [rad/s], specific force (3,) [m/s^2],
+    orientation (4,) xyzw or None), the conventions of REP 145 and of
+    :meth:`WholeBodyController.set_imu`: every vector in the IMU's frame, which must be the
+    robot's base frame (the message's ``header.frame_id`` is not read: an IMU mounted elsewhere or
+    rotated needs its driver, or a relay, to express its data in the base frame); the
+    accelerometer's specific force (+9.81 m/s^2 up at rest, not gravity-compensated); the
+    orientation world-from-IMU.
+
+    ``orientation``: the estimator uses the IMU's own orientation output (``imu_orientation:
+    true``). Then a message marking it as not provided (``orientation_covariance[0] == -1``,
+    REP 145) is rejected (``no_orientation``), and the quaternion must have unit norm within
+    ``QUATERNION_NORM_TOLERANCE`` (renormalised; all zeros -- an IMU without orientation that
+    left it unset -- is rejected, ``quaternion_norm``). Without it the orientation fields are
+    ignored and None is returned.
+
+    Raises :class:`InputError` naming the field and axis: ``no_data`` for an angular velocity or
+    linear acceleration marked as not provided (covariance element 0 = -1), ``non_finite``,
+    ``out_of_range`` (``MAX_IMU_ANGULAR_RATE``, ``MAX_IMU_ACCELERATION``), ``quaternion_norm``.
+    The covariances are not validated (the estimator uses its own noise model):
+    :attr:`orientation_covariance` holds the last message's (3, 3) orientation covariance
+    [rad^2] and :attr:`has_orientation_covariance` whether it is usable (finite, symmetric
+    diagonal >= 0 and not all zero). Outputs are this object's buffers.
+    """
+
+    def __init__(self, orientation: bool) -> None:
+        self.orientation_used = bool(orientation)
+        self.angular_velocity = np.zeros(3)
+        self.linear_acceleration = np.zeros(3)
+        self.orientation = np.array([0.0, 0.0, 0.0, 1.0])
+        self.orientation_covariance = np.zeros((3, 3))
+        self.has_orientation_covariance = False
+        self.renormalized = 0
+        self._rate_bounds = (np.full(3, -MAX_IMU_ANGULAR_RATE), np.full(3, MAX_IMU_ANGULAR_RATE))
+        self._accel_bounds = (np.full(3, -MAX_IMU_ACCELERATION), np.full(3, MAX_IMU_ACCELERATION))
+        self._quat_bounds = (np.full(4, -1e3), np.full(4, 1e3))
+        self._cov = np.zeros(9)
+        self._cov_bytes = b""  # the orientation covariance last judged (an IMU's is constant)
+
+    def parse(self, msg: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """From a message object (or anything with its fields)."""
+        try:
+            self._cov[:] = msg.orientation_covariance
+            cov_w0 = float(msg.angular_velocity_covariance[0])
+            cov_a0 = float(msg.linear_acceleration_covariance[0])
+            for buf, obj in ((self.angular_velocity, msg.angular_velocity),
+                             (self.linear_acceleration, msg.linear_acceleration)):
+                for i, ax in enumerate(_XYZ):
+                    buf[i] = float(getattr(obj, ax))
+            if self.orientation_used:
+                o = msg.orientation
+                for i, ax in enumerate(_XYZW):
+                    self.orientation[i] = float(getattr(o, ax))
+        except (TypeError, ValueError, IndexError) as exc:
+            raise InputError("bad_value", f"imu: a field is not a number ({exc})") from None
+        return self._validated(cov_w0, cov_a0)
+
+    def parse_cdr_numbers(
+        self, numbers: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """From :func:`imu_cdr_numbers` of the serialized message."""
+        self._cov[:] = numbers[_IMU_ORIENTATION_COV]
+        self.angular_velocity[:] = numbers[_IMU_ANGULAR]
+        self.linear_acceleration[:] = numbers[_IMU_LINEAR]
+        if self.orientation_used:
+            self.orientation[:] = numbers[_IMU_ORIENTATION]
+        return self._validated(float(numbers[_IMU_ANGULAR_COV0]), float(numbers[_IMU_LINEAR_COV0]))
+
+    def _validated(self, cov_w0: float, cov_a0: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        for field, cov0 in (("angular_velocity", cov_w0), ("linear_acceleration", cov_a0)):
+            if cov0 == -1.0:
+                raise InputError("no_data", f"imu.{field}: marked as not provided ({field}_"
+                                 "covariance[0] = -1, REP 145); the base estimator needs it")
+        _check_range(self.angular_velocity, *self._rate_bounds, "imu.angular_velocity", _XYZ,
+                     "rad/s (MAX_IMU_ANGULAR_RATE)", kind="axis")
+        _check_range(self.linear_acceleration, *self._accel_bounds, "imu.linear_acceleration",
+                     _XYZ, "m/s^2 (MAX_IMU_ACCELERATION)", kind="axis")
+        if not self.orientation_used:
+            return self.angular_velocity, self.linear_acceleration, None
+        cov = self._cov
+        if cov[0] == -1.0:
+            raise InputError("no_orientation", "imu.orientation: marked as not provided "
+                             "(orientation_covariance[0] = -1, REP 145); with imu_orientation: "
+                             "true the estimator needs it (set imu_orientation: false to "
+                             "integrate the angular rate instead)")
+        q = self.orientation
+        _check_range(q, *self._quat_bounds, "imu.orientation", _XYZW, "", kind="axis")
+        nq = math.sqrt(float(q @ q))
+        dev = abs(nq - 1.0)
+        if dev > QUATERNION_NORM_TOLERANCE:
+            raise InputError(
+                "quaternion_norm",
+                f"imu.orientation: quaternion norm {nq:.9g} differs from 1 by more than "
+                f"{QUATERNION_NORM_TOLERANCE:g} (an IMU without an orientation output marks it "
+                "with orientation_covariance[0] = -1; then set imu_orientation: false)")
+        if dev > QUATERNION_NORM_SILENT:
+            self.renormalized += 1
+        q /= nq
+        raw = cov.tobytes()
+        if raw != self._cov_bytes:  # judged again only when it changed
+            self._cov_bytes = raw
+            c = cov.reshape(3, 3)
+            usable = bool(np.all(np.isfinite(cov)) and np.all(np.diagonal(c) >= 0.0)
+                          and np.any(c != 0.0) and np.array_equal(c, c.T))
+            if usable:
+                self.orientation_covariance[:] = c
+            self.has_orientation_covariance = usable
+        return self.angular_velocity, self.linear_acceleration, self.orientation
+
+
+def imu_sample_time(stamp: tuple[int, int], now: float, previous: float,
+                    future_tolerance: float) -> float | None:
+    """The time [s] on the node's clock of an IMU sample stamped ``stamp`` (header.stamp (sec,
+    nanosec)) that arrived at ``now`` [s]: the stamp itself (the estimator integrates over the
+    stamps' differences, and the sample's age is measured from it), or ``now`` for a zero stamp
+    (an unstamped driver). ``previous``: the time of the last accepted sample (-inf: none).
+
+    Returns None for a repeated sample (the same time as ``previous``: a simulator re-sending
+    its paused state). Raises InputError ``future_stamp`` for a stamp more than
+    ``future_tolerance`` [s] ahead of ``now`` (another clock: a sample that stopped would look
+    fresh until the node's clock caught up with it) and ``stamp_order`` for one before
+    ``previous``."""
+    sec, nanosec = stamp
+    t = now if sec == 0 and nanosec == 0 else sec + 1e-9 * nanosec
+    if t == previous:
+        return None
+    if t > now + future_tolerance:
+        raise InputError("future_stamp", f"imu.header.stamp: {t:.9f} s is {t - now:.6f} s ahead "
+                         f"of the node's clock (more than {future_tolerance:g} s: another clock?)")
+    if t < previous:
+        raise InputError("stamp_order", f"imu.header.stamp: {t:.9f} s is before the previous "
+                         f"sample's {previous:.9f} s")
+    return t

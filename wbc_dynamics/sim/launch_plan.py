@@ -36,6 +36,8 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
      "(empty: the robot config's; > 0: the controller sends the hybrid drive command)"),
     ("drive_damping", "", "controller drive_damping [N m s/rad], one value for every joint "
      "(empty: the robot config's)"),
+    ("base_state", "odom", "the controller's floating base state: odom (the simulator's exact "
+     "odom) | imu (estimated from the simulator's imu and the joint states; floating base only)"),
     ("namespace", "", "namespace of the simulator, controller and reference"),
 )
 
@@ -89,6 +91,11 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     sim_rate = float(a["sim_rate"])
     if a["drive"] not in ("effort", "hybrid"):
         raise ValueError(f"drive: expected effort | hybrid, got {a['drive']!r}")
+    if a["base_state"] not in ("odom", "imu"):
+        raise ValueError(f"base_state: expected odom | imu, got {a['base_state']!r}")
+    floating = robot == "quadruped" if bundled else bool(setup.controller.floating_base)
+    if a["base_state"] == "imu" and not floating:
+        raise ValueError(f"base_state: imu needs a floating-base robot ({robot} has a fixed base)")
     sim_params = {
         "friction": friction, "ground": a["ground"], "mode": a["mode"],
         "sim_rate": sim_rate, "real_time_factor": float(a["real_time_factor"]),
@@ -109,6 +116,8 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     sim = NodePlan("wbc_sim", "wbc_dynamics.sim.sim_node", "wbc_sim", [sim_params])
     overrides: dict = {"use_sim_time": True, "method": method, "friction": mu,
                        "control_rate": sim_rate}
+    if floating:
+        overrides["base_state"] = a["base_state"]
     for gain in ("kp", "kd", "drive_stiffness", "drive_damping"):
         if a[gain].strip():
             overrides[gain] = [float(a[gain])]

@@ -67,6 +67,14 @@ Publications
     ``odom`` (nav_msgs/Odometry) -- floating base only: pose of the base link in ``world_frame``,
     twist in the child (base) frame, as the controller expects. Published before
     ``joint_states`` of the same step.
+    ``ground_truth/odom`` (nav_msgs/Odometry) -- floating base only: the same message (the
+    plant's exact base state), for comparing an estimate with it whatever ``odom`` is used for.
+    ``imu`` (sensor_msgs/Imu) -- floating base only: the IMU at the base frame (:class:`SimImu`:
+    angular rate, specific force, orientation, REP 145, frame ``base_frame``), with the noise of
+    the ``imu_*`` parameters (default 0: exact), sampled at every state, stamped with its time
+    and published with it (re-sent with it), before ``joint_states``: a controller estimating
+    its base (``base_state: imu``) gets the IMU of state k with state k, as it gets ``odom``.
+    These two are published only while they have a subscriber (each costs ~20 us a step).
     ``object_odom_topic`` (nav_msgs/Odometry, default ``wbc_controller/object_odom``: the
     controller's ``~/object_odom``) -- a robot configuration with ``object_urdf``: the object's
     pose in ``world_frame`` and twist in its own frame, before ``joint_states``. The object is
@@ -110,7 +118,10 @@ points -- come from it, as the controller loads them), ``urdf_path`` /
 ``lockstep_timeout`` [s wall] (1.0), ``resend_period``
 [s wall] (0.1), ``start_paused`` (true), ``duration`` [s simulated] (0 = unlimited; the
 simulation then stops stepping and keeps publishing diagnostics), ``stamped_command_topic``,
-``diagnostics_rate`` [Hz wall] (1), ``friction`` ("high" | "low" | number as text), ``ground``
+``diagnostics_rate`` [Hz wall] (1), ``imu_gyro_noise`` [rad/s], ``imu_gyro_bias`` [rad/s],
+``imu_accelerometer_noise`` [m/s^2], ``imu_orientation_noise`` [rad] (0, 0, 0, 0; typical MEMS
+values: 0.002, 0.002, 0.05, 0.0035 -- :meth:`~wbc_dynamics.sim.imperfections.Imperfections.
+realistic`), ``imu_seed`` (0), ``friction`` ("high" | "low" | number as text), ``ground``
 ("rigid" | "compliant"), ``ground_height`` [m] (0), ``publish_clock`` (true),
 ``publish_every`` (realtime: publish state every N steps, 1), ``world_frame`` ("world"),
 ``base_frame`` (the URDF root link), ``with_box`` (arm: add the grasped box, false),
@@ -128,7 +139,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["DRIVES", "INTERFACES", "Drives", "SimNode", "main"]
+__all__ = ["DRIVES", "INTERFACES", "Drives", "SimImu", "SimNode", "main"]
 
 
 MODES = ("realtime", "lockstep")
@@ -247,6 +258,95 @@ class Drives:
         return tau.copy()
 
 
+def _quat_rot(q: np.ndarray) -> np.ndarray:
+    """World-from-body rotation matrix of the unit quaternion ``q`` (xyzw)."""
+    x, y, z, w = (float(c) for c in q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def _rotvec_quat(r: np.ndarray) -> np.ndarray:
+    th = float(np.linalg.norm(r))
+    if th < 1e-12:
+        return np.array([0.5 * r[0], 0.5 * r[1], 0.5 * r[2], 1.0])
+    s = math.sin(0.5 * th) / th
+    return np.array([r[0] * s, r[1] * s, r[2] * s, math.cos(0.5 * th)])
+
+
+class SimImu:
+    """The simulated robot's IMU, at the base frame (ROS-free; :class:`SimNode` publishes it).
+
+    A sample of the base state at time ``t`` [s] -- position and orientation ``q`` (7,)
+    (world, quaternion xyzw), twist ``v`` (6,) in the base frame -- is
+
+    * angular rate [rad/s, base frame]: ``v[3:6] + b + n_g``, ``b`` a constant bias drawn once
+      per run (std ``gyro_bias``), ``n_g`` white noise (std ``gyro_noise``);
+    * specific force [m/s^2, base frame]: ``R^T ((v_w(t) - v_w(t_prev)) / (t - t_prev) + g_up) +
+      n_a`` with ``v_w = R v[0:3]`` the base's world velocity, ``t_prev`` the previous sample's
+      time (the mean acceleration since the last sample, as an accelerometer's anti-alias filter
+      averages it), ``g_up = (0, 0, 9.81)``; the first sample: at rest;
+    * orientation (world-from-base, xyzw): ``q[3:7]`` rotated by a white rotation vector noise
+      (std ``orientation_noise`` per axis, the IMU's own AHRS error).
+
+    The same as :meth:`wbc_dynamics.sim.imperfections.Sensing` simulates in the in-process loop.
+    A sample at the time of the previous one (a re-sent state) returns that sample again.
+    """
+
+    GRAVITY = 9.81
+
+    def __init__(self, gyro_noise: float = 0.0, gyro_bias: float = 0.0,
+                 accelerometer_noise: float = 0.0, orientation_noise: float = 0.0,
+                 seed: int = 0) -> None:
+        for name, x in (("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
+                        ("imu_accelerometer_noise", accelerometer_noise),
+                        ("imu_orientation_noise", orientation_noise)):
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
+                raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+        self.gyro_noise = float(gyro_noise)
+        self.accelerometer_noise = float(accelerometer_noise)
+        self.orientation_noise = float(orientation_noise)
+        self.rng = np.random.default_rng(int(seed))
+        #: [rad/s] the gyro's bias of this run (base frame)
+        self.gyro_bias = self.rng.normal(0.0, gyro_bias, 3) if gyro_bias > 0.0 else np.zeros(3)
+        self._t = -math.inf
+        self._vw = np.zeros(3)
+        self._sample: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def sample(self, t: float, q: np.ndarray, v: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(angular rate (3,) [rad/s], specific force (3,) [m/s^2], orientation (4,) xyzw) of the
+        base state ``q`` (7,), ``v`` (6,) at ``t`` [s] (class docstring)."""
+        if t == self._t and self._sample is not None:
+            return self._sample
+        quat = np.asarray(q[3:7], dtype=float)
+        R = _quat_rot(quat)
+        vw = R @ np.asarray(v[0:3], dtype=float)
+        accel_w = np.array([0.0, 0.0, self.GRAVITY])
+        if self._sample is not None and t > self._t:
+            accel_w += (vw - self._vw) / (t - self._t)
+        self._t, self._vw = t, vw
+        rng = self.rng
+        gyro = np.asarray(v[3:6], dtype=float) + self.gyro_bias
+        accel = R.T @ accel_w
+        if self.gyro_noise > 0.0:
+            gyro = gyro + rng.normal(0.0, self.gyro_noise, 3)
+        if self.accelerometer_noise > 0.0:
+            accel = accel + rng.normal(0.0, self.accelerometer_noise, 3)
+        if self.orientation_noise > 0.0:
+            quat = _quat_mul(quat, _rotvec_quat(rng.normal(0.0, self.orientation_noise, 3)))
+            quat = quat / np.linalg.norm(quat)
+        self._sample = (gyro, accel, quat.copy())
+        return self._sample
+
+
 def _stamp_ns(stamp) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
@@ -262,7 +362,7 @@ def _make_node_class():
     from rclpy.parameter import Parameter
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
-    from sensor_msgs.msg import JointState
+    from sensor_msgs.msg import Imu, JointState
     from std_msgs.msg import Float64, Float64MultiArray
 
     from ..robots import ROBOT_NAMES, robot_info, robot_path
@@ -312,6 +412,12 @@ def _make_node_class():
                 # a configuration's object (object_urdf): held in place this long [s simulated]
                 "object_hold": 0.0,
                 "object_odom_topic": "wbc_controller/object_odom",
+                # the IMU's noise (std) [rad/s, rad/s, m/s^2, rad] and its random seed
+                "imu_gyro_noise": 0.0,
+                "imu_gyro_bias": 0.0,
+                "imu_accelerometer_noise": 0.0,
+                "imu_orientation_noise": 0.0,
+                "imu_seed": 0,
             }
             for k, v in decl.items():
                 # floating_base / friction accept text or bool / number
@@ -494,6 +600,21 @@ def _make_node_class():
             self.pub_clock = self.create_publisher(Clock, "/clock", 10)
             self.pub_js = self.create_publisher(JointState, "joint_states", qos_state)
             self.pub_odom = self.create_publisher(Odometry, "odom", qos_state) if floating else None
+            self.pub_truth = (self.create_publisher(Odometry, "ground_truth/odom", qos_state)
+                              if floating else None)
+            self.pub_imu = self.create_publisher(Imu, "imu", qos_state) if floating else None
+            self.imu = SimImu(*(float(p[f"imu_{k}"]) for k in (
+                "gyro_noise", "gyro_bias", "accelerometer_noise", "orientation_noise")),
+                seed=int(p["imu_seed"]))
+            # the IMU message, built once (REP 145: the covariances' diagonals are the noise
+            # variances; zero = exact)
+            self._imu_msg = Imu()
+            self._imu_msg.header.frame_id = self.base_frame
+            for cov, var in ((self._imu_msg.orientation_covariance, self.imu.orientation_noise),
+                             (self._imu_msg.angular_velocity_covariance, self.imu.gyro_noise),
+                             (self._imu_msg.linear_acceleration_covariance,
+                              self.imu.accelerometer_noise)):
+                cov[0] = cov[4] = cov[8] = var * var
             self.pub_object_odom = (None if self.object_name is None else self.create_publisher(
                 Odometry, str(p["object_odom_topic"]), qos_state))
             self.pub_wrench = {
@@ -765,7 +886,20 @@ def _make_node_class():
             q, v = self.plant.get_state()
             o, ov = (7, 6) if self.floating else (0, 0)
             if self.pub_odom is not None:  # before joint_states: the controller ticks on those
-                self.pub_odom.publish(self._odometry(stamp, self.base_frame, q, v))
+                od = self._odometry(stamp, self.base_frame, q, v)
+                self.pub_odom.publish(od)
+                # (sampled at every state, published to subscribers only: ~20 us a step)
+                if self.pub_truth.get_subscription_count():
+                    self.pub_truth.publish(od)
+                gyro, accel, quat = self.imu.sample(self.plant.time, q[:7], v[:6])
+                if self.pub_imu.get_subscription_count():
+                    m = self._imu_msg
+                    m.header.stamp = stamp
+                    av, la, mo = m.angular_velocity, m.linear_acceleration, m.orientation
+                    av.x, av.y, av.z = (float(x) for x in gyro)
+                    la.x, la.y, la.z = (float(x) for x in accel)
+                    mo.x, mo.y, mo.z, mo.w = (float(x) for x in quat)
+                    self.pub_imu.publish(m)
             if self.pub_object_odom is not None:  # likewise
                 bq, bv = self.plant.free_body_state(self.object_name)
                 self.pub_object_odom.publish(self._odometry(stamp, self.object_name, bq, bv))
