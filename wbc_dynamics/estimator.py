@@ -85,16 +85,17 @@ class EstimatorData(NamedTuple):
     (its link frame's origin), ``foot_r`` (L, 3) the anchor in that body's frame [m]; their
     contact geometry ``sole_foot`` (P,) int64 foot of each contact sphere, ``sole_body`` (P,),
     ``sole_r`` (P, 3) its centre in the body's frame [m], ``sole_radius`` (P,) [m]; ``params``
-    (12,): accelerometer,
+    (13,): accelerometer,
     kinematic position, contact velocity, contact drift, swing drift, ground height noise
     (std), ground height [m], Mahony gain [rad/s per unit tilt error], gravity [m/s^2], joint
     velocity noise [rad/s], use the IMU's orientation (1) or the gyro (0), joint position noise
-    [rad] (with a point's lever arm, part of its kinematic noise).
+    [rad] (with a point's lever arm, part of its kinematic noise), trust ramp [s].
 
     State: ``x`` (6 + 3L,) = [p (3) world [m], v (3) world [m/s], c_1 .. c_L (3 each) the
     feet's anchors, world [m]]; ``P`` (n, n) its covariance; ``quat`` (4,) world-from-base
     orientation, xyzw; ``omega`` (3,) [rad/s] base angular velocity (base frame); ``stance``
-    (L,) bool per foot (input of each update); ``initialized`` (1,) bool.
+    (L,) bool per foot (input of each update); ``stance_time`` (L,) [s] how long each foot has
+    been in stance; ``initialized`` (1,) bool.
 
     Workspace: kinematics buffers (``q0``, ``v0``, ``Xup``, ``Rw``, ``pw``, ``Rtmp``, ``vel``,
     ``acc``, ``joint_twist``, ``P3``, ``Jfull``, ``r_base`` (L, 3), ``J_lin`` (L, 3, nv), ``bias``
@@ -116,6 +117,7 @@ class EstimatorData(NamedTuple):
     quat: np.ndarray
     omega: np.ndarray
     stance: np.ndarray
+    stance_time: np.ndarray
     initialized: np.ndarray
     q0: np.ndarray
     v0: np.ndarray
@@ -215,7 +217,7 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
     sa, sk, sv, sd, ss, sh = prm[0], prm[1], prm[2], prm[3], prm[4], prm[5]
     ground, kgain, g, sqd = prm[6], prm[7], prm[8], prm[9]
     use_imu_quat = prm[10] > 0.5
-    sqp = prm[11]
+    sqp, ramp = prm[11], prm[12]
     L = e.foot_body.shape[0]
     n = e.x.shape[0]
     # -- orientation
@@ -339,7 +341,11 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
     m = np.int64(0)  # typed, not a literal: one compiled callee
     for i in range(L):
         if not e.stance[i]:
+            e.stance_time[i] = 0.0
             continue
+        e.stance_time[i] += dt
+        trust = 1.0 if ramp <= 0.0 else min(max(e.stance_time[i] / ramp, 0.01), 1.0)
+        inflate = 1.0 / (trust * trust)
         rb0, rb1, rb2 = e.r_base[i, 0], e.r_base[i, 1], e.r_base[i, 2]
         # the point's velocity relative to the base, base frame: w x r + J qd (+ noise)
         w0, w1, w2 = e.omega[0], e.omega[1], e.omega[2]
@@ -359,20 +365,20 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
             e.H[m, a] = -1.0
             e.H[m, 6 + 3 * i + a] = 1.0
             e.z[m] = R[a, 0] * rb[0] + R[a, 1] * rb[1] + R[a, 2] * rb[2]
-            e.Rm[m] = sk * sk + (sqp * lever) ** 2
+            e.Rm[m] = (sk * sk + (sqp * lever) ** 2) * inflate
             m += 1
         for a in range(3):  # v = -R (w x r + J qd)
             for k in range(n):
                 e.H[m, k] = 0.0
             e.H[m, 3 + a] = 1.0
             e.z[m] = e.roll[i, a] - (R[a, 0] * rv[0] + R[a, 1] * rv[1] + R[a, 2] * rv[2])
-            e.Rm[m] = sv * sv + (sqd * lever) ** 2
+            e.Rm[m] = (sv * sv + (sqd * lever) ** 2) * inflate
             m += 1
         for k in range(n):  # c_i,z = ground + lift: the lowest sole point on the ground
             e.H[m, k] = 0.0
         e.H[m, 6 + 3 * i + 2] = 1.0
         e.z[m] = ground + e.lift[i]
-        e.Rm[m] = sh * sh
+        e.Rm[m] = sh * sh * inflate
         m += 1
     if m == 0:
         return 0
@@ -429,19 +435,25 @@ class BaseEstimator:
         ground_height: [m] height of the ground plane.
         orientation: "imu" (the IMU's own orientation output) or "gyro" (integrated rate with
             an accelerometer tilt correction of gain ``tilt_gain`` [rad/s]).
+        trust_ramp: [s] a foot's measurements are trusted gradually over this time after it
+            enters stance (their variance divided by (t / trust_ramp)^2): a touchdown's impact
+            and the schedule's timing make the first milliseconds of a stance unreliable.
 
     :meth:`for_contact_model` takes the feet and spheres from a contact model.
     """
 
     def __init__(self, model: RobotModel, feet, sole_foot, sole_bodies, sole_centres,
                  sole_radii, noise: EstimatorNoise | None = None, ground_height: float = 0.0,
-                 orientation: str = "imu", tilt_gain: float = 1.0) -> None:
+                 orientation: str = "imu", tilt_gain: float = 1.0,
+                 trust_ramp: float = 0.03) -> None:
         if not model.floating_base:
             raise ValueError("BaseEstimator: needs a floating-base model")
         if orientation not in ("imu", "gyro"):
             raise ValueError(f"orientation: {orientation!r} is not one of ['imu', 'gyro']")
-        if not (math.isfinite(ground_height) and math.isfinite(tilt_gain) and tilt_gain >= 0.0):
-            raise ValueError("ground_height, tilt_gain: must be finite (tilt_gain >= 0)")
+        if not (math.isfinite(ground_height) and math.isfinite(tilt_gain) and tilt_gain >= 0.0
+                and math.isfinite(trust_ramp) and trust_ramp >= 0.0):
+            raise ValueError("ground_height, tilt_gain, trust_ramp: must be finite (tilt_gain, "
+                             "trust_ramp >= 0)")
         noise = noise or EstimatorNoise()
         self.model = model
         self.noise = noise
@@ -472,9 +484,10 @@ class BaseEstimator:
                              noise.contact_velocity, noise.contact_drift, noise.swing_drift,
                              noise.ground_height, float(ground_height), float(tilt_gain), GRAVITY,
                              noise.joint_velocity, 1.0 if orientation == "imu" else 0.0,
-                             noise.joint_position]),
+                             noise.joint_position, float(trust_ramp)]),
             x=np.zeros(n), P=np.eye(n), quat=np.array([0.0, 0.0, 0.0, 1.0]), omega=np.zeros(3),
-            stance=np.ones(L, dtype=np.bool_), initialized=np.zeros(1, dtype=np.bool_),
+            stance=np.ones(L, dtype=np.bool_), stance_time=np.full(L, 1e3),
+            initialized=np.zeros(1, dtype=np.bool_),
             q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
             Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
             vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6), P3=np.zeros(3),
@@ -501,6 +514,7 @@ class BaseEstimator:
     def reset(self) -> None:
         """Start over: the next update initializes from the stance points."""
         self.data.initialized[0] = False
+        self.data.stance_time[:] = 1e3
 
     def update(self, joint_positions: np.ndarray, joint_velocities: np.ndarray,
                angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
