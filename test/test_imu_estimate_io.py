@@ -197,7 +197,8 @@ def imu_node(ros_env):
 def test_node_imu_mode_in_process(imu_node):
     """Serialized IMU messages at their stamps: the controller ticks on the estimate, the
     estimate leaves at estimate_rate (every 10th tick at 1 kHz) stamped with the joint state's
-    stamp, at the standing height; a repeated stamp is counted, not rejected; the IMU's own
+    stamp, at the standing height; a repeated stamp is counted, not rejected, an older one and a
+    buffer that is no Imu are rejected (stamp_order, malformed); the IMU's own
     orientation covariance becomes the pose covariance's rotation block; a stopped IMU gives
     the stale-state zero torque after state_timeout and no estimate."""
     node, cmds, estimates, clock = imu_node
@@ -241,6 +242,10 @@ def test_node_imu_mode_in_process(imu_node):
     # an older stamp: rejected (stamp_order); the estimate's sample stays
     step(32, stamp_ns=100_000_000_000)
     assert node._rejected["imu"] == {"stamp_order": 1}
+    # a buffer that is no serialized Imu (too short for its own fields): malformed
+    node._on_imu(b"\x00\x01\x00\x00" + b"\x07" * 10)
+    assert node._rejected["imu"] == {"stamp_order": 1, "malformed": 1}
+    assert node._internal_errors == 0
     # the IMU stops: after state_timeout (50 ms) the zero torque, no estimate
     n_est = len(estimates)
     for k in range(33, 100):

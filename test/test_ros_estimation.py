@@ -11,7 +11,8 @@
   starts them: the quadruped stays up on its own estimate, and the estimate published on
   ``wbc_controller/odom`` matches the simulator's ``ground_truth/odom`` at the same stamps.
 * ``wbc_estimator`` beside a controller on the exact ``odom``: its ``~/odom`` matches
-  ``ground_truth/odom`` the same way.
+  ``ground_truth/odom`` the same way; its console entry exits 0 on SIGINT, 1 on a bad
+  configuration.
 """
 
 from __future__ import annotations
@@ -342,3 +343,30 @@ def test_wbc_estimator_tracks_the_ground_truth(ros_env):
     assert err["span"] > DURATION - 0.5, err
     assert err["velocity_rms"] < 0.02, err
     assert err["height_max"] < 5e-3, err
+
+
+def test_wbc_estimator_exits_0_on_sigint_and_1_on_a_bad_configuration(ros_env):
+    """The console entry: running (its ~/odom publisher discovered), SIGINT ends it with exit
+    code 0; a contact link the model does not have ends it at start with 1, naming it."""
+    ns = f"/est_exit{os.getpid()}"
+    proc = start_module("wbc_dynamics.estimator_node", ns, {"robot": "quadruped"})
+    rclpy.init()
+    node = rclpy.create_node("estimator_exit_client")
+    try:
+        end = time.monotonic() + 60.0
+        while node.count_publishers(f"{ns}/wbc_estimator/odom") < 1:
+            assert time.monotonic() < end and proc.poll() is None, stop_process(proc)
+            rclpy.spin_once(node, timeout_sec=0.1)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+    proc.send_signal(2)
+    assert proc.wait(timeout=10.0) == 0, stop_process(proc)
+    bad = start_module("wbc_dynamics.estimator_node", ns,
+                       {"robot": "quadruped", "contact_links": ["LF_foot", "nope"]})
+    try:
+        bad.wait(timeout=60.0)
+    finally:
+        out = stop_process(bad)
+    assert bad.returncode == 1, out
+    assert "contact_links: link 'nope' is not a link of the model" in out, out
