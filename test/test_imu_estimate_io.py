@@ -135,15 +135,18 @@ def test_fill_estimate_frames_and_covariances():
     """Pose in the odom frame, twist in the base frame: with the base yawed 90 deg, the world
     velocity (0.4, -0.2, 0.05) is (-0.2, -0.4, 0.05) in the base frame, and the velocity
     covariance is rotated the same way (R^T P_v R); the position block is the filter's, the
-    rotation block the given one, the angular diagonal the gyro's variance."""
+    rotation block the given one, the angular diagonal the gyro's variance; the transform
+    carries the same pose and stamp."""
+    from geometry_msgs.msg import TransformStamped
     from nav_msgs.msg import Odometry
 
     from wbc_dynamics.estimate_output import fill_estimate
 
     est = _FakeEstimator(math.pi / 2)
     msg = Odometry()
+    tf = TransformStamped()
     orient = np.diag([1e-4, 2e-4, 3e-4])
-    fill_estimate(msg, None, est, (5, 6), orient, 4e-6)
+    fill_estimate(msg, tf, est, (5, 6), orient, 4e-6)
     assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (5, 6)
     p, tl = msg.pose.pose.position, msg.twist.twist.linear
     assert (p.x, p.y, p.z) == (1.0, 2.0, 0.3)
@@ -160,6 +163,11 @@ def test_fill_estimate_frames_and_covariances():
     assert tc[0, 0] == pytest.approx(P[4, 4]) and tc[1, 1] == pytest.approx(P[3, 3])
     np.testing.assert_array_equal(np.diag(tc[3:, 3:]), [4e-6] * 3)
     assert not np.any(pc[:3, 3:]) and not np.any(tc[:3, 3:])
+    # the transform odom -> base: the same pose and stamp
+    tr, rot = tf.transform.translation, tf.transform.rotation
+    assert (tf.header.stamp.sec, tf.header.stamp.nanosec) == (5, 6)
+    assert (tr.x, tr.y, tr.z) == (1.0, 2.0, 0.3)
+    np.testing.assert_array_equal([rot.x, rot.y, rot.z, rot.w], est.data.quat)
 
 
 # ------------------------------------------------------------------ the node, in process
