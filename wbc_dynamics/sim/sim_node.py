@@ -296,7 +296,7 @@ class SimImu:
     * orientation (world-from-base, xyzw): ``q[3:7]`` rotated by a white rotation vector noise
       (std ``orientation_noise`` per axis, the IMU's own AHRS error).
 
-    The same as :meth:`wbc_dynamics.sim.imperfections.Sensing` simulates in the in-process loop.
+    The same as :class:`wbc_dynamics.sim.imperfections.Sensing` simulates in the in-process loop.
     A sample at the time of the previous one (a re-sent state) returns that sample again.
     """
 
