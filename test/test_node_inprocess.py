@@ -464,3 +464,39 @@ def test_diagnostics_report_how_far_a_stamped_reference_lags_the_clock(make_node
     v = values()
     assert float(v["reference_stamp_lag_s"]) == pytest.approx(0.01, abs=1e-6)
     assert float(v["reference_stamp_lag_max_s"]) == pytest.approx(0.25, abs=1e-6)
+
+
+def test_diagnostics_report_the_contact_state_filter(make_node):
+    """contact_state_filter: /diagnostics name the stance links, how many are loaded, the
+    decisions changed (in total and per second since the last report) and failed corrections."""
+    info = robot_info("quadruped")
+    node, _, _ = make_node(robot="quadruped", floating_base=True, method="lcp_noslip",
+                           contact_state_filter=True)
+    clock = [10.0]
+    node._now = lambda: clock[0]
+    diags = []
+    node._pub_diag.publish = diags.append
+    ctl = node.controller
+    q = np.array(info["standing_q"], dtype=float)
+
+    def tick(t, swing=()):
+        ctl.set_contact_schedule(list(swing))
+        ctl.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), t)
+        ctl.set_joint_state(q[7:], np.zeros(12), t)
+        ctl.set_reference(np.zeros(12), t, position=q[7:])
+        assert ctl.update(t).mode == "control"
+
+    def values():
+        node._publish_diagnostics()
+        return {kv.key: kv.value for kv in diags[-1].status[0].values}
+
+    tick(10.0)
+    v = values()
+    assert v["contact_state_loaded"] == "4" and v["contact_state_decisions_changed"] == "4"
+    assert sorted(v["contact_state_stance"].split(",")) == sorted(info["foot_links"])
+    assert "contact_state_changes_per_s" not in v and v["contact_state_failed_corrections"] == "0"
+    clock[0] = 12.0
+    tick(10.001, swing=["LF_foot", "RH_foot"])  # two releases in 2 s
+    v = values()
+    assert v["contact_state_loaded"] == "2" and v["contact_state_decisions_changed"] == "6"
+    assert float(v["contact_state_changes_per_s"]) == pytest.approx(1.0)

@@ -443,6 +443,8 @@ class WbcControllerNode(LifecycleNode):
         #: (last, max; None: no stamped reference yet): a planner lagging the clock shows here,
         #: while the reference's age (time since it arrived) stays small
         self._ref_lag: tuple[float, float] | None = None
+        #: the contact state filter's (time [s], decisions changed) at the last diagnostics
+        self._contact_state_prev: tuple[float, int] | None = None
         self._last_contacts = -math.inf
         self._contacts_period = 1.0 / float(self._param("contacts_rate"))
         self._last_tick = -math.inf
@@ -1156,6 +1158,18 @@ class WbcControllerNode(LifecycleNode):
         if self._ref_lag is not None:
             kv["reference_stamp_lag_s"] = f"{self._ref_lag[0]:.4f}"
             kv["reference_stamp_lag_max_s"] = f"{self._ref_lag[1]:.4f}"
+        cs = ctl.contact_state
+        if cs is not None:  # contact_state_filter: loaded contacts, decision changes per second
+            now = self._now()
+            changed = cs.decisions_changed
+            prev = self._contact_state_prev
+            kv["contact_state_stance"] = ",".join(cs.stance_links)
+            kv["contact_state_loaded"] = str(len(cs.stance_links))
+            kv["contact_state_decisions_changed"] = str(changed)
+            if prev is not None and now > prev[0]:
+                kv["contact_state_changes_per_s"] = f"{(changed - prev[1]) / (now - prev[0]):.2f}"
+            kv["contact_state_failed_corrections"] = str(cs.failed_projections)
+            self._contact_state_prev = (now, changed)
         if self._imu_parser is not None:  # base_state imu
             kv["imu_repeated_samples"] = str(self._imu_repeats)
             kv["imu_quaternion_renormalized"] = str(self._imu_parser.renormalized)
