@@ -82,8 +82,9 @@ def _time_estimator(ctl, n: int = 2000) -> float:
     saved = (e.x.copy(), e.P.copy(), e.quat.copy())
     qj, qdj = ctl._q[7:].copy(), ctl._v[6:].copy()
     stance = np.ones(len(est.feet), dtype=np.bool_)
-    gyro, accel = ctl._imu_gyro.copy(), ctl._imu_accel.copy()
-    quat = ctl._imu_quat.copy() if est.orientation == "imu" else None
+    imu = ctl._estimator  # the controller's ImuEstimator: its latest sample
+    gyro, accel = imu.gyro.copy(), imu.accel.copy()
+    quat = imu.quat.copy() if est.orientation == "imu" else None
     times = np.empty(n)
     for k in range(n):
         t0 = time.perf_counter()

@@ -967,11 +967,6 @@ class WholeBodyController:
         self._base_source = self._base_settings(cfg)
         #: base_state "imu": the base estimator (built with the contact model) and the IMU input
         self._estimator: Any = None
-        self._imu_gyro = np.zeros(3)
-        self._imu_accel = np.zeros(3)
-        self._imu_quat = np.array([0.0, 0.0, 0.0, 1.0])
-        self._imu_stamp = -math.inf
-        self._imu_used = -math.inf
         #: the contact state filter (contact_state_filter), on the contact model once built
         self._stance: Any = None
         rate = _per_joint("torque_rate_limit", cfg.torque_rate_limit, n, self.joint_names)
@@ -1289,32 +1284,8 @@ class WholeBodyController:
         """
         if self._base_source != "imu":
             raise ValueError("imu: base_state is 'odom' (the IMU is used with base_state: imu)")
-        w = np.asarray(angular_velocity, dtype=np.float64).reshape(-1)
-        a = np.asarray(linear_acceleration, dtype=np.float64).reshape(-1)
-        for name, x in (("angular_velocity", w), ("linear_acceleration", a)):
-            if x.shape[0] != 3:
-                raise ValueError(f"imu.{name}: expected 3 values, got {x.shape[0]}")
-            if not _all_finite(x):
-                raise ValueError(f"imu.{name}: contains a non-finite value")
-        quat = None
-        if self._cfg.imu_orientation:
-            if orientation_xyzw is None:
-                raise ValueError("imu.orientation: required with imu_orientation: true")
-            quat = np.asarray(orientation_xyzw, dtype=np.float64).reshape(-1)
-            if quat.shape[0] != 4 or not _all_finite(quat):
-                raise ValueError("imu.orientation: expected 4 finite values")
-            norm = math.sqrt(float(quat @ quat))
-            if abs(norm - 1.0) > 1e-3:
-                raise ValueError(f"imu.orientation: quaternion norm {norm:.6g} is not 1")
-        now = float(now)
-        if not math.isfinite(now) or now <= self._imu_stamp:
-            raise ValueError(f"imu: stamp {now!r} is not after the previous sample's")
-        self._imu_gyro[:] = w
-        self._imu_accel[:] = a
-        if quat is not None:
-            self._imu_quat[:] = quat / norm
-        self._imu_stamp = now
-        self._t_base = now
+        self._estimator.set_imu(angular_velocity, linear_acceleration, orientation_xyzw, now)
+        self._t_base = float(now)
 
     def set_reference(
         self,
@@ -1633,41 +1604,25 @@ class WholeBodyController:
             if cfg.method == "none" or self._object is not None:
                 raise ValueError("base_state: imu needs a contact method (its contact links "
                                  "anchor the estimate) and no object")
-            for name in ("imu_gyro_noise", "imu_accelerometer_noise"):
-                x = float(getattr(cfg, name))
-                if not (math.isfinite(x) and x > 0.0):
-                    raise ValueError(f"{name}: must be finite and > 0, got {x!r}")
         return src
 
     def _base_estimator(self, cm: Any) -> Any:
-        """The base estimator on the contact model's spheres (``base_state: imu``) or None."""
+        """The IMU-fed base estimator on the contact model's feet (``base_state: imu``: an
+        :class:`~wbc_dynamics.estimator.ImuEstimator`) or None."""
         if self._base_source != "imu":
             return None
-        from .estimator import BaseEstimator, EstimatorNoise
+        from .estimator import ImuEstimator
 
-        cfg = self._cfg
-        noise = EstimatorNoise(accelerometer=float(cfg.imu_accelerometer_noise),
-                               gyro=float(cfg.imu_gyro_noise),
-                               joint_position=float(cfg.sensing_joint_position_noise),
-                               joint_velocity=float(cfg.sensing_joint_velocity_noise))
-        return BaseEstimator.for_contact_model(
-            cm, noise=noise, ground_height=float(cfg.ground_height),
-            orientation="imu" if cfg.imu_orientation else "gyro")
+        return ImuEstimator.from_config(cm, self._cfg)
 
     def _estimate_base(self) -> None:
-        """``base_state: imu``: one estimator tick on the latest IMU sample (if a new one
+        """``base_state: imu``: one estimator step on the latest IMU sample (if a new one
         arrived) and the joint state in ``self._q`` / ``self._v``; the estimate becomes the
-        base part of ``self._q`` / ``self._v``. The contact points anchoring it: the contact
-        state filter's stance links (else every link the gait schedule does not hold in
-        swing)."""
-        est = self._estimator
-        if self._imu_stamp > self._imu_used:
-            dt = self.dt if self._imu_used == -math.inf else self._imu_stamp - self._imu_used
-            dt = min(max(dt, 0.0), 0.1)
-            self._imu_used = self._imu_stamp
-            stance = self._estimator_swing_free()
-            est.update(self._q[7:], self._v[6:], self._imu_gyro, self._imu_accel,
-                       self._imu_quat if self._cfg.imu_orientation else None, stance, dt)
+        base part of ``self._q`` / ``self._v``. The feet anchoring it: every contact link the
+        gait schedule does not hold in swing (the contact state filter's decisions depend on
+        the estimate: fed back, a drifting estimate loses its anchors)."""
+        self._estimator.step(self._q[7:], self._v[6:], self._estimator_swing_free())
+        est = self._estimator.estimator
         if est.initialized:
             e = est.data
             self._q[0:3] = e.x[0:3]
@@ -1689,7 +1644,7 @@ class WholeBodyController:
     def base_estimator(self) -> Any:
         """``base_state: imu``: the :class:`~wbc_dynamics.estimator.BaseEstimator` (its
         ``base_state()``, ``covariance()``, ``foot_positions()``), else None."""
-        return self._estimator
+        return None if self._estimator is None else self._estimator.estimator
 
     def _stance_filter(self, cm: Any) -> Any:
         """The contact state filter on the contact model ``cm`` (None when off); it takes the
@@ -1911,7 +1866,6 @@ class WholeBodyController:
             self._stance.reset()
         if self._estimator is not None:
             self._estimator.reset()
-        self._imu_stamp = self._imu_used = -math.inf
         self.reset_solver()
         self.ticks = self.safe_ticks = self.deadline_misses = self.warm_start_hits = 0
         self._flag_tuple_counts = {}
@@ -1972,7 +1926,7 @@ class WholeBodyController:
         self._qdj[:] = 0.0
         self._qdd_cmd[:] = 0.0
         if self._estimator is not None:  # an IMU sample at rest, so the estimator runs too
-            self._imu_stamp, self._imu_accel[:] = 0.0, (0.0, 0.0, 9.81)
+            self._estimator.set_imu(np.zeros(3), (0.0, 0.0, 9.81), (0.0, 0.0, 0.0, 1.0), 0.0)
         self._inverse_dynamics(MODE_CONTROL)
         if self._free_dof is not None:  # method none, always switchable to: run it once too
             self._free_dof(self._free_dof_args)
@@ -1983,6 +1937,4 @@ class WholeBodyController:
             self._stance.data.counters[:] = 0
         if self._estimator is not None:
             self._estimator.reset()
-            self._imu_stamp = self._imu_used = -math.inf
-            self._imu_accel[:] = 0.0
         self._qdd_cmd[:] = 0.0

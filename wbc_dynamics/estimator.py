@@ -38,7 +38,7 @@ from .kernels.kinematics import points_kinematics
 if TYPE_CHECKING:
     from .model import RobotModel
 
-__all__ = ["BaseEstimator", "EstimatorNoise", "EstimatorData", "estimator_kernel"]
+__all__ = ["BaseEstimator", "EstimatorData", "EstimatorNoise", "ImuEstimator", "estimator_kernel"]
 
 GRAVITY = 9.81
 
@@ -550,3 +550,123 @@ class BaseEstimator:
     def foot_positions(self) -> np.ndarray:
         """(L, 3) estimated world positions of the feet's anchors (link origins) [m]."""
         return self.data.x[6:].reshape(-1, 3).copy()
+
+
+class ImuEstimator:
+    """A :class:`BaseEstimator` fed with IMU samples: the one validated path for an IMU sample
+    and the filter's time stepping, shared by the controller (``base_state: imu``) and the
+    standalone estimator (:class:`~wbc_dynamics.leg_odometry.LegOdometry`).
+
+    Args:
+        contact_model: its contact links are the feet, their spheres the soles.
+        noise: the estimator's noise model.
+        ground_height: [m].
+        orientation_from_imu: use the IMU's orientation output (else its integrated rate).
+        first_dt: [s] the time step of the first update (later: the samples' time difference,
+            at most 0.1 s).
+    """
+
+    def __init__(self, contact_model, noise: EstimatorNoise, ground_height: float,
+                 orientation_from_imu: bool, first_dt: float) -> None:
+        #: the filter (``base_state()``, ``covariance()``, ``foot_positions()``, ``feet``)
+        self.estimator = BaseEstimator.for_contact_model(
+            contact_model, noise=noise, ground_height=float(ground_height),
+            orientation="imu" if orientation_from_imu else "gyro")
+        self.orientation_from_imu = bool(orientation_from_imu)
+        self.first_dt = float(first_dt)
+        self.gyro = np.zeros(3)
+        self.accel = np.zeros(3)
+        self.quat = np.array([0.0, 0.0, 0.0, 1.0])
+        #: [s] time of the latest sample, and of the sample the filter last integrated
+        self.stamp = -math.inf
+        self.used = -math.inf
+        #: steps run, and steps whose kernel reported a failure (kinematics, update system)
+        self.updates = 0
+        self.failed_updates = 0
+
+    @classmethod
+    def from_config(cls, contact_model, cfg) -> ImuEstimator:
+        """From a :class:`~wbc_dynamics.controller.ControllerConfig`'s fields: ``imu_*``,
+        ``sensing_joint_position_noise``, ``sensing_joint_velocity_noise``, ``ground_height``,
+        ``control_rate``. Raises ValueError naming a field that is not finite and > 0."""
+        for name in ("imu_gyro_noise", "imu_accelerometer_noise", "sensing_joint_position_noise",
+                     "sensing_joint_velocity_noise", "control_rate"):
+            x = float(getattr(cfg, name))
+            if not (math.isfinite(x) and x > 0.0):
+                raise ValueError(f"{name}: must be finite and > 0, got {getattr(cfg, name)!r}")
+        if not math.isfinite(float(cfg.ground_height)):
+            raise ValueError(f"ground_height: must be finite, got {cfg.ground_height!r}")
+        noise = EstimatorNoise(accelerometer=float(cfg.imu_accelerometer_noise),
+                               gyro=float(cfg.imu_gyro_noise),
+                               joint_position=float(cfg.sensing_joint_position_noise),
+                               joint_velocity=float(cfg.sensing_joint_velocity_noise))
+        return cls(contact_model, noise, float(cfg.ground_height), bool(cfg.imu_orientation),
+                   1.0 / float(cfg.control_rate))
+
+    @property
+    def feet(self) -> list[str]:
+        """The contact links, in the filter's (and a stance mask's) order."""
+        return self.estimator.feet
+
+    def set_imu(self, angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
+                orientation_xyzw: np.ndarray | None, now: float) -> None:
+        """An IMU sample at the base frame: angular rate (3,) [rad/s] and specific force (3,)
+        [m/s^2] (what an accelerometer measures: +9.81 up at rest) in the base frame,
+        orientation (4,) world-from-base xyzw (required when the orientation is the IMU's,
+        normalized if within 1e-3 of unit norm; ignored otherwise, None allowed), its time
+        ``now`` [s], after the previous sample's. Raises ValueError naming the field; the
+        previous sample is kept."""
+        w = np.asarray(angular_velocity, dtype=np.float64).reshape(-1)
+        a = np.asarray(linear_acceleration, dtype=np.float64).reshape(-1)
+        for name, x in (("angular_velocity", w), ("linear_acceleration", a)):
+            if x.shape[0] != 3:
+                raise ValueError(f"imu.{name}: expected 3 values, got {x.shape[0]}")
+            if not np.all(np.isfinite(x)):
+                raise ValueError(f"imu.{name}: contains a non-finite value")
+        quat = None
+        norm = 1.0
+        if self.orientation_from_imu:
+            if orientation_xyzw is None:
+                raise ValueError("imu.orientation: required with imu_orientation: true")
+            quat = np.asarray(orientation_xyzw, dtype=np.float64).reshape(-1)
+            if quat.shape[0] != 4 or not np.all(np.isfinite(quat)):
+                raise ValueError("imu.orientation: expected 4 finite values")
+            norm = math.sqrt(float(quat @ quat))
+            if abs(norm - 1.0) > 1e-3:
+                raise ValueError(f"imu.orientation: quaternion norm {norm:.6g} is not 1")
+        now = float(now)
+        if not math.isfinite(now) or now <= self.stamp:
+            raise ValueError(f"imu: stamp {now!r} is not after the previous sample's")
+        self.gyro[:] = w
+        self.accel[:] = a
+        if quat is not None:
+            self.quat[:] = quat / norm
+        self.stamp = now
+
+    @property
+    def new_sample(self) -> bool:
+        """A sample arrived that the filter has not integrated yet."""
+        return self.stamp > self.used
+
+    def step(self, joint_positions: np.ndarray, joint_velocities: np.ndarray,
+             stance: np.ndarray) -> bool:
+        """One filter step on the latest sample, if it is new: joints in the model's order
+        [rad, rad/s], ``stance`` (L,) bool per foot. Returns whether it stepped."""
+        if not self.new_sample:
+            return False
+        dt = self.first_dt if self.used == -math.inf else self.stamp - self.used
+        dt = min(max(dt, 0.0), 0.1)
+        self.used = self.stamp
+        status = self.estimator.update(joint_positions, joint_velocities, self.gyro, self.accel,
+                                       self.quat if self.orientation_from_imu else None, stance,
+                                       dt)
+        self.updates += 1
+        if status != 0:
+            self.failed_updates += 1
+        return True
+
+    def reset(self) -> None:
+        """Forget the samples and the estimate (the next step initializes it)."""
+        self.stamp = self.used = -math.inf
+        self.accel[:] = 0.0
+        self.estimator.reset()

@@ -37,7 +37,7 @@ from .controller import (
     _load_urdf_text,
     _locked_joints,
 )
-from .estimator import BaseEstimator, EstimatorNoise
+from .estimator import ImuEstimator
 
 __all__ = ["LegOdometry"]
 
@@ -120,24 +120,16 @@ class LegOdometry:
         for ln in links:
             if link_names and ln not in link_names:
                 raise ValueError(f"contact_links: link '{ln}' is not a link of the model")
-        for name in ("imu_gyro_noise", "imu_accelerometer_noise", "sensing_joint_position_noise",
-                     "sensing_joint_velocity_noise", "state_timeout", "control_rate"):
-            x = float(getattr(cfg, name))
-            if not (math.isfinite(x) and x > 0.0):
-                raise ValueError(f"{name}: must be finite and > 0, got {getattr(cfg, name)!r}")
-        if not math.isfinite(float(cfg.ground_height)):
-            raise ValueError(f"ground_height: must be finite, got {cfg.ground_height!r}")
+        x = float(cfg.state_timeout)
+        if not (math.isfinite(x) and x > 0.0):
+            raise ValueError(f"state_timeout: must be finite and > 0, got {cfg.state_timeout!r}")
         #: the contact model of the feet (their soles: collision geometry or declared points)
         self.contact_model = ContactModel(model, contact_links=links, points=points or None)
-        noise = EstimatorNoise(accelerometer=float(cfg.imu_accelerometer_noise),
-                               gyro=float(cfg.imu_gyro_noise),
-                               joint_position=float(cfg.sensing_joint_position_noise),
-                               joint_velocity=float(cfg.sensing_joint_velocity_noise))
-        self.orientation_used = bool(cfg.imu_orientation)
-        #: the estimator (``base_state()``, ``covariance()``, ``foot_positions()``)
-        self.estimator = BaseEstimator.for_contact_model(
-            self.contact_model, noise=noise, ground_height=float(cfg.ground_height),
-            orientation="imu" if self.orientation_used else "gyro")
+        #: the IMU-fed estimator, as the controller's (the IMU input's one validated path)
+        self.imu = ImuEstimator.from_config(self.contact_model, cfg)
+        self.orientation_used = self.imu.orientation_from_imu
+        #: the filter (``base_state()``, ``covariance()``, ``foot_positions()``)
+        self.estimator = self.imu.estimator
         #: the contact links, in the estimator's (and the contact schedule's) order
         self.contact_links: list[str] = list(self.estimator.feet)
         self.state_timeout = float(cfg.state_timeout)
@@ -146,14 +138,8 @@ class LegOdometry:
         self._qdj = np.zeros(self.n)
         self._q_model = np.zeros(self.n)
         self._qd_model = np.zeros(self.n)
-        self._gyro = np.zeros(3)
-        self._accel = np.zeros(3)
-        self._quat = np.array([0.0, 0.0, 0.0, 1.0])
         self._stance = np.ones(len(self.contact_links), dtype=np.bool_)
         self._swing: frozenset[str] = frozenset()
-        #: updates run, and updates whose kernel reported a failure (kinematics, update system)
-        self.updates = 0
-        self.failed_updates = 0
         report("compiling / loading the estimator kernels (numba cache; a first start compiles)")
         self._warm_up()
         report("ready")
@@ -182,31 +168,7 @@ class LegOdometry:
         specific force (3,) [m/s^2] in the base frame, orientation (4,) world-from-base xyzw
         (required with ``imu_orientation``, ignored otherwise), its time ``now`` [s] (after the
         previous sample's). Raises ValueError naming the field; the previous sample is kept."""
-        w = np.asarray(angular_velocity, dtype=np.float64).reshape(-1)
-        a = np.asarray(linear_acceleration, dtype=np.float64).reshape(-1)
-        for name, x in (("angular_velocity", w), ("linear_acceleration", a)):
-            if x.shape[0] != 3:
-                raise ValueError(f"imu.{name}: expected 3 values, got {x.shape[0]}")
-            if not np.all(np.isfinite(x)):
-                raise ValueError(f"imu.{name}: contains a non-finite value")
-        quat = None
-        if self.orientation_used:
-            if orientation_xyzw is None:
-                raise ValueError("imu.orientation: required with imu_orientation: true")
-            quat = np.asarray(orientation_xyzw, dtype=np.float64).reshape(-1)
-            if quat.shape[0] != 4 or not np.all(np.isfinite(quat)):
-                raise ValueError("imu.orientation: expected 4 finite values")
-            norm = math.sqrt(float(quat @ quat))
-            if abs(norm - 1.0) > 1e-3:
-                raise ValueError(f"imu.orientation: quaternion norm {norm:.6g} is not 1")
-        now = float(now)
-        if not math.isfinite(now) or now <= self._t_imu:
-            raise ValueError(f"imu: stamp {now!r} is not after the previous sample's")
-        self._gyro[:] = w
-        self._accel[:] = a
-        if quat is not None:
-            self._quat[:] = quat / norm
-        self._t_imu = now
+        self.imu.set_imu(angular_velocity, linear_acceleration, orientation_xyzw, now)
 
     def set_contact_schedule(self, swing_links: Sequence[str] = ()) -> None:
         """The contact links in swing (not anchoring the estimate) until the next call; empty =
@@ -222,32 +184,33 @@ class LegOdometry:
     # ------------------------------------------------------------------ the estimate
     def input_ages(self, now: float) -> dict[str, float]:
         """Age [s] of the latest joint state and IMU sample at ``now`` (inf = never)."""
-        return {"joint_states": now - self._t_state, "imu": now - self._t_imu}
+        return {"joint_states": now - self._t_state, "imu": now - self.imu.stamp}
 
     def fresh(self, now: float) -> bool:
         """Joint state and IMU sample both younger than ``state_timeout`` at ``now``."""
         return (now - self._t_state <= self.state_timeout
-                and now - self._t_imu <= self.state_timeout)
+                and now - self.imu.stamp <= self.state_timeout)
 
     def update(self, now: float) -> bool:
         """One estimator step on the latest IMU sample and joint state, if a new sample arrived
         since the last step and both inputs are fresh at ``now`` [s]; the time step is the
         difference of the samples' times (the first: ``1 / control_rate``; at most 0.1 s).
         Returns whether it stepped."""
-        if self._t_imu <= self._t_used or not self.fresh(now):
+        if not self.imu.new_sample or not self.fresh(now):
             return False
-        dt = self.dt if self._t_used == -math.inf else self._t_imu - self._t_used
-        dt = min(max(dt, 0.0), 0.1)
-        self._t_used = self._t_imu
         self._q_model[self._cfg_to_model] = self._qj
         self._qd_model[self._cfg_to_model] = self._qdj
-        status = self.estimator.update(self._q_model, self._qd_model, self._gyro, self._accel,
-                                       self._quat if self.orientation_used else None,
-                                       self._stance, dt)
-        self.updates += 1
-        if status != 0:
-            self.failed_updates += 1
-        return True
+        return self.imu.step(self._q_model, self._qd_model, self._stance)
+
+    @property
+    def updates(self) -> int:
+        """Steps run."""
+        return self.imu.updates
+
+    @property
+    def failed_updates(self) -> int:
+        """Steps whose kernel reported a failure (kinematics, update system)."""
+        return self.imu.failed_updates
 
     @property
     def initialized(self) -> bool:
@@ -257,12 +220,12 @@ class LegOdometry:
     @property
     def sample_time(self) -> float:
         """[s] time of the IMU sample the estimate last integrated (-inf: none)."""
-        return self._t_used
+        return self.imu.used
 
     def reset(self) -> None:
         """Forget inputs and estimate (the next step initializes from the stance feet)."""
-        self._t_state = self._t_imu = self._t_used = -math.inf
-        self.estimator.reset()
+        self._t_state = -math.inf
+        self.imu.reset()
 
     def _warm_up(self) -> None:
         """One step at the model's neutral joint positions on an IMU at rest (compiles or loads
@@ -271,11 +234,12 @@ class LegOdometry:
         q0 = np.asarray(self.model.neutral(), dtype=float)[7:]
         self._qj[:] = q0[self._cfg_to_model]
         self._qdj[:] = 0.0
-        self._accel[:] = (0.0, 0.0, 9.81)
-        self._t_state = self._t_imu = 0.0
+        rest = (np.zeros(3), (0.0, 0.0, 9.81), (0.0, 0.0, 0.0, 1.0))
+        self._t_state = 0.0
+        self.imu.set_imu(*rest, 0.0)
         self.update(0.0)
-        self._t_imu = 1.0 - 1e-3
         self._t_state = 1.0
+        self.imu.set_imu(*rest, 1.0 - 1e-3)
         self.update(1.0)  # (the prediction and updates, once initialized)
         self.reset()
-        self.updates = self.failed_updates = 0
+        self.imu.updates = self.imu.failed_updates = 0

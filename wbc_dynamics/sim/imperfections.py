@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Actuation", "Imperfections", "Sensing", "scale_plant_masses"]
+__all__ = ["Actuation", "Imperfections", "Sensing", "SimImu", "scale_plant_masses"]
 
 #: fields scaled by :meth:`Imperfections.scaled` (noise levels, latencies, model error, lag)
 _SCALED = ("joint_position_noise", "joint_velocity_noise", "base_position_noise",
@@ -151,8 +151,9 @@ class Sensing:
         self._delay = int(round(imp.state_latency * rate))
         self._queue: deque = deque()
         self.rate = float(rate)
-        self._vw_prev: np.ndarray | None = None
-        self._gyro_bias: np.ndarray | float = 0.0
+        self._tick = 0
+        self._imu = SimImu(imp.imu_gyro_noise, imp.imu_gyro_bias, imp.imu_accelerometer_noise,
+                           imp.imu_orientation_noise, rng=rng)
         #: the IMU reading of the last :meth:`measure` (floating base): (angular rate (3,)
         #: [rad/s] base frame, specific force (3,) [m/s^2] base frame, orientation (4,) xyzw)
         self.imu: tuple | None = None
@@ -164,8 +165,9 @@ class Sensing:
         while len(self._queue) > self._delay + 1:
             self._queue.popleft()
         q, v = (x.copy() for x in self._queue[0])
+        self._tick += 1
         if self.floating:
-            self._imu_sample(q, v)
+            self.imu = self._imu.sample(self._tick / self.rate, q[0:7], v[0:6])
         imp, rng = self.imp, self.rng
         o, ov = (7, 6) if self.floating else (0, 0)
         if imp.joint_position_noise > 0.0:
@@ -185,37 +187,79 @@ class Sensing:
                 v[3:6] += rng.normal(0.0, imp.base_angular_velocity_noise, 3)
         return q, v
 
-    def _imu_sample(self, q: np.ndarray, v: np.ndarray) -> None:
-        """The IMU (at the base frame) of the sample (q, v): angular rate, specific force
-        (finite difference of the world velocity over the control period), orientation."""
-        imp, rng = self.imp, self.rng
-        quat = q[3:7]
-        R = _quat_rot(quat)
-        vw = R @ v[0:3]
-        if self._vw_prev is None:
-            self._vw_prev = vw
-            self._gyro_bias = rng.normal(0.0, imp.imu_gyro_bias, 3) if imp.imu_gyro_bias else 0.0
-        accel_w = (vw - self._vw_prev) * self.rate + np.array([0.0, 0.0, 9.81])
-        self._vw_prev = vw
-        gyro = v[3:6] + self._gyro_bias
-        accel = R.T @ accel_w
-        if imp.imu_gyro_noise > 0.0:
-            gyro = gyro + rng.normal(0.0, imp.imu_gyro_noise, 3)
-        if imp.imu_accelerometer_noise > 0.0:
-            accel = accel + rng.normal(0.0, imp.imu_accelerometer_noise, 3)
-        quat = quat.copy()
-        if imp.imu_orientation_noise > 0.0:
-            quat = _quat_mul_xyzw(quat, _rotvec_quat_xyzw(
-                rng.normal(0.0, imp.imu_orientation_noise, 3)))
-            quat /= np.linalg.norm(quat)
-        self.imu = (gyro, accel, quat)
-
 
 def _quat_rot(q: np.ndarray) -> np.ndarray:
     x, y, z, w = q
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+class SimImu:
+    """The simulated robot's IMU, at the base frame (ROS-free; :class:`SimNode` publishes it).
+
+    A sample of the base state at time ``t`` [s] -- position and orientation ``q`` (7,)
+    (world, quaternion xyzw), twist ``v`` (6,) in the base frame -- is
+
+    * angular rate [rad/s, base frame]: ``v[3:6] + b + n_g``, ``b`` a constant bias drawn once
+      per run (std ``gyro_bias``), ``n_g`` white noise (std ``gyro_noise``);
+    * specific force [m/s^2, base frame]: ``R^T ((v_w(t) - v_w(t_prev)) / (t - t_prev) + g_up) +
+      n_a`` with ``v_w = R v[0:3]`` the base's world velocity, ``t_prev`` the previous sample's
+      time (the mean acceleration since the last sample, as an accelerometer's anti-alias filter
+      averages it), ``g_up = (0, 0, 9.81)``; the first sample: at rest;
+    * orientation (world-from-base, xyzw): ``q[3:7]`` rotated by a white rotation vector noise
+      (std ``orientation_noise`` per axis, the IMU's own AHRS error).
+
+    :class:`Sensing` (the in-process loop) and ``wbc_sim`` (over ROS) both sample this IMU.
+    A sample at the time of the previous one (a re-sent state) returns that sample again.
+    """
+
+    GRAVITY = 9.81
+
+    def __init__(self, gyro_noise: float = 0.0, gyro_bias: float = 0.0,
+                 accelerometer_noise: float = 0.0, orientation_noise: float = 0.0,
+                 seed: int = 0, rng: np.random.Generator | None = None) -> None:
+        for name, x in (("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
+                        ("imu_accelerometer_noise", accelerometer_noise),
+                        ("imu_orientation_noise", orientation_noise)):
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
+                raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+        self.gyro_noise = float(gyro_noise)
+        self.accelerometer_noise = float(accelerometer_noise)
+        self.orientation_noise = float(orientation_noise)
+        self.rng = rng if rng is not None else np.random.default_rng(int(seed))
+        #: [rad/s] the gyro's bias of this run (base frame)
+        self.gyro_bias = self.rng.normal(0.0, gyro_bias, 3) if gyro_bias > 0.0 else np.zeros(3)
+        self._t = -math.inf
+        self._vw = np.zeros(3)
+        self._sample: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def sample(self, t: float, q: np.ndarray, v: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(angular rate (3,) [rad/s], specific force (3,) [m/s^2], orientation (4,) xyzw) of the
+        base state ``q`` (7,), ``v`` (6,) at ``t`` [s] (class docstring)."""
+        if t == self._t and self._sample is not None:
+            return self._sample
+        quat = np.asarray(q[3:7], dtype=float)
+        R = _quat_rot(quat)
+        vw = R @ np.asarray(v[0:3], dtype=float)
+        accel_w = np.array([0.0, 0.0, self.GRAVITY])
+        if self._sample is not None and t > self._t:
+            accel_w += (vw - self._vw) / (t - self._t)
+        self._t, self._vw = t, vw
+        rng = self.rng
+        gyro = np.asarray(v[3:6], dtype=float) + self.gyro_bias
+        accel = R.T @ accel_w
+        if self.gyro_noise > 0.0:
+            gyro = gyro + rng.normal(0.0, self.gyro_noise, 3)
+        if self.accelerometer_noise > 0.0:
+            accel = accel + rng.normal(0.0, self.accelerometer_noise, 3)
+        if self.orientation_noise > 0.0:
+            noise = rng.normal(0.0, self.orientation_noise, 3)
+            quat = _quat_mul_xyzw(quat, _rotvec_quat_xyzw(noise))
+            quat = quat / np.linalg.norm(quat)
+        self._sample = (gyro, accel, quat.copy())
+        return self._sample
 
 
 class Actuation:

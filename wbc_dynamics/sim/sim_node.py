@@ -139,8 +139,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["DRIVES", "INTERFACES", "Drives", "SimImu", "SimNode", "main"]
+from .imperfections import SimImu
 
+__all__ = ["DRIVES", "INTERFACES", "Drives", "SimImu", "SimNode", "main"]
 
 MODES = ("realtime", "lockstep")
 #: Accepted values of the ``drive`` parameter.
@@ -256,95 +257,6 @@ class Drives:
                 tau -= c["damping"] * qd
         np.clip(tau, -self.limit, self.limit, out=tau)
         return tau.copy()
-
-
-def _quat_rot(q: np.ndarray) -> np.ndarray:
-    """World-from-body rotation matrix of the unit quaternion ``q`` (xyzw)."""
-    x, y, z, w = (float(c) for c in q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
-def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
-
-
-def _rotvec_quat(r: np.ndarray) -> np.ndarray:
-    th = float(np.linalg.norm(r))
-    if th < 1e-12:
-        return np.array([0.5 * r[0], 0.5 * r[1], 0.5 * r[2], 1.0])
-    s = math.sin(0.5 * th) / th
-    return np.array([r[0] * s, r[1] * s, r[2] * s, math.cos(0.5 * th)])
-
-
-class SimImu:
-    """The simulated robot's IMU, at the base frame (ROS-free; :class:`SimNode` publishes it).
-
-    A sample of the base state at time ``t`` [s] -- position and orientation ``q`` (7,)
-    (world, quaternion xyzw), twist ``v`` (6,) in the base frame -- is
-
-    * angular rate [rad/s, base frame]: ``v[3:6] + b + n_g``, ``b`` a constant bias drawn once
-      per run (std ``gyro_bias``), ``n_g`` white noise (std ``gyro_noise``);
-    * specific force [m/s^2, base frame]: ``R^T ((v_w(t) - v_w(t_prev)) / (t - t_prev) + g_up) +
-      n_a`` with ``v_w = R v[0:3]`` the base's world velocity, ``t_prev`` the previous sample's
-      time (the mean acceleration since the last sample, as an accelerometer's anti-alias filter
-      averages it), ``g_up = (0, 0, 9.81)``; the first sample: at rest;
-    * orientation (world-from-base, xyzw): ``q[3:7]`` rotated by a white rotation vector noise
-      (std ``orientation_noise`` per axis, the IMU's own AHRS error).
-
-    The same as :class:`wbc_dynamics.sim.imperfections.Sensing` simulates in the in-process loop.
-    A sample at the time of the previous one (a re-sent state) returns that sample again.
-    """
-
-    GRAVITY = 9.81
-
-    def __init__(self, gyro_noise: float = 0.0, gyro_bias: float = 0.0,
-                 accelerometer_noise: float = 0.0, orientation_noise: float = 0.0,
-                 seed: int = 0) -> None:
-        for name, x in (("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
-                        ("imu_accelerometer_noise", accelerometer_noise),
-                        ("imu_orientation_noise", orientation_noise)):
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
-                raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
-        self.gyro_noise = float(gyro_noise)
-        self.accelerometer_noise = float(accelerometer_noise)
-        self.orientation_noise = float(orientation_noise)
-        self.rng = np.random.default_rng(int(seed))
-        #: [rad/s] the gyro's bias of this run (base frame)
-        self.gyro_bias = self.rng.normal(0.0, gyro_bias, 3) if gyro_bias > 0.0 else np.zeros(3)
-        self._t = -math.inf
-        self._vw = np.zeros(3)
-        self._sample: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    def sample(self, t: float, q: np.ndarray, v: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(angular rate (3,) [rad/s], specific force (3,) [m/s^2], orientation (4,) xyzw) of the
-        base state ``q`` (7,), ``v`` (6,) at ``t`` [s] (class docstring)."""
-        if t == self._t and self._sample is not None:
-            return self._sample
-        quat = np.asarray(q[3:7], dtype=float)
-        R = _quat_rot(quat)
-        vw = R @ np.asarray(v[0:3], dtype=float)
-        accel_w = np.array([0.0, 0.0, self.GRAVITY])
-        if self._sample is not None and t > self._t:
-            accel_w += (vw - self._vw) / (t - self._t)
-        self._t, self._vw = t, vw
-        rng = self.rng
-        gyro = np.asarray(v[3:6], dtype=float) + self.gyro_bias
-        accel = R.T @ accel_w
-        if self.gyro_noise > 0.0:
-            gyro = gyro + rng.normal(0.0, self.gyro_noise, 3)
-        if self.accelerometer_noise > 0.0:
-            accel = accel + rng.normal(0.0, self.accelerometer_noise, 3)
-        if self.orientation_noise > 0.0:
-            quat = _quat_mul(quat, _rotvec_quat(rng.normal(0.0, self.orientation_noise, 3)))
-            quat = quat / np.linalg.norm(quat)
-        self._sample = (gyro, accel, quat.copy())
-        return self._sample
 
 
 def _stamp_ns(stamp) -> int:
