@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit
 
 from .kernels.kinematics import points_kinematics
+from .kernels.linalg import chol_solve_columns, cholesky
 
 if TYPE_CHECKING:
     from .model import RobotModel
@@ -101,8 +102,8 @@ class EstimatorData(NamedTuple):
     ``acc``, ``joint_twist``, ``P3``, ``Jfull``, ``r_base`` (L, 3), ``J_lin`` (L, 3, nv), ``bias``
     (L, 3), ``lift`` (L,) [m] height of each foot's anchor above its lowest sole point's
     bottom, world axes), ``roll`` (L, 3) [m/s] its rolling velocity (world)); filter buffers
-    ``H`` (7L, n), ``z`` (7L,), ``Rm`` (7L,), ``S`` (7L, 7L), ``PHt`` (n, 7L), ``tmp``
-    (n, 7L).
+    ``H`` (7L, n; after the innovation, the gain's transpose), ``z`` (7L,), ``Rm`` (7L,),
+    ``S`` (7L, 7L; its Cholesky factor in place), ``PHt`` (n, 7L).
     """
 
     foot_body: np.ndarray
@@ -140,7 +141,6 @@ class EstimatorData(NamedTuple):
     Rm: np.ndarray
     S: np.ndarray
     PHt: np.ndarray
-    tmp: np.ndarray
 
 
 @njit(cache=True)
@@ -173,36 +173,6 @@ def _integrate_quat(q, wx, wy, wz, dt):
     nw = w * bw - x * bx - y * by - z * bz
     n = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
     q[0], q[1], q[2], q[3] = nx / n, ny / n, nz / n, nw / n
-
-
-@njit(cache=True)
-def _cholesky_solve_into(S, m, B, ncol, out):
-    """out (ncol, m) = (S^-1 B^T)^T for SPD S (m, m) (Cholesky in place); B (ncol, m).
-    Returns False if S is not positive definite."""
-    for j in range(m):
-        s = S[j, j]
-        for k in range(j):
-            s -= S[j, k] * S[j, k]
-        if not (s > 0.0):
-            return False
-        S[j, j] = math.sqrt(s)
-        for i in range(j + 1, m):
-            s = S[i, j]
-            for k in range(j):
-                s -= S[i, k] * S[j, k]
-            S[i, j] = s / S[j, j]
-    for r in range(ncol):
-        for i in range(m):
-            s = B[r, i]
-            for k in range(i):
-                s -= S[i, k] * out[r, k]
-            out[r, i] = s / S[i, i]
-        for i in range(m - 1, -1, -1):
-            s = out[r, i]
-            for k in range(i + 1, m):
-                s -= S[k, i] * out[r, k]
-            out[r, i] = s / S[i, i]
-    return True
 
 
 @njit(cache=True)
@@ -401,20 +371,26 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
                 s += e.H[r, k] * e.PHt[k, c]
             e.S[r, c] = s
         e.S[r, r] += e.Rm[r]
-    K = e.tmp[:, :m]
-    if not _cholesky_solve_into(e.S, m, e.PHt, n, K):
+    # the gain's transpose K^T = S^-1 (P H^T)^T, (m, n), into H's rows (H is not needed again)
+    Sm = e.S[:m, :m]
+    if not cholesky(Sm, Sm, 0.0):
         return 2
+    Kt = e.H[:m, :]
+    for r in range(m):
+        for k in range(n):
+            Kt[r, k] = e.PHt[k, r]
+    chol_solve_columns(Sm, Kt)
     for k in range(n):
         s = 0.0
         for r in range(m):
-            s += K[k, r] * e.z[r]
+            s += Kt[r, k] * e.z[r]
         e.x[k] += s
     # P <- P - K (P H^T)^T
     for k in range(n):
         for j in range(k, n):
             s = 0.0
             for r in range(m):
-                s += K[k, r] * e.PHt[j, r]
+                s += Kt[r, k] * e.PHt[j, r]
             e.P[k, j] -= s
             if j != k:
                 e.P[j, k] = e.P[k, j]
@@ -495,7 +471,6 @@ class BaseEstimator:
             bias=np.zeros((L, 3)), lift=np.zeros(L), roll=np.zeros((L, 3)),
             H=np.zeros((7 * L, n)), z=np.zeros(7 * L),
             Rm=np.zeros(7 * L), S=np.zeros((7 * L, 7 * L)), PHt=np.zeros((n, 7 * L)),
-            tmp=np.zeros((n, 7 * L)),
         )
         self._no_quat = np.array([0.0, 0.0, 0.0, 1.0])
 

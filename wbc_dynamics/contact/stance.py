@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from numba import njit
 
+from ..kernels.linalg import chol_solve, cholesky
+
 if TYPE_CHECKING:
     from .geometry import ContactModel
 
@@ -131,8 +133,8 @@ def _row_variance(J, i, prior, r):
 @njit(cache=True)
 def _weighted_correction(J, m, res, prior, r, A, delta):
     """``delta = -P J^T (J P J^T + r I)^-1 res`` for rows ``0..m-1`` of ``J`` (P = diag(prior));
-    Cholesky in place on ``A``, ``res`` overwritten. Returns False (delta = 0) if the system is
-    not positive definite."""
+    its Cholesky factor in place on ``A``, ``res`` overwritten. Returns False (delta = 0) if the
+    system is not positive definite."""
     nv = J.shape[1]
     for c in range(nv):
         delta[c] = 0.0
@@ -145,28 +147,10 @@ def _weighted_correction(J, m, res, prior, r, A, delta):
                 s += J[i, c] * prior[c] * J[j, c]
             A[i, j] = s
         A[i, i] += r
-    for j in range(m):  # Cholesky, lower triangle
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if not (s > 0.0):
-            return False
-        A[j, j] = math.sqrt(s)
-        for i in range(j + 1, m):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / A[j, j]
-    for i in range(m):  # L y = res
-        s = res[i]
-        for k in range(i):
-            s -= A[i, k] * res[k]
-        res[i] = s / A[i, i]
-    for i in range(m - 1, -1, -1):  # L^T x = y
-        s = res[i]
-        for k in range(i + 1, m):
-            s -= A[k, i] * res[k]
-        res[i] = s / A[i, i]
+    Am = A[:m, :m]
+    if not cholesky(Am, Am, 0.0):  # in place: the lower triangle holds A
+        return False
+    chol_solve(Am, m, res, res)
     for c in range(nv):
         s = 0.0
         for i in range(m):
