@@ -315,7 +315,7 @@ def test_ros_closed_loop_quadruped_stands_on_its_own_estimate(ros_env):
     # lockstep: on a loaded machine it can fall behind (stale-reference damping ticks), bounded
     # loosely as in test_ros_closed_loop
     assert int(ctl["safe_ticks"]) <= 0.4 * int(ctl["ticks"]), safe_modes
-    assert err["span"] > DURATION - 0.5, err
+    assert err["span"] > DURATION - 1.0, err  # (a cold start under load may begin late)
     assert err["samples"] > 0.5 * DURATION * 100, err
     assert err["velocity_rms"] < 0.02, err
     assert err["height_max"] < 5e-3, err
@@ -340,7 +340,7 @@ def test_wbc_estimator_tracks_the_ground_truth(ros_env):
     assert int(estd["contact_schedules"]) > 0, estd  # the trot's stance masks arrived
     err = _errors(got["est"], got["truth"])
     print(f"wbc_estimator vs ground truth: {err}; updates {estd['updates']}; wall {wall:.1f} s")
-    assert err["span"] > DURATION - 0.5, err
+    assert err["span"] > DURATION - 1.0, err  # (a cold start under load may begin late)
     assert err["velocity_rms"] < 0.02, err
     assert err["height_max"] < 5e-3, err
 
