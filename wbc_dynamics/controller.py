@@ -967,6 +967,9 @@ class WholeBodyController:
         self._base_source = self._base_settings(cfg)
         #: base_state "imu": the base estimator (built with the contact model) and the IMU input
         self._estimator: Any = None
+        #: the estimator's stance mask and the schedule it was computed for
+        self._estimator_stance = np.zeros(0, dtype=np.bool_)
+        self._estimator_stance_of: Any = None
         #: the contact state filter (contact_state_filter), on the contact model once built
         self._stance: Any = None
         rate = _per_joint("torque_rate_limit", cfg.torque_rate_limit, n, self.joint_names)
@@ -1636,9 +1639,14 @@ class WholeBodyController:
             self._v[3:6] = e.omega
 
     def _estimator_swing_free(self) -> np.ndarray:
-        """Per foot of the estimator: not held in swing by the gait schedule."""
-        feet = self._estimator.feet
-        return np.array([ln not in self._swing_links for ln in feet], dtype=np.bool_)
+        """Per foot of the estimator: not held in swing by the gait schedule (recomputed only
+        when the schedule changes)."""
+        if self._estimator_stance_of != self._swing_links:
+            feet = self._estimator.feet
+            self._estimator_stance = np.array([ln not in self._swing_links for ln in feet],
+                                              dtype=np.bool_)
+            self._estimator_stance_of = self._swing_links
+        return self._estimator_stance
 
     @property
     def base_estimator(self) -> Any:

@@ -950,6 +950,13 @@ class ContactModel:
         q = self._check_q(q)
         margin = self.margin if margin is None else float(margin)
         bR, bp = self._box_poses(body_q)
+        return self.candidates_validated(q, bR, bp, margin)
+
+    def candidates_validated(self, q: np.ndarray, bR: np.ndarray, bp: np.ndarray,
+                             margin: float) -> int:
+        """:meth:`candidates` for inputs a caller has validated already (q finite float64 (nq,)
+        contiguous, the free bodies' rotations ``bR`` (nbx, 3, 3) and positions ``bp`` (nbx, 3)):
+        the geometry kernel alone, no check and no allocation (a control tick's path)."""
         arrays = self.robot.kernel_arrays
         d, g = self.data, self.geometry
         k = contact_kernel(

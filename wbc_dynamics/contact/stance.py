@@ -404,6 +404,8 @@ class StanceFilter:
             res=np.zeros(3 * cap), A=np.zeros((3 * cap, 3 * cap)), dq=np.zeros(nv),
             dv=np.zeros(nv), excluded=cm.excluded_mask(),
         )
+        self._no_boxes_R = np.zeros((0, 3, 3))  # (no free bodies: checked above)
+        self._no_boxes_p = np.zeros((0, 3))
         #: (L,) bool: links the gait schedule holds in swing (:meth:`set_swing`)
         self.swing = np.zeros(L, dtype=np.bool_)
         self._index = index
@@ -419,7 +421,7 @@ class StanceFilter:
         float64, contiguous) and set the contact model's exclusion mask; returns the number of
         stance links. ``q`` / ``v`` must be finite (the caller's validated state)."""
         cm = self.contact_model
-        k = cm.candidates(q, margin=self.margin)
+        k = cm.candidates_validated(q, self._no_boxes_R, self._no_boxes_p, self.margin)
         d = cm.data
         return int(stance_filter_kernel(self.data, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand,
                                         d.Tcand, self.swing, q, v, self.floating))
