@@ -974,7 +974,6 @@ class WholeBodyController:
         self._stance: Any = None
         rate = _per_joint("torque_rate_limit", cfg.torque_rate_limit, n, self.joint_names)
         #: largest torque change per tick [N m] (None: torque_rate_limit off)
-        self._base_rot = np.eye(3)
         self._torque_step = rate * self.dt if np.any(rate > 0.0) else None
         if self._torque_step is not None:
             self._torque_step[rate == 0.0] = np.inf
@@ -1630,12 +1629,7 @@ class WholeBodyController:
             e = est.data
             self._q[0:3] = e.x[0:3]
             self._q[3:7] = e.quat
-            R = self._base_rot
-            x, y, z, w = e.quat
-            R[:] = ((1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
-                    (2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
-                    (2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)))
-            self._v[0:3] = R.T @ e.x[3:6]
+            self._v[0:3] = e.v_base
             self._v[3:6] = e.omega
 
     def _estimator_swing_free(self) -> np.ndarray:

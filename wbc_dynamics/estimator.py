@@ -35,6 +35,7 @@ from numba import njit
 
 from .kernels.kinematics import points_kinematics
 from .kernels.linalg import chol_solve_columns, cholesky
+from .kernels.spatial import rotation_from_quaternion
 
 if TYPE_CHECKING:
     from .model import RobotModel
@@ -94,8 +95,9 @@ class EstimatorData(NamedTuple):
 
     State: ``x`` (6 + 3L,) = [p (3) world [m], v (3) world [m/s], c_1 .. c_L (3 each) the
     feet's anchors, world [m]]; ``P`` (n, n) its covariance; ``quat`` (4,) world-from-base
-    orientation, xyzw; ``omega`` (3,) [rad/s] base angular velocity (base frame); ``stance``
-    (L,) bool per foot (input of each update); ``stance_time`` (L,) [s] how long each foot has
+    orientation, xyzw; ``omega`` (3,) [rad/s] base angular velocity (base frame); ``v_base``
+    (3,) [m/s] the base's linear velocity in the base frame (``R^T v``, written at the end of
+    each tick); ``stance`` (L,) bool per foot (input of each update); ``stance_time`` (L,) [s] how long each foot has
     been in stance; ``initialized`` (1,) bool.
 
     Workspace: kinematics buffers (``q0``, ``v0``, ``Xup``, ``Rw``, ``pw``, ``Rtmp``, ``vel``,
@@ -117,6 +119,7 @@ class EstimatorData(NamedTuple):
     P: np.ndarray
     quat: np.ndarray
     omega: np.ndarray
+    v_base: np.ndarray
     stance: np.ndarray
     stance_time: np.ndarray
     initialized: np.ndarray
@@ -144,20 +147,6 @@ class EstimatorData(NamedTuple):
 
 
 @njit(cache=True)
-def _quat_rot(q, R):
-    x, y, z, w = q[0], q[1], q[2], q[3]
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - z * w)
-    R[0, 2] = 2 * (x * z + y * w)
-    R[1, 0] = 2 * (x * y + z * w)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - x * w)
-    R[2, 0] = 2 * (x * z - y * w)
-    R[2, 1] = 2 * (y * z + x * w)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
-
-
-@njit(cache=True)
 def _integrate_quat(q, wx, wy, wz, dt):
     """q <- q exp(w dt) (body-frame rate), normalized."""
     th = math.sqrt(wx * wx + wy * wy + wz * wz) * dt
@@ -177,6 +166,18 @@ def _integrate_quat(q, wx, wy, wz, dt):
 
 @njit(cache=True)
 def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
+    """One estimator tick (:func:`_estimator_tick`), then ``e.v_base = R^T v`` for the
+    estimate's user (base-frame velocity, the controller's convention). Returns its status."""
+    status = _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt)
+    R = e.Rtmp[0]
+    rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
+    for a in range(3):
+        e.v_base[a] = R[0, a] * e.x[3] + R[1, a] * e.x[4] + R[2, a] * e.x[5]
+    return status
+
+
+@njit(cache=True)
+def _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
     """One estimator tick (module docstring): the IMU's angular rate ``gyro`` (3,) [rad/s] and
     specific force ``accel`` (3,) [m/s^2] in the base frame, its orientation ``imu_quat`` (4,)
     xyzw (used if ``params[10]``), the joint positions ``qj`` / rates ``qdj`` in the model's
@@ -200,7 +201,7 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
             e.quat[a] = imu_quat[a] / nq
     elif e.initialized[0]:
         # Mahony: the measured gravity direction pulls the estimated one (body frame)
-        _quat_rot(e.quat, R)
+        rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
         an = math.sqrt(accel[0] ** 2 + accel[1] ** 2 + accel[2] ** 2)
         ex = ey = ez = 0.0
         if an > 0.5 * g and an < 1.5 * g:
@@ -225,7 +226,7 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
                            e.J_lin, e.bias)
     if st != 0:
         return 1
-    _quat_rot(e.quat, R)
+    rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
     # each foot's anchor height above the bottom of its lowest sole sphere (world axes)
     for i in range(L):
         e.lift[i] = -np.inf
@@ -462,6 +463,7 @@ class BaseEstimator:
                              noise.joint_velocity, 1.0 if orientation == "imu" else 0.0,
                              noise.joint_position, float(trust_ramp)]),
             x=np.zeros(n), P=np.eye(n), quat=np.array([0.0, 0.0, 0.0, 1.0]), omega=np.zeros(3),
+            v_base=np.zeros(3),
             stance=np.ones(L, dtype=np.bool_), stance_time=np.full(L, 1e3),
             initialized=np.zeros(1, dtype=np.bool_),
             q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
@@ -514,9 +516,7 @@ class BaseEstimator:
         """(position (3,) world [m], orientation (4,) xyzw world-from-base, linear velocity
         (3,) base frame [m/s], angular velocity (3,) base frame [rad/s]) -- copies."""
         e = self.data
-        R = np.empty((3, 3))
-        _quat_rot(e.quat, R)
-        return e.x[0:3].copy(), e.quat.copy(), R.T @ e.x[3:6], e.omega.copy()
+        return e.x[0:3].copy(), e.quat.copy(), e.v_base.copy(), e.omega.copy()
 
     def covariance(self) -> np.ndarray:
         """(6, 6) covariance of [position; velocity] (world frame)."""
