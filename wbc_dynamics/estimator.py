@@ -97,8 +97,8 @@ class EstimatorData(NamedTuple):
     feet's anchors, world [m]]; ``P`` (n, n) its covariance; ``quat`` (4,) world-from-base
     orientation, xyzw; ``omega`` (3,) [rad/s] base angular velocity (base frame); ``v_base``
     (3,) [m/s] the base's linear velocity in the base frame (``R^T v``, written at the end of
-    each tick); ``stance`` (L,) bool per foot (input of each update); ``stance_time`` (L,) [s] how long each foot has
-    been in stance; ``initialized`` (1,) bool.
+    each tick); ``stance`` (L,) bool per foot (input of each update); ``stance_time`` (L,) [s]
+    how long each foot has been in stance; ``initialized`` (1,) bool.
 
     Workspace: kinematics buffers (``q0``, ``v0``, ``Xup``, ``Rw``, ``pw``, ``Rtmp``, ``vel``,
     ``acc``, ``joint_twist``, ``P3``, ``Jfull``, ``r_base`` (L, 3), ``J_lin`` (L, 3, nv), ``bias``
