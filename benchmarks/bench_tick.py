@@ -34,12 +34,17 @@ one.
     python benchmarks/bench_tick.py [--robots quadruped humanoid] [--ticks 3000] [--markdown]
                                     [--idle-us 1000]
     python benchmarks/bench_tick.py --tiny      # smoke mode (used by test/test_bench_tick.py)
+
+For a floating base the shipped variant's row also times the base estimator (``base_state:
+imu``: the leg kinematics and the Kalman update with every foot in stance, the work it adds to
+a tick) in the same interleaved blocks, and reports its share of the tick's median.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import time
 from collections.abc import Callable
@@ -173,20 +178,29 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
     out = ctl.update(0.0)
     assert out.mode == "control", f"{robot}/{label}: tick in safe mode {out.mode}"
     update = lambda: ctl.update(0.0)  # noqa: E731
+    # a floating base's estimator (base_state: imu), timed alone in the same blocks: its share
+    # of the shipped tick (the IMU estimate replaces the odom input, inside the tick)
+    estimate = _estimator_call(cfg, q) if (ctl.model.floating_base
+                                           and label == VARIANTS[0][0]) else None
     for _ in range(warm):  # warm caches and the solver's warm start
         update()
         ref()
+        if estimate is not None:
+            estimate()
     t_warm = np.empty(max(warm, 5))
     _sample(update, t_warm.size, t_warm, 0)
     loop = _loop_of_duration(float(np.median(t_warm)))
     t_tick = np.empty(ticks)
     t_ref = np.empty(ticks)
     t_loop = np.empty(ticks)
+    t_est = np.empty(ticks)
     for s in range(0, ticks, block):  # interleaved blocks: all see the same load
         k = min(block, ticks - s)
         _sample(update, k, t_tick, s, idle)
         _sample(ref, k, t_ref, s, idle)
         _sample(loop, k, t_loop, s, idle)
+        if estimate is not None:
+            _sample(estimate, k, t_est, s, idle)
     ref_med = float(np.median(t_ref))
     loop_med = float(np.median(t_loop))
     return {
@@ -201,7 +215,24 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
         "loop_median_us": loop_med * 1e6,
         "loop_p99_factor": float(np.percentile(t_loop, 99)) / loop_med,
         "build_s": t_build,
+        "estimator_us": float(np.median(t_est)) * 1e6 if estimate is not None else math.nan,
+        "estimator_share": (float(np.median(t_est) / np.median(t_tick)) if estimate is not None
+                            else math.nan),
     }
+
+
+def _estimator_call(cfg: dict, q: np.ndarray) -> Callable[[], int]:
+    """One step of the controller's base estimator (``base_state: imu``: leg kinematics and the
+    Kalman update, every foot in stance) at the standing state, as the tick runs it."""
+    est = WholeBodyController({**cfg, "base_state": "imu"}).base_estimator
+    info = robot_info(cfg["robot"])
+    qj = np.array(q[7:], dtype=np.float64)  # (the model's joint order, as standing_q)
+    zeros = np.zeros(qj.shape[0])
+    w, f = np.zeros(3), np.array([0.0, 0.0, 9.81])
+    quat = np.asarray(info["standing_q"][3:7], dtype=np.float64)
+    stance = np.ones(len(est.feet), dtype=bool)
+    dt = 1.0 / float(cfg.get("control_rate", 1000.0))
+    return lambda: est.update(qj, zeros, w, f, quat, stance, dt)
 
 
 def run(robots: list[str], variants: list[str], ticks: int, warm: int = 200,
@@ -224,7 +255,10 @@ def run(robots: list[str], variants: list[str], ticks: int, warm: int = 200,
                           f"pin median {r['pin_median_us']:6.1f} us | ratio median "
                           f"{r['median_ratio']:5.1f}x  p99 {r['p99_ratio']:5.1f}x | same-length "
                           f"loop p99 / median {r['loop_p99_factor']:4.2f}  "
-                          f"[{r['flags']}]", flush=True)
+                          f"[{r['flags']}]" + (
+                              f" | estimator {r['estimator_us']:.1f} us = "
+                              f"{100 * r['estimator_share']:.0f} % of the tick"
+                              if math.isfinite(r["estimator_us"]) else ""), flush=True)
     return rows
 
 
@@ -248,13 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         print("| config | nv | method | contacts | tick median [µs] | tick p99 [µs] | "
               "Pinocchio median [µs] | median ratio | p99 ratio | same-length loop p99 / "
-              "median |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "median | base estimator [µs] (share of the tick) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
+            est = (f"{r['estimator_us']:.1f} ({100 * r['estimator_share']:.0f} %)"
+                   if math.isfinite(r["estimator_us"]) else "—")
             print(f"| {r['robot']}.yaml | {r['nv']} | {r['variant']} | {r['contacts']} | "
                   f"{r['median_us']:.1f} | {r['p99_us']:.1f} | {r['pin_median_us']:.1f} | "
                   f"{r['median_ratio']:.1f}× | {r['p99_ratio']:.1f}× | "
-                  f"{r['loop_p99_factor']:.2f} |")
+                  f"{r['loop_p99_factor']:.2f} | {est} |")
     return 0
 
 

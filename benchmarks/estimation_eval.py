@@ -46,13 +46,13 @@ def run_one(job: tuple) -> dict:
 
     warnings.filterwarnings("ignore")
     robot, reference, orientation, duration, seed = job
-    from wbc_dynamics.sim.closed_loop import ClosedLoop, LoopConfig
+    from wbc_dynamics.sim.closed_loop import BUNDLED_QUADRUPED_OPTIONS, ClosedLoop, LoopConfig
     from wbc_dynamics.sim.imperfections import Imperfections
 
     opts = {"base_state": "imu", "imu_orientation": orientation == "imu"}
     if robot == "quadruped":  # config/quadruped.yaml's method and robustness options
         method = "lcp_noslip"
-        opts.update(contact_state_filter=True, torque_filter_cutoff=40.0)
+        opts.update(BUNDLED_QUADRUPED_OPTIONS)
         solver = {"lcp_noslip": {"min_norm": True}}
     else:
         from wbc_dynamics.robot_config import load_robot_setup

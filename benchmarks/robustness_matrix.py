@@ -33,6 +33,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from wbc_dynamics.sim.closed_loop import BUNDLED_QUADRUPED_OPTIONS  # noqa: E402
+
 #: robot -> its scenarios (references); the bundled quadruped runs its shipped config's method
 SCENARIOS = {
     "quadruped": ("shift", "trot"),
@@ -71,9 +73,8 @@ def _imperfections(level: float, single: str, seed: int):
 #: with effort-only drives; without the robustness options (no contact state filter, no torque
 #: low-pass, effort only)
 VARIANTS = ("shipped", "estimated", "effort", "before")
-#: the bundled quadruped's robustness options as config/quadruped.yaml ships them (the loop
-#: builds the bundled robots' controllers from its own defaults)
-BUNDLED_SHIPPED = {"contact_state_filter": True, "torque_filter_cutoff": 40.0}
+#: the bundled quadruped's robustness options as config/quadruped.yaml ships them
+BUNDLED_SHIPPED = BUNDLED_QUADRUPED_OPTIONS
 
 
 def _variant_options(robot: str, variant: str, floating: bool) -> dict:

@@ -33,9 +33,10 @@ Arguments
     drive_stiffness, drive_damping  the controller's hybrid drive gains [N m/rad], [N m s/rad],
                   one value for every joint (empty: the configuration's; > 0: the controller
                   publishes the hybrid drive command)
-    base_state    odom | imu: the controller's base state from the simulator's exact odom, or
-                  estimated from the simulator's imu and the joint states (floating base; the
-                  estimate on wbc_controller/odom, the truth on ground_truth/odom)
+    base_state    imu | odom: a floating base's state as the controller's own estimate from the
+                  simulator's IMU (typical MEMS noise) and the joint states (default; the
+                  estimate on wbc_controller/odom, the truth on ground_truth/odom), or the
+                  simulator's exact odom
     namespace     namespace of the three nodes
 """
 

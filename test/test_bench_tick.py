@@ -36,6 +36,11 @@ def test_bench_tick_tiny_reports_ratios_for_every_variant(capsys):
         assert math.isfinite(r["loop_p99_factor"]) and r["loop_p99_factor"] >= 1.0
         assert r["loop_median_us"] > 0.0
         assert r["contacts"] == (0 if r["variant"] == "none" else 4)
+    # the shipped variant of a floating base also times its base estimator
+    est = rows[0]
+    assert est["estimator_us"] > 0.0
+    assert est["estimator_share"] == pytest.approx(est["estimator_us"] / est["median_us"])
+    assert all(math.isnan(r["estimator_us"]) for r in rows[1:])
     assert bench.main(["--robots", "quadruped", "--variants", "lcp_noslip", "--tiny",
                        "--markdown"]) == 0
     table = capsys.readouterr().out

@@ -71,7 +71,7 @@ def test_correction_is_the_weighted_least_squares_update_and_puts_the_feet_down(
         assert k == 4 and np.all(np.abs(phi) < 0.02)
         n_stance = f.update(q, v)
         assert n_stance == 4 and sorted(f.stance_links) == sorted(FEET)
-        r_pos, r_vel = f.data.params[0], f.data.params[1]
+        r_pos, r_vel = f.data.position_variance, f.data.velocity_variance
         dq = -(pq[:, None] * N.T) @ np.linalg.solve(N @ (pq[:, None] * N.T)
                                                     + r_pos * np.eye(k), phi)
         J = np.vstack([np.stack([N[i], S[i], T[i]]) for i in range(k)])

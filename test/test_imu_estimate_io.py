@@ -350,15 +350,20 @@ def test_leg_odometry_runs_the_controllers_estimator():
 
 
 # ------------------------------------------------------------------ launch plan
-def test_sim_launch_plan_passes_base_state():
+def test_sim_launch_plan_passes_base_state_and_defaults_to_the_estimate():
     from wbc_dynamics.sim.launch_plan import sim_launch_plan
 
     _, ctl, _ = sim_launch_plan({"base_state": "imu"}, ".")
     assert ctl.parameters[-1]["base_state"] == "imu"
-    _, ctl, _ = sim_launch_plan({}, ".")
+    _, ctl, _ = sim_launch_plan({"base_state": "odom"}, ".")
     assert ctl.parameters[-1]["base_state"] == "odom"
-    _, ctl, _ = sim_launch_plan({"robot": "arm"}, ".")
-    assert "base_state" not in ctl.parameters[-1]
+    # default: a floating base runs on its own estimate, from an IMU with typical MEMS noise
+    sim, ctl, _ = sim_launch_plan({}, ".")
+    assert ctl.parameters[-1]["base_state"] == "imu"
+    assert sim.parameters[0]["imu_gyro_noise"] == 0.002
+    assert sim.parameters[0]["imu_accelerometer_noise"] == 0.05
+    sim, ctl, _ = sim_launch_plan({"robot": "arm"}, ".")
+    assert "base_state" not in ctl.parameters[-1] and "imu_gyro_noise" not in sim.parameters[0]
     with pytest.raises(ValueError, match=r"base_state: imu needs a floating-base robot"):
         sim_launch_plan({"robot": "arm", "base_state": "imu"}, ".")
     with pytest.raises(ValueError, match=r"base_state: expected odom \| imu, got 'gps'"):

@@ -16,6 +16,20 @@ from wbc_dynamics.sim.imperfections import Actuation, Imperfections, Sensing
 pytest.importorskip("mujoco", reason="mujoco not installed")
 
 
+def test_bundled_quadruped_options_are_the_shipped_configuration():
+    """The loop's options for the bundled quadruped are config/quadruped.yaml's."""
+    import os
+
+    import yaml
+
+    from wbc_dynamics.sim.closed_loop import BUNDLED_QUADRUPED_OPTIONS
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "config", "quadruped.yaml")) as f:
+        params = yaml.safe_load(f)["/**"]["ros__parameters"]
+    assert BUNDLED_QUADRUPED_OPTIONS == {k: params[k] for k in BUNDLED_QUADRUPED_OPTIONS}
+
+
 def test_realistic_levels_and_scaling():
     imp = Imperfections.realistic()
     assert (imp.joint_position_noise, imp.joint_velocity_noise) == (1e-3, 0.02)

@@ -279,8 +279,14 @@ def test_sim_node_hybrid_drive_applies_the_impedance_law_and_keeps_it_when_comma
                 pubs[iface].publish(array(x))
 
     try:
-        assert _spin(ex, 60.0, lambda: got["js"] and node.count_subscribers(
-            f"{ns}/stiffness_controller/commands") >= 1), stop_process(sim)
+        # every command topic matched before the first command (the first effort command starts
+        # the simulation: a set-point or gain topic matched later would miss its first steps)
+        # (lockstep reads the gains and the records only)
+        read = [p for k, p in pubs.items()
+                if (k != "record" if mode == "realtime" else k in ("stiffness", "damping",
+                                                                    "record"))]
+        assert _spin(ex, 60.0, lambda: got["js"] and all(
+            p.get_subscription_count() >= 1 for p in read)), stop_process(sim)
         if mode == "realtime":
             node.create_timer(0.002, stream)
         # (lockstep: the paused simulator re-sends its initial state until it is answered)
@@ -336,3 +342,62 @@ def test_sim_node_hybrid_drive_applies_the_impedance_law_and_keeps_it_when_comma
         rclpy.shutdown()
         out = stop_process(sim)
     assert "command rejected" in out
+
+
+# ------------------------------------------------------------------ the paused start
+def test_paused_start_waits_for_the_nodes_on_simulated_time(ros_env):
+    """``clock_subscribers: 1``: a lockstep simulation answered by a controller whose commands
+    match every state stays paused (no step, /clock at 0, state re-sent, diagnostics say
+    holding) while /clock has no subscriber, and starts with the next command once a node
+    subscribes to /clock (steps advance, every command matched)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    ns = f"/clockwait{os.getpid()}"
+    sim = start_module("wbc_dynamics.sim.sim_node", ns, {
+        "robot": "arm", "mode": "lockstep", "sim_rate": 1000.0, "real_time_factor": 1.0,
+        "initial_pose": "grasp", "joint_dynamics": False, "clock_subscribers": 1,
+        "diagnostics_rate": 10.0, "resend_period": 0.05})
+    rclpy.init()
+    node = rclpy.create_node("clock_wait_client", namespace=ns)
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    got = {"diag": None, "states": 0, "clock": []}
+    pub_cmd = node.create_publisher(JointState, "wbc_controller/joint_commands", 10)
+
+    def on_js(m):  # a controller: zero torque, stamped with the state it answers
+        got["states"] += 1
+        cmd = JointState(name=list(m.name), effort=[0.0] * len(m.name))
+        cmd.header.stamp = m.header.stamp
+        pub_cmd.publish(cmd)
+
+    def on_diag(arr):
+        for st in arr.status:
+            if st.name.startswith(ns + "/") and st.name.endswith(": simulator"):
+                got["diag"] = {kv.key: kv.value for kv in st.values}
+
+    node.create_subscription(JointState, "joint_states", on_js,
+                             QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 50)
+    try:
+        assert _spin(ex, 120.0, lambda: got["states"] >= 5 and pub_cmd.get_subscription_count()
+                     and got["diag"] is not None), "no state from wbc_sim"
+        _spin(ex, 1.5)  # commands answer every re-sent state: no /clock subscriber yet
+        d = got["diag"]
+        assert int(d["steps"]) == 0 and int(d["matched_commands"]) == 0, d
+        assert int(d["resent_states"]) >= 10, d
+        assert d["state"] == "holding (waiting for 1 /clock subscribers)", d
+        node.create_subscription(Clock, "/clock", lambda m: got["clock"].append(
+            m.clock.sec + 1e-9 * m.clock.nanosec), 10)
+        assert _spin(ex, 30.0, lambda: int(got["diag"]["steps"]) > 200), got["diag"]
+        d = got["diag"]
+        assert d["state"] == "running" and int(d["missed_commands"]) == 0, d
+        assert got["clock"] and max(got["clock"]) > 0.1, got["clock"][-3:]
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        out = stop_process(sim)
+    assert "Traceback" not in out, out[-2000:]

@@ -1936,7 +1936,7 @@ class WholeBodyController:
             self._q[:7], self._v[:6] = base_saved
         if self._stance is not None:  # forget the warm-up's decisions
             self._stance.reset()
-            self._stance.data.counters[:] = 0
+            self._stance.reset_counters()
         if self._estimator is not None:
             self._estimator.reset()
         self._qdd_cmd[:] = 0.0

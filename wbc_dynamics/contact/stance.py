@@ -40,8 +40,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.experimental import structref
 
 from ..kernels.linalg import chol_solve, cholesky
+from ..kernels.records import RecordType
 
 if TYPE_CHECKING:
     from .geometry import ContactModel
@@ -84,16 +86,17 @@ class StanceData(NamedTuple):
     tangent space [m^2, rad^2]: base position, base orientation, joints; ``prior_v`` (nv,)
     variance of the velocity estimate [(m/s)^2, (rad/s)^2]; ``prior_q_joints`` (nv,) as
     ``prior_q`` with the base's entries 0 (the joints' share, once stance corrected the base);
-    ``params`` (6,): ``r_pos`` [m^2], ``r_vel`` [(m/s)^2], ``touch_floor`` [m], ``gate`` [-],
-    ``dwell`` [s], ``dt`` [s].
+    ``position_variance`` [m^2] and ``velocity_variance`` [(m/s)^2] of a stance point's
+    measurement, ``touch_floor`` [m], ``gate`` [standard deviations], ``dwell`` [s], ``dt`` [s]
+    (the control period).
 
     State, per contact link (L,): ``stance`` bool; ``timer`` [s] time since the last change;
     ``lifted`` [s] how long a stance link has been above its gate; ``phi_min`` [m] its lowest
     candidate's distance on the raw state (inf: none within the filter's margin);
     ``gate_var`` [m^2] the square of its release gate (``gate`` predicted standard deviations;
     < 0: no candidate);
-    ``counters`` (3,) int64: decisions changed, ticks with a projection, ticks whose projection
-    failed (kept the raw state).
+    counters (1,) int64 each: ``decision_changes``, ``projections`` (ticks with a projection),
+    ``projection_failures`` (ticks whose projection failed and kept the raw state).
 
     Workspace: ``best`` (L,) int64 lowest candidate per link; ``rows`` (3 cap,) int64 candidate
     index of each projection row; ``J`` (3 cap, nv); ``res`` (3 cap,); ``A`` (3 cap, 3 cap);
@@ -105,13 +108,20 @@ class StanceData(NamedTuple):
     prior_q: np.ndarray
     prior_v: np.ndarray
     prior_q_joints: np.ndarray
-    params: np.ndarray
+    position_variance: float
+    velocity_variance: float
+    touch_floor: float
+    gate: float
+    dwell: float
+    dt: float
     stance: np.ndarray
     timer: np.ndarray
     lifted: np.ndarray
     phi_min: np.ndarray
     gate_var: np.ndarray
-    counters: np.ndarray
+    decision_changes: np.ndarray
+    projections: np.ndarray
+    projection_failures: np.ndarray
     best: np.ndarray
     rows: np.ndarray
     J: np.ndarray
@@ -120,6 +130,25 @@ class StanceData(NamedTuple):
     dq: np.ndarray
     dv: np.ndarray
     excluded: np.ndarray
+
+
+@structref.register
+class StanceDataRecordType(RecordType):
+    """numba type of :class:`StanceDataRecord`."""
+
+
+class StanceDataRecord(structref.StructRefProxy):
+    """:class:`StanceData`'s fields as one pointer for the compiled kernel (same names, the same
+    arrays; :mod:`wbc_dynamics.kernels.records`)."""
+
+
+structref.define_proxy(StanceDataRecord, StanceDataRecordType, list(StanceData._fields))
+
+
+@njit(cache=True)
+def stance_data_record(f):
+    """The :class:`StanceDataRecord` of the :class:`StanceData` ``f`` (compiled, cached)."""
+    return StanceDataRecord(*f)
 
 
 @njit(cache=True)
@@ -172,8 +201,8 @@ def stance_filter_kernel(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q
     the contact model's candidate buffers (``cand_phi`` [m], ``cand_sph``, ``Ncand`` /
     ``Scand`` / ``Tcand`` rows); ``swing`` (L,) bool: links the gait schedule holds in swing.
     Returns the number of stance links."""
-    r_pos, r_vel, touch_floor, gate, dwell, dt = (f.params[0], f.params[1], f.params[2],
-                                                  f.params[3], f.params[4], f.params[5])
+    r_pos, r_vel, touch_floor = f.position_variance, f.velocity_variance, f.touch_floor
+    gate, dwell, dt = f.gate, f.dwell, f.dt
     L = f.stance.shape[0]
     nv = v.shape[0]
     for li in range(L):
@@ -197,7 +226,7 @@ def stance_filter_kernel(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q
             if f.stance[li]:
                 f.stance[li] = False
                 f.timer[li] = 0.0
-                f.counters[0] += 1
+                f.decision_changes[0] += 1
             f.lifted[li] = 0.0
             continue
         if f.stance[li]:
@@ -207,7 +236,7 @@ def stance_filter_kernel(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q
                     f.stance[li] = False
                     f.timer[li] = 0.0
                     f.lifted[li] = 0.0
-                    f.counters[0] += 1
+                    f.decision_changes[0] += 1
                     continue
             else:
                 f.lifted[li] = 0.0
@@ -239,7 +268,7 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
             f.stance[li] = True
             f.timer[li] = 0.0
             f.lifted[li] = 0.0
-            f.counters[0] += 1
+            f.decision_changes[0] += 1
             new_touch = True
     if new_touch:
         ok = _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos)
@@ -248,7 +277,7 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
         if f.stance[li]:
             n_stance += 1
     if n_stance > 0:
-        f.counters[1] += 1
+        f.projections[0] += 1
         # velocity: the stance rows' N, S, T, residual J v
         m = np.int64(0)
         for i in range(k):
@@ -265,7 +294,7 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
                 m += 1
         okv = _weighted_correction(f.J, m, f.res, f.prior_v, r_vel, f.A, f.dv)
         if not (ok and okv):
-            f.counters[2] += 1
+            f.projection_failures[0] += 1
             for c in range(nv):
                 f.dq[c] = 0.0
                 f.dv[c] = 0.0
@@ -395,15 +424,20 @@ class StanceFilter:
         self.data = StanceData(
             sphere_link=np.array([index[sid[0]] for sid in cm.sphere_ids], dtype=np.int64),
             prior_q=prior_q, prior_v=prior_v, prior_q_joints=prior_joints,
-            params=np.array([position_tolerance ** 2, velocity_tolerance ** 2, touch_floor, gate,
-                             dwell, self.dt]),
+            position_variance=float(position_tolerance ** 2),
+            velocity_variance=float(velocity_tolerance ** 2), touch_floor=float(touch_floor),
+            gate=float(gate), dwell=float(dwell), dt=float(self.dt),
             stance=np.zeros(L, dtype=np.bool_), timer=np.full(L, dwell), lifted=np.zeros(L),
             phi_min=np.full(L, np.inf), gate_var=np.zeros(L),
-            counters=np.zeros(3, dtype=np.int64), best=np.zeros(L, dtype=np.int64),
+            decision_changes=np.zeros(1, dtype=np.int64),
+            projections=np.zeros(1, dtype=np.int64),
+            projection_failures=np.zeros(1, dtype=np.int64), best=np.zeros(L, dtype=np.int64),
             rows=np.zeros(3 * cap, dtype=np.int64), J=np.zeros((3 * cap, nv)),
             res=np.zeros(3 * cap), A=np.zeros((3 * cap, 3 * cap)), dq=np.zeros(nv),
             dv=np.zeros(nv), excluded=cm.excluded_mask(),
         )
+        #: the same arrays as one pointer, what the kernel takes
+        self._record = stance_data_record(self.data)
         self._no_boxes_R = np.zeros((0, 3, 3))  # (no free bodies: checked above)
         self._no_boxes_p = np.zeros((0, 3))
         #: (L,) bool: links the gait schedule holds in swing (:meth:`set_swing`)
@@ -423,18 +457,25 @@ class StanceFilter:
         cm = self.contact_model
         k = cm.candidates_validated(q, self._no_boxes_R, self._no_boxes_p, self.margin)
         d = cm.data
-        return int(stance_filter_kernel(self.data, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand,
+        return int(stance_filter_kernel(self._record, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand,
                                         d.Tcand, self.swing, q, v, self.floating))
 
     def reset(self) -> None:
         """Forget the decisions (no link in stance; the next tick decides afresh)."""
         f = self.data
         f.stance[:] = False
-        f.timer[:] = f.params[4]
+        f.timer[:] = f.dwell
         f.lifted[:] = 0.0
         f.phi_min[:] = np.inf
         f.dq[:] = 0.0
         f.dv[:] = 0.0
+
+    def reset_counters(self) -> None:
+        """Zero the decision, projection and failure counters."""
+        f = self.data
+        f.decision_changes[:] = 0
+        f.projections[:] = 0
+        f.projection_failures[:] = 0
 
     @property
     def stance_links(self) -> list[str]:
@@ -444,9 +485,9 @@ class StanceFilter:
     @property
     def decisions_changed(self) -> int:
         """Stance decisions changed since construction (touches + releases)."""
-        return int(self.data.counters[0])
+        return int(self.data.decision_changes[0])
 
     @property
     def failed_projections(self) -> int:
         """Ticks whose correction failed (the raw state was used)."""
-        return int(self.data.counters[2])
+        return int(self.data.projection_failures[0])

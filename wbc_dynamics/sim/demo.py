@@ -3,13 +3,22 @@
 Runs the in-process closed loop (:mod:`wbc_dynamics.sim.closed_loop`: MuJoCo plant built from
 the bundled quadruped URDF + the product's ``WholeBodyController``) for a few seconds of
 simulated time: the robot stands and sways its weight between the feet (``--reference trot``:
-the trot of seed 004, Sec. 7.6). Shows a
-progress bar, prints a summary (tracking error, torque smoothness, predicted vs simulated contact
-force, controller tick time) and writes a PNG plot of joint tracking, torques and contact forces.
+the trot of Zapolsky & Drumwright, "Inverse Dynamics with Rigid Contact and Friction", Sec. 7.6).
+Shows a progress bar, prints a summary (tracking error, torque smoothness, predicted vs simulated
+contact force, controller tick time, and how well the base estimate followed the plant) and
+writes a PNG plot of joint tracking, torques and contact forces.
+
+By default the controller is fed what a real robot gives it (``--sensing realistic``: 1 mrad
+encoder noise, a MEMS IMU, 1 ms latency each way, +-10 % mass error, a 2 ms torque lag, torque
+limits at 80 %; :meth:`~wbc_dynamics.sim.imperfections.Imperfections.realistic`) and a
+floating-base robot runs on its own base estimate from the IMU and leg kinematics
+(``--base-state imu``); ``--sensing exact --base-state odom`` gives it the simulator's exact
+state.
 
 Exit code: 0 if the robot did not fall, 1 if it fell, 2 for a usage/set-up error.
 
     python -m wbc_dynamics.sim.demo               # 5 s weight shift, lcp_noslip, rigid ground
+    python -m wbc_dynamics.sim.demo --sensing exact --base-state odom   # the simulator's state
     python -m wbc_dynamics.sim.demo --short       # 1.5 s (CI)
     python -m wbc_dynamics.sim.demo --method qp_coulomb --friction low --compliant
     python -m wbc_dynamics.sim.demo --robot go2            # a robot configuration (config/robots)
@@ -48,6 +57,13 @@ def _bar(frac: float, info: dict, t_wall0: float, stream) -> None:
     stream.flush()
 
 
+def _sensing(imp) -> str:
+    return (f"encoders {1e3 * imp.joint_position_noise:g} mrad, MEMS IMU, latency "
+            f"{1e3 * imp.state_latency:g} + {1e3 * imp.command_latency:g} ms, mass error "
+            f"+-{100 * imp.mass_error:g} %, torque lag {1e3 * imp.torque_lag:g} ms, torque limits "
+            f"{100 * imp.torque_limit_fraction:g} %")
+
+
 def summarize(res, stream=None) -> dict:
     """Print the run's summary (to ``stream``, default the current sys.stdout); returns the
     metrics dict."""
@@ -67,6 +83,17 @@ def summarize(res, stream=None) -> dict:
         f"simulated       : {res.t[-1] + 1.0 / cfg.control_rate if len(res.t) else 0:.2f} s "
         f"({int(m['ticks'])} ticks)\n"
     )
+    imp = cfg.imperfections
+    base_state = cfg.controller_options.get("base_state", "odom")
+    w(f"sensing         : {'exact (the simulator state)' if imp.exact else _sensing(imp)}\n")
+    est = res.estimation_metrics()
+    if base_state == "imu":
+        w("base state      : own estimate (IMU + leg kinematics, no odometry)")
+        if est:
+            w(f"; vs the plant: velocity RMS {est['velocity_rms']:.4f} m/s, height RMS "
+              f"{1e3 * est['height_rms']:.2f} mm, roll/pitch RMS {est['tilt_rms']:.2f} deg, "
+              f"horizontal drift {100 * est['drift']:.1f} cm")
+        w("\n")
     if len(res.t):
         d = res.base_pos[-1] - res.base_pos[0]
         w(
@@ -174,6 +201,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "feet), stand, trot (the Sec. 7.6 gait, docs/simulation.md); robot "
                     "configurations: stand (default, legged), sway (the base sways over the "
                     "feet, from the model's Jacobians), sinusoid (default, fixed base)")
+    ap.add_argument("--sensing", default="realistic", choices=["realistic", "exact"],
+                    help="realistic (default): noisy, late sensing and actuation with model "
+                    "error, as a real robot; exact: the simulator's state")
+    ap.add_argument("--base-state", default="imu", choices=["imu", "odom"],
+                    help="floating base: imu (default) = the controller's own estimate from "
+                    "the IMU and leg kinematics; odom = the simulator's base state (exact, or "
+                    "noisy with --sensing realistic)")
     ap.add_argument("--friction", default="high", help="'high', 'low' or a number")
     ap.add_argument("--compliant", action="store_true", help="compliant instead of rigid ground")
     ap.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")
@@ -181,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="PNG path ('' = no plot)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
-    from .closed_loop import LoopConfig
+    from .closed_loop import BUNDLED_QUADRUPED_OPTIONS, LoopConfig
+    from .imperfections import Imperfections
 
     friction: float | str = args.friction
     if friction not in ("high", "low"):
@@ -215,6 +250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         method = method or setup.controller.method
         reference = reference or ("stand" if setup.controller.floating_base else "sinusoid")
+    floating = robot == "quadruped" or bool(setup.controller.floating_base)
+    options: dict = {}
+    if floating:
+        if robot == "quadruped":  # as config/quadruped.yaml ships it
+            options.update(BUNDLED_QUADRUPED_OPTIONS)
+        options["base_state"] = args.base_state
     cfg = LoopConfig(
         robot=robot,
         urdf=urdf,
@@ -225,6 +266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         friction=friction,
         compliant=args.compliant,
         solver_options={} if args.vertex else {"lcp_noslip": {"min_norm": True}},
+        imperfections=(Imperfections.realistic() if args.sensing == "realistic"
+                       else Imperfections()),
+        controller_options=options,
     )
     print(
         f"wbc_demo: building the MuJoCo plant and the controller ({cfg.controller}); compiling "

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .imperfections import Imperfections
+
 __all__ = ["SIM_LAUNCH_ARGS", "FRICTION_MU", "NodePlan", "sim_launch_plan"]
 
 #: (name, default, description) of the launch arguments.
@@ -36,10 +38,15 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
      "(empty: the robot config's; > 0: the controller sends the hybrid drive command)"),
     ("drive_damping", "", "controller drive_damping [N m s/rad], one value for every joint "
      "(empty: the robot config's)"),
-    ("base_state", "odom", "the controller's floating base state: odom (the simulator's exact "
-     "odom) | imu (estimated from the simulator's imu and the joint states; floating base only)"),
+    ("base_state", "", "the controller's floating base state: imu (empty, floating base: its own "
+     "estimate from the simulator's IMU -- typical MEMS noise -- and the joint states) | odom "
+     "(the simulator's exact base state)"),
     ("namespace", "", "namespace of the simulator, controller and reference"),
 )
+
+#: the simulator's IMU noise parameters (wbc_sim's and Imperfections' names)
+IMU_FIELDS = ("imu_gyro_noise", "imu_gyro_bias", "imu_accelerometer_noise",
+              "imu_orientation_noise")
 
 #: [s simulated] a configuration with an object: the simulator holds it in place this long
 #: while the controller closes the fingers on it; the reference starts moving afterwards
@@ -91,15 +98,19 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     sim_rate = float(a["sim_rate"])
     if a["drive"] not in ("effort", "hybrid"):
         raise ValueError(f"drive: expected effort | hybrid, got {a['drive']!r}")
-    if a["base_state"] not in ("odom", "imu"):
+    if a["base_state"] not in ("", "odom", "imu"):
         raise ValueError(f"base_state: expected odom | imu, got {a['base_state']!r}")
     floating = robot == "quadruped" if bundled else bool(setup.controller.floating_base)
     if a["base_state"] == "imu" and not floating:
         raise ValueError(f"base_state: imu needs a floating-base robot ({robot} has a fixed base)")
+    base_state = a["base_state"] or "imu"
     sim_params = {
         "friction": friction, "ground": a["ground"], "mode": a["mode"],
         "sim_rate": sim_rate, "real_time_factor": float(a["real_time_factor"]),
         "duration": float(a["duration"]), "drive": a["drive"]}
+    if floating:  # the simulator's IMU: typical MEMS noise (Imperfections.realistic's)
+        imu = Imperfections.realistic()
+        sim_params.update({f: getattr(imu, f) for f in IMU_FIELDS})
     if bundled:
         sim_params.update(robot=robot,
                           initial_pose="standing" if robot == "quadruped" else "grasp")
@@ -113,11 +124,14 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     hold = OBJECT_HOLD if setup is not None and setup.controller.object_urdf else 0.0
     if hold:
         sim_params["object_hold"] = hold
+    # the controller and the reference run on simulated time: the simulation starts once both
+    # subscribe to /clock (otherwise a late-discovered reference begins seconds behind)
+    sim_params["clock_subscribers"] = 2
     sim = NodePlan("wbc_sim", "wbc_dynamics.sim.sim_node", "wbc_sim", [sim_params])
     overrides: dict = {"use_sim_time": True, "method": method, "friction": mu,
                        "control_rate": sim_rate}
     if floating:
-        overrides["base_state"] = a["base_state"]
+        overrides["base_state"] = base_state
     for gain in ("kp", "kd", "drive_stiffness", "drive_damping"):
         if a[gain].strip():
             overrides[gain] = [float(a[gain])]

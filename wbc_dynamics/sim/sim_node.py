@@ -116,8 +116,10 @@ points -- come from it, as the controller loads them), ``urdf_path`` /
 (1.0), ``command_timeout`` [s] (0.05), ``drive`` ("effort" | "hybrid"), ``command_latency``,
 ``command_dropout_start``, ``command_dropout`` [s simulated] (0, 0, 0),
 ``lockstep_timeout`` [s wall] (1.0), ``resend_period``
-[s wall] (0.1), ``start_paused`` (true), ``duration`` [s simulated] (0 = unlimited; the
-simulation then stops stepping and keeps publishing diagnostics), ``stamped_command_topic``,
+[s wall] (0.1), ``start_paused`` (true), ``clock_subscribers`` (a paused start also waits until
+/clock has this many subscribers -- the nodes on simulated time; 0), ``duration`` [s
+simulated] (0 = unlimited; the simulation then stops stepping and keeps publishing
+diagnostics), ``stamped_command_topic``,
 ``diagnostics_rate`` [Hz wall] (1), ``imu_gyro_noise`` [rad/s], ``imu_gyro_bias`` [rad/s],
 ``imu_accelerometer_noise`` [m/s^2], ``imu_orientation_noise`` [rad] (0, 0, 0, 0; typical MEMS
 values: 0.002, 0.002, 0.05, 0.0035 -- :meth:`~wbc_dynamics.sim.imperfections.Imperfections.
@@ -307,6 +309,7 @@ def _make_node_class():
                 "lockstep_timeout": 1.0,
                 "resend_period": 0.1,
                 "start_paused": True,
+                "clock_subscribers": 0,
                 "duration": 0.0,
                 "stamped_command_topic": "wbc_controller/joint_commands",
                 "diagnostics_rate": 1.0,
@@ -479,6 +482,12 @@ def _make_node_class():
             self._joint_index = {jn: i for i, jn in enumerate(self.plant.joint_names)}
             self._name_map: tuple[tuple[str, ...], np.ndarray] | None = None
             self.started = not bool(p["start_paused"])
+            # a paused start also waits for the nodes on simulated time: a node whose /clock
+            # subscription is not yet matched would see simulated time begin late (a reference
+            # generator's timer then starts seconds behind on a loaded machine)
+            self.clock_subscribers = int(p["clock_subscribers"])
+            if self.clock_subscribers < 0:
+                raise ValueError(f"clock_subscribers: must be >= 0, got {self.clock_subscribers}")
             self.finished = False
             self.counts = {
                 "steps": 0,
@@ -610,6 +619,13 @@ def _make_node_class():
                 return
             self._cmd_seq += 1
             if not self.started:
+                waiting = self.pub_clock.get_subscription_count()
+                if waiting < self.clock_subscribers:
+                    self.get_logger().info(
+                        f"first command received; waiting for {self.clock_subscribers} nodes on "
+                        f"simulated time (/clock has {waiting} subscribers)",
+                        throttle_duration_sec=2.0)
+                    return
                 self.started = True
                 self._wall0, self._sim0 = time.monotonic(), self.plant.time
                 self.get_logger().info("first command received: simulation running")
@@ -667,11 +683,13 @@ def _make_node_class():
             if _stamp_ns(msg.header.stamp) != self._state_ns:
                 self.counts["ignored_commands"] += 1  # late, or for a re-sent state
                 return
+            self._accept(command)
+            if not self.started:  # paused: the state is re-sent until the start conditions hold
+                return
             self.counts["matched_commands"] += 1
             if self._degraded:
                 self._degraded = False
                 self.get_logger().info("commands match the states again: lockstep resumed")
-            self._accept(command)
             self._ready = True
             self._advance_lockstep()
 
@@ -842,7 +860,8 @@ def _make_node_class():
             self._diag_prev = (wall, sim)
             rtf = (sim - s0) / (wall - w0) if wall > w0 else 0.0
             state = ("finished" if self.finished else "running" if self.started
-                     else "holding (waiting for the first command)")
+                     else "holding (waiting for the first command)" if not self._cmd_seq
+                     else f"holding (waiting for {self.clock_subscribers} /clock subscribers)")
             st = self._DiagStatus()
             st.name = f"{self.get_fully_qualified_name()}: simulator"
             st.hardware_id = self.plant.parsed.name
