@@ -7,7 +7,10 @@
 Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom, ground_truth/odom, imu),
 ``wbc_controller`` (config/<robot>.yaml with use_sim_time and the arguments below) and
 ``wbc_reference`` (publishes wbc_controller/reference and, for the trot,
-wbc_controller/contact_schedule), all on simulated time. By default the simulator runs in
+wbc_controller/contact_schedule), all on simulated time. By default the simulator's sensors are
+realistic (noisy, quantized encoders; an IMU with MEMS noise) and a floating base runs on the
+controller's own estimate from them (``base_state:=odom sensing:=exact``: the exact state). The
+simulator runs in
 ``lockstep``: it holds the robot in its initial pose until the controller's first command, then
 advances one step only when the command computed for that step's state has arrived
 (``wbc_controller/joint_commands``, matched by stamp), so a slow first start or a loaded machine
@@ -17,7 +20,9 @@ reports missed commands and its real-time factor in /diagnostics). For an in-pro
 DDS see ``python -m wbc_dynamics.sim.demo``.
 
 Arguments
-    robot         quadruped | arm (bundled robots; arm runs without the box)
+    robot         quadruped | arm (bundled robots; arm runs without the box) | a robot
+                  configuration: a config/robots name (go1, go2, talos, g1, panda, ...) or a YAML
+                  path
     method        controller method (none | lcp_noslip | lcp_coulomb | qp_coulomb | qp_noslip)
     reference     quadruped: stand | shift | trot; arm: stand | sinusoid; a configuration:
                   stand | sway | com_sway | trot (quadrupeds) | sinusoid (arms)
@@ -37,6 +42,8 @@ Arguments
                   simulator's IMU (typical MEMS noise) and the joint states (default; the
                   estimate on wbc_controller/odom, the truth on ground_truth/odom), or the
                   simulator's exact odom
+    sensing       realistic | exact: the simulator's sensors (realistic: encoders with 1 mrad /
+                  0.02 rad/s noise and 14-bit quantization, an IMU with typical MEMS noise)
     namespace     namespace of the three nodes
 """
 

@@ -233,7 +233,8 @@ def test_filter_update_equals_an_independent_batch_kalman_step():
     model = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
     feet = ["LF_foot", "RF_foot", "LH_foot", "RH_foot"]
     cm = ContactModel(model, contact_links=feet, features=[HalfSpace.ground()])
-    est = BaseEstimator.for_contact_model(cm, noise=EstimatorNoise())
+    # (no velocity gate: random joint rates would trip it, and the reference has none)
+    est = BaseEstimator.for_contact_model(cm, noise=EstimatorNoise(), velocity_gate=0.0)
     e = est.data
     q = np.array(robot_info("quadruped")["standing_q"], dtype=float)
     rng = np.random.default_rng(3)
@@ -257,3 +258,38 @@ def test_filter_update_equals_an_independent_batch_kalman_step():
         worst_p = max(worst_p, np.max(np.abs(e.P - P_ref)) / np.max(np.abs(P_ref)))
     assert len(stance_sets) > 8
     assert worst_x < 1e-9 and worst_p < 1e-9, (worst_x, worst_p)
+
+
+def test_velocity_gate_skips_a_moving_stance_foot():
+    """A foot the schedule holds in stance but whose kinematics say it moves (a slip, a late
+    touchdown) fails the velocity gate: its velocity rows are skipped and counted, the
+    estimated base velocity stays near rest (the three feet at rest hold it); without the gate
+    the moving foot drags it."""
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.model import RobotModel
+    from wbc_dynamics.robots import robot_info, robot_path
+
+    model = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
+    feet = ["LF_foot", "RF_foot", "LH_foot", "RH_foot"]
+    cm = ContactModel(model, contact_links=feet, features=[HalfSpace.ground()])
+    q = np.array(robot_info("quadruped")["standing_q"], dtype=float)
+    rest = np.zeros(12)
+    up = np.array([0.0, 0.0, 9.81])
+    speeds = {}
+    for gate in (16.27, 0.0):
+        est = BaseEstimator.for_contact_model(cm, noise=EstimatorNoise(), velocity_gate=gate)
+        stance = np.ones(4, dtype=bool)
+        for _ in range(50):  # settle at rest
+            est.update(q[7:], rest, np.zeros(3), up, q[3:7], stance, 1e-3)
+        assert est.data.gated_velocities[0] == 0
+        # the first leg's joints move (2 rad/s each): its foot slides while the others rest
+        qd = rest.copy()
+        qd[0:3] = 2.0
+        for _ in range(20):
+            est.update(q[7:], qd, np.zeros(3), up, q[3:7], stance, 1e-3)
+        speeds[gate] = float(np.linalg.norm(est.base_state()[2]))
+        if gate > 0.0:
+            assert est.data.gated_velocities[0] >= 15, est.data.gated_velocities[0]
+        else:
+            assert est.data.gated_velocities[0] == 0
+    assert speeds[16.27] < 0.02 < speeds[0.0], speeds

@@ -362,8 +362,15 @@ def test_sim_launch_plan_passes_base_state_and_defaults_to_the_estimate():
     assert ctl.parameters[-1]["base_state"] == "imu"
     assert sim.parameters[0]["imu_gyro_noise"] == 0.002
     assert sim.parameters[0]["imu_accelerometer_noise"] == 0.05
+    assert sim.parameters[0]["encoder_position_noise"] == 1e-3
+    assert sim.parameters[0]["encoder_resolution"] == pytest.approx(2 * math.pi / 2 ** 14)
     sim, ctl, _ = sim_launch_plan({"robot": "arm"}, ".")
     assert "base_state" not in ctl.parameters[-1] and "imu_gyro_noise" not in sim.parameters[0]
+    assert sim.parameters[0]["encoder_velocity_noise"] == 0.02
+    sim, _, _ = sim_launch_plan({"sensing": "exact"}, ".")
+    assert not any(k.startswith(("imu_", "encoder_")) for k in sim.parameters[0])
+    with pytest.raises(ValueError, match=r"sensing: expected realistic \| exact, got 'perfect'"):
+        sim_launch_plan({"sensing": "perfect"}, ".")
     with pytest.raises(ValueError, match=r"base_state: imu needs a floating-base robot"):
         sim_launch_plan({"robot": "arm", "base_state": "imu"}, ".")
     with pytest.raises(ValueError, match=r"base_state: expected odom \| imu, got 'gps'"):

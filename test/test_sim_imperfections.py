@@ -30,6 +30,27 @@ def test_bundled_quadruped_options_are_the_shipped_configuration():
     assert BUNDLED_QUADRUPED_OPTIONS == {k: params[k] for k in BUNDLED_QUADRUPED_OPTIONS}
 
 
+def test_encoders_quantize_then_add_noise_and_validate():
+    """SimEncoders: positions rounded to whole counts, then white noise of the given std; rates
+    with their own noise; negative or non-finite settings named."""
+    from wbc_dynamics.sim.imperfections import SimEncoders
+
+    q0 = np.linspace(-1.0, 1.0, 2001)
+    q, v = q0.copy(), np.zeros_like(q0)
+    SimEncoders(resolution=0.01).measure(q, v)
+    assert np.allclose(q / 0.01, np.round(q / 0.01), atol=1e-9) and np.all(v == 0.0)
+    assert np.max(np.abs(q - q0)) <= 0.005 + 1e-12
+    q, v = q0.copy(), np.zeros_like(q0)
+    SimEncoders(position_noise=1e-3, velocity_noise=0.02, seed=1).measure(q, v)
+    assert np.std(q - q0) == pytest.approx(1e-3, rel=0.1)
+    assert np.std(v) == pytest.approx(0.02, rel=0.1)
+    assert SimEncoders().exact and not SimEncoders(resolution=1e-3).exact
+    with pytest.raises(ValueError, match="encoder_resolution: must be finite and >= 0"):
+        SimEncoders(resolution=-1.0)
+    with pytest.raises(ValueError, match="encoder_position_noise"):
+        SimEncoders(position_noise=math.nan)
+
+
 def test_realistic_levels_and_scaling():
     imp = Imperfections.realistic()
     assert (imp.joint_position_noise, imp.joint_velocity_noise) == (1e-3, 0.02)

@@ -349,7 +349,8 @@ def test_paused_start_waits_for_the_nodes_on_simulated_time(ros_env):
     """``clock_subscribers: 1``: a lockstep simulation answered by a controller whose commands
     match every state stays paused (no step, /clock at 0, state re-sent, diagnostics say
     holding) while /clock has no subscriber, and starts with the next command once a node
-    subscribes to /clock (steps advance, every command matched)."""
+    subscribes to /clock (steps advance, every command matched). Its encoders
+    (``encoder_resolution: 0.01``) report whole counts."""
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -360,7 +361,7 @@ def test_paused_start_waits_for_the_nodes_on_simulated_time(ros_env):
     sim = start_module("wbc_dynamics.sim.sim_node", ns, {
         "robot": "arm", "mode": "lockstep", "sim_rate": 1000.0, "real_time_factor": 1.0,
         "initial_pose": "grasp", "joint_dynamics": False, "clock_subscribers": 1,
-        "diagnostics_rate": 10.0, "resend_period": 0.05})
+        "diagnostics_rate": 10.0, "resend_period": 0.05, "encoder_resolution": 0.01})
     rclpy.init()
     node = rclpy.create_node("clock_wait_client", namespace=ns)
     ex = SingleThreadedExecutor()
@@ -370,6 +371,7 @@ def test_paused_start_waits_for_the_nodes_on_simulated_time(ros_env):
 
     def on_js(m):  # a controller: zero torque, stamped with the state it answers
         got["states"] += 1
+        got["positions"] = np.array(m.position)
         cmd = JointState(name=list(m.name), effort=[0.0] * len(m.name))
         cmd.header.stamp = m.header.stamp
         pub_cmd.publish(cmd)
@@ -396,6 +398,9 @@ def test_paused_start_waits_for_the_nodes_on_simulated_time(ros_env):
         d = got["diag"]
         assert d["state"] == "running" and int(d["missed_commands"]) == 0, d
         assert got["clock"] and max(got["clock"]) > 0.1, got["clock"][-3:]
+        # the encoders' readings: whole counts of encoder_resolution
+        p = got["positions"]
+        assert np.allclose(p / 0.01, np.round(p / 0.01), atol=1e-9), p
     finally:
         node.destroy_node()
         rclpy.shutdown()

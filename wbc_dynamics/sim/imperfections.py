@@ -23,13 +23,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Actuation", "Imperfections", "Sensing", "SimImu", "scale_plant_masses"]
+__all__ = ["Actuation", "Imperfections", "Sensing", "SimEncoders", "SimImu",
+           "scale_plant_masses"]
 
 #: fields scaled by :meth:`Imperfections.scaled` (noise levels, latencies, model error, lag)
 _SCALED = ("joint_position_noise", "joint_velocity_noise", "base_position_noise",
            "base_orientation_noise", "base_linear_velocity_noise", "base_angular_velocity_noise",
            "state_latency", "command_latency", "mass_error", "torque_lag", "imu_gyro_noise",
-           "imu_gyro_bias", "imu_accelerometer_noise", "imu_orientation_noise")
+           "imu_gyro_bias", "imu_accelerometer_noise", "imu_orientation_noise",
+           "encoder_resolution")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Imperfections:
             per axis): what makes an integrated yaw drift.
         imu_accelerometer_noise: [m/s^2] white noise of its specific force, per sample.
         imu_orientation_noise: [rad] per axis, of the IMU's own orientation output (its AHRS).
+        encoder_resolution: [rad] (or m) one encoder count: joint positions are quantized to
+            it before the white noise (0: not quantized; a 14-bit joint encoder: 3.8e-4 rad).
         seed: of the random generator (noise and mass draws).
     """
 
@@ -76,6 +80,7 @@ class Imperfections:
     imu_gyro_bias: float = 0.0
     imu_accelerometer_noise: float = 0.0
     imu_orientation_noise: float = 0.0
+    encoder_resolution: float = 0.0
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -154,6 +159,8 @@ class Sensing:
         self._tick = 0
         self._imu = SimImu(imp.imu_gyro_noise, imp.imu_gyro_bias, imp.imu_accelerometer_noise,
                            imp.imu_orientation_noise, rng=rng)
+        self._encoders = SimEncoders(imp.joint_position_noise, imp.joint_velocity_noise,
+                                     imp.encoder_resolution, rng=rng)
         #: the IMU reading of the last :meth:`measure` (floating base): (angular rate (3,)
         #: [rad/s] base frame, specific force (3,) [m/s^2] base frame, orientation (4,) xyzw)
         self.imu: tuple | None = None
@@ -170,10 +177,7 @@ class Sensing:
             self.imu = self._imu.sample(self._tick / self.rate, q[0:7], v[0:6])
         imp, rng = self.imp, self.rng
         o, ov = (7, 6) if self.floating else (0, 0)
-        if imp.joint_position_noise > 0.0:
-            q[o:] += rng.normal(0.0, imp.joint_position_noise, q.shape[0] - o)
-        if imp.joint_velocity_noise > 0.0:
-            v[ov:] += rng.normal(0.0, imp.joint_velocity_noise, v.shape[0] - ov)
+        self._encoders.measure(q[o:], v[ov:])
         if self.floating:
             if imp.base_position_noise > 0.0:
                 q[0:3] += rng.normal(0.0, imp.base_position_noise, 3)
@@ -193,6 +197,43 @@ def _quat_rot(q: np.ndarray) -> np.ndarray:
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+class SimEncoders:
+    """The simulated robot's joint encoders (ROS-free; :class:`Sensing` and ``wbc_sim`` both
+    use them): a joint position is quantized to whole counts of ``resolution`` [rad] (0: not
+    quantized), then white noise of std ``position_noise`` [rad] is added; a joint rate gets
+    white noise of std ``velocity_noise`` [rad/s] (what a drive's filtered rate estimate
+    leaves)."""
+
+    def __init__(self, position_noise: float = 0.0, velocity_noise: float = 0.0,
+                 resolution: float = 0.0, seed: int = 0,
+                 rng: np.random.Generator | None = None) -> None:
+        for name, x in (("encoder_position_noise", position_noise),
+                        ("encoder_velocity_noise", velocity_noise),
+                        ("encoder_resolution", resolution)):
+            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
+                raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+        self.position_noise = float(position_noise)
+        self.velocity_noise = float(velocity_noise)
+        self.resolution = float(resolution)
+        self.rng = rng if rng is not None else np.random.default_rng(int(seed))
+
+    @property
+    def exact(self) -> bool:
+        """True if the readings are the joints' state."""
+        return self.position_noise == self.velocity_noise == self.resolution == 0.0
+
+    def measure(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Joint positions ``q`` and rates ``v`` (float arrays) replaced by their readings,
+        in place."""
+        if self.resolution > 0.0:
+            np.round(q / self.resolution, out=q)
+            q *= self.resolution
+        if self.position_noise > 0.0:
+            q += self.rng.normal(0.0, self.position_noise, q.shape[0])
+        if self.velocity_noise > 0.0:
+            v += self.rng.normal(0.0, self.velocity_noise, v.shape[0])
 
 
 class SimImu:

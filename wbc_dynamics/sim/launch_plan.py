@@ -8,6 +8,7 @@ installed, and the two cannot drift apart.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -41,12 +42,17 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
     ("base_state", "", "the controller's floating base state: imu (empty, floating base: its own "
      "estimate from the simulator's IMU -- typical MEMS noise -- and the joint states) | odom "
      "(the simulator's exact base state)"),
+    ("sensing", "realistic", "the simulator's sensors: realistic (encoders with 1 mrad / "
+     "0.02 rad/s noise and 14-bit quantization, an IMU with typical MEMS noise) | exact"),
     ("namespace", "", "namespace of the simulator, controller and reference"),
 )
 
 #: the simulator's IMU noise parameters (wbc_sim's and Imperfections' names)
 IMU_FIELDS = ("imu_gyro_noise", "imu_gyro_bias", "imu_accelerometer_noise",
               "imu_orientation_noise")
+
+#: [rad] one count of a 14-bit joint encoder (2 pi / 2^14): ``sensing:=realistic``'s
+ENCODER_RESOLUTION = 2.0 * math.pi / 2 ** 14
 
 #: [s simulated] a configuration with an object: the simulator holds it in place this long
 #: while the controller closes the fingers on it; the reference starts moving afterwards
@@ -108,9 +114,15 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
         "friction": friction, "ground": a["ground"], "mode": a["mode"],
         "sim_rate": sim_rate, "real_time_factor": float(a["real_time_factor"]),
         "duration": float(a["duration"]), "drive": a["drive"]}
-    if floating:  # the simulator's IMU: typical MEMS noise (Imperfections.realistic's)
-        imu = Imperfections.realistic()
-        sim_params.update({f: getattr(imu, f) for f in IMU_FIELDS})
+    if a["sensing"] not in ("realistic", "exact"):
+        raise ValueError(f"sensing: expected realistic | exact, got {a['sensing']!r}")
+    if a["sensing"] == "realistic":  # Imperfections.realistic's sensor noise
+        real = Imperfections.realistic()
+        sim_params.update(encoder_position_noise=real.joint_position_noise,
+                          encoder_velocity_noise=real.joint_velocity_noise,
+                          encoder_resolution=ENCODER_RESOLUTION)
+        if floating:
+            sim_params.update({f: getattr(real, f) for f in IMU_FIELDS})
     if bundled:
         sim_params.update(robot=robot,
                           initial_pose="standing" if robot == "quadruped" else "grasp")

@@ -123,7 +123,10 @@ diagnostics), ``stamped_command_topic``,
 ``diagnostics_rate`` [Hz wall] (1), ``imu_gyro_noise`` [rad/s], ``imu_gyro_bias`` [rad/s],
 ``imu_accelerometer_noise`` [m/s^2], ``imu_orientation_noise`` [rad] (0, 0, 0, 0; typical MEMS
 values: 0.002, 0.002, 0.05, 0.0035 -- :meth:`~wbc_dynamics.sim.imperfections.Imperfections.
-realistic`), ``imu_seed`` (0), ``friction`` ("high" | "low" | number as text), ``ground``
+realistic`), ``imu_seed`` (0), ``encoder_position_noise`` [rad], ``encoder_velocity_noise``
+[rad/s], ``encoder_resolution`` [rad] (0, 0, 0: joint_states carries the exact joint state;
+:class:`~wbc_dynamics.sim.imperfections.SimEncoders`), ``encoder_seed`` (0),
+``friction`` ("high" | "low" | number as text), ``ground``
 ("rigid" | "compliant"), ``ground_height`` [m] (0), ``publish_clock`` (true),
 ``publish_every`` (realtime: publish state every N steps, 1), ``world_frame`` ("world"),
 ``base_frame`` (the URDF root link), ``with_box`` (arm: add the grasped box, false),
@@ -141,7 +144,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .imperfections import SimImu
+from .imperfections import SimEncoders, SimImu
 
 __all__ = ["DRIVES", "INTERFACES", "Drives", "SimImu", "SimNode", "main"]
 
@@ -333,6 +336,10 @@ def _make_node_class():
                 "imu_accelerometer_noise": 0.0,
                 "imu_orientation_noise": 0.0,
                 "imu_seed": 0,
+                "encoder_position_noise": 0.0,
+                "encoder_velocity_noise": 0.0,
+                "encoder_resolution": 0.0,
+                "encoder_seed": 0,
             }
             for k, v in decl.items():
                 # floating_base / friction accept text or bool / number
@@ -527,6 +534,9 @@ def _make_node_class():
             self.imu = SimImu(*(float(p[f"imu_{k}"]) for k in (
                 "gyro_noise", "gyro_bias", "accelerometer_noise", "orientation_noise")),
                 seed=int(p["imu_seed"]))
+            self.encoders = SimEncoders(*(float(p[f"encoder_{k}"]) for k in (
+                "position_noise", "velocity_noise", "resolution")), seed=int(p["encoder_seed"]))
+            self._js_reading: tuple[np.ndarray, np.ndarray] | None = None
             # the IMU message, built once (REP 145: the covariances' diagonals are the noise
             # variances; zero = exact)
             self._imu_msg = Imu()
@@ -836,8 +846,16 @@ def _make_node_class():
             js = self._JointState()
             js.header.stamp = stamp
             js.name = list(self.plant.joint_names)
-            js.position = q[o:].tolist()
-            js.velocity = v[ov:].tolist()
+            if not self.encoders.exact:  # a re-sent state keeps its reading
+                if not resend or self._js_reading is None:
+                    qj, vj = q[o:].astype(float), v[ov:].astype(float)
+                    self.encoders.measure(qj, vj)
+                    self._js_reading = (qj, vj)
+                qj, vj = self._js_reading
+            else:
+                qj, vj = q[o:], v[ov:]
+            js.position = qj.tolist()
+            js.velocity = vj.tolist()
             js.effort = (self.plant.applied_torques().tolist() if self.counts["steps"]
                          else [0.0] * self.n)
             self.pub_js.publish(js)
