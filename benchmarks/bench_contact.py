@@ -1,4 +1,5 @@
-"""Contact-aware inverse dynamics: solve time versus number of contacts (seed 004, Sec. 8.4.2).
+"""Contact-aware inverse dynamics: solve time versus number of contacts
+(Zapolsky & Drumwright, Sec. 8.4.2).
 
 The bundled quadruped stands on flat ground; as in the paper's runtime experiment the number of
 simultaneous contacts is increased artificially at each foot-ground interface: for

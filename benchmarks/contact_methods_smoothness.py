@@ -1,4 +1,5 @@
-"""Torque smoothness along a slowly varying four-feet standing trajectory (seed 004, Sec. 8.1).
+"""Torque smoothness along a slowly varying four-feet standing trajectory (Zapolsky & Drumwright,
+Sec. 8.1).
 
 The quadruped stands on flat ground (mu = 0.8) on four feet (an indeterminate contact
 configuration) with the feet fixed while the base sways sideways and crouches:

@@ -1,4 +1,5 @@
-"""Torque smoothness along an indeterminate standing trajectory (seed 004, Sec. 4.6 / Sec. 8.1).
+"""Torque smoothness along an indeterminate standing trajectory
+(Zapolsky & Drumwright, Sec. 4.6 / Sec. 8.1).
 
 The bundled quadruped sways on four feet (base translation 1 cm / 4 mm / 5 mm in x / y / z,
 period 1 s; joint velocities and accelerations from the no-slip foot constraints at the

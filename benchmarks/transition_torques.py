@@ -1,5 +1,5 @@
-"""Torque jumps at touchdown and lift-off on the bundled trot (issue 11: "torques continuous
-enough that a real actuator could follow -- report max |dtau| per tick at transitions").
+"""Torque jumps at touchdown and lift-off on the bundled trot: are the torques continuous
+enough for a real actuator to follow? Reports the max |dtau| per tick at transitions.
 
 For each controller the in-process MuJoCo trot (bundled quadruped, rigid ground, high friction,
 1 kHz, the closed loop's shipped options) runs for ``--duration`` s. Per tick, |dtau| = max over

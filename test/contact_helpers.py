@@ -1,4 +1,4 @@
-"""Shared helpers for the contact tests (seed 004): models, references and checks.
+"""Shared helpers for the contact tests (Zapolsky & Drumwright): models, references and checks.
 
 Independent references come from Pinocchio (M by CRBA, h by RNEA, point Jacobians).
 """

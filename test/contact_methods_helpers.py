@@ -1,4 +1,4 @@
-"""Helpers for the lcp_coulomb / qp_coulomb / qp_noslip tests (seed 004).
+"""Helpers for the lcp_coulomb / qp_coulomb / qp_noslip tests (Zapolsky & Drumwright).
 
 Problems are assembled here directly from the dynamics core (analytical M^-1, h, point
 Jacobians) so that these tests do not depend on the geometry module; the independent reference

@@ -1,4 +1,5 @@
-"""lcp_coulomb (seed 004, Sec. 5): LCP (64) with a k-edge pyramid, Lemke, Alg. 3 MINDIFF.
+"""lcp_coulomb (Zapolsky & Drumwright, Sec. 5): LCP (64) with a k-edge pyramid, Lemke, Alg. 3
+MINDIFF.
 
 Checks are independent of the solver: eq. (37) is verified with Pinocchio's CRBA mass matrix and
 RNEA bias (the solver only sees the core's analytical M^-1), complementarity is recomputed from

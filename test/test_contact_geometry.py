@@ -1,4 +1,5 @@
-"""Contact geometry (seed 004 Sec. 3.3 / Fig. 4, Appendix B) against independent references.
+"""Contact geometry (Zapolsky & Drumwright, Sec. 3.3 / Fig. 4, Appendix B) against independent
+references.
 
 N, S, T rows are compared with Pinocchio point Jacobians (LOCAL_WORLD_ALIGNED frame Jacobian
 shifted to the contact point) and with finite differences of the contact-point position.

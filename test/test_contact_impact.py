@@ -1,4 +1,4 @@
-"""Touchdown / rebound options of the contact model (seed 004, Secs. 2.3.4, 3.2, 4).
+"""Touchdown / rebound options of the contact model (Zapolsky & Drumwright, Secs. 2.3.4, 3.2, 4).
 
 * ``ContactModel(passive_impact=True, separation_tolerance=...)``: a passive inelastic no-slip
   impact removes the arriving / resting contact velocities before the inverse dynamics; checked

@@ -1,4 +1,5 @@
-"""lcp_noslip (seed 004 Sec. 4: Alg. 1, LCP (44)-(45), Alg. 2, Sec. 4.5, 4.6) on bundled robots.
+"""lcp_noslip (Zapolsky & Drumwright, Sec. 4: Alg. 1, LCP (44)-(45), Alg. 2, Sec. 4.5, 4.6) on
+bundled robots.
 
 References: Pinocchio M (CRBA) / h / RNEA with external forces; physics (m g); eq. (37).
 """

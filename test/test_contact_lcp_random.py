@@ -1,4 +1,5 @@
-"""lcp_noslip on random problems against an independent convex-QP reference (seed 004 Sec. 4).
+"""lcp_noslip on random problems against an independent convex-QP reference (Zapolsky & Drumwright,
+Sec. 4).
 
 The no-slip MLCP (42)-(43) is the KKT system of the convex QP
 ``min 1/2 (v+ - f*)^T M (v+ - f*)`` s.t. ``P v+ = qdot_des``, ``S v+ = 0``, ``T v+ = 0``,

@@ -1,4 +1,4 @@
-"""Contact methods against an independent oracle (seed 004, Secs. 4-6; issue 11).
+"""Contact methods against an independent oracle (Zapolsky & Drumwright, Secs. 4-6).
 
 Independent assembly: Pinocchio's CRBA mass matrix M, RNEA bias h and point Jacobians (frame
 Jacobian shifted to the contact point, projected on the problem's contact frame) -- nothing of

@@ -1,4 +1,4 @@
-"""Tests of the common contact types and the zero-contact path (seed 004, eq. 37/38).
+"""Tests of the common contact types and the zero-contact path (Zapolsky & Drumwright, eq. 37/38).
 
 References are Pinocchio (RNEA, ABA, analytical M^-1), i.e. independent of the code under test.
 """

@@ -1,4 +1,5 @@
-"""qp_coulomb / qp_noslip (seed 004, Sec. 6): Stage I (69)-(79) in reduced form, Stage II.
+"""qp_coulomb / qp_noslip (Zapolsky & Drumwright, Sec. 6): Stage I (69)-(79) in reduced
+form, Stage II.
 
 Independent references: Pinocchio's CRBA mass matrix for eq. (37) and for the Stage I objective
 1/2 v+^T M v+ (the solver only uses the core's analytical M^-1 and the reduced form of

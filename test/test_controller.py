@@ -427,8 +427,8 @@ def test_odometry_conversion_twist_in_child_frame():
 
 @pytest.mark.parametrize("method", ["lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip"])
 def test_contact_methods_standing_quadruped_weight_and_warm_start(quadruped, method):
-    """Through the controller: Σ normal forces = m g (seed 004 standing test), warm start kept
-    across ticks and cleared by reset_solver()."""
+    """Through the controller: Σ normal forces = m g (the standing test of Zapolsky & Drumwright),
+    warm start kept across ticks and cleared by reset_solver()."""
     info, pm, pd = quadruped
     ctl = WholeBodyController({"robot": "quadruped", "floating_base": True, "method": method})
     q = np.array(info["standing_q"])

@@ -1,6 +1,6 @@
-"""A grasped object in the controller (issue 10): ``object_urdf``, ``grasp_force``,
+"""A grasped object in the controller: ``object_urdf``, ``grasp_force``,
 ``grasp_hold`` and ``set_object_state`` -- the same squeeze and finger hold as the in-process arm
-+ box loop (seed 004 Secs. 1.5, 7.2.2), now a product option.
++ box loop (Zapolsky & Drumwright, Secs. 1.5, 7.2.2), as a controller option.
 
 State: the settled grasp of the bundled arm (fingertips closed on the box, box released) from
 ``ClosedLoop``; the reference is the loop's sinusoid at t = 0.

@@ -1,10 +1,11 @@
-"""Analytical derivatives of inverse dynamics (seed 003, Tables 5-8) against independent references.
+"""Analytical derivatives of inverse dynamics (Saccon et al., Tables 5-8) against independent
+references.
 
 * Pinocchio's ``computeRNEADerivatives`` / ``computeABADerivatives`` on every bundled robot, fixed
   and floating base, random states: 1e-9 relative. Pinocchio differentiates its free-flyer joint
   in the local (left-trivialized) tangent, H exp(delta), which is our convention, so no mapping
   of the columns is needed; its base rows are the base wrench in the base frame, as ours.
-* Geometric finite differences (seed 003, Sec. 6 / Fig. 5): the base is perturbed as
+* Geometric finite differences (Saccon et al., Sec. 6 / Fig. 5): the base is perturbed as
   H exp(delta e_k) (``RobotModel.integrate``), joints and velocities by plain differences. The
   error shrinks with delta (second order, central differences) until round-off takes over; at
   delta = 1e-6 the analytical derivatives agree to 1e-6 relative.
@@ -97,7 +98,8 @@ def test_aba_derivatives_match_finite_differences(model):
 
 
 def test_finite_difference_error_study():
-    """Seed 003 Fig. 5: the FD error falls with delta (here O(delta^2)) until round-off grows."""
+    """Saccon et al., Fig. 5: the FD error falls with delta (here O(delta^2)) until round-off
+    grows."""
     model = RobotModel.from_urdf(robot_path("branched"), floating_base=True)
     rng = np.random.default_rng(5)
     q, v, a = _random_state(model, rng)

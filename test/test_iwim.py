@@ -1,4 +1,4 @@
-"""Inertia-weighted input matrix M^-1 B (seed 001, eqs. (8)-(9)) and the task-space helper.
+"""Inertia-weighted input matrix M^-1 B (Krög et al., eqs. (8)-(9)) and the task-space helper.
 
 * ``iwim(q, B)`` against the analytical ``minverse(q) @ B`` of the core (and Pinocchio's
   ``computeMinverse``) to 1e-10 relative on every bundled robot for full actuation, an
@@ -188,7 +188,7 @@ def test_task_space_input_bad_input():
 
 
 def test_gamma_of_eq8_is_unit_lower_triangular_and_factors_m():
-    """The Gamma of seed 001 eq. (8), Gamma_ij = D_i^-1 U_i^T S_j for j an ancestor of i, built
+    """The Gamma of Krög et al., eq. (8), Gamma_ij = D_i^-1 U_i^T S_j for j an ancestor of i, built
     from the articulated quantities the IWIM recursion leaves in its workspace: unit lower
     triangular (depth-first order), and Gamma^T D Gamma = M (CRBA). So M^-1 B =
     Gamma^-1 D^-1 Gamma^-T B: the inward pass applies Gamma^-T, the outward pass the forward

@@ -10,7 +10,7 @@
   controlled equilibrium; the closed loop is simulated with the core's ``aba``.
 
 What "controlled equilibrium" means here (a floating base without contacts cannot be held in
-place by joint torques alone): (1) seed 003's branched system (Fig. 4) as an aerial
+place by joint torques alone): (1) the branched system of Saccon et al. (Fig. 4) as an aerial
 manipulator -- its base carries a multirotor-like actuator producing a body-z thrust and three
 body torques, so the system is underactuated (nv - 2 inputs) and hovers in gravity; (2) the
 humanoid at its standing configuration with the base wrench actuated (as if held by a 6-DoF

@@ -411,7 +411,7 @@ def test_configured_robot_starts_settled_on_its_feet():
 
 @pytest.mark.parametrize("method", ["lcp_coulomb", "qp_coulomb"])
 def test_g1_stands_under_the_coulomb_methods(method):
-    """Issue 11: g1 (four toe/heel spheres per foot) stands under the Coulomb methods from rest.
+    """g1 (four toe/heel spheres per foot) stands under the Coulomb methods from rest.
     (From the unsettled start -- first plant step unsupported -- its ankles reach 1.5 rad/s
     within 1 ms and lcp_coulomb does not recover, falling at 3.1 s: docs/robots.md.)"""
     from wbc_dynamics.sim.closed_loop import LoopConfig, run
@@ -438,12 +438,12 @@ def _talos_standing_qp_coulomb():
 
 
 def test_qp_coulomb_tracking_spreads_each_soles_load_over_its_corners():
-    """Issue 10: with ``coulomb_tracking`` (sticking correction + contact-velocity Stage I
-    objective) Stage II kept that objective's linear term fixed even where it is only the
-    sticking correction's residue along the internal forces (here 3-4e-6 m/s, in the closed loop
-    1e-7 m/s), which pinned the forces to Stage I's choice among talos's eight sole corners: for
+    """With ``coulomb_tracking`` (sticking correction + contact-velocity Stage I objective)
+    Stage II must not keep that objective's linear term fixed where it is only the sticking
+    correction's residue along the internal forces (here 3-4e-6 m/s, in the closed loop
+    1e-7 m/s): that pins the forces to Stage I's choice among talos's eight sole corners (for
     joint accelerations of 0.1 rad/s^2 rms 99.7 / 100 % of a foot's load on one corner,
-    flipping with their sign, and talos fell. Now Stage II chooses the minimum-norm torques among
+    flipping with their sign), and talos falls. Stage II chooses the minimum-norm torques among
     all the internal forces, so every sole carries its load on several corners (at most 49 %
     on one) and the result follows the commanded accelerations continuously -- on the
     build + solve path and in the compiled tick alike."""
@@ -468,7 +468,7 @@ def test_qp_coulomb_tracking_spreads_each_soles_load_over_its_corners():
 
 
 def test_qp_coulomb_tracking_keeps_a_hovering_soles_corners_unloaded():
-    """The other side of issue 10's rule: where the contact-velocity objective does vary along
+    """The other side of that rule: where the contact-velocity objective does vary along
     the internal forces -- a sole 0.28-2.4 mm above the ground (left knee +0.01 rad), whose
     corners it rewards by phi/dt = 0.3-2.4 m/s -- Stage II keeps it fixed, and the hovering
     corners carry nothing. (Without that, Stage II's minimum-norm torques put 105 N on each
@@ -495,11 +495,11 @@ def test_qp_coulomb_tracking_keeps_a_hovering_soles_corners_unloaded():
 
 @pytest.mark.parametrize("robot", ["talos", "talos_reduced"])
 def test_box_soled_humanoids_stand_under_qp_coulomb(robot):
-    """Issue 10: talos / talos_reduced (four box-sole corners per foot) fell under
-    ``qp_coulomb`` with their configurations' ``coulomb_tracking`` (at 2.3 / 3.2 s, joints
-    0.13 rad off within 3 s; the other methods held every joint within 2e-4 rad): the soles'
-    load sat on single corners (test above), they rocked, and the rocking fed the contact
-    velocities that kept it there. They now stand as under the other methods."""
+    """talos / talos_reduced (four box-sole corners per foot) stand under ``qp_coulomb`` with
+    their configurations' ``coulomb_tracking`` as under the other methods (which hold every
+    joint within 2e-4 rad). Were the soles' load to sit on single corners (test above), they
+    would rock, the rocking would feed the contact velocities that keep it there, and they
+    would fall (measured so: at 2.3 / 3.2 s, joints 0.13 rad off within 3 s)."""
     from wbc_dynamics.sim.closed_loop import LoopConfig, run
 
     r = run(LoopConfig(robot=robot, controller="qp_coulomb", reference="stand", duration=3.0),

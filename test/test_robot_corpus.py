@@ -378,11 +378,11 @@ def test_controller_method_none_with_free_dofs_matches_pinocchio(urdf, floating_
     and without (a fixed base, every joint actuated: RNEA)
     against (a) Pinocchio's M and h with the unactuated accelerations solved
     (:func:`free_dof_reference`) and (b) the Python formula it replaced, computed here from our
-    M^-1 and h: ``tau_A = Y^-1 (qdd_A + P_A M^-1 h)``, ``Y = P_A M^-1 P_A^T`` (seed 004 eqs.
-    (37)-(39) with zero contact impulses), to ``FREE_DOF_RTOL`` or, for (b), Y's own accuracy
-    ``cond(Y) eps`` where that is larger (with passive joints Y can be ill-conditioned: 4e6 on
-    icub_reduced). Where M is singular (joints that move no mass) (b) cannot be formed and M^-1
-    raises; the tick needs only M_UU regular and must still agree with (a)."""
+    M^-1 and h: ``tau_A = Y^-1 (qdd_A + P_A M^-1 h)``, ``Y = P_A M^-1 P_A^T`` (Zapolsky &
+    Drumwright, eqs. (37)-(39) with zero contact impulses), to ``FREE_DOF_RTOL`` or, for (b), Y's
+    own accuracy ``cond(Y) eps`` where that is larger (with passive joints Y can be ill-conditioned:
+    4e6 on icub_reduced). Where M is singular (joints that move no mass) (b) cannot be formed and
+    M^-1 raises; the tick needs only M_UU regular and must still agree with (a)."""
     from wbc_dynamics.controller import WholeBodyController
 
     model, pmodel = load_variant(urdf, floating_base, warmup="control")

@@ -55,7 +55,8 @@ def _rejected(fn, reason, *words):
 @pytest.mark.parametrize("joints", [JOINTS, [f"joint_{i}" for i in range(1, 12)]],
                          ids=["three_joints", "arm_joints"])
 def test_overflowing_sums_are_rejected_not_index_errors(joints):
-    """The two crashers of issue 13, on a three-joint and on the arm's joint list."""
+    """Values whose sums overflow are rejected as out of range instead of crashing the parser (an
+    IndexError), on a three-joint and on the arm's joint list."""
     n = len(joints)
     js = JointStateParser(joints)
     _rejected(lambda: js.parse(_js(joints, np.zeros(n), np.full(n, -1e308))),

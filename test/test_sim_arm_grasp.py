@@ -1,5 +1,5 @@
-"""Arm grasping the box (seed 004 Secs. 1.5, 7.2.2, 8.4.1): the contact problem the closed loop
-poses, the internal grasp force, and the closed-loop hold under ``qp_coulomb``."""
+"""Arm grasping the box (Zapolsky & Drumwright, Secs. 1.5, 7.2.2, 8.4.1): the contact problem the
+closed loop poses, the internal grasp force, and the closed-loop hold under ``qp_coulomb``."""
 
 from __future__ import annotations
 
@@ -112,13 +112,11 @@ def test_without_internal_force_qp_coulomb_drops_the_box():
 
 
 #: friction -> (slip bound [m], arm joint error bound [rad]). Measured over the settle time
-#: 0.499 / 0.5 / 0.501 s (the same grasp, 1 ms apart): high friction (mu = 10) slip 0.91-1.00
-#: cm, arm error 0.024-0.026 rad; mu = 1 slip 0.92 cm, arm error 0.028-0.029 rad. (Before the
-#: hold kept the grip position, high friction was sensitive: 1.0-2.4 cm, 0.028-0.070 rad.)
-#: Stop 24, after the core kernels' speed-up (rounding-level changes of M^-1 / RNEA): high
-#: friction is sensitive again -- slip 1.18 / 1.42 / 2.78 cm, arm error 0.023 / 0.031 / 0.055 rad
-#: at settle 0.499 / 0.5 / 0.501 s (held in every case: a drop is 5 cm); mu = 1 unchanged (0.91-
-#: 0.92 cm, 0.027-0.028 rad). Bounds: the measured worst + ~25 %.
+#: 0.499 / 0.5 / 0.501 s (the same grasp, 1 ms apart). High friction (mu = 10) is sensitive,
+#: even to rounding-level changes of M^-1 / RNEA: slip 0.91-1.00 cm, arm error 0.024-0.026 rad
+#: in one build, 1.18 / 1.42 / 2.78 cm, 0.023 / 0.031 / 0.055 rad in another (held in every
+#: case: a drop is 5 cm). mu = 1 is not: slip 0.91-0.92 cm, arm error 0.027-0.029 rad.
+#: Bounds: the measured worst + ~25 %.
 HOLD_BOUNDS = {"high": (0.035, 0.07), 1.0: (0.0115, 0.036)}
 
 

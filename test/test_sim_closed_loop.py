@@ -100,11 +100,11 @@ def test_weight_shift_under_lcp_noslip_min_norm_tracks_and_predicts():
     ("lcp_noslip_mn", 5.0, 0.03, (0.6, 1.0)), ("qp_coulomb", 3.0, 0.15, (-0.05, 0.5)),
     ("qp_noslip", 5.0, 0.03, (0.6, 1.0))])
 def test_trot_on_rigid_high_friction_ground(controller, duration, max_err, dx_range):
-    """Seed 004 Sec. 7.6 trot (0.3 s cycle, duty 0.75, 1.5 cm steps, 20 cm/s) with the loop's
-    defaults (passive touchdown impact, no-slip only on touching feet, kp 3000 / kd 110):
-    no fall, joint error bounded, drives rarely at their 4 N m limit. lcp_noslip walks the
-    planned distance (0.4 m by t = 3 s, 0.86 m by 5 s); qp_coulomb trots almost in place
-    (~3 cm): its Stage I objective (eq. 69, kinetic energy of the whole mechanism) predicts
+    """The trot of Zapolsky & Drumwright, Sec. 7.6 (0.3 s cycle, duty 0.75, 1.5 cm steps, 20 cm/s)
+    with the loop's defaults (passive touchdown impact, no-slip only on touching feet,
+    kp 3000 / kd 110): no fall, joint error bounded, drives rarely at their 4 N m limit.
+    lcp_noslip walks the planned distance (0.4 m by t = 3 s, 0.86 m by 5 s); qp_coulomb trots almost
+    in place (~3 cm): its Stage I objective (eq. 69, kinetic energy of the whole mechanism) predicts
     contact forces that brake the base (docs/contact_methods.md, "Model note").
 
     lcp_noslip runs 5 s: with a relative rank test alone its predictions degraded from ~3.4 s

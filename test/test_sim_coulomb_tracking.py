@@ -1,4 +1,4 @@
-"""Closed loop (issue 11): the Coulomb methods track at least as well as PID.
+"""Closed loop: the Coulomb methods track at least as well as PID.
 
 Bundled quadruped in MuJoCo, rigid ground, high friction (mu = 10), 1 kHz, 2 s after settling,
 the loop's quadruped solver options (``closed_loop.QUADRUPED_SOLVER_OPTIONS``: sticking-consistent

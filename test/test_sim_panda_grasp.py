@@ -1,4 +1,4 @@
-"""A configured arm grasping an object from YAML alone (issue 10): ``config/robots/panda_grasp``
+"""A configured arm grasping an object from YAML alone: ``config/robots/panda_grasp``
 (Franka panda, its two finger links, the bundled 4 cm ``small_box``) through the product's
 ``WholeBodyController`` in the MuJoCo closed loop, the object's state fed as its ``object_state``
 input. The numbers are measured (docs/robots.md "Arm grasps")."""

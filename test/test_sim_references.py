@@ -1,8 +1,9 @@
 """References: derivatives are consistent (finite differences) and the plans mean what they say.
 
-Trot (seed 004, Sec. 7.6): the feet planned in swing lift by the step height, the stance feet
-move backwards at the planned base speed, the swing pattern is the paper's diagonal trot with
-duty factor 0.75; weight shift sways the base over fixed feet; arm sinusoid at 3 Hz (Sec. 7.2.2).
+Trot (Zapolsky & Drumwright, Sec. 7.6): the feet planned in swing lift by the step height, the
+stance feet move backwards at the planned base speed, the swing pattern is the paper's diagonal trot
+with duty factor 0.75; weight shift sways the base over fixed feet; arm sinusoid at 3 Hz
+(Sec. 7.2.2).
 """
 
 from __future__ import annotations

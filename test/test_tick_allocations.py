@@ -1,4 +1,4 @@
-"""A compiled control tick allocates nothing (issue 12): every temporary of the contact tick comes
+"""A compiled control tick allocates nothing: every temporary of the contact tick comes
 from the contact model's preallocated arena (wbc_dynamics.kernels.arena), for every method and
 option the product ships, on the standing robots and on perturbed states (touch-downs, lift-offs,
 inconsistent accelerations, the Sec. 4.5 / sticking corrections, minimum-norm selections).

@@ -1,7 +1,7 @@
 """A cold start's compilation on two cores: contact kernels compiled in a helper process.
 
-numba compiles on one core, and a first start with an empty cache compiles for tens of seconds
-(issue 12). The contact methods' general-path kernels (``wbc_dynamics.contact.warmup``) and the
+numba compiles on one core, and a first start with an empty cache compiles for tens of seconds.
+The contact methods' general-path kernels (``wbc_dynamics.contact.warmup``) and the
 passive-impact kernel do not depend on the robot -- every kernel takes flat arrays, so their
 numba signatures are the same for any model. While the controller compiles the robot's dynamics
 and contact-geometry kernels, a helper process (``python -m wbc_dynamics.compile_helper``)

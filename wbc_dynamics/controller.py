@@ -17,13 +17,13 @@ One control tick (:meth:`WholeBodyController.update`):
      the same compiled call as below, :mod:`wbc_dynamics.kernels.free_dof`),
    * ``method="none"``, floating base (or passive joints): contact-free inverse dynamics of the
      actuated joints with the base (and the passive joints) accelerating freely,
-     ``tau = (P M^-1 P^T)^-1 (qdd_cmd + P M^-1 h)`` (seed 004, eqs. (37)-(39) with zero
+     ``tau = (P M^-1 P^T)^-1 (qdd_cmd + P M^-1 h)`` (Zapolsky & Drumwright, eqs. (37)-(39) with zero
      contact impulses), computed block-wise in one compiled call: ``M_UU a_U = -(M_UA qdd_cmd
      + h_U)``, ``tau = M_AU a_U + M_AA qdd_cmd + h_A`` with M from CRBA, U the unactuated and
      A the actuated DoFs (:mod:`wbc_dynamics.kernels.free_dof`),
    * ``method`` in ``lcp_noslip | lcp_coulomb | qp_coulomb | qp_noslip``: contact-aware inverse
-     dynamics of seed 004 (:func:`wbc_dynamics.contact.solve`), the solver's warm start kept in
-     this object across ticks (:meth:`reset_solver` forgets it);
+     dynamics of Zapolsky & Drumwright (:func:`wbc_dynamics.contact.solve`), the solver's warm start
+     kept in this object across ticks (:meth:`reset_solver` forgets it);
 
 4. clamping to the effort limits (URDF ``<limit effort>`` unless overridden) and a final finiteness
    check. Any failure produces the documented safe command instead, flagged in the output.
@@ -71,7 +71,7 @@ __all__ = [
     "WholeBodyController",
 ]
 
-#: Contact-aware inverse dynamics methods (seed 004) accepted by ``method``.
+#: Contact-aware inverse dynamics methods (Zapolsky & Drumwright) accepted by ``method``.
 CONTACT_METHODS: tuple[str, ...] = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
 #: Every accepted ``method`` value (``"none"``: inverse dynamics without contact forces).
 METHODS: tuple[str, ...] = ("none", *CONTACT_METHODS)
@@ -126,8 +126,8 @@ class ControllerConfig:
             listing the others).
         passive_joints: configured joints without a motor (in the model, measured): their
             torque is always 0 and their acceleration is whatever the dynamics give (solved
-            for like the floating base's: ``P`` of seed 004 eqs. (37)-(39) selects only the
-            other joints); their desired accelerations and gains are ignored.
+            for like the floating base's: ``P`` of Zapolsky & Drumwright's eqs. (37)-(39) selects
+            only the other joints); their desired accelerations and gains are ignored.
         method: "none" | "lcp_noslip" | "lcp_coulomb" | "qp_coulomb" | "qp_noslip".
         warm_methods: further contact methods compiled and warmed up at construction, so that
             a runtime ``method`` switch to one of them costs no compilation (the node refuses a
@@ -159,14 +159,15 @@ class ControllerConfig:
         reference_timeout: maximum age of the reference [s] before the safe command.
         friction_edges: pyramid edges k of the Coulomb methods (even, >= 4).
         contact_margin: sphere-ground pairs with signed distance <= margin [m] are contact
-            candidates (the phi/dt term of seed 004 eqs. (35)/(36) handles phi > 0).
+            candidates (the phi/dt term of Zapolsky & Drumwright's eqs. (35)/(36) handles phi > 0).
         phi_deadband: [m] signed distances below it count as touching (ContactModel option;
             0 = eqs. (35)/(36) literally).
         passive_impact: treat a touchdown of an approaching contact as a passive impact
             (ContactModel option, with ``separation_tolerance`` [m/s]).
         separation_tolerance: [m/s] see ``passive_impact`` (>= 0).
         noslip_gap: [m] ``lcp_noslip`` / ``qp_noslip``: no-slip rows only for contacts with
-            ``phi <= noslip_gap`` (seed 004 eq. (34)); negative = not set (every candidate).
+            ``phi <= noslip_gap`` (Zapolsky & Drumwright, eq. (34)); negative = not set (every
+            candidate).
         noslip_min_norm: ``lcp_noslip`` returns the minimum-norm impulses among the
             indeterminate solutions instead of the vertex solution of Alg. 2 (symmetric loads on
             several feet; needed on compliant plants where an unloaded foot drifts off).
@@ -183,9 +184,9 @@ class ControllerConfig:
         object_urdf: a free object the contact links may touch -- e.g. a grasped box: a URDF
             (path, ``package://`` URI, a bundled name such as ``box``, or the XML text) of one
             floating body whose first collision box is centred at its origin -- appended to the
-            contact problem as a free body (seed 004, Sec. 1.5); its pose and twist are an input
-            (:meth:`WholeBodyController.set_object_state`, the node's ``~/object_odom``) held
-            to ``state_timeout`` like the joint state. "" = none. The object's contacts run the
+            contact problem as a free body (Zapolsky & Drumwright, Sec. 1.5); its pose and twist are
+            an input (:meth:`WholeBodyController.set_object_state`, the node's ``~/object_odom``)
+            held to ``state_timeout`` like the joint state. "" = none. The object's contacts run the
             general (not the fused) contact path.
         object_friction: friction coefficient between the contact links and the object.
         grasp_force: [N] internal (squeeze) force per contact link touching the object (phi
@@ -922,7 +923,7 @@ class WholeBodyController:
         self._have_state = False
         assert self._q.shape == (nq,)
 
-        # contact model (seed 004), only for contact methods
+        # contact model, only for contact methods
         self._contact_model = None
         self._swing_links: frozenset[str] = frozenset()
         self._contact_links = list(cfg.contact_links)
@@ -1524,8 +1525,8 @@ class WholeBodyController:
         """The fallback of a model without the compiled tick (:meth:`_bind_free_dof`), in
         Python per tick: no contacts, unactuated DoFs (floating base, passive joints)
         accelerating freely: tau_A = Y^-1 (qdd_A + P_A M^-1 h), Y = P_A M^-1 P_A^T, P_A
-        selecting the actuated joints (seed 004 eqs. (37)-(39) with zero contact impulses;
-        the compiled tick solves the same equations block-wise, see
+        selecting the actuated joints (Zapolsky & Drumwright, eqs. (37)-(39) with zero contact
+        impulses; the compiled tick solves the same equations block-wise, see
         :mod:`wbc_dynamics.kernels.free_dof`)."""
         m = self.model
         Minv = m.minverse(self._q)
@@ -1661,7 +1662,8 @@ class WholeBodyController:
         return f
 
     def _build_contact_model(self, margin: float | None = None) -> Any:
-        """ContactModel (seed 004, Sec. 3.3) of the contact links against the ground plane."""
+        """ContactModel (Zapolsky & Drumwright, Sec. 3.3) of the contact links against the ground
+        plane."""
         from .contact.geometry import ContactModel, HalfSpace
 
         cfg = self._cfg
@@ -1705,7 +1707,7 @@ class WholeBodyController:
 
     def _contact_id(self, method: str, out: ControlOutput, model: Any = None,
                     hold: bool = False) -> np.ndarray | None:
-        """Contact-aware inverse dynamics (seed 004) of the commanded accelerations (model
+        """Contact-aware inverse dynamics of the commanded accelerations (model
         order, ``self._qdd_model`` / ``self._qdd_act``: :meth:`_prepare_step` first); fills
         out's contact data. ``hold``: apply ``grasp_hold`` (control ticks only, not the safe
         commands). Returns the actuated torques for :func:`_finish_tick` to gather, or None if
@@ -1823,9 +1825,9 @@ class WholeBodyController:
     def set_contact_schedule(self, swing_links: Sequence[str] = ()) -> None:
         """The gait's contact schedule: links in swing are not contact candidates.
 
-        Their spheres are left out of the contact problem until the next call (seed 004
-        Sec. 7.6: the planner knows which feet are in stance), so a swing foot passing close
-        to the ground is not held to it. Empty = every contact link is a candidate.
+        Their spheres are left out of the contact problem until the next call (Zapolsky &
+        Drumwright, Sec. 7.6: the planner knows which feet are in stance), so a swing foot passing
+        close to the ground is not held to it. Empty = every contact link is a candidate.
         Raises ValueError naming links that are not contact links.
         """
         links = frozenset(str(x) for x in swing_links)

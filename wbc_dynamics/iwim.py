@@ -1,4 +1,4 @@
-"""Inertia-weighted input matrix and decoupled task-space control (seed 001, Krög et al.).
+"""Inertia-weighted input matrix and decoupled task-space control (Krög et al.).
 
 With inputs u entering the equations of motion as M qdd + h = B u, the accelerations split into
 qdd = qdd_0 + B_hat u with the free acceleration qdd_0 = -M^-1 h (:func:`free_acceleration`)
@@ -52,7 +52,7 @@ def _input_matrix(model: RobotModel, B) -> np.ndarray:
 
 
 def iwim(model: RobotModel, q: ArrayLike, B: ArrayLike) -> np.ndarray:
-    """The inertia-weighted input matrix M(q)^-1 B, shape (nv, m) (seed 001, eq. (9)).
+    """The inertia-weighted input matrix M(q)^-1 B, shape (nv, m) (Krög et al., eq. (9)).
 
     ``B`` (nv, m): how the m inputs enter the generalized forces (1-D: one input). Runs the
     inward recursion of the articulated inertias and the input wrenches B* (eq. (5)) and the
@@ -71,7 +71,7 @@ def iwim(model: RobotModel, q: ArrayLike, B: ArrayLike) -> np.ndarray:
 
 
 def free_acceleration(model: RobotModel, q: ArrayLike, v: ArrayLike) -> np.ndarray:
-    """qdd_0 = -M^-1 h(q, v): the accelerations with all inputs zero (seed 001, eq. (2)).
+    """qdd_0 = -M^-1 h(q, v): the accelerations with all inputs zero (Krög et al., eq. (2)).
 
     Gravity and velocity terms only (ABA with tau = 0). Floating base: base acceleration in the
     base frame (m/s^2, rad/s^2) first.
@@ -103,7 +103,7 @@ def task_space_input(
     upper: ArrayLike | None = None,
     info: dict | None = None,
 ) -> np.ndarray:
-    """Least-squares input u for a commanded task acceleration (seed 001, eq. (3)).
+    """Least-squares input u for a commanded task acceleration (Krög et al., eq. (3)).
 
     Minimizes 1/2 |J B_hat u + J qdd_0 + Jdot_v - task_acceleration|^2 + damping/2 |u|^2 with
     B_hat = :func:`iwim` (q, B) and qdd_0 = :func:`free_acceleration` (q, v).

@@ -1,4 +1,4 @@
-"""Geometric linearization of (moving-base) robot dynamics (seed 003).
+"""Geometric linearization of (moving-base) robot dynamics (Saccon et al.).
 
 Module-level functions taking a :class:`~wbc_dynamics.model.RobotModel` first; the model exposes
 them as methods of the same names.
@@ -106,7 +106,7 @@ def _check(model: RobotModel, st: int, v: str = "v", a: str = "a") -> None:
 def rnea_derivatives(
     model: RobotModel, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, gravity: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Analytical derivatives of inverse dynamics tau = ID(q, v, a) (seed 003, Tables 5-8).
+    """Analytical derivatives of inverse dynamics tau = ID(q, v, a) (Saccon et al., Tables 5-8).
 
     Returns ``(dtau_dq, dtau_dv, M)``, each (nv, nv): ``dtau_dq[:, :6]`` for a floating base is
     the left-trivialized derivative w.r.t. the base pose H (Table 5), the other columns w.r.t.
@@ -135,8 +135,8 @@ def aba_derivatives(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Derivatives of forward dynamics qdd = FD(q, v, tau): ``(dqdd_dq, dqdd_dv, Minv)``.
 
-    Uses d FD = -M^-1 d ID evaluated at qdd = FD(q, v, tau) (seed 003, Sec. on the linearized
-    forward dynamics), with M^-1 from the analytical algorithm (IMMAmb, seed 003 Table 9; the
+    Uses d FD = -M^-1 d ID evaluated at qdd = FD(q, v, tau) (Saccon et al., Sec. on the linearized
+    forward dynamics), with M^-1 from the analytical algorithm (IMMAmb, Saccon et al., Table 9; the
     core's ``minverse``). ``dqdd_dq`` is w.r.t. the tangent [delta H, delta s] (1/s^2 units of
     the respective coordinates), ``dqdd_dv`` w.r.t. v (1/s), ``Minv = dqdd/dtau``.
     """

@@ -13,7 +13,7 @@ multiplier in the leader's column), so on the independent model (``full``):
   ``h = G^T h_full``;
 * Jacobians ``J = J_full G``; ``J̇ v`` and placements are the full model's at ``(q_full, G v)``;
 * ``M^-1`` and forward dynamics solve with the Cholesky factor of ``G^T M_full G``: exact, but
-  O(n^3) dense linear algebra instead of the O(n) analytical recursions (seed 000 / ABA) of the
+  O(n^3) dense linear algebra instead of the O(n) analytical recursions (M^-1, ABA) of the
   independent model -- the coupling breaks the tree structure those rely on.
 
 The compiled controller tick works on independent joints; a controller that should treat

@@ -9,7 +9,7 @@ Conventions (the same as Pinocchio's, so results compare directly):
   angular (3, rad/s) velocity of the base, both in the BASE frame, joint velocities]``.
   The base acceleration entries of ``a`` are the base's spatial acceleration in the base frame,
   and the first six entries of ``tau`` are the wrench [force (N), torque (N m)] on the base in
-  the base frame (seed 003, Table 4).
+  the base frame (Saccon et al., Table 4).
 * Gravity is ``gravity`` (m/s^2, world frame), default ``[0, 0, -9.81]``.
 * Quaternions: a non-unit quaternion (| |quat| - 1 | > 1e-6) is rejected with ``ValueError``;
   within the tolerance it is normalized. Callers holding a noisy estimate should normalize first.
@@ -427,7 +427,7 @@ class RobotModel:
     ) -> np.ndarray:
         """Inverse dynamics tau = M(q) a + C(q, v) v + g(q) - J^T f_ext (RNEA).
 
-        Floating base: the first six entries are the base wrench in the base frame (seed 003,
+        Floating base: the first six entries are the base wrench in the base frame (Saccon et al.,
         Table 4, extended inverse dynamics). Units: N m / N (joints), N and N m (base).
         """
         # strided vectors are fine: the kernel takes any layout
@@ -489,7 +489,7 @@ class RobotModel:
         return c, (None if v is None else J @ np.asarray(v, dtype=np.float64)), J
 
     def mass_matrix_unit_vector(self, q: ArrayLike) -> np.ndarray:
-        """M(q) by the unit-vector method (seed 002): column j = ID(q, 0, e_j) - ID(q, 0, 0)
+        """M(q) by the unit-vector method (Caron): column j = ID(q, 0, e_j) - ID(q, 0, 0)
         with gravity off. n inverse-dynamics calls: a reference, not the fast path."""
         if not (
             type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous
@@ -509,8 +509,8 @@ class RobotModel:
         return M
 
     def minverse(self, q: ArrayLike) -> np.ndarray:
-        """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (seed 000, Alg. 1; moving
-        base: IMMAmb, seed 003 Table 9). M is never formed or factored."""
+        """M(q)^-1 (nv x nv) by the analytical three-pass algorithm (Carpentier, Alg. 1; moving
+        base: IMMAmb, Saccon et al., Table 9). M is never formed or factored."""
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
         Minv = np.empty(self._shape_M)
@@ -708,12 +708,12 @@ class RobotModel:
         out[7:] += v[6:] * dt
         return out
 
-    # ------------------------------------------------------------------ derivatives (issue 3)
+    # ------------------------------------------------------------------ derivatives
     def rnea_derivatives(
         self, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, gravity: bool = True,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Analytical derivatives of inverse dynamics ``(dtau_dq, dtau_dv, M)`` on the tangent
-        ``[dH (6, left-trivialized), ds]`` (seed 003, Tables 5-8); see
+        ``[dH (6, left-trivialized), ds]`` (Saccon et al., Tables 5-8); see
         :func:`wbc_dynamics.linearization.rnea_derivatives`."""
         return _linearization.rnea_derivatives(self, q, v, a, gravity=gravity)
 
@@ -739,11 +739,11 @@ class RobotModel:
 
     def iwim(self, q: ArrayLike, B: ArrayLike) -> np.ndarray:
         """Inertia-weighted input matrix M^-1 B by O(n) recursions, never forming M^-1
-        (seed 001, eqs. (8)-(9)); see :func:`wbc_dynamics.iwim.iwim`."""
+        (Krög et al., eqs. (8)-(9)); see :func:`wbc_dynamics.iwim.iwim`."""
         return _iwim.iwim(self, q, B)
 
     def free_acceleration(self, q: ArrayLike, v: ArrayLike) -> np.ndarray:
-        """Drift acceleration qdd_0 = -M^-1 h(q, v) with zero input (seed 001)."""
+        """Drift acceleration qdd_0 = -M^-1 h(q, v) with zero input (Krög et al.)."""
         return _iwim.free_acceleration(self, q, v)
 
     def task_space_input(
@@ -751,7 +751,7 @@ class RobotModel:
         task_acceleration: ArrayLike, B: ArrayLike, *, damping: float = 0.0,
         lower: ArrayLike | None = None, upper: ArrayLike | None = None, info: dict | None = None,
     ) -> np.ndarray:
-        """Least-squares input for a commanded task acceleration (seed 001, eq. (3)), with
+        """Least-squares input for a commanded task acceleration (Krög et al., eq. (3)), with
         optional Tikhonov ``damping`` and input bounds (osqp); see
         :func:`wbc_dynamics.iwim.task_space_input`."""
         return _iwim.task_space_input(

@@ -156,7 +156,7 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "noslip_min_norm": (_T.BOOL, False, "lcp_noslip: minimum-norm impulses instead of the "
                         "vertex solution of Alg. 2"),
     "coulomb_tracking": (_T.BOOL, False, "lcp_coulomb/qp_coulomb: sticking-consistent "
-                         "accelerations, min-norm / contact-velocity forms (issue 11)"),
+                         "accelerations, min-norm / contact-velocity forms"),
     "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
     "object_urdf": (_T.STRING, "", "URDF (path, package://, bundled name) of one free object "
                     "the contact links may touch (a grasped box); state on ~/object_odom"),

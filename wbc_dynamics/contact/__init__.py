@@ -1,4 +1,5 @@
-"""Contact-aware inverse dynamics (seed 004): contact geometry, problem assembly and solvers.
+"""Contact-aware inverse dynamics (Zapolsky & Drumwright): contact geometry, problem assembly and
+solvers.
 
 Public API::
 

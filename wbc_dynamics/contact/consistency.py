@@ -397,7 +397,7 @@ def sticking_consistent_problem(
     accelerations are free. ``lcp_noslip`` corrects this (Sec. 4.5); the Coulomb models instead
     realize the inconsistent part *exactly* by sliding the feet at the friction limit
     (impulsive internal forces, saturating torques), a motion the plant does not make, and
-    ``qp_coulomb``'s kinetic-energy objective additionally prefers sliding (issue 11,
+    ``qp_coulomb``'s kinetic-energy objective additionally prefers sliding (see
     docs/contact_methods.md "Tracking in closed loop").
 
     Returns:

@@ -1,4 +1,4 @@
-"""Common entry point :func:`solve` for all contact-aware inverse dynamics methods (seed 004).
+"""Common entry point :func:`solve` for all contact-aware inverse dynamics methods.
 
 Method modules are imported lazily so that each method works as soon as its module exists:
 

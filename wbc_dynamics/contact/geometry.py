@@ -1,4 +1,5 @@
-"""Contact geometry and per-tick assembly of :class:`ContactProblem` (seed 004, Sec. 3.3, App. B).
+"""Contact geometry and per-tick assembly of :class:`ContactProblem`
+(Zapolsky & Drumwright, Sec. 3.3, App. B).
 
 Environment features (:class:`HalfSpace`, :class:`SphereObstacle`) are static; a contacted free
 body (:class:`FreeBody`, e.g. the ``box`` robot of Sec. 1.5 / 7.1) is a second
@@ -581,7 +582,7 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
     One forward-kinematics pass gives every candidate (:func:`contact_kernel`); the candidates
     on ``excluded`` spheres (bool per sphere) are dropped and the rest packed into rows
     ``0..nc-1`` of ``d.N`` ... ``d.slot`` with the dead band applied to phi. With ``dynamics``,
-    ``d.Minv_robot`` = M^-1 (seed 000 Alg. 1 / seed 003 IMMAmb) and ``d.h_robot`` = C v + g
+    ``d.Minv_robot`` = M^-1 (Carpentier Alg. 1 / Saccon et al. IMMAmb) and ``d.h_robot`` = C v + g
     (RNEA) are computed and ``d.v[:nv_robot] = v``. Returns nc >= 0, or ``-status`` of the
     dynamics kernels (:data:`wbc_dynamics.model.STATUS_MESSAGES`) for invalid q / v. ``ar``:
     the scratch arena (:mod:`wbc_dynamics.kernels.arena`).
@@ -1072,8 +1073,8 @@ def apply_passive_impact(problem: ContactProblem, separation_tolerance: float = 
     of the tick, eq. (35) with equality), the impulses ``lam = (J M^-1 J^T)^+ (b - J v)``
     (minimum-norm least squares for dependent rows, rank cut at relative pivot ``rcond``:
     :func:`~wbc_dynamics.kernels.linalg.psd_pinv_solve`) give the
-    post-impact velocity ``v + M^-1 J^T lam`` (seed 004, Sec. 2.3.4 impact model: inelastic,
-    sticking, every dof passive -- no actuator torque acts within the impact; the kinetic
+    post-impact velocity ``v + M^-1 J^T lam`` (Zapolsky & Drumwright, Sec. 2.3.4 impact model:
+    inelastic, sticking, every dof passive -- no actuator torque acts within the impact; the kinetic
     energy does not increase when ``b = 0``). ``problem.v`` is replaced by it and
     ``problem.impact_impulses`` ((nc, 3) [N s], local n/s/t, zero off A) is set. Returns the
     impulses. The arithmetic is one compiled call (:func:`passive_impact_kernel`).

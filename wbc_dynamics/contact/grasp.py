@@ -1,5 +1,6 @@
-"""Grasps: the internal (squeeze) forces rigid contact leaves indeterminate (seed 004, Fig. 11,
-Sec. 7.2.2), as a controller option (``grasp_force``) and for the in-process arm + box loop.
+"""Grasps: the internal (squeeze) forces rigid contact leaves indeterminate (Zapolsky & Drumwright,
+Fig. 11, Sec. 7.2.2), as a controller option (``grasp_force``) and for the in-process arm + box
+loop.
 
 Contacts between the robot's links and a free object (:class:`~wbc_dynamics.contact.geometry.
 FreeBody`) enter the problem as rows on the object's six free-body columns (Sec. 1.5). Any set
@@ -33,9 +34,9 @@ def internal_grasp_forces(
     Rigid contact leaves the internal forces of a grasp indeterminate: any set of fingertip
     forces in the null space of the grasp map (zero net wrench on the object) produces the same
     motion, and the contact solvers return the minimum-norm / vertex member of that set, which
-    for a box held by friction is (almost) zero squeeze (seed 004 Fig. 11: ID(t_i) estimates the
-    contact forces "given contact state and internal forces"; Sec. 7.2.2: the fingers are
-    commanded to close on the object). This picks the internal forces closest (Euclidean) to
+    for a box held by friction is (almost) zero squeeze (Zapolsky & Drumwright, Fig. 11: ID(t_i)
+    estimates the contact forces "given contact state and internal forces"; Sec. 7.2.2: the fingers
+    are commanded to close on the object). This picks the internal forces closest (Euclidean) to
     ``squeeze`` [N] along the inward normal of every touching contact with an object (``phi <=
     phi_max`` [m], rows with free-body columns): ``f0 = squeeze * e_n``,
     ``f = f0 - A^T (A A^T)^+ A f0`` with ``A`` (6k x 3nc) the free-body columns of

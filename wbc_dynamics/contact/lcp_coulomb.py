@@ -1,4 +1,5 @@
-"""``lcp_coulomb``: inverse dynamics with Coulomb friction as an LCP (seed 004, Sec. 5).
+"""``lcp_coulomb``: inverse dynamics with Coulomb friction as an LCP
+(Zapolsky & Drumwright, Sec. 5).
 
 Model (eqs. (54)-(58)) with a k-edge friction pyramid (Sec. 5.1; edges from
 :meth:`ContactProblem.pyramid`, k = 4 gives ``F = [S; T; -S; -T]`` up to row order)::

@@ -1,4 +1,5 @@
-"""``lcp_noslip``: inverse dynamics with no-slip contact constraints (seed 004, Sec. 4).
+"""``lcp_noslip``: inverse dynamics with no-slip contact constraints
+(Zapolsky & Drumwright, Sec. 4).
 
 Formulation (all matrices from :class:`~wbc_dynamics.contact.problem.ContactProblem`):
 

@@ -1,8 +1,9 @@
-"""Lemke's complementary pivoting algorithm for the LCP(q, Q) (seed 004, Sec. 2.1 and 5.2.1).
+"""Lemke's complementary pivoting algorithm for the LCP(q, Q)
+(Zapolsky & Drumwright, Sec. 2.1 and 5.2.1).
 
 Solves::
 
-    w = Q z + q,   w >= 0,   z >= 0,   z^T w = 0                      (seed 004, Sec. 2.1)
+    w = Q z + q,   w >= 0,   z >= 0,   z^T w = 0         (Zapolsky & Drumwright, Sec. 2.1)
 
 with Lemke's method (augmented system ``w - Q z - d z0 = q`` with covering vector ``d`` and an
 artificial variable ``z0``), in the revised form: the explicit basis inverse ``B^-1`` (n x n) is
@@ -23,8 +24,8 @@ Features
   termination or that pivot cap fall back to the cold start (``d = 1``, basis of all ``w``);
   ``warm_used`` reports whether the returned solution came from the warm path. The basis to
   store is :attr:`LCPSolution.basic` (the complete final basis, degenerate zeros included).
-* **Tikhonov regularization fallback** (seed 004, footnote 1 of Sec. 6.2.1: the LEMKE code of
-  Fackler & Miranda is "numerically robust (using Tikhonov regularization)"): if the plain
+* **Tikhonov regularization fallback** (Zapolsky & Drumwright, footnote 1 of Sec. 6.2.1: the LEMKE
+  code of Fackler & Miranda is "numerically robust (using Tikhonov regularization)"): if the plain
   problem fails (ray termination, pivot limit, or a final solution that violates the LCP by more
   than ``tol``), the LCP(q, Q + eps I) is solved (cold start) for
   ``eps = eps_min * eps_factor^j`` (default 1e-12, 1e-10, ..., 1e-2, scaled by

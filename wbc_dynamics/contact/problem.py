@@ -1,4 +1,4 @@
-"""Common types of the contact-aware inverse dynamics solvers (seed 004).
+"""Common types of the contact-aware inverse dynamics solvers (Zapolsky & Drumwright).
 
 Every solver method (``lcp_noslip``, ``lcp_coulomb``, ``qp_coulomb``, ``qp_noslip``) consumes one
 :class:`ContactProblem` per control tick, returns a :class:`ContactResult`, and keeps its warm start

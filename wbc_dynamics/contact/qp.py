@@ -1,4 +1,5 @@
-"""``qp_coulomb`` and ``qp_noslip``: convex two-stage inverse dynamics (seed 004, Sec. 6).
+"""``qp_coulomb`` and ``qp_noslip``: convex two-stage inverse dynamics
+(Zapolsky & Drumwright, Sec. 6).
 
 Stage I (eqs. (69)-(74)): maximal kinetic-energy dissipation without normal complementarity::
 
@@ -45,7 +46,7 @@ forces, and hence the optimal ``v+`` and torques, are identical; the facet form 
 edges that cancel) and roughly halves the number of variables (``3 nc`` instead of ``(1+k) nc``),
 which makes OSQP converge several times faster in Stage II.
 
-Solver (option ``qp_solver``, :data:`QP_SOLVERS`). ``"active_set"`` (default, issue 12): both
+Solver (option ``qp_solver``, :data:`QP_SOLVERS`). ``"active_set"`` (default): both
 QPs of the dense reduced form are solved *exactly* (to rounding, relative feasibility 1e-11) by
 the compiled Goldfarb-Idnani dual active-set method of :mod:`.dense_qp`, in force units,
 warm-started with the previous tick's active row sides mapped by contact identity (each contact
@@ -558,7 +559,7 @@ def _linear_term_varies(Jf: np.ndarray, dlin: np.ndarray, rank_tol: float, tol: 
     (:func:`linear_term_work_size`; no allocation). Returns (varies, r): when the term does
     not vary, Stage II's J_fix is J_f and ``basis`` is its nullspace (the same QR).
 
-    Why (issue 10): Stage II keeps ``dlin^T f`` fixed only where it varies. Along the internal
+    Why: Stage II keeps ``dlin^T f`` fixed only where it varies. Along the internal
     forces of touching contacts the sticking correction makes it zero up to the correction's
     residue -- 1e-7 m/s on talos's flat soles -- and fixing that residue pinned Stage II to
     Stage I's choice among the sole corners, a vertex of the linear objective (each foot's load
@@ -873,7 +874,7 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
             and s1 == _SOLVED:
         # second proximal pass centred at the first solution (one proximal-point step): the
         # first pass minimizes obj + delta/2 |f|^2, which moves the optimum by O(delta |f|)
-        # -- relative to Stage I objectives of ~1e-4 that is not negligible (issue 11:
+        # -- relative to Stage I objectives of ~1e-4 that is not negligible (measured:
         # 1.83e-4 vs 1.57e-4). Centred at f1 the KKT residual of the original problem is
         # delta |f2 - f1| = O(delta^2 |f| / curvature), while along the flat directions of the
         # optimal face f2 stays at f1 (continuity of the selected point across ticks).
@@ -1211,8 +1212,8 @@ def solve_qp_coulomb(
             warm-started with the previous active set of the same contact set; ``eps``,
             ``polish``, ``stage2_eps``, ``formulation`` and ``sparse_above`` are OSQP's and do
             not apply (``formulation="sparse"`` is rejected), ``max_iter`` counts active-set
-            changes. ``"osqp"``: OSQP to tolerance ``eps`` (the solver before issue 12's
-            active-set method; iteration limits on talos's problems, docs/contact_methods.md).
+            changes. ``"osqp"``: OSQP to tolerance ``eps`` (it reaches its iteration limit
+            on talos's problems, docs/contact_methods.md).
 
     Returns:
         ContactResult (see the module docstring for stats, flags and fallback).
@@ -1326,7 +1327,7 @@ def warmup() -> None:
     paths) on a tiny problem; call at start-up so that no control tick compiles."""
     # the problem of lcp_coulomb's warm-up, not that warm-up: the QP methods use only its
     # reduced dynamics (compiled below through them), not Lemke, MINDIFF or the Coulomb
-    # min-norm selection -- half of a QP cold start's general-path compile (issue 12)
+    # min-norm selection, which would be half of a QP cold start's general-path compile
     from .lcp_coulomb import warmup_problem
 
     p = warmup_problem()

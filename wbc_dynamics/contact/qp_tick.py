@@ -1,4 +1,4 @@
-"""The ``qp_coulomb`` / ``qp_noslip`` control tick as compiled code (issue 12).
+"""The ``qp_coulomb`` / ``qp_noslip`` control tick as compiled code.
 
 With the default ``qp_solver="active_set"`` the whole tick is one compiled call,
 :func:`qp_tick_active_set`: steps 1, 3 and 5 below with both QPs solved exactly by the compiled
@@ -8,10 +8,10 @@ mapped by candidate slot; no Python between the stages, no OSQP. With ``qp_solve
 steps run as three compiled calls around the OSQP calls:
 
 The general path (``ContactModel.build`` + ``solve``, :mod:`.qp`) assembles a validated
-:class:`~wbc_dynamics.contact.problem.ContactProblem` and orchestrates the two-stage QP of seed
-004 Sec. 6 (Stage I eqs. (69)-(74) in the reduced form (97)-(99), Stage II eqs. (102)-(112))
-from Python. :class:`QPTick` runs the same arithmetic as three compiled calls with only the
-OSQP calls between them:
+:class:`~wbc_dynamics.contact.problem.ContactProblem` and orchestrates the two-stage QP of
+Zapolsky & Drumwright, Sec. 6 (Stage I eqs. (69)-(74) in the reduced form (97)-(99), Stage II
+eqs. (102)-(112)) from Python. :class:`QPTick` runs the same arithmetic as three compiled calls
+with only the OSQP calls between them:
 
 1. :func:`qp_tick_stage1` -- the kinematics pass, every contact candidate with its N/S/T rows,
    M^-1 and h (:func:`~wbc_dynamics.contact.geometry.assemble_kernel`), the passive impact, the
@@ -57,10 +57,10 @@ Every stage kernel takes the fixed arguments as one pack (``a``,
 :func:`~wbc_dynamics.kernels.fixed_args.fixed_args`, a pointer) and reads the NamedTuples it
 needs from it, rather than taking the NamedTuples themselves: numba passes a NamedTuple of
 arrays by value, as ~7 scalars per array plus a reference count update of each, and ``QPWork``
-and ``ContactData`` hold ~120 arrays, so each call between compiled stages was thousands of
-arguments of generated code. LLVM spent most of the QP tick's cold compile on that code, once
-per stage and again in the fused tick that linked the stages (issue 12, docs/node.md start-up;
-the fused tick now calls its stages through their symbols, :mod:`wbc_dynamics.kernels.separate`).
+and ``ContactData`` hold ~120 arrays, so each call between compiled stages would be thousands
+of arguments of generated code, and LLVM would spend most of the QP tick's cold compile on that
+code, once per stage and again in the fused tick that links the stages (docs/node.md, start-up;
+the fused tick calls its stages through their symbols, :mod:`wbc_dynamics.kernels.separate`).
 The pack holds ``ContactData`` and ``QPWork`` as records (:mod:`wbc_dynamics.kernels.records`:
 the same arrays behind one pointer), so reading them out of the pack at each stage updates two
 reference counts instead of ~260 (the quadruped's ``qp_coulomb`` tick ~59 -> ~49 us).

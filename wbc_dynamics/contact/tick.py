@@ -1,5 +1,5 @@
-"""The whole ``lcp_noslip`` / ``lcp_coulomb`` control tick as one compiled call (issue 12;
-the QP methods' tick, compiled around its OSQP calls, is :mod:`.qp_tick`).
+"""The whole ``lcp_noslip`` / ``lcp_coulomb`` control tick as one compiled call (the
+QP methods' tick, compiled around its OSQP calls, is :mod:`.qp_tick`).
 
 :func:`lcp_noslip_tick` runs, in one numba kernel and for the controller's state: the
 kinematics pass and every contact candidate with its N/S/T rows, M^-1 and h

@@ -1,4 +1,4 @@
-"""Scratch memory of a compiled control tick, allocated once (issue 12: no allocation per tick).
+"""Scratch memory of a compiled control tick, allocated once (no allocation per tick).
 
 A numba kernel that writes ``np.zeros(n)`` allocates on the heap through numba's runtime at
 every call (malloc, a reference-counted MemInfo, free): ~50-100 ns each, 50-150 times in a

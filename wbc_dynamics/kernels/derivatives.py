@@ -4,10 +4,10 @@ Compiled kernels over the flat model arrays of :mod:`.dynamics` (``topo``, ``tre
 the world-frame workspace of :mod:`.world` (poses in ``W_POSE``, world motion subspaces in
 ``W_MOTION_SUBSPACE``, world body inertias in ``W_BODY_INERTIA``). Nothing here allocates.
 
-Derivatives of inverse dynamics (seed 003, Tables 5-8)
-------------------------------------------------------
-The extended inverse dynamics of a moving-base robot (EIDAmb, seed 003 Table 4; the core's
-``rnea``) maps (H, s, v, r, accelerations) to [base wrench; joint torques]. Seed 003 derives its
+Derivatives of inverse dynamics (Saccon et al., Tables 5-8)
+-----------------------------------------------------------
+The extended inverse dynamics of a moving-base robot (EIDAmb, Saccon et al., Table 4; the core's
+``rnea``) maps (H, s, v, r, accelerations) to [base wrench; joint torques]. Saccon et al. derive its
 derivatives with respect to the base pose H (left-trivialized, Table 5), the joint positions s
 (Table 6), the base twist v (Table 7) and the joint velocities r (Table 8) by differentiating
 every line of the body-frame recursion. We compute the *same* derivatives with a world-frame
@@ -37,8 +37,8 @@ derivative is M (CRBA, filled in the same pass). A fixed-base robot runs through
 without a base block. The configuration tangent is [delta H (6, body-frame twist, linear first,
 as v), delta s], the same as Pinocchio's for its free-flyer joint.
 
-Inertia-weighted input matrix (seed 001, eqs. (8)-(9))
-------------------------------------------------------
+Inertia-weighted input matrix (Krög et al., eqs. (8)-(9))
+---------------------------------------------------------
 :func:`iwim` returns M^-1 B without M^-1: the articulated inertias of ABA (``U = IA S``,
 ``D = S^T U``) give B* (the inward recursion of the input wrenches, eq. (5) with h_i = -B_i u)
 and then the accelerations solve Gamma qdd_u = diag(D^-1) u* with the unit lower-triangular
@@ -130,7 +130,8 @@ def _col_dot(A, c, b):
 
 @leaf_kernel(error_model="numpy")
 def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
-    """World-frame RNEA quantities (seed 003 Table 4 lines 12-28) and the composites Ic, Bc, F.
+    """World-frame RNEA quantities (Saccon et al., Table 4, lines 12-28) and the
+    composites Ic, Bc, F.
 
     Needs world poses, world S and world inertias in W (``W_POSE``, ``W_MOTION_SUBSPACE``,
     ``W_BODY_INERTIA``). Fills DW.
@@ -378,7 +379,7 @@ def aba_derivatives(
 ):
     """d FD/d q, d FD/d v and M^-1 at (q, v, tau): d FD = -M^-1 d ID at qdd = FD(q, v, tau).
 
-    ABA for qdd, :func:`rnea_derivatives` at (q, v, qdd), M^-1 by IMMAmb (seed 003 Table 9,
+    ABA for qdd, :func:`rnea_derivatives` at (q, v, qdd), M^-1 by IMMAmb (Saccon et al., Table 9,
     the core's ``minverse``), then the two products. One compiled call; status code.
     """
     # np.bool_: typed flags, not literals (one compiled aba / rnea_derivatives, shared with the
@@ -481,12 +482,12 @@ def linearize_continuous(
 
 @leaf_kernel(error_model="numpy")
 def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
-    """M(q)^-1 B by the O(n) forward-dynamics recursions (seed 001, eqs. (5)-(9)); status code.
+    """M(q)^-1 B by the O(n) forward-dynamics recursions (Krög et al., eqs. (5)-(9)); status code.
 
     ``B`` (nv, m) input matrix, ``out`` (nv, m). ``Pu`` (nb, 6, m) holds the articulated input
     forces B*_i (eq. (5) with h_i = -B_i u, no velocity terms), ``Pa`` (nb, 6, m) the body
     accelerations of the outward recursion. The articulated inertias (U, D^-1) are those of
-    ABA/IMMAmb (seed 003 Table 9 lines 7-13). The outward pass is the forward substitution
+    ABA/IMMAmb (Saccon et al., Table 9, lines 7-13). The outward pass is the forward substitution
     Gamma X = diag(D^-1) u* with the unit lower-triangular Gamma of eq. (8): row block i reads
     X_i = D_i^-1 (u_i - U_i^T a_parent(i)), a_i = a_parent(i) + S_i X_i, so Gamma is never
     formed or inverted.

@@ -1,4 +1,4 @@
-"""A kernel's fixed arguments packed once, passed as one object per call (issue 12).
+"""A kernel's fixed arguments packed once, passed as one object per call.
 
 Calling a compiled kernel from Python unboxes every argument: ~40 ns per array, and the control
 tick's kernels take ~70 arrays (the robot model's arrays and the contact buffers, NamedTuples of

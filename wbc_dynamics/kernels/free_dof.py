@@ -3,9 +3,9 @@
 The controller's ``method: none`` (without unactuated DoFs -- a fixed base, every joint
 actuated -- it reduces to ``tau = RNEA(q, v, qdd)``, CRBA skipped). With U the
 unactuated DoFs (the free-flyer base, passive joints) and A the actuated joints, the equations
-of motion with zero contact impulses, ``M a + h = P_A^T tau_A`` (seed 004 eq. (37) divided by
-dt), and the prescribed actuated accelerations ``a_A = qdd_A`` (eqs. (38)-(39)) split into
-the unactuated rows, which carry no torque, and the actuated rows::
+of motion with zero contact impulses, ``M a + h = P_A^T tau_A`` (Zapolsky & Drumwright, eq. (37)
+divided by dt), and the prescribed actuated accelerations ``a_A = qdd_A`` (eqs. (38)-(39)) split
+into the unactuated rows, which carry no torque, and the actuated rows::
 
     M_UU a_U = -(M_UA qdd_A + h_U)                      (1)
     tau_A    =   M_AU a_U + M_AA qdd_A + h_A            (2)
@@ -14,7 +14,7 @@ This is the same solution as the docstring form ``tau_A = Y^-1 (qdd_A + P_A M^-1
 ``Y = P_A M^-1 P_A^T``: eliminating ``a = M^-1 (P_A^T tau_A - h)`` from ``a_A = qdd_A`` gives
 that form, and (1)-(2) are the same linear system solved block-wise. The block form needs M
 (CRBA, Featherstone 2008 Table 6.2) and a |U| x |U| Cholesky factor -- 6 x 6 for a floating
-base without passive joints -- instead of M^-1 (seed 000 Alg. 1) and an |A| x |A| one, and M
+base without passive joints -- instead of M^-1 (Carpentier, Alg. 1) and an |A| x |A| one, and M
 need only be regular on the unactuated block.
 
 Computed as: ``tau0 = RNEA(q, v, a0)`` with ``a0_A = qdd_A``, ``a0_U = 0`` (Featherstone 2008

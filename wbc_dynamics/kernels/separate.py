@@ -1,5 +1,5 @@
 """``call_separately(kernel, args)``: call a compiled kernel without compiling its code into the
-caller (issue 12: the cold start).
+caller, to shorten a cold start's compilation.
 
 numba links the LLVM bitcode of every compiled callee into its caller and then runs the whole
 module's optimisation pipeline and machine-code emission again, at every level of the call

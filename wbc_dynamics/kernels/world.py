@@ -929,11 +929,11 @@ def _minv_forward_ndof_n(topo, i, nvi, W, FP, Minv, nv, col):
 def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
     """Analytical inverse of the joint-space inertia matrix, never forming M (world frame).
 
-    Carpentier (seed 000), Algorithm 1: ABA without its affine terms, in three passes. In the
+    Carpentier, Algorithm 1: ABA without its affine terms, in three passes. In the
     world frame the force set F of Alg. 1 needs no transform (line 13 becomes F += U Minv[i, :])
     and can be one (6, nv) buffer ``FP[nb]``, since sibling subtrees own disjoint columns; the
     motion sets P_i (lines 22-26) live in ``FP[i]``. With a free-flyer root (a 6-DoF first joint,
-    D^-1 a 6x6 block) this is the moving-base inverse mass matrix IMMAmb of seed 003, Table 9.
+    D^-1 a 6x6 block) this is the moving-base inverse mass matrix IMMAmb of Saccon et al., Table 9.
     """
     st = check_configuration(topo, q)
     if st != OK:
@@ -1021,8 +1021,8 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
 
     tau = M(q) a + C(q, v) v + g(q) - sum J^T f_ext, with ``fext`` (nb, 6) body-frame wrenches.
     For a free-flyer root the first six entries of ``tau`` are the base wrench in the base frame:
-    the extended inverse dynamics of a moving-base robot (seed 003, Table 4). Per-call arguments
-    come first so that the Python side can append the model's constant tuple.
+    the extended inverse dynamics of a moving-base robot (Saccon et al., Table 4). Per-call
+    arguments come first so that the Python side can append the model's constant tuple.
     """
     st = check_configuration(topo, q)
     if st != OK:

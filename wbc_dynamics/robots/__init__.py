@@ -3,18 +3,19 @@
 Robots (see the comment at the top of every URDF for the modelling choices):
 
 ``quadruped``
-    4.8 kg, 16 cm tall 12-DoF quadruped with sphere feet (seed 004, Sec. 7 / Fig. 8).
+    4.8 kg, 16 cm tall 12-DoF quadruped with sphere feet (Zapolsky & Drumwright, Sec. 7 / Fig. 8).
     Floating base; legs LF, LH, RF, RH with joints ``*_haa``, ``*_hfe``, ``*_kfe``;
     contact spheres (r = 1.25 cm) centred at the origins of ``*_foot``.
 ``arm``
-    Fixed-base 7-DoF LBR-like arm with a hand of four 1-DoF fingers (11 DoF, seed 004 Fig. 9);
-    contact spheres (r = 1 cm) centred at the origins of ``F1_tip`` .. ``F4_tip``.
+    Fixed-base 7-DoF LBR-like arm with a hand of four 1-DoF fingers (11 DoF, after Zapolsky &
+    Drumwright, Fig. 9); contact spheres (r = 1 cm) centred at the origins of
+    ``F1_tip`` .. ``F4_tip``.
 ``box``
     The grasped object: a single 10 cm, 0.5 kg cube, to be loaded with a free-flyer root.
 ``small_box``
     A 4 cm, 0.1 kg cube for parallel grippers (``config/robots/panda_grasp.yaml``), likewise.
 ``branched``
-    Floating-base branched test system with revolute and prismatic joints (seed 003, Fig. 4;
+    Floating-base branched test system with revolute and prismatic joints (Saccon et al., Fig. 4;
     helical joints modelled as revolute).
 ``humanoid``
     31-DoF, 50 kg humanoid; sole boxes, four sole-corner spheres per foot and a hand sphere.
@@ -75,6 +76,6 @@ def robot_info(name: str) -> dict:
     ``quadruped`` has ``foot_links``, ``contact_radius``, ``standing_height``;
     ``humanoid`` has ``foot_contact_links``, ``hand_contact_links``, ``foot_links``,
     ``sole_links``, ``sole_size``, ``standing_height``; ``branched`` has ``perturbed_q``
-    (all joints at 0.3, seed 003 Fig. 4b), ``prismatic_joints``, ``revolute_joints``.
+    (all joints at 0.3, Saccon et al., Fig. 4b), ``prismatic_joints``, ``revolute_joints``.
     """
     return copy.deepcopy(ROBOT_DATA[_check_name(name)])

@@ -358,7 +358,7 @@ class Robot:
 
 
 # --------------------------------------------------------------------------------------------
-# 1. quadruped (seed 004, Sec. 7 / Fig. 8: 16 cm tall, 3-DoF legs, spherical feet)
+# 1. quadruped (Zapolsky & Drumwright, Sec. 7 / Fig. 8: 16 cm tall, 3-DoF legs, spherical feet)
 # --------------------------------------------------------------------------------------------
 
 Q_BASE = (0.24, 0.12, 0.05)  # base box [m]
@@ -374,11 +374,11 @@ Q_STAND_ANGLE = 0.6  # |hfe| in the standing pose, knee = -2 hfe -> foot under t
 def quadruped() -> tuple[Robot, dict]:
     r = Robot("quadruped")
     r.header_comment = """
-  Small quadruped modelled after the virtual robot of seed 004 (Zapolsky & Drumwright,
-  Sec. 7 / Fig. 8): ~16 cm tall when standing, three-DoF legs (hip abduction/adduction "haa",
+  Small quadruped modelled after the virtual robot of Zapolsky & Drumwright (Sec. 7,
+  Fig. 8): ~16 cm tall when standing, three-DoF legs (hip abduction/adduction "haa",
   hip flexion/extension "hfe", knee flexion/extension "kfe"), spherical feet giving a single
   point contact each. Total mass 4.8 kg, i.e. 47.09 N of total normal force at rest under
-  standard gravity (seed 004, Table 5 caption quotes 47.0882 N).
+  standard gravity (the paper's Table 5 caption quotes 47.0882 N).
   Geometry is left/right and front/hind mirror symmetric; front knees bend backwards
   (kfe < 0) and hind knees forwards (kfe > 0) so the standing pose is symmetric about both
   vertical mid-planes. Foot links (LF_foot, ...) are attached by fixed joints at the shank
@@ -467,13 +467,14 @@ def quadruped() -> tuple[Robot, dict]:
         "standing_q": q0,
         "standing_height": q0[2],
         "legs": ["LF", "LH", "RF", "RH"],
-        "description": "4.8 kg, 16 cm tall 12-DoF quadruped with sphere feet (seed 004, Fig. 8)",
+        "description": "4.8 kg, 16 cm tall 12-DoF quadruped with sphere feet "
+                       "(after Zapolsky & Drumwright, Fig. 8)",
     }
     return r, info
 
 
 # --------------------------------------------------------------------------------------------
-# 2. arm (7-DoF LBR-like, 4 one-DoF fingers) + box (seed 004, Sec. 7 / Fig. 9)
+# 2. arm (7-DoF LBR-like, 4 one-DoF fingers) + box (Zapolsky & Drumwright, Sec. 7 / Fig. 9)
 # --------------------------------------------------------------------------------------------
 
 FINGER_LEN = 0.06
@@ -491,7 +492,7 @@ def arm() -> tuple[Robot, dict]:
     r.header_comment = """
   Fixed-base 7-DoF manipulator (LBR-iiwa-like kinematics: axes z, y, z, -y, z, y, z; link
   lengths 0.36 / 0.42 / 0.40 / 0.126 m, ~1 m reach) with a hand carrying four 1-DoF fingers,
-  modelled after the manipulator of seed 004 (Zapolsky & Drumwright, Sec. 7 / Fig. 9):
+  modelled after the manipulator of Zapolsky & Drumwright (Sec. 7 / Fig. 9):
   "seven degrees of freedom and each finger has one degree of freedom, totaling eleven
   actuated degrees of freedom. The finger tips have spherical collision geometries".
   Fingers F1, F2 sit on the +y side of the palm, F3, F4 on the -y side; every finger closes
@@ -582,7 +583,7 @@ def arm() -> tuple[Robot, dict]:
         "box_size": list(BOX_SIZE),
         "box_mass": BOX_MASS,
         "description": "7-DoF LBR-like arm + 4 one-DoF fingers (11 DoF) grasping a box "
-                       "(seed 004, Fig. 9)",
+                       "(after Zapolsky & Drumwright, Fig. 9)",
     }
     return r, info
 
@@ -625,8 +626,10 @@ def _cube_object(name: str, size: tuple, mass: float, purpose: str,
 
 
 def box() -> tuple[Robot, dict]:
-    return _cube_object("box", BOX_SIZE, BOX_MASS, "Grasped object of seed 004 Sec. 7 / Fig. 9",
-                        "free 10 cm cube, 0.5 kg (the grasped object of seed 004, Fig. 9)")
+    return _cube_object("box", BOX_SIZE, BOX_MASS,
+                        "Grasped object of Zapolsky & Drumwright, Fig. 9",
+                        "free 10 cm cube, 0.5 kg (the grasped object of Zapolsky & Drumwright, "
+                        "Fig. 9)")
 
 
 #: a cube a parallel gripper can hold: the Franka hand opens to 8 cm (config/robots/panda_grasp)
@@ -641,7 +644,7 @@ def small_box() -> tuple[Robot, dict]:
 
 
 # --------------------------------------------------------------------------------------------
-# 3. branched floating-base test system (seed 003, Fig. 4)
+# 3. branched floating-base test system (Saccon et al., Fig. 4)
 # --------------------------------------------------------------------------------------------
 
 
@@ -653,10 +656,10 @@ def _rot_inertia(I: np.ndarray, rpy) -> np.ndarray:
 def branched() -> tuple[Robot, dict]:
     r = Robot("branched")
     r.header_comment = """
-  Floating-base branched multibody test system after seed 003 (Fig. 4: "a branched system with a
-  moving base (yellow) with revolute (green), prismatic (red), and helical (blue) joints";
+  Floating-base branched multibody test system after Saccon et al. (Fig. 4: "a branched system with
+  a moving base (yellow) with revolute (green), prismatic (red), and helical (blue) joints";
   Fig. 4b perturbs every joint to 0.3 m or rad).
-  The seed's text gives only this caption - no joint count, dimensions or inertias - so the
+  The paper gives only this caption - no joint count, dimensions or inertias - so the
   following were CHOSEN here: three branches A, B, C from the base; branch B forks after its
   second joint into sub-branches Ba and Bb; 10 joints in total (6 revolute, 4 prismatic).
   URDF has no helical (screw) joint: the two helical joints of the figure are modelled as
@@ -734,7 +737,7 @@ def branched() -> tuple[Robot, dict]:
         "prismatic_joints": [j.name for j in r.movable if j.type == "prismatic"],
         "revolute_joints": [j.name for j in r.movable if j.type == "revolute"],
         "description": "floating-base branched test system with revolute and prismatic joints "
-                       "(seed 003, Fig. 4; helical joints modelled as revolute)",
+                       "(Saccon et al., Fig. 4; helical joints modelled as revolute)",
     }
     return r, info
 

@@ -1,4 +1,5 @@
-"""Closed-loop simulation of ``wbc_dynamics`` controllers with MuJoCo (seed 004, Secs. 7-8).
+"""Closed-loop simulation of ``wbc_dynamics`` controllers with MuJoCo
+(Zapolsky & Drumwright, Secs. 7-8).
 
 Modules:
 

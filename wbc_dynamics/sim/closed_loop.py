@@ -1,4 +1,5 @@
-"""In-process closed loop: MuJoCo plant + controller, no middleware (seed 004, Secs. 7-8).
+"""In-process closed loop: MuJoCo plant + controller, no middleware
+(Zapolsky & Drumwright, Secs. 7-8).
 
 Used by the demo, the experiments and the CI tests. Each control tick (period ``1 / control_rate``):
 
@@ -11,11 +12,11 @@ Used by the demo, the experiments and the CI tests. Each control tick (period ``
 
 Controllers (:data:`CONTROLLERS`):
 
-* ``lcp_noslip``, ``lcp_coulomb``, ``qp_coulomb``, ``qp_noslip`` -- ID(t_i) of seed 004 Sec. 7.3:
-  the product's :class:`~wbc_dynamics.controller.WholeBodyController` for every robot: the
-  quadruped on the ground; the arm grasping the box with the box as the controller's object
-  (``object_urdf``, appended as a free body: Sec. 1.5, eqs. (1)-(3); its state fed as the
-  ``object_state`` input every tick), as a robot configuration with an object (e.g.
+* ``lcp_noslip``, ``lcp_coulomb``, ``qp_coulomb``, ``qp_noslip`` -- ID(t_i) of Zapolsky &
+  Drumwright, Sec. 7.3: the product's :class:`~wbc_dynamics.controller.WholeBodyController` for
+  every robot: the quadruped on the ground; the arm grasping the box with the box as the
+  controller's object (``object_urdf``, appended as a free body: Sec. 1.5, eqs. (1)-(3); its state
+  fed as the ``object_state`` input every tick), as a robot configuration with an object (e.g.
   ``panda_grasp``) is.
 * ``none`` -- inverse dynamics without contact forces (the product's ``method: none``).
 * ``id_prev`` -- ID(t_{i-1}): inverse dynamics with the contact wrenches the simulator applied on
@@ -74,7 +75,7 @@ DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}, "qp_noslip": {"nos
 BUNDLED_QUADRUPED_OPTIONS = {"contact_state_filter": True, "torque_filter_cutoff": 40.0}
 #: Quadruped (ground contact, joint-space PD reference): the Coulomb methods first correct the
 #: desired accelerations to those the touching feet realize while sticking, and qp_coulomb
-#: uses the contact-velocity Stage I objective with friction only at touching feet (issue 11,
+#: uses the contact-velocity Stage I objective with friction only at touching feet (see
 #: docs/contact_methods.md "Tracking in closed loop"; without them both track worse than PID).
 #: qp_noslip likewise (contact-velocity objective, sticking correction): with eq. (69) as
 #: written its unbounded friction brakes the base within one tick on every touchdown (trot:
@@ -133,10 +134,10 @@ class LoopConfig:
             soft feet rebound at up to ~6 cm/s after a touchdown).
         grasp_force: arm + box, contact-aware methods: desired internal (squeeze) force [N] per
             touching fingertip, added in the null space of the grasp map (the controller option
-            of the same name: :func:`~wbc_dynamics.contact.grasp.internal_grasp_forces`; seed
-            004 Fig. 11 "given contact state and internal forces"). Rigid contact leaves the
-            squeeze indeterminate and every solver returns (nearly) zero squeeze, so the box
-            slips out under MuJoCo's soft contacts; 0 = off
+            of the same name: :func:`~wbc_dynamics.contact.grasp.internal_grasp_forces`;
+            Zapolsky & Drumwright, Fig. 11: "given contact state and internal forces"). Rigid
+            contact leaves the squeeze indeterminate and every solver returns (nearly) zero
+            squeeze, so the box slips out under MuJoCo's soft contacts; 0 = off
             (the solvers' own forces only). ``docs/simulation.md``: 20 N holds the box.
             None = off for the bundled arm, the configuration's ``grasp_force`` for a robot
             configuration with an object (the controller option of the same name).
@@ -322,7 +323,7 @@ class _WBC:
                 robot=cfg.robot, floating_base=info["floating_base"], joints=joint_names,
                 kp=[cfg.kp if cfg.kp is not None else g["kp"]],
                 kd=[cfg.kd if cfg.kd is not None else g["kd"]])
-            if object_urdf:  # the arm + box (seed 004 Secs. 1.5, 7.2.2)
+            if object_urdf:  # the arm + box (Zapolsky & Drumwright, Secs. 1.5, 7.2.2)
                 config = dataclasses.replace(
                     config, contact_links=list(info["fingertip_links"]), object_urdf=object_urdf,
                     object_friction=mu, grasp_force=float(cfg.grasp_force or 0.0),

@@ -2,12 +2,12 @@
 
 Every reference has ``joint_names`` and ``sample(t) -> (q_des, qd_des, qdd_des)`` (joint order of
 ``joint_names``; rad, rad/s, rad/s^2) with analytically consistent derivatives, so the controller's
-``qdd_cmd = qdd_des + Kp (q_des - q) + Kd (qd_des - qd)`` (seed 004, Sec. 7.3 error feedback)
-is exact along the plan.
+``qdd_cmd = qdd_des + Kp (q_des - q) + Kd (qd_des - qd)`` (Zapolsky & Drumwright, Sec. 7.3 error
+feedback) is exact along the plan.
 
-Quadruped (seed 004, Sec. 7.2.1 / 7.6) -- the feet are planned in the base frame (the base is
-planned level at its standing height) and mapped to joints by per-leg inverse kinematics with the
-core's Jacobians (``q = IK(p)``, ``qd = J^-1 pd``, ``qdd = J^-1 (pdd - Jdot qd)``):
+Quadruped (Zapolsky & Drumwright, Sec. 7.2.1 / 7.6) -- the feet are planned in the base frame (the
+base is planned level at its standing height) and mapped to joints by per-leg inverse kinematics
+with the core's Jacobians (``q = IK(p)``, ``qd = J^-1 pd``, ``qdd = J^-1 (pdd - Jdot qd)``):
 
 * :class:`Standing` -- hold a pose;
 * :class:`WeightShift` -- the base sways sideways/forwards over fixed feet (feet move opposite in
@@ -207,7 +207,7 @@ class WeightShift(QuadrupedFootReference):
 
 
 class Trot(QuadrupedFootReference):
-    """Trot of seed 004, Sec. 7.6 (defaults are the paper's values).
+    """Trot of Zapolsky & Drumwright, Sec. 7.6 (defaults are the paper's values).
 
     Args:
         period: gait cycle [s] (0.3).
