@@ -28,8 +28,8 @@ estimate's error, by far the largest, is removed; joint noise is shared out by i
 The contact problem then sees the stance points touching and at rest, and leaves the other
 contact links out: the filtered decision, not the raw distance, says which contacts exist.
 
-Everything per tick is one compiled call (:func:`stance_filter_kernel`) on named buffers
-(:class:`StanceData`), after the contact model's candidate kernel.
+Everything per tick is one compiled call (:func:`stance_update_kernel`: the contact model's
+candidate kernel, then :func:`stance_filter_kernel`) on named buffers (:class:`StanceData`).
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
+from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import chol_solve, cholesky
 from ..kernels.records import RecordType
+from .geometry import contact_kernel
 
 if TYPE_CHECKING:
     from .geometry import ContactModel
@@ -190,6 +192,23 @@ def _weighted_correction(J, m, res, prior, r, A, delta):
                 delta[cc] = 0.0
             return False
     return True
+
+
+@njit(cache=True)
+def stance_update_kernel(f, topo, tree, Sm, g, d, q, v, bR, bp, margin, swing, floating, ar):
+    """One tick of the :class:`StanceFilter` as one compiled call: the contact candidates
+    within ``margin`` [m] at ``q`` (:func:`~wbc_dynamics.contact.geometry.contact_kernel` into
+    the contact model's record ``d`` with its geometry ``g``, free bodies ``bR`` / ``bp``),
+    then :func:`stance_filter_kernel`. Returns the number of stance links (or the geometry
+    kernel's negative status)."""
+    k = contact_kernel(topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, g.sph_body,
+                       g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, bR, bp, g.bx_a,
+                       g.bx_mu, g.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand,
+                       d.Scand, d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat, ar)
+    if k < 0:
+        return k
+    return stance_filter_kernel(f, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand, d.Tcand, swing,
+                                q, v, floating)
 
 
 @njit(cache=True)
@@ -455,10 +474,11 @@ class StanceFilter:
         float64, contiguous) and set the contact model's exclusion mask; returns the number of
         stance links. ``q`` / ``v`` must be finite (the caller's validated state)."""
         cm = self.contact_model
-        k = cm.candidates_validated(q, self._no_boxes_R, self._no_boxes_p, self.margin)
-        d = cm.data
-        return int(stance_filter_kernel(self._record, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand,
-                                        d.Tcand, self.swing, q, v, self.floating))
+        a = cm.robot.kernel_arrays
+        return int(stance_update_kernel(self._record, a.topo, a.tree, a.Sm, cm.geometry,
+                                        cm.kernel_data, q, v, self._no_boxes_R,
+                                        self._no_boxes_p, self.margin, self.swing,
+                                        self.floating, NO_ARENA))
 
     def reset(self) -> None:
         """Forget the decisions (no link in stance; the next tick decides afresh)."""
