@@ -46,21 +46,11 @@ def run_one(job: tuple) -> dict:
 
     warnings.filterwarnings("ignore")
     robot, reference, orientation, duration, seed = job
-    from wbc_dynamics.sim.closed_loop import BUNDLED_QUADRUPED_OPTIONS, ClosedLoop, LoopConfig
+    from wbc_dynamics.sim.closed_loop import ClosedLoop, shipped_loop_config
     from wbc_dynamics.sim.imperfections import Imperfections
 
-    opts = {"base_state": "imu", "imu_orientation": orientation == "imu"}
-    if robot == "quadruped":  # config/quadruped.yaml's method and robustness options
-        method = "lcp_noslip"
-        opts.update(BUNDLED_QUADRUPED_OPTIONS)
-        solver = {"lcp_noslip": {"min_norm": True}}
-    else:
-        from wbc_dynamics.robot_config import load_robot_setup
-
-        method, solver = load_robot_setup(robot).controller.method, {}
-    cfg = LoopConfig(robot=robot, reference=reference, controller=method, duration=duration,
-                     imperfections=Imperfections.realistic(1.0, seed=seed),
-                     controller_options=opts, solver_options=solver)
+    cfg = shipped_loop_config(robot, reference, duration, Imperfections.realistic(1.0, seed=seed),
+                              {"base_state": "imu", "imu_orientation": orientation == "imu"})
     t0 = time.perf_counter()
     try:
         loop = ClosedLoop(cfg)

@@ -47,21 +47,12 @@ FILTERS = ("base/imu", "base/gyro", "iekf")
 
 
 def _loop(robot: str, reference: str, duration: float, seed: int):
-    from wbc_dynamics.sim.closed_loop import BUNDLED_QUADRUPED_OPTIONS, ClosedLoop, LoopConfig
+    from wbc_dynamics.sim.closed_loop import ClosedLoop, shipped_loop_config
     from wbc_dynamics.sim.imperfections import Imperfections
 
-    opts = {"base_state": "imu", "imu_orientation": True}
-    if robot == "quadruped":  # config/quadruped.yaml's method and robustness options
-        method, solver = "lcp_noslip", {"lcp_noslip": {"min_norm": True}}
-        opts.update(BUNDLED_QUADRUPED_OPTIONS)
-    else:
-        from wbc_dynamics.robot_config import load_robot_setup
-
-        method, solver = load_robot_setup(robot).controller.method, {}
-    return ClosedLoop(LoopConfig(robot=robot, reference=reference, controller=method,
-                                 duration=duration, solver_options=solver,
-                                 imperfections=Imperfections.realistic(1.0, seed=seed),
-                                 controller_options=opts))
+    return ClosedLoop(shipped_loop_config(
+        robot, reference, duration, Imperfections.realistic(1.0, seed=seed),
+        {"base_state": "imu", "imu_orientation": True}))
 
 
 def run_one(robot: str, reference: str, duration: float, seed: int = 0,

@@ -16,21 +16,12 @@ pytest.importorskip("mujoco", reason="mujoco not installed")
 
 
 def _run(robot, reference, scale, duration, **options):
-    from wbc_dynamics.sim.closed_loop import BUNDLED_QUADRUPED_OPTIONS, ClosedLoop, LoopConfig
+    from wbc_dynamics.sim.closed_loop import ClosedLoop, shipped_loop_config
     from wbc_dynamics.sim.imperfections import Imperfections
 
-    opts = {"base_state": "imu", **options}
-    if robot == "quadruped":
-        method, solver = "lcp_noslip", {"lcp_noslip": {"min_norm": True}}
-        opts.update(BUNDLED_QUADRUPED_OPTIONS)
-    else:
-        from wbc_dynamics.robot_config import load_robot_setup
-
-        method, solver = load_robot_setup(robot).controller.method, {}
-    loop = ClosedLoop(LoopConfig(robot=robot, reference=reference, controller=method,
-                                 duration=duration, solver_options=solver,
-                                 imperfections=Imperfections.realistic(scale),
-                                 controller_options=opts))
+    loop = ClosedLoop(shipped_loop_config(robot, reference, duration,
+                                          Imperfections.realistic(scale),
+                                          {"base_state": "imu", **options}))
     return loop.run(), loop
 
 

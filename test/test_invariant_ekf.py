@@ -363,21 +363,11 @@ def _record_run(robot, reference, duration, scale=1.0):
     an InvariantEKF fed alongside with the same sensor stream: every call of the controller's
     BaseEstimator.update (joints, IMU sample, stance mask, dt) is passed on to it. Returns the
     run and the InvariantEKF's (K, 13) estimate per tick (zero before it initializes)."""
-    from wbc_dynamics.sim.closed_loop import BUNDLED_QUADRUPED_OPTIONS, ClosedLoop, LoopConfig
+    from wbc_dynamics.sim.closed_loop import ClosedLoop, shipped_loop_config
     from wbc_dynamics.sim.imperfections import Imperfections
 
-    opts = {"base_state": "imu"}
-    if robot == "quadruped":
-        method, solver = "lcp_noslip", {"lcp_noslip": {"min_norm": True}}
-        opts.update(BUNDLED_QUADRUPED_OPTIONS)
-    else:
-        from wbc_dynamics.robot_config import load_robot_setup
-
-        method, solver = load_robot_setup(robot).controller.method, {}
-    loop = ClosedLoop(LoopConfig(robot=robot, reference=reference, controller=method,
-                                 duration=duration, solver_options=solver,
-                                 imperfections=Imperfections.realistic(scale),
-                                 controller_options=opts))
+    loop = ClosedLoop(shipped_loop_config(robot, reference, duration,
+                                          Imperfections.realistic(scale), {"base_state": "imu"}))
     ctl = loop.ctl.ctl
     base = ctl.base_estimator
     imu = ctl._estimator  # the ImuEstimator: its latest sample's stamp is the tick's time

@@ -45,7 +45,7 @@ from .imperfections import Actuation, Imperfections, Sensing, scale_plant_masses
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant, pose_in_link
 from .references import make_reference
 
-__all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run"]
+__all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run", "shipped_loop_config"]
 
 CONTACT_METHODS = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
 #: ``lcp_noslip_mn`` = ``lcp_noslip`` with ``min_norm=True`` (minimum-norm impulses instead of
@@ -883,6 +883,27 @@ class ClosedLoop:
         if self.object_name is not None:
             return self.plant.total_normal_force(self.object_name)
         return self.plant.total_normal_force("ground")
+
+
+def shipped_loop_config(robot: str, reference: str, duration: float,
+                        imperfections: Imperfections | None = None,
+                        controller_options: dict | None = None) -> LoopConfig:
+    """A loop with the controller as the product ships it for ``robot``: the bundled quadruped
+    as config/quadruped.yaml configures it (``lcp_noslip`` with minimum-norm impulses,
+    :data:`BUNDLED_QUADRUPED_OPTIONS`), a robot configuration (``config/robots`` name or YAML
+    path) with its own method and options; ``controller_options`` over those."""
+    if robot == "quadruped":
+        method, solver = "lcp_noslip", {"lcp_noslip": {"min_norm": True}}
+        options = dict(BUNDLED_QUADRUPED_OPTIONS)
+    else:
+        from ..robot_config import load_robot_setup
+
+        method, solver, options = load_robot_setup(robot).controller.method, {}, {}
+    options.update(controller_options or {})
+    return LoopConfig(robot=robot, reference=reference, controller=method, duration=duration,
+                      solver_options=solver, controller_options=options,
+                      imperfections=imperfections if imperfections is not None
+                      else Imperfections())
 
 
 def run(cfg: LoopConfig, progress=None, stop_on_failure: bool = True) -> LoopResult:
