@@ -396,10 +396,10 @@ def _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
         else:
             for a in range(3):
                 z = zv0 if a == 0 else zv1 if a == 1 else zv2
-                if not _scalar_update(e.x, e.P, e.gain, 3 + a, 1.0, -1, 0.0, z, r_vel):
+                if not _scalar_update(e.x, e.P, e.gain, 3 + a, 1.0, 3 + a, 0.0, z, r_vel):
                     return 2
         # c_i,z = ground + lift: the lowest sole point on the ground
-        if not _scalar_update(e.x, e.P, e.gain, ci + 2, 1.0, -1, 0.0, ground + e.lift[i],
+        if not _scalar_update(e.x, e.P, e.gain, ci + 2, 1.0, ci + 2, 0.0, ground + e.lift[i],
                               sh * sh * inflate):
             return 2
     for k in range(n):  # rounding leaves P - g g^T / s asymmetric in the last bits
@@ -438,20 +438,15 @@ def _mahalanobis3(P, o, y0, y1, y2, r):
 @njit(cache=True)
 def _scalar_update(x, P, gain, i1, c1, i2, c2, z, r):
     """Kalman update of ``x`` (n,), ``P`` (n, n) with the scalar measurement
-    ``z = c1 x[i1] + c2 x[i2] + noise`` (variance ``r``; ``i2 < 0``: the first term only);
+    ``z = c1 x[i1] + c2 x[i2] + noise`` (variance ``r``; a one-term row passes ``i2 = i1,
+    c2 = 0``: the second term then adds exact zeros, and every call site has one signature);
     ``gain`` (n,) is workspace. False (nothing changed) if the innovation's variance is not
     positive (P not positive semidefinite)."""
     n = x.shape[0]
-    y = z - c1 * x[i1]
+    y = z - c1 * x[i1] - c2 * x[i2]
     for k in range(n):  # P h
-        gain[k] = c1 * P[k, i1]
-    if i2 >= 0:
-        y -= c2 * x[i2]
-        for k in range(n):
-            gain[k] += c2 * P[k, i2]
-    s = c1 * gain[i1] + r
-    if i2 >= 0:
-        s += c2 * gain[i2]
+        gain[k] = c1 * P[k, i1] + c2 * P[k, i2]
+    s = c1 * gain[i1] + c2 * gain[i2] + r
     if not (s > 0.0):
         return False
     for k in range(n):  # x += P h y / s;  P -= (P h)(P h)^T / s (whole rows: vectorized;
