@@ -85,11 +85,10 @@ def _variant_options(robot: str, variant: str, floating: bool) -> dict:
         if variant == "estimated":
             out["base_state"] = "imu"
         return out
-    off = {"drive_stiffness": [0.0], "drive_damping": [0.0]}
+    off = dict(BUNDLED_SHIPPED) if robot == "quadruped" else {}
+    off.update(drive_stiffness=[0.0], drive_damping=[0.0])
     if variant == "before":
         off.update(contact_state_filter=False, torque_filter_cutoff=0.0)
-    elif robot == "quadruped":
-        off.update(BUNDLED_SHIPPED)
     return off
 
 

@@ -34,7 +34,8 @@ Arguments
     duration      simulated seconds after which the simulator stops stepping (0 = unlimited)
     kp, kd        PD gains of the controller [1/s^2], [1/s] (empty: config/<robot>.yaml's)
     drive         effort | hybrid: the simulator's joint drives (hybrid: each runs its own
-                  impedance loop at every plant step on the controller's set-points and gains)
+                  impedance loop at every plant step on the controller's set-points and gains;
+                  empty: hybrid when the controller sends the hybrid drive command)
     drive_stiffness, drive_damping  the controller's hybrid drive gains [N m/rad], [N m s/rad],
                   one value for every joint (empty: the configuration's; > 0: the controller
                   publishes the hybrid drive command)

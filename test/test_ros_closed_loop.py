@@ -266,6 +266,8 @@ def _run_drive_loop(drive: str, sim_params: dict, duration: float) -> dict:
             "drive": drive, "base_state": "odom"}
     if drive == "hybrid":
         args.update(drive_stiffness=HYBRID_GAINS[0], drive_damping=HYBRID_GAINS[1])
+    else:  # an effort-only controller
+        args.update(drive_stiffness="0", drive_damping="0")
     sim_plan, ctl_plan, ref_plan = sim_launch_plan(args, REPO)
     # this client replaces wbc_reference and is not on simulated time: one /clock subscriber
     sim_plan.parameters[0].update(sim_params, clock_subscribers=1)
@@ -425,3 +427,43 @@ def test_ros_closed_loop_hybrid_drives_track_through_a_latency_effort_drives_do_
     print(f"joint error with 10 ms command latency: {errors}")
     assert errors["hybrid"] < 0.012, errors
     assert errors["effort"] > 2.0 * errors["hybrid"], errors
+
+
+def test_sim_launch_runner_runs_the_plan_and_exits_0_on_ctrl_c(ros_env):
+    """``python -m wbc_dynamics.sim.launch_plan`` (sim.launch.py where ``launch`` is not
+    installed): the three nodes run the arm's sinusoid to its ``duration``; SIGINT stops them
+    all and every process exits 0 without a traceback; a bad argument exits 2 naming it."""
+    import signal
+    import subprocess
+    import sys
+
+    ns = f"/runner{os.getpid()}"
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONUNBUFFERED="1", RCUTILS_LOGGING_BUFFERED_STREAM="0")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wbc_dynamics.sim.launch_plan", "robot:=arm", "method:=none",
+         "reference:=sinusoid", "duration:=0.5", f"namespace:={ns}"],
+        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = ""
+    try:
+        deadline = time.monotonic() + 180.0
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while "reached: stopped" not in out:
+            assert time.monotonic() < deadline and proc.poll() is None, out[-3000:]
+            if sel.select(timeout=1.0):
+                out += proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=60)
+        out += rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    bad = subprocess.run([sys.executable, "-m", "wbc_dynamics.sim.launch_plan", "drive:=torque"],
+                         env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "drive: expected effort | hybrid, got 'torque'" in bad.stderr

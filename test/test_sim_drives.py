@@ -6,12 +6,15 @@ dropout, and commands that arrive incomplete (gains without set-points)."""
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import numpy as np
 import pytest
 
 from wbc_dynamics.sim.sim_node import Drives
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DT = 1e-3
 LIMIT = np.array([4.0, 4.0, math.inf])
@@ -123,8 +126,6 @@ def test_sim_launch_plan_passes_the_drive_through():
     """sim.launch.py's ``drive`` reaches the simulator, ``drive_stiffness`` / ``drive_damping``
     the controller (one value for every joint); an unknown drive is refused, naming it; the
     launch file documents every argument of the plan."""
-    import os
-
     from wbc_dynamics.sim.launch_plan import SIM_LAUNCH_ARGS, sim_launch_plan
 
     sim, ctl, _ = sim_launch_plan({"drive": "hybrid", "drive_stiffness": "10",
@@ -132,9 +133,17 @@ def test_sim_launch_plan_passes_the_drive_through():
     assert sim.parameters[0]["drive"] == "hybrid"
     overrides = ctl.parameters[-1]
     assert overrides["drive_stiffness"] == [10.0] and overrides["drive_damping"] == [0.3]
-    sim, ctl, _ = sim_launch_plan({}, ".")
-    assert sim.parameters[0]["drive"] == "effort"
+    # default: the drives the controller commands -- the bundled quadruped's configuration
+    # sets drive gains, the arm's does not; a zero gain override means effort only
+    sim, ctl, _ = sim_launch_plan({}, REPO)
+    assert sim.parameters[0]["drive"] == "hybrid"
     assert "drive_stiffness" not in ctl.parameters[-1]  # the configuration's
+    sim, _, _ = sim_launch_plan({"drive_stiffness": "0", "drive_damping": "0"}, REPO)
+    assert sim.parameters[0]["drive"] == "effort"
+    sim, _, _ = sim_launch_plan({"robot": "arm"}, REPO)
+    assert sim.parameters[0]["drive"] == "effort"
+    sim, _, _ = sim_launch_plan({"robot": "go2"}, REPO)
+    assert sim.parameters[0]["drive"] == "hybrid"
     with pytest.raises(ValueError,
                        match=re.escape("drive: expected effort | hybrid, got 'torque'")):
         sim_launch_plan({"drive": "torque"}, ".")

@@ -1,20 +1,31 @@
-"""What ``launch/sim.launch.py`` starts, as plain data (no ``launch`` import).
+"""What ``launch/sim.launch.py`` starts, as plain data (no ``launch`` import), and a runner.
 
 The launch file turns :func:`sim_launch_plan` into ``launch_ros`` ``Node`` actions; the plain rclpy
 closed-loop test (test/test_ros_closed_loop.py) starts the same executables with the same
 parameters as processes, so the scenario the launch file runs is tested where ``launch`` is not
 installed, and the two cannot drift apart.
+
+Where ``launch`` is not installed (a pip-only ROS 2), this module runs the same scenario itself
+-- the three nodes as processes, with the launch file's arguments -- until the simulation's
+``duration`` ends or Ctrl-C (exit code 0)::
+
+    python -m wbc_dynamics.sim.launch_plan robot:=go2 reference:=trot duration:=10
 """
 
 from __future__ import annotations
 
 import math
 import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .imperfections import Imperfections
 
-__all__ = ["SIM_LAUNCH_ARGS", "FRICTION_MU", "NodePlan", "sim_launch_plan"]
+__all__ = ["SIM_LAUNCH_ARGS", "FRICTION_MU", "NodePlan", "sim_launch_plan", "start_node", "main"]
 
 #: (name, default, description) of the launch arguments.
 SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
@@ -33,8 +44,9 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
     ("duration", "0.0", "simulated seconds, then the simulator stops (0 = unlimited)"),
     ("kp", "", "controller position gain [1/s^2] (empty: the robot config's)"),
     ("kd", "", "controller velocity gain [1/s] (empty: the robot config's)"),
-    ("drive", "effort", "the simulator's joint drives: effort | hybrid (own impedance loop "
-     "at every plant step on the controller's set-points and gains)"),
+    ("drive", "", "the simulator's joint drives: effort | hybrid (own impedance loop "
+     "at every plant step on the controller's set-points and gains; empty: hybrid when the "
+     "controller sends the hybrid drive command, a drive gain > 0)"),
     ("drive_stiffness", "", "controller drive_stiffness [N m/rad], one value for every joint "
      "(empty: the robot config's; > 0: the controller sends the hybrid drive command)"),
     ("drive_damping", "", "controller drive_damping [N m s/rad], one value for every joint "
@@ -102,7 +114,7 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     except ValueError:
         raise ValueError(f"friction: expected high | low | a number, got {friction!r}") from None
     sim_rate = float(a["sim_rate"])
-    if a["drive"] not in ("effort", "hybrid"):
+    if a["drive"] not in ("", "effort", "hybrid"):
         raise ValueError(f"drive: expected effort | hybrid, got {a['drive']!r}")
     if a["base_state"] not in ("", "odom", "imu"):
         raise ValueError(f"base_state: expected odom | imu, got {a['base_state']!r}")
@@ -113,7 +125,9 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     sim_params = {
         "friction": friction, "ground": a["ground"], "mode": a["mode"],
         "sim_rate": sim_rate, "real_time_factor": float(a["real_time_factor"]),
-        "duration": float(a["duration"]), "drive": a["drive"]}
+        "duration": float(a["duration"]),
+        "drive": a["drive"] or ("hybrid" if _sends_drive_command(a, setup, share_dir, robot)
+                                else "effort")}
     if a["sensing"] not in ("realistic", "exact"):
         raise ValueError(f"sensing: expected realistic | exact, got {a['sensing']!r}")
     if a["sensing"] == "realistic":  # Imperfections.realistic's sensor noise
@@ -153,3 +167,144 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
         "use_sim_time": True, "robot": robot if bundled else setup.path, "kind": reference,
         "topic": "wbc_controller/reference", "rate": 200.0, "start_delay": hold}])
     return [sim, ctl, ref]
+
+
+def _sends_drive_command(a: dict[str, str], setup, share_dir: str, robot: str) -> bool:
+    """Whether the controller sends the hybrid drive command: a drive gain > 0, from the launch
+    arguments or else the robot's configuration (``setup``, or config/<robot>.yaml)."""
+    gains = []
+    for name in ("drive_stiffness", "drive_damping"):
+        if a[name].strip():
+            gains.append(float(a[name]))
+        elif setup is not None:
+            gains.extend(float(g) for g in getattr(setup.controller, name))
+        else:
+            import yaml
+
+            with open(os.path.join(share_dir, "config", f"{robot}.yaml")) as f:
+                params = yaml.safe_load(f)["/**"]["ros__parameters"]
+            gains.extend(float(g) for g in params.get(name, [0.0]))
+    return any(g > 0.0 for g in gains)
+
+
+#: the package's root: config/ and the package beside each other in a source tree
+_SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def share_directory() -> str:
+    """The package's share directory (config/, launch/): the ament index's when the package is
+    installed with colcon, else the source tree's."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return get_package_share_directory("wbc_dynamics")
+    except Exception:  # no ament index (pip-only ROS), or the package not installed in it
+        return _SOURCE_ROOT
+
+
+def start_node(plan: NodePlan, namespace: str = "", log_level: str = "info",
+               overrides: dict | None = None, **popen) -> subprocess.Popen:
+    """The node of ``plan`` as a process (``python -m <module> --ros-args ...``), as launch_ros
+    would start it: its parameter files in order, each parameter dict (then ``overrides``) as a
+    parameter file of its own (typed YAML: a text value such as ``"0.5"`` stays text).
+    ``popen``: :class:`subprocess.Popen` keyword arguments (e.g. ``stdout``)."""
+    args = [sys.executable, "-m", plan.module, "--ros-args", "--log-level", log_level]
+    if namespace:
+        args += ["-r", f"__ns:={namespace}"]
+    files = []
+    for src in [*plan.parameters, *([overrides] if overrides else [])]:
+        if isinstance(src, str):
+            args += ["--params-file", src]
+            continue
+        import yaml
+
+        fd, path = tempfile.mkstemp(prefix=f"{plan.name}_", suffix=".yaml")
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump({"/**": {"ros__parameters": dict(src)}}, f)
+        files.append(path)
+        args += ["--params-file", path]
+    env = dict(popen.pop("env", None) or os.environ)
+    if os.path.isdir(os.path.join(_SOURCE_ROOT, "wbc_dynamics")):  # a source tree: importable
+        env["PYTHONPATH"] = _SOURCE_ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(args, env=env, **popen)
+    proc.parameter_files = files  # type: ignore[attr-defined]  # removed by stop_node
+    return proc
+
+
+def stop_node(proc: subprocess.Popen, timeout: float = 10.0) -> int:
+    """SIGINT (the nodes' clean shutdown), then SIGKILL after ``timeout`` [s]; removes the
+    parameter files :func:`start_node` wrote. Returns the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for path in getattr(proc, "parameter_files", []):
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    return proc.returncode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``sim.launch.py`` without ``launch``: ``name:=value`` arguments as the launch file takes
+    them; runs until Ctrl-C (or SIGTERM), then stops the nodes as launch does (SIGINT each).
+    Exit code 0; 2 for a bad argument; else the first non-zero exit code of a node (one that
+    ended by itself, or did not exit 0 when stopped; 1 for one killed)."""
+    import time
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        for name, default, text in SIM_LAUNCH_ARGS:
+            print(f"  {name}:={default!r:<12} {text}")
+        return 0
+    try:
+        args = dict(a.split(":=", 1) for a in argv)
+    except ValueError:
+        print(f"arguments are name:=value, got {argv}", file=sys.stderr)
+        return 2
+    try:
+        plan = sim_launch_plan(args, share_directory())
+    except (ValueError, OSError) as e:
+        print(f"sim launch: {e}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)  # also when started with SIGINT ignored (a job)
+    # each node in a session of its own: a terminal's Ctrl-C reaches this process only, which
+    # then stops every node once (a second SIGINT would interrupt a node's own shutdown)
+    procs = [start_node(p, args.get("namespace", ""), start_new_session=True,
+                        preexec_fn=_default_sigint) for p in plan]
+    code = 0
+    try:
+        while all(p.poll() is None for p in procs):
+            time.sleep(0.2)
+        code = next(p.returncode for p in procs if p.poll() is not None)
+        print(f"sim launch: a node exited ({code}); stopping the others", file=sys.stderr)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        codes = [stop_node(p) for p in procs]
+    # every node exits 0 on SIGINT: anything else (an error, a kill after the timeout) is reported
+    failed = [(p.module, c) for p, c in zip(plan, codes, strict=True) if c != 0]
+    if failed and code == 0:
+        print(f"sim launch: nodes exited with {failed}", file=sys.stderr)
+        code = failed[0][1] if failed[0][1] > 0 else 1
+    return code
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _default_sigint() -> None:
+    """In a node's process before exec: SIGINT handled (an ignored signal stays ignored across
+    exec, and a shell's background job starts with it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

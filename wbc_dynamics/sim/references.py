@@ -876,11 +876,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             msg.points = [pt]
             self.pub.publish(msg)
 
+    from rclpy.executors import ExternalShutdownException
+
     node = None
     try:
         node = ReferenceNode()
         rclpy.spin(node)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: rclpy's handler or ours
         pass
     except ValueError as exc:
         print(f"wbc_reference: {exc}", file=sys.stderr)
