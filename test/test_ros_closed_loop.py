@@ -204,8 +204,10 @@ def test_ros_closed_loop_keeps_a_configured_vendor_robot_up(ros_env, robot):
     controller and reference all take the robot from config/robots/<robot>.yaml
     (example-robot-data URDF, its contact geometry, SRDF standing pose with the computed base
     height); method and reference are the configuration's defaults (lcp_noslip, stand; the arms
-    panda and ur10: none, sinusoid; panda_grasp: lcp_noslip holding a cube, sinusoid)."""
-    duration = 3.0
+    panda and ur10: none, sinusoid; panda_grasp: lcp_noslip holding a cube, sinusoid). A
+    floating base stands 10 s on its own estimate (the arms run 3 s); every floating base's
+    scenarios over ROS, 10 s each, trots included: docs/estimation_over_ros.md."""
+    duration = 3.0 if robot in ("panda", "ur10", "panda_grasp") else 10.0
     # paced at real time (at most): the reference node's sim-time timer needs the simulator's
     # /clock discovered, which a fast simulation (panda, method none) could otherwise outrun
     # sim.launch.py's default base state: a floating base on its own estimate (IMU + joints)

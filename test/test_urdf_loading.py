@@ -616,3 +616,228 @@ def test_wbc_info_prints_load_warnings_and_survives_a_singular_model(tmp_path, c
     out = capsys.readouterr().out
     assert "warning: joint(s) 'j1' move no mass" in out
     assert "M is singular (massless joints)" in out
+
+
+# ------------------------------------------------------------------ what urdfdom loads
+def _axis_chain(xyz):
+    return _chain().replace('<axis xyz="0 1 0"/>', f'<axis xyz="{xyz}"/>', 1)
+
+
+@pytest.mark.parametrize(
+    "xyz,same_as,unit",
+    [
+        ("1e308 1e308 0", "1 1 0", [2**-0.5, 2**-0.5, 0.0]),  # squares overflow
+        ("1e-320 0 0", "1 0 0", [1.0, 0.0, 0.0]),  # subnormal: its square underflows to 0
+        ("0 -3e-310 4e-310", "0 -3 4", [0.0, -0.6, 0.8]),
+    ],
+)
+def test_joint_axis_of_any_finite_magnitude_is_normalized_without_overflow(xyz, same_as, unit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow, no "moves no mass" URDFWarning
+        model = RobotModel.from_urdf(_axis_chain(xyz), warmup=False)
+        reference = RobotModel.from_urdf(_axis_chain(same_as), warmup=False)
+    axis = model.description.joints["j1"].axis
+    np.testing.assert_allclose(axis, unit, rtol=1e-15, atol=0.0)
+    np.testing.assert_array_equal(axis, reference.description.joints["j1"].axis)
+    assert model.massless_joints == []
+    q = np.array([0.3, -0.7])
+    M = model.mass_matrix(q)
+    np.testing.assert_array_equal(M, reference.mass_matrix(q))
+    assert np.linalg.eigvalsh(M)[0] > 1e-3  # regular: the axis moves link1 and link2
+
+
+def test_xml_declaration_after_leading_whitespace_loads_from_string_and_file(tmp_path):
+    """TinyXML2 (urdfdom) skips whitespace before the declaration; Python's parser would not."""
+    plain = _chain()
+    indented = "\n  \t\r\n  " + plain.replace('<?xml version="1.0"?>', "<?xml version='1.0'?>")
+    path = tmp_path / "r.urdf"
+    path.write_text(indented)
+    q = np.array([0.3, -0.7])
+    expected = RobotModel.from_urdf(plain, warmup=False).mass_matrix(q)
+    for source in (indented, str(path), path):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model = RobotModel.from_urdf(source, warmup=False)
+        assert model.joint_names == ["j1", "j2"]
+        np.testing.assert_array_equal(model.mass_matrix(q), expected)
+    # a parse error after the skipped whitespace is reported where it is in the text as given
+    # (line 3, the 26th character: as Python's parser reports it without the declaration)
+    broken = "\n\n  <?xml version='1.0'?><robot><link name='a'></robot>"
+    with pytest.raises(URDFError, match=r"not well-formed XML: mismatched tag: line 3, column 47"):
+        RobotModel.from_urdf(broken)
+    with pytest.raises(URDFError, match=r"mismatched tag: line 3, column 26"):
+        RobotModel.from_urdf("\n\n  <robot><link name='a'></robot>")
+
+
+def test_inverted_joint_limits_load_as_given_with_one_warning_strict_rejects():
+    """urdfdom and Pinocchio load <limit lower="1" upper="-1"> as written; so does the loader,
+    with a warning. What needs an ordered range treats the joint as unlimited; nothing that
+    reads the limits gives NaN."""
+    xml = _chain().replace('lower="-1" upper="1"', 'lower="1" upper="-1"', 1)  # j1 only
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        model = RobotModel.from_urdf(xml, warmup="dynamics")
+    assert [w.category for w in rec] == [URDFWarning]
+    message = str(rec[0].message)
+    assert "joint 'j1': lower limit 1.0 > upper limit -1.0; loaded as given" in message
+    assert "unlimited there" in message
+    assert model.load_warnings == [message.split(": ", 1)[1]]
+    assert model.position_lower.tolist() == [1.0, -1.0]
+    assert model.position_upper.tolist() == [-1.0, 1.0]
+    # consumers: the neutral configuration (0 clipped: np.clip gives the upper limit), the
+    # dynamics there, the joint-state input bounds (unlimited: magnitude bound only)
+    q = model.neutral()
+    assert q.tolist() == [-1.0, 0.0]
+    for value in (model.gravity_torques(q), model.minverse(q), model.aba(q, [0, 0], [1, 1])):
+        assert np.all(np.isfinite(value))
+    from wbc_dynamics.ros_conversions import MAX_UNLIMITED_POSITION, joint_position_bounds
+
+    lo, hi = joint_position_bounds(model.position_lower, model.position_upper, 2)
+    assert (lo[0], hi[0]) == (-MAX_UNLIMITED_POSITION, MAX_UNLIMITED_POSITION)
+    assert lo[1] < -1.0 < 1.0 < hi[1]
+    with pytest.raises(URDFError, match=r"joint 'j1': lower limit 1\.0 > upper limit -1\.0"):
+        RobotModel.from_urdf(xml, strict=True)
+    pin = pytest.importorskip("pinocchio")
+    pm = pin.buildModelFromXML(xml)
+    assert pm.lowerPositionLimit.tolist() == [1.0, -1.0]
+    assert pm.upperPositionLimit.tolist() == [-1.0, 1.0]
+    pytest.importorskip("mujoco")
+    import mujoco
+
+    from wbc_dynamics.sim.mujoco_model import build_mjcf
+
+    mj = mujoco.MjModel.from_xml_string(build_mjcf(model.description, floating_base=False))
+    assert mj.jnt_limited.tolist() == [0, 1]  # j1 unlimited in the plant, j2 within [-1, 1]
+    assert mj.jnt_range[1].tolist() == [-1.0, 1.0]
+
+
+@pytest.mark.parametrize("scale", ["2 2", "1 1 1 2", "2 x 2"])
+def test_mesh_scale_not_3_numbers_skips_that_collision_like_urdfdom(scale):
+    """urdfdom: "Mesh scale was specified, but could not be parsed" (Vector3::init wants
+    exactly 3 numbers), that <collision> is dropped and the model loads."""
+    mesh = (
+        f'<collision><geometry><mesh filename="package://r/m.stl" scale="{scale}"/></geometry>'
+        "</collision>"
+    )
+    sphere = '<collision><geometry><sphere radius="0.1"/></geometry></collision>'
+    box = '<collision><geometry><box size="0.1 0.2 0.3"/></geometry></collision>'
+    xml = robot(
+        link("a", extra=sphere),
+        link("b", extra=mesh),
+        link("c", extra=box),
+        joint("j1", "a", "b"),
+        joint("j2", "b", "c"),
+    )
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        model = RobotModel.from_urdf(xml, warmup=False)
+    assert [str(w.message) for w in rec] == [
+        f"<robot_description string>: link 'b' <collision> #0: <mesh scale={scale!r}> is not "
+        "3 numbers; this collision element is skipped (as urdfdom does)"
+    ]
+    assert [(g.link, g.kind) for g in model.collision_geometry] == [("a", "sphere"), ("c", "box")]
+    with pytest.raises(URDFError, match=f"link 'b' <collision> #0 <mesh>: scale='{scale}' is not"):
+        RobotModel.from_urdf(xml, strict=True)
+    # the collision index counts the link's <collision> elements; valid siblings are kept
+    # (urdfdom stops reading the link's collisions there, and Pinocchio then keeps none of them)
+    with pytest.warns(URDFWarning, match=r"link 'b' <collision> #1: <mesh scale="):
+        sibling = load_model(xml.replace(mesh, sphere + mesh + sphere))
+    assert [g.link for g in sibling.collision_geometry] == ["a", "b", "b", "c"]
+    pin = pytest.importorskip("pinocchio")
+    pm = pin.buildModelFromXML(xml)
+    assert (pm.nq, list(pm.names)[1:]) == (model.nq, model.joint_names)
+    q = np.array([0.3, -0.7])
+    M = pin.crba(pm, pm.createData(), q)
+    np.testing.assert_allclose(model.mass_matrix(q), np.triu(M) + np.triu(M, 1).T, rtol=1e-12)
+    geometry = pin.buildGeomFromUrdfString(pm, xml, pin.GeometryType.COLLISION)
+    assert [o.name for o in geometry.geometryObjects] == ["a_0", "c_0"]
+
+
+def _point_mass(name, mass, xyz):
+    return (
+        f'<link name="{name}"><inertial><origin xyz="{xyz}"/><mass value="{mass}"/>'
+        '<inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+    )
+
+
+def _joint_at(name, parent, child, xyz, jtype="fixed"):
+    return (
+        f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>'
+        f'<origin xyz="{xyz}"/><axis xyz="0 1 0"/>'
+        '<limit lower="-1" upper="1" effort="10" velocity="2"/></joint>'
+    )
+
+
+SINGULAR = {
+    # a free-flyer with no mass at all: no inertia about any axis
+    "massless free body": (robot(link("a", mass=None)), True, "the floating base", 0),
+    # point masses on a line that is no base axis: the diagonal of M is positive, yet rotating
+    # about that line moves nothing (M has rank 5)
+    "point masses on a line": (
+        robot(
+            _point_mass("a", 2, "0 0 0"),
+            _point_mass("b", 1, "0 0 0"),
+            _joint_at("f", "a", "b", "0.1 0.1 0"),
+        ),
+        True,
+        "the floating base",
+        5,
+    ),
+    # one off-axis point mass: 3 of the 6 base directions move no mass
+    "off-axis point mass": (
+        robot(_point_mass("a", 2, "0.1 0.1 0.1")),
+        True,
+        "the floating base",
+        3,
+    ),
+    # fixed base, two coaxial joints and a point mass: j2 can take all of j1's motion
+    "coaxial joints": (
+        robot(
+            link("a"),
+            _point_mass("b", 1, "0 0 0"),
+            _point_mass("c", 1, "0.1 0 0.1"),
+            _joint_at("j1", "a", "b", "0 0 0", "revolute"),
+            _joint_at("j2", "b", "c", "0 0 0", "revolute"),
+        ),
+        False,
+        "j1",
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SINGULAR))
+def test_singular_mass_matrix_loads_and_minverse_aba_name_the_joint(case):
+    """M singular everywhere: the model loads with the usual warning naming the joint (the
+    floating base for a free-flyer), inverse dynamics work, and M^-1 / ABA raise naming it at
+    every configuration (the kernels' pivot test alone passes a rounding-level pivot at some
+    base orientations and would return values of order 1e16)."""
+    xml, floating_base, name, rank = SINGULAR[case]
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")  # (point masses also warn about their links)
+        model = RobotModel.from_urdf(xml, floating_base=floating_base)
+    assert all(issubclass(w.category, URDFWarning) for w in rec)
+    assert re_search(rf"joint\(s\) '{name}' move no mass \(inertia ", str(rec[-1].message))
+    assert model.massless_joints == [name]
+    assert model.load_warnings[-1] in str(rec[-1].message)
+    if floating_base:
+        assert "(a floating base cannot be locked" in model.load_warnings[-1]
+    rng = np.random.default_rng(3)
+    z = np.zeros(model.nv)
+    for _ in range(25):
+        q = model.neutral()
+        if floating_base:
+            q[:3] = rng.normal(size=3)
+            quat = rng.normal(size=4)
+            q[3:7] = quat / np.linalg.norm(quat)
+        q[model.nq - len(model.joint_names) :] = rng.uniform(-1, 1, len(model.joint_names))
+        M = model.mass_matrix(q)
+        assert np.linalg.matrix_rank(M, tol=1e-12 * max(1.0, np.abs(M).max())) == rank
+        assert np.all(np.isfinite(model.rnea(q, z, z)))
+        message = rf"singular.*the URDF's joint\(s\) '{name}' move no mass; see locked_joints"
+        with pytest.raises(ValueError, match=message):
+            model.minverse(q)
+        with pytest.raises(ValueError, match=message):
+            model.aba(q, z, np.ones(model.nv))
+    with pytest.raises(URDFError, match=rf"joint\(s\) '{name}' move no mass|point mass"):
+        RobotModel.from_urdf(xml, floating_base=floating_base, strict=True)

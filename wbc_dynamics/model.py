@@ -43,6 +43,7 @@ from .urdf_loader import (
     CollisionSphere,
     ModelData,
     load_model,
+    singular_joints,
 )
 
 STATUS_MESSAGES = {
@@ -122,7 +123,9 @@ class RobotModel:
     collision shape, :class:`~wbc_dynamics.description.CollisionGeometry`) and the derived
     ``collision_spheres``, ``collision_boxes``; ``description`` (the parsed URDF it was built
     from); ``load_warnings`` (inconsistent inertias, unresolved meshes, massless joints);
-    ``locked_joints``; ``massless_joints`` (M is singular: ``minverse``/``aba`` raise).
+    ``locked_joints``; ``massless_joints`` (M is singular at the neutral configuration:
+    ``minverse``/``aba`` raise wherever it is, naming the joints; ``"the floating base"`` for
+    the free-flyer).
     """
 
     def __init__(self, data: ModelData, warmup: bool | str = True) -> None:
@@ -398,12 +401,26 @@ class RobotModel:
             entry = self._entries[kernel] = bound_entry(kernel, args)
         return entry
 
-    def _raise(self, status: int, v: str = "v", a: str = "a") -> None:
+    def _raise(
+        self, status: int, v: str = "v", a: str = "a", q: np.ndarray | None = None
+    ) -> None:
         message = STATUS_MESSAGES[status].format(v=v, a=a)
-        if status == dyn.SINGULAR and self.massless_joints:
-            names = ", ".join(repr(name) for name in self.massless_joints)
-            message += f" (the URDF's joint(s) {names} move no mass; see locked_joints)"
+        if status == dyn.SINGULAR:
+            # the joints at fault at this q (a kernel only reports that a pivot failed), else
+            # those found at the neutral configuration when the model was loaded
+            found = [name for name, _ in singular_joints(self._data, q)] if q is not None else []
+            names = ", ".join(repr(name) for name in found or self.massless_joints)
+            if names:
+                message += f" (the URDF's joint(s) {names} move no mass; see locked_joints)"
         raise ValueError(message)
+
+    def _check_regular(self, q: np.ndarray) -> None:
+        """ValueError naming the joints if M(q) is singular; for models singular at the neutral
+        configuration (``massless_joints``) after a kernel returned OK: the kernels' pivot test
+        (> 0) passes a pivot that is zero but for rounding, and M^-1 or ABA would then return
+        values of order 1e16 (a Python pass, about 50 us per body: only such models pay)."""
+        if singular_joints(self._data, q):
+            self._raise(dyn.SINGULAR, q=q)
 
     def _external_forces(self, f_ext: Mapping[str, object] | None) -> bool:
         if f_ext is None:
@@ -516,7 +533,9 @@ class RobotModel:
         Minv = np.empty(self._shape_M)
         st = self._e_minverse(q, Minv, self._FP, *self._k_kin)
         if st:
-            self._raise(st)
+            self._raise(st, q=q)
+        if self.massless_joints:
+            self._check_regular(q)
         return Minv
 
     def aba(
@@ -542,7 +561,9 @@ class RobotModel:
         ddq = np.empty(sv)
         st = self._e_aba(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
         if st:
-            self._raise(st, a="tau")
+            self._raise(st, a="tau", q=q)
+        if self.massless_joints:
+            self._check_regular(q)
         return ddq
 
     # ------------------------------------------------------------------ kinematics

@@ -51,12 +51,21 @@ __all__ = [
     "URDFWarning",
     "load_model",
     "motion_transform",
+    "singular_joints",
     "spatial_inertia",
 ]
 
 #: A joint whose joint-space inertia (diagonal of M at the neutral configuration) is below this
 #: fraction of its subtree's composite inertia (largest entry) moves no mass: M is singular.
 SINGULAR_TOLERANCE = 1e-12
+#: A joint whose articulated-body pivot (its subtree's inertia about the axis with the joints
+#: below it free: what ABA and M^-1 divide by) is below this fraction of the subtree's composite
+#: inertia moves no mass either. Rounding level (an exact zero comes out as a few 1e-16): a
+#: subtree whose inertia about the axis the joints below can almost entirely take up is
+#: ill-conditioned, not singular (iCub's neck at the neutral configuration: 1.6e-13).
+PIVOT_TOLERANCE = 1e-14
+#: How the free-flyer is named among the joints that move no mass.
+FLOATING_BASE = "the floating base"
 
 
 @dataclass(frozen=True)
@@ -102,8 +111,9 @@ class ModelData:
     locked_joints: dict[str, float] = field(default_factory=dict)
     #: movable ``<mimic>`` joints (independent in this model)
     mimic: list[MimicCoupling] = field(default_factory=list)
-    #: movable joints whose subtree has no (or negative) inertia about their axis at the
-    #: neutral configuration: M is singular there, so M^-1 and ABA raise (lock them instead)
+    #: movable joints (``"the floating base"`` for the free-flyer) whose subtree has no (or
+    #: negative) inertia about their axis at the neutral configuration, alone or with the
+    #: joints below it free: M is singular there, so M^-1 and ABA raise (lock them instead)
     massless_joints: list[str] = field(default_factory=list)
     #: load warnings (inconsistent inertias, unresolved meshes, massless joints), also issued
     #: as URDFWarning
@@ -277,15 +287,27 @@ def load_model(
         tree[i, FIRST_MOMENT : FIRST_MOMENT + 3] = (I6[i, 5, 1], I6[i, 3, 2], I6[i, 4, 0])
         tree[i, ROT_INERTIA : ROT_INERTIA + 9] = I6[i, 3:, 3:].ravel()
     lim_arr = np.array(limits, dtype=float).reshape(-1, 4)
-    massless = _joints_moving_no_mass(topo, tree, Sm, I6, lim_arr, body_joint)
+    # the neutral configuration of RobotModel.neutral: joints at 0 clipped into their limits
+    # (np.clip's order: the upper limit where inverted limits leave no range)
+    q0 = np.zeros(iq)
+    if floating_base:
+        q0[6] = 1.0
+    q0[iq - len(joint_names) :] = np.minimum(np.maximum(0.0, lim_arr[:, 0]), lim_arr[:, 1])
+    massless = _joints_moving_no_mass(topo, tree, Sm, I6, q0, body_joint)
     notes = list(desc.warnings)
     if massless:
         names = ", ".join(repr(name) for name, _ in massless)
+        base = (
+            " (a floating base cannot be locked: load it with a fixed base or give the robot "
+            "inertia about every axis)"
+            if floating_base and massless[0][0] == FLOATING_BASE
+            else ""
+        )
         text = (
-            f"joint(s) {names} move no mass (inertia about the axis of the moved subtree: "
-            f"{', '.join(f'{d:.3g}' for _, d in massless)} kg m^2 or kg): "
-            "the joint-space inertia matrix is singular, so minverse/aba raise; lock these "
-            "joints (locked_joints) or give their links inertia"
+            f"joint(s) {names} move no mass (inertia about the axis of the moved subtree, "
+            f"with the joints below free: {', '.join(f'{d:.3g}' for _, d in massless)} "
+            "kg m^2 or kg): the joint-space inertia matrix is singular, so minverse/aba raise; "
+            f"lock these joints (locked_joints) or give their links inertia{base}"
         )
         if strict:
             raise URDFError(text)
@@ -351,41 +373,75 @@ def _check_locked(
     return locked
 
 
-def _joints_moving_no_mass(topo, tree, Sm, I6, limits, body_joint) -> list[tuple[str, float]]:
-    """(name, M diagonal entry) of the joints that make the joint-space inertia singular (or
-    indefinite) at the neutral configuration.
+def singular_joints(data: ModelData, q: np.ndarray) -> list[tuple[str, float]]:
+    """(name, inertia about the axis (kg m^2 or kg)) of the joints at which the joint-space
+    inertia M(q) is singular (or indefinite), in ``joint_names`` order (the floating base
+    first, as :data:`FLOATING_BASE`); empty when M(q) is positive definite.
 
-    The diagonal of M is S_i^T Ic_i S_i with Ic_i the composite inertia of body i's subtree
-    (one backward pass, linear time); a joint whose subtree has no inertia about its axis makes
-    it zero.
+    ``q`` (nq,) must be finite; the base pose does not matter. A Python pass in linear time
+    (about 50 us per body), for diagnosis: see :func:`_joints_moving_no_mass`.
+    """
+    body_joint = ([""] if data.floating_base else []) + list(data.joint_names)
+    return _joints_moving_no_mass(data.topo, data.tree, data.Sm, data.I6, q, body_joint)
+
+
+def _joints_moving_no_mass(topo, tree, Sm, I6, q, body_joint) -> list[tuple[str, float]]:
+    """(name, inertia) of the joints that make the joint-space inertia singular (or
+    indefinite) at the configuration ``q``; ``body_joint[i]`` names body i's joint ("" for
+    the free-flyer).
+
+    One backward pass (linear time) with two tests per joint i, each relative to the subtree's
+    own inertia (largest entry of its composite inertia Ic_i: a light finger on a heavy robot is
+    fine, a subtree with inertia but none about the axis, or none at all, is not):
+
+    * the diagonal of M, S_i^T Ic_i S_i: zero when the subtree has no inertia about the axis
+      (:data:`SINGULAR_TOLERANCE`);
+    * the articulated-body pivot D_i = S_i^T IA_i S_i, IA_i the subtree's inertia with the
+      joints below i free (:data:`PIVOT_TOLERANCE`). M is positive definite if and only if
+      every D_i is, and M^-1 and ABA divide by them. This catches what the diagonal cannot:
+      a free-flyer whose mass lies on a line not along a base axis (point masses; no inertia
+      about that line, yet about every base axis), or a joint whose subtree the joints below
+      it can move entirely (coaxial joints).
+
+    The inertia a singular pivot cannot take up is passed to the parent as if those directions
+    were locked, so each joint above is judged on its own. The value reported is the smallest
+    diagonal entry or pivot eigenvalue.
     """
     nb = topo.shape[0]
     if nb == 0:
         return []
     Ic = I6.copy()
-    for i in range(nb - 1, -1, -1):
+    IA = I6.copy()
+    found = []
+    for i in range(nb - 1, -1, -1):  # pre-order: body i's subtree is complete when reached
+        n = topo[i, 4]
+        S = Sm[i, :, :n]
+        scale = float(np.max(np.abs(Ic[i])))
+        d = np.einsum("ij,ik,kj->j", S, Ic[i], S)
+        U = IA[i] @ S
+        if n == 1:
+            w = np.array([float(S[:, 0] @ U[:, 0])])
+            V = np.ones((1, 1))
+        else:
+            D = S.T @ U
+            w, V = np.linalg.eigh(0.5 * (D + D.T))
+        regular = w > PIVOT_TOLERANCE * scale
+        if scale == 0.0 or not np.all(d > SINGULAR_TOLERANCE * scale) or not np.all(regular):
+            found.append((body_joint[i] or FLOATING_BASE, float(min(np.min(d), np.min(w)))))
         parent = topo[i, 0]
         if parent < 0:
             continue
         R = tree[i, :9].reshape(3, 3)
         p = tree[i, 9:12]
         if topo[i, 1] != FREE_FLYER:
-            k = i - (1 if topo[0, 1] == FREE_FLYER else 0)
-            lower, upper = limits[k, 0], limits[k, 1]
-            x = min(max(0.0, lower), upper)
+            x = float(q[topo[i, 2]])
             if topo[i, 1] == REVOLUTE:
                 R = R @ axis_rotation(tree[i, 12:15], x)
             else:
                 p = p + R @ (tree[i, 12:15] * x)
         X = motion_transform(R, p)
         Ic[parent] += X.T @ Ic[i] @ X
-    found = []
-    for i in range(nb):
-        S = Sm[i, :, : topo[i, 4]]
-        d = np.einsum("ij,ik,kj->j", S, Ic[i], S)
-        # relative to the subtree's own inertia: a light finger on a heavy robot is fine, a
-        # subtree with inertia but none about the axis (or none at all) is not
-        scale = float(np.max(np.abs(Ic[i])))
-        if not np.all(d > SINGULAR_TOLERANCE * scale) or scale == 0.0:
-            found.append((body_joint[i] or "the floating base", float(np.min(d))))
+        Ur = U @ V[:, regular]  # IA_i minus what joint i takes up: U D^-1 U^T on its range
+        IA[parent] += X.T @ (IA[i] - (Ur / w[regular]) @ Ur.T) @ X
+    found.reverse()  # joint_names order
     return found

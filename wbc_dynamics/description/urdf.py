@@ -10,12 +10,24 @@ ignored.
 
 Validation. What cannot be dynamics is a :class:`URDFError` naming the element and attribute:
 malformed or non-finite numbers anywhere in an origin, axis, inertial, limit, dynamics or
-collision element; negative mass; magnitudes beyond :data:`MAX_LENGTH`, :data:`MAX_MASS`,
-:data:`MAX_INERTIA` (so no gravity torque or inertia can overflow); a broken tree. Inertias
-that are physically inconsistent (triangle inequality violated, negative principal moments --
-at rounding level or not --, zero mass with non-zero rotational inertia, point masses) are
-loaded **as given**, like Pinocchio does, with one :class:`URDFWarning` per link saying what is
-wrong; ``strict=True`` rejects them instead.
+collision element; a zero joint axis; negative mass; magnitudes beyond :data:`MAX_LENGTH`,
+:data:`MAX_MASS`, :data:`MAX_INERTIA` (so no gravity torque or inertia can overflow); a broken
+tree. What urdfdom (and so Pinocchio) loads and dynamics can use is loaded, with one
+:class:`URDFWarning` per item saying what is wrong; ``strict=True`` rejects these instead:
+
+* physically inconsistent inertias (triangle inequality violated, negative principal moments --
+  at rounding level or not --, zero mass with non-zero rotational inertia, point masses) are
+  loaded **as given**, like Pinocchio does;
+* a joint whose ``<limit lower>`` exceeds ``upper`` keeps both values as given; consumers that
+  need an ordered range treat such a joint as unlimited (no MuJoCo joint ``range``, no
+  joint-state position bound, see :func:`wbc_dynamics.ros_conversions.joint_position_bounds`);
+* a ``<collision>`` whose ``<mesh scale>`` is not 3 numbers is skipped (urdfdom cannot parse it
+  and drops it; the link's dynamics are unaffected).
+
+Joint axes of any finite non-zero magnitude are normalized, without overflow or underflow
+(urdfdom keeps them as written; Pinocchio normalizes, and so turns ``1e308 1e308 0`` or a
+subnormal axis into a zero one). A document may start with whitespace before its XML
+declaration (TinyXML2 skips it; Python's parser does not).
 """
 
 from __future__ import annotations
@@ -47,6 +59,9 @@ INERTIA_ROUNDING = 1e-3
 #: Relative tolerance of the inertia checks (triangle inequality, zero tests).
 INERTIA_TOLERANCE = 1e-9
 
+#: What XML calls whitespace: skipped before the document's first markup (as TinyXML2 does).
+XML_WHITESPACE = " \t\r\n"
+
 MOVABLE_TYPES = ("revolute", "continuous", "prismatic")
 SUPPORTED_TYPES = (*MOVABLE_TYPES, "fixed")
 
@@ -56,7 +71,8 @@ class URDFError(ValueError):
 
 
 class URDFWarning(UserWarning):
-    """A URDF that loads but is questionable (inconsistent inertia, unresolved mesh)."""
+    """A URDF that loads but is questionable (inconsistent inertia, inverted joint limits, a
+    skipped collision element, unresolved mesh)."""
 
 
 @dataclass(frozen=True)
@@ -88,9 +104,10 @@ class Mimic:
 class JointDescription:
     """One URDF joint. Pose of the joint frame in the parent link frame: (``rotation``,
     ``translation`` (m)); ``axis``: unit vector in the joint frame; limits in rad or m
-    (``lower``/``upper``, ``-inf``/``inf`` when absent or for continuous joints), rad/s or m/s
-    (``velocity``) and N m or N (``effort``, ``inf`` when absent); ``damping`` (N m s/rad or
-    N s/m) and Coulomb ``friction`` (N m or N) from ``<dynamics>``."""
+    (``lower``/``upper``, ``-inf``/``inf`` when absent or for continuous joints; as written, so
+    ``lower > upper`` is possible: what needs an ordered range then treats the joint as
+    unlimited), rad/s or m/s (``velocity``) and N m or N (``effort``, ``inf`` when absent);
+    ``damping`` (N m s/rad or N s/m) and Coulomb ``friction`` (N m or N) from ``<dynamics>``."""
 
     name: str
     type: str
@@ -242,6 +259,18 @@ def _vector(el: ET.Element | None, attr: str, what: str, default: tuple) -> np.n
     return values
 
 
+def _unit_axis(axis: np.ndarray, what: str) -> np.ndarray:
+    """``axis`` (any finite magnitude) scaled to unit length, or URDFError if it is zero.
+
+    Divided by its largest |component| first: the sum of squares of 1e308 overflows to inf and
+    that of a subnormal 1e-320 underflows to 0, either of which would give a zero axis."""
+    largest = float(np.max(np.abs(axis)))
+    if largest == 0.0:
+        raise URDFError(f"{what}: <axis xyz={axis.tolist()}> is not a direction")
+    scaled = axis / largest  # entries in [-1, 1], one of them +-1: the norm is in [1, sqrt(3)]
+    return scaled / math.sqrt(float(scaled @ scaled))
+
+
 def _bounded(value: float, bound: float, what: str, unit: str) -> float:
     if abs(value) > bound:
         raise URDFError(f"{what} = {value:g} {unit} is beyond the accepted {bound:g} {unit}")
@@ -325,12 +354,35 @@ def _inertial(link_el: ET.Element, name: str) -> Inertial | None:
 
 
 # ------------------------------------------------------------------------------------ geometry
+def _mesh_scale(g: ET.Element, gwhat: str) -> np.ndarray | None:
+    """The ``scale`` of a ``<mesh>`` (1 1 1 when absent), or ``None`` when it is not 3 numbers:
+    urdfdom's ``Vector3::init`` requires exactly 3 (fewer or more is a parse error)."""
+    text = g.get("scale")
+    if text is None:
+        return np.ones(3)
+    try:
+        values = np.array([float(x) for x in text.split()])
+    except ValueError:
+        return None
+    if values.size != 3:
+        return None
+    if not np.all(np.isfinite(values)):  # urdfdom parses these; no mesh can be scaled by them
+        raise URDFError(f"{gwhat}: scale={text!r} is not finite")
+    return values
+
+
 def _collisions(
-    link_el: ET.Element, name: str, base_dir: Path | None, roots: list[Path]
-) -> tuple[list[CollisionGeometry], list[str]]:
-    """Collision shapes of a link and the mesh URIs that could not be resolved."""
+    link_el: ET.Element,
+    name: str,
+    base_dir: Path | None,
+    roots: list[Path],
+    strict: bool,
+) -> tuple[list[CollisionGeometry], list[str], list[str]]:
+    """Collision shapes of a link, the mesh URIs that could not be resolved, and what was
+    skipped (one note per skipped ``<collision>``; ``strict`` rejects these instead)."""
     shapes: list[CollisionGeometry] = []
     unresolved: list[str] = []
+    skipped: list[str] = []
     for k, col in enumerate(link_el.findall("collision")):
         what = f"link '{name}' <collision> #{k}"
         geom_el = col.find("geometry")
@@ -363,7 +415,20 @@ def _collisions(
             uri = g.get("filename")
             if not uri:
                 raise URDFError(f"{gwhat}: missing attribute filename")
-            scale = _vector(g, "scale", gwhat, (1.0, 1.0, 1.0))
+            scale = _mesh_scale(g, gwhat)
+            if scale is None:
+                text = g.get("scale")
+                if strict:
+                    raise URDFError(f"{gwhat}: scale={text!r} is not 3 numbers")
+                # urdfdom logs "Mesh scale was specified, but could not be parsed" and drops the
+                # element (it also stops reading this link's later <collision>s, after which
+                # Pinocchio builds no collision geometry for the link; the valid siblings are
+                # kept here: only the element that cannot be read is lost)
+                skipped.append(
+                    f"link '{name}' <collision> #{k}: <mesh scale={text!r}> is not 3 numbers; "
+                    "this collision element is skipped (as urdfdom does)"
+                )
+                continue
             path = resolve_resource(uri, base_dir, roots)
             if path is None:
                 unresolved.append(uri)
@@ -371,7 +436,7 @@ def _collisions(
                 CollisionGeometry(name, kind, R, p, mesh_uri=uri, mesh_path=path, mesh_scale=scale)
             )
         # other geometry elements (none in the URDF spec) are not collision shapes we know
-    return shapes, unresolved
+    return shapes, unresolved, skipped
 
 
 def _positive(value: float, what: str) -> float:
@@ -381,7 +446,11 @@ def _positive(value: float, what: str) -> float:
 
 
 # ------------------------------------------------------------------------------------ joints
-def _joint(el: ET.Element, name: str, links: dict) -> JointDescription:
+def _joint(
+    el: ET.Element, name: str, links: dict, strict: bool, notes: list[str]
+) -> JointDescription:
+    """One ``<joint>``; questionable content that still loads (inverted limits) is appended to
+    ``notes`` (``strict`` rejects it instead)."""
     what = f"joint '{name}'"
     jtype = el.get("type")
     if jtype not in SUPPORTED_TYPES:
@@ -403,10 +472,7 @@ def _joint(el: ET.Element, name: str, links: dict) -> JointDescription:
     if jtype == "fixed":
         return joint  # axis, limits, dynamics and mimic of a fixed joint mean nothing
     axis = _vector(el.find("axis"), "xyz", f"{what} <axis>", (1.0, 0.0, 0.0))
-    norm = float(np.linalg.norm(axis))
-    if not norm > 1e-12:
-        raise URDFError(f"{what}: <axis xyz={axis.tolist()}> is not a direction")
-    joint.axis = axis / norm
+    joint.axis = _unit_axis(axis, what)
     lim = el.find("limit")
     if lim is not None:
         lwhat = f"{what} <limit>"
@@ -414,7 +480,18 @@ def _joint(el: ET.Element, name: str, links: dict) -> JointDescription:
             joint.lower = _number(lim, "lower", lwhat, -math.inf)
             joint.upper = _number(lim, "upper", lwhat, math.inf)
             if joint.lower > joint.upper:
-                raise URDFError(f"{what}: lower limit {joint.lower} > upper limit {joint.upper}")
+                text = f"{what}: lower limit {joint.lower} > upper limit {joint.upper}"
+                if strict:
+                    raise URDFError(text)
+                # urdfdom and Pinocchio load these as written. The consumers that need an
+                # ordered range (MuJoCo joint range, ros_conversions.joint_position_bounds)
+                # already take only finite lower < upper as one; clip-based ones (neutral
+                # configuration) give the upper limit, a finite value
+                notes.append(
+                    f"{text}; loaded as given (as urdfdom does); the joint has no position "
+                    "range where one is needed (MuJoCo joint range, joint-state bounds): "
+                    "unlimited there"
+                )
         joint.velocity = _number(lim, "velocity", lwhat, math.inf)
         joint.effort = _number(lim, "effort", lwhat, math.inf)
         for attr in ("velocity", "effort"):
@@ -441,6 +518,25 @@ def _joint(el: ET.Element, name: str, links: dict) -> JointDescription:
 
 
 # ------------------------------------------------------------------------------------ document
+def _parse_xml(xml: str, label: str) -> ET.Element:
+    """The root element of ``xml``, or URDFError. Leading whitespace is skipped first, as
+    TinyXML2 (urdfdom) does: Python's parser rejects an XML declaration that is not at the very
+    start. Error positions refer to the text as given."""
+    body = xml.lstrip(XML_WHITESPACE)
+    try:
+        return ET.fromstring(body)
+    except ET.ParseError as exc:
+        line, column = exc.position
+        skipped = xml[: len(xml) - len(body)]
+        if line == 1:  # on the first remaining line: after the skipped part of that line
+            column += len(skipped) - (skipped.rfind("\n") + 1)
+        line += skipped.count("\n")
+        reason = str(exc).rsplit(": line ", 1)[0]
+        raise URDFError(
+            f"{label}: not well-formed XML: {reason}: line {line}, column {column}"
+        ) from None
+
+
 def read_source(source: str | os.PathLike) -> tuple[str, str, Path | None]:
     """(URDF text, label for messages, directory of the file or None): ``source`` is a path or
     the XML itself (a ROS ``robot_description``)."""
@@ -463,8 +559,9 @@ def parse_urdf(
 
     Args:
         source: URDF file path, or the URDF XML itself.
-        strict: reject physically inconsistent inertias (:class:`URDFError`) instead of loading
-            them as given with a :class:`URDFWarning` per link.
+        strict: reject (:class:`URDFError`) what otherwise loads with a :class:`URDFWarning`:
+            physically inconsistent inertias, inverted joint limits, a ``<collision>`` skipped
+            for its mesh scale (see the module docstring).
         package_dirs: directories searched first for ``package://`` mesh URIs (like
             Pinocchio's ``package_dirs``); then AMENT_PREFIX_PATH / ROS_PACKAGE_PATH, then the
             ancestors of the URDF's directory. See :func:`resolve_resource`.
@@ -474,10 +571,7 @@ def parse_urdf(
         FileNotFoundError: ``source`` is neither XML nor an existing file.
     """
     xml, label, base_dir = read_source(source)
-    try:
-        root_el = ET.fromstring(xml)
-    except ET.ParseError as exc:
-        raise URDFError(f"{label}: not well-formed XML: {exc}") from None
+    root_el = _parse_xml(xml, label)
     if root_el.tag != "robot":
         raise URDFError(f"{label}: the root element is <{root_el.tag}>, expected <robot>")
     roots = package_roots(package_dirs)
@@ -497,11 +591,12 @@ def parse_urdf(
             issue = inertia_issue(inertial.mass, inertial.inertia)
             if issue is not None and strict:
                 raise URDFError(f"link '{name}': {issue}")
-        shapes, missing = _collisions(link_el, name, base_dir, roots)
+        shapes, missing, skipped = _collisions(link_el, name, base_dir, roots, strict)
         unresolved += [f"link '{name}' {uri!r}" for uri in missing]
         links[name] = LinkDescription(name, inertial, shapes, issue)
         if issue is not None:
             notes.append(f"link '{name}': {issue}; loaded as given")
+        notes += skipped
     if not links:
         raise URDFError(f"{label}: no <link> elements")
 
@@ -514,7 +609,7 @@ def parse_urdf(
             raise URDFError(f"{label}: a <joint> has no name")
         if name in joints:
             raise URDFError(f"joint '{name}': defined twice")
-        joint = _joint(joint_el, name, links)
+        joint = _joint(joint_el, name, links, strict, notes)
         if joint.child in parent_joint:
             raise URDFError(
                 f"link '{joint.child}' is the child of two joints ('{parent_joint[joint.child]}'"
