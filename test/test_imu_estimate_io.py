@@ -301,6 +301,38 @@ def test_sim_imu_specific_force_rate_and_noise():
     assert abs(math.sqrt(np.mean(tilt ** 2)) / (0.0035 * math.sqrt(3)) - 1.0) < 0.05
 
 
+def test_sim_imu_biases_wander_as_random_walks():
+    """The gyro and accelerometer biases start at their drawn values and wander as random walks:
+    over 200 runs of 2 s at 1 kHz, the bias change after 2 s has std ``walk sqrt(2)`` per
+    axis (within 12 %) and mean 0; the readings at rest are the biases (no noise); a re-sent
+    sample (same time) does not step the walk; negative walks are refused, naming them."""
+    from wbc_dynamics.sim.sim_node import SimImu
+
+    q0 = np.array([0.0, 0.0, 0.3, 0.0, 0.0, 0.0, 1.0])
+    wg, wa = 2e-5, 3e-3
+    rng = np.random.default_rng(7)
+    dg, da = [], []
+    for _ in range(200):
+        imu = SimImu(accelerometer_bias=0.05, gyro_bias_walk=wg, accelerometer_bias_walk=wa,
+                     rng=rng)
+        b0 = imu.accelerometer_bias.copy()
+        g0, f0, _ = imu.sample(0.0, q0, np.zeros(6))
+        np.testing.assert_array_equal(f0, np.array([0.0, 0.0, 9.81]) + b0)
+        for k in range(1, 2001):
+            g, f, _ = imu.sample(k * 1e-3, q0, np.zeros(6))
+        assert imu.sample(2.0, q0, np.zeros(6))[1] is f  # re-sent: no step
+        np.testing.assert_allclose(f, np.array([0.0, 0.0, 9.81]) + imu.accelerometer_bias,
+                                   atol=1e-12)
+        dg.append(g - g0)
+        da.append(imu.accelerometer_bias - b0)
+    dg, da = np.array(dg), np.array(da)
+    assert abs(dg.std() / (wg * math.sqrt(2.0)) - 1.0) < 0.12, dg.std()
+    assert abs(da.std() / (wa * math.sqrt(2.0)) - 1.0) < 0.12, da.std()
+    assert abs(da.mean()) < 4 * wa * math.sqrt(2.0) / math.sqrt(da.size)
+    with pytest.raises(ValueError, match="imu_accelerometer_bias_walk: must be finite and >= 0"):
+        SimImu(accelerometer_bias_walk=-1.0)
+
+
 # ------------------------------------------------------------------ LegOdometry = the controller's
 def test_leg_odometry_runs_the_controllers_estimator():
     """The same inputs to LegOdometry and to a controller in base_state imu: the same estimate

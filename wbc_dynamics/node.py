@@ -70,7 +70,7 @@ from geometry_msgs.msg import Point, WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidHandle
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -103,6 +103,7 @@ from .ros_conversions import (
     odometry_cdr_numbers,
     preallocated_float64,
 )
+from .ros_executor import make_executor
 
 __all__ = ["HYBRID_INTERFACES", "PARAMETERS", "WbcControllerNode", "main"]
 
@@ -1298,19 +1299,7 @@ def main(args: list[str] | None = None) -> int:
             code = 1
         else:
             node.trigger_activate()
-    kind = node.get_parameter("executor").value
-    executor = None
-    if kind == "events":
-        try:
-            from rclpy.experimental import EventsExecutor
-
-            executor = EventsExecutor()
-        except ImportError:
-            node.get_logger().warning("executor: EventsExecutor unavailable, single_threaded")
-    elif kind != "single_threaded":
-        node.get_logger().warning(f"executor: unknown {kind!r}, using single_threaded")
-    if executor is None:
-        executor = SingleThreadedExecutor()
+    executor = make_executor(node.get_parameter("executor").value, node.get_logger())
     executor.add_node(node)
     prio = int(node.get_parameter("realtime_priority").value)
     if prio:

@@ -11,7 +11,11 @@ time; every draw comes from one seeded generator, so a run is reproducible.
 1 mrad / 0.02 rad/s encoders, a base estimate good to 5 mm / 0.5 deg / 0.05 m/s / 0.02 rad/s,
 1 ms of latency each way, +-10 % mass, a 2 ms torque lag and torque limits at 80 %; and a MEMS
 IMU for a controller that estimates its base itself (0.002 rad/s gyro noise and bias, 0.05 m/s^2
-accelerometer noise, its orientation output good to 0.2 deg).
+accelerometer noise, biases that wander as random walks of 2e-5 rad/s/sqrt(s) and 3e-3
+m/s^2/sqrt(s) -- the bias random walks of the ADIS16448 in the EuRoC datasets, as VIO
+calibrations use them --, its orientation output good to 0.2 deg). The accelerometer starts
+calibrated (``imu_accelerometer_bias`` 0): the base estimator has no accelerometer-bias
+state, and an uncalibrated 0.05 m/s^2 bias raises its velocity error to about 0.03 m/s.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ _SCALED = ("joint_position_noise", "joint_velocity_noise", "base_position_noise"
            "base_orientation_noise", "base_linear_velocity_noise", "base_angular_velocity_noise",
            "state_latency", "command_latency", "mass_error", "torque_lag", "imu_gyro_noise",
            "imu_gyro_bias", "imu_accelerometer_noise", "imu_orientation_noise",
+           "imu_gyro_bias_walk", "imu_accelerometer_bias", "imu_accelerometer_bias_walk",
            "encoder_resolution")
 
 
@@ -58,6 +63,11 @@ class Imperfections:
             per axis): what makes an integrated yaw drift.
         imu_accelerometer_noise: [m/s^2] white noise of its specific force, per sample.
         imu_orientation_noise: [rad] per axis, of the IMU's own orientation output (its AHRS).
+        imu_gyro_bias_walk: [rad/s/sqrt(s)] the gyro bias's random walk (its change over ``dt``
+            seconds has standard deviation ``walk sqrt(dt)`` per axis).
+        imu_accelerometer_bias: [m/s^2] standard deviation of the accelerometer's initial bias
+            (drawn per run, per axis).
+        imu_accelerometer_bias_walk: [m/s^2/sqrt(s)] its random walk.
         encoder_resolution: [rad] (or m) one encoder count: joint positions are quantized to
             it before the white noise (0: not quantized; a 14-bit joint encoder: 3.8e-4 rad).
         seed: of the random generator (noise and mass draws).
@@ -80,6 +90,9 @@ class Imperfections:
     imu_gyro_bias: float = 0.0
     imu_accelerometer_noise: float = 0.0
     imu_orientation_noise: float = 0.0
+    imu_gyro_bias_walk: float = 0.0
+    imu_accelerometer_bias: float = 0.0
+    imu_accelerometer_bias_walk: float = 0.0
     encoder_resolution: float = 0.0
     seed: int = 0
 
@@ -106,7 +119,7 @@ class Imperfections:
                    state_latency=1e-3, command_latency=1e-3, mass_error=0.1, torque_lag=2e-3,
                    torque_limit_fraction=0.8, imu_gyro_noise=0.002, imu_gyro_bias=0.002,
                    imu_accelerometer_noise=0.05, imu_orientation_noise=math.radians(0.2),
-                   seed=seed)
+                   imu_gyro_bias_walk=2e-5, imu_accelerometer_bias_walk=3e-3, seed=seed)
         return base.scaled(scale)
 
     def scaled(self, scale: float) -> Imperfections:
@@ -158,7 +171,10 @@ class Sensing:
         self.rate = float(rate)
         self._tick = 0
         self._imu = SimImu(imp.imu_gyro_noise, imp.imu_gyro_bias, imp.imu_accelerometer_noise,
-                           imp.imu_orientation_noise, rng=rng)
+                           imp.imu_orientation_noise, rng=rng,
+                           gyro_bias_walk=imp.imu_gyro_bias_walk,
+                           accelerometer_bias=imp.imu_accelerometer_bias,
+                           accelerometer_bias_walk=imp.imu_accelerometer_bias_walk)
         self._encoders = SimEncoders(imp.joint_position_noise, imp.joint_velocity_noise,
                                      imp.encoder_resolution, rng=rng)
         #: the IMU reading of the last :meth:`measure` (floating base): (angular rate (3,)
@@ -242,12 +258,16 @@ class SimImu:
     A sample of the base state at time ``t`` [s] -- position and orientation ``q`` (7,)
     (world, quaternion xyzw), twist ``v`` (6,) in the base frame -- is
 
-    * angular rate [rad/s, base frame]: ``v[3:6] + b + n_g``, ``b`` a constant bias drawn once
-      per run (std ``gyro_bias``), ``n_g`` white noise (std ``gyro_noise``);
+    * angular rate [rad/s, base frame]: ``v[3:6] + b_g + n_g``, ``b_g`` a bias drawn once per
+      run (std ``gyro_bias``) that then wanders as a random walk (``gyro_bias_walk`` [rad/s /
+      sqrt(s)]: over ``dt`` seconds it changes by ``walk sqrt(dt)`` std per axis), ``n_g``
+      white noise (std ``gyro_noise``);
     * specific force [m/s^2, base frame]: ``R^T ((v_w(t) - v_w(t_prev)) / (t - t_prev) + g_up) +
-      n_a`` with ``v_w = R v[0:3]`` the base's world velocity, ``t_prev`` the previous sample's
-      time (the mean acceleration since the last sample, as an accelerometer's anti-alias filter
-      averages it), ``g_up = (0, 0, 9.81)``; the first sample: at rest;
+      b_a + n_a`` with ``v_w = R v[0:3]`` the base's world velocity, ``t_prev`` the previous
+      sample's time (the mean acceleration since the last sample, as an accelerometer's
+      anti-alias filter averages it), ``g_up = (0, 0, 9.81)``; the first sample: at rest;
+      ``b_a`` its bias, drawn and wandering as the gyro's (``accelerometer_bias``,
+      ``accelerometer_bias_walk``);
     * orientation (world-from-base, xyzw): ``q[3:7]`` rotated by a white rotation vector noise
       (std ``orientation_noise`` per axis, the IMU's own AHRS error).
 
@@ -259,10 +279,15 @@ class SimImu:
 
     def __init__(self, gyro_noise: float = 0.0, gyro_bias: float = 0.0,
                  accelerometer_noise: float = 0.0, orientation_noise: float = 0.0,
-                 seed: int = 0, rng: np.random.Generator | None = None) -> None:
+                 seed: int = 0, rng: np.random.Generator | None = None,
+                 gyro_bias_walk: float = 0.0, accelerometer_bias: float = 0.0,
+                 accelerometer_bias_walk: float = 0.0) -> None:
         for name, x in (("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
                         ("imu_accelerometer_noise", accelerometer_noise),
-                        ("imu_orientation_noise", orientation_noise)):
+                        ("imu_orientation_noise", orientation_noise),
+                        ("imu_gyro_bias_walk", gyro_bias_walk),
+                        ("imu_accelerometer_bias", accelerometer_bias),
+                        ("imu_accelerometer_bias_walk", accelerometer_bias_walk)):
             if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
                 raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
         self.gyro_noise = float(gyro_noise)
@@ -271,6 +296,11 @@ class SimImu:
         self.rng = rng if rng is not None else np.random.default_rng(int(seed))
         #: [rad/s] the gyro's bias of this run (base frame)
         self.gyro_bias = self.rng.normal(0.0, gyro_bias, 3) if gyro_bias > 0.0 else np.zeros(3)
+        #: [m/s^2] the accelerometer's bias now (base frame)
+        self.accelerometer_bias = (self.rng.normal(0.0, accelerometer_bias, 3)
+                                   if accelerometer_bias > 0.0 else np.zeros(3))
+        self.gyro_bias_walk = float(gyro_bias_walk)
+        self.accelerometer_bias_walk = float(accelerometer_bias_walk)
         self._t = -math.inf
         self._vw = np.zeros(3)
         self._sample: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -285,12 +315,19 @@ class SimImu:
         R = _quat_rot(quat)
         vw = R @ np.asarray(v[0:3], dtype=float)
         accel_w = np.array([0.0, 0.0, self.GRAVITY])
+        rng = self.rng
         if self._sample is not None and t > self._t:
             accel_w += (vw - self._vw) / (t - self._t)
+            root_dt = math.sqrt(t - self._t)  # the biases' random walks over the interval
+            if self.gyro_bias_walk > 0.0:
+                self.gyro_bias = self.gyro_bias + rng.normal(
+                    0.0, self.gyro_bias_walk * root_dt, 3)
+            if self.accelerometer_bias_walk > 0.0:
+                self.accelerometer_bias = self.accelerometer_bias + rng.normal(
+                    0.0, self.accelerometer_bias_walk * root_dt, 3)
         self._t, self._vw = t, vw
-        rng = self.rng
         gyro = np.asarray(v[3:6], dtype=float) + self.gyro_bias
-        accel = R.T @ accel_w
+        accel = R.T @ accel_w + self.accelerometer_bias
         if self.gyro_noise > 0.0:
             gyro = gyro + rng.normal(0.0, self.gyro_noise, 3)
         if self.accelerometer_noise > 0.0:

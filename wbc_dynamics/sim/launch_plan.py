@@ -61,7 +61,8 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
 
 #: the simulator's IMU noise parameters (wbc_sim's and Imperfections' names)
 IMU_FIELDS = ("imu_gyro_noise", "imu_gyro_bias", "imu_accelerometer_noise",
-              "imu_orientation_noise")
+              "imu_orientation_noise", "imu_gyro_bias_walk", "imu_accelerometer_bias",
+              "imu_accelerometer_bias_walk")
 
 #: [rad] one count of a 14-bit joint encoder (2 pi / 2^14): ``sensing:=realistic``'s
 ENCODER_RESOLUTION = 2.0 * math.pi / 2 ** 14

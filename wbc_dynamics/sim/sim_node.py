@@ -121,9 +121,12 @@ points -- come from it, as the controller loads them), ``urdf_path`` /
 simulated] (0 = unlimited; the simulation then stops stepping and keeps publishing
 diagnostics), ``stamped_command_topic``,
 ``diagnostics_rate`` [Hz wall] (1), ``imu_gyro_noise`` [rad/s], ``imu_gyro_bias`` [rad/s],
-``imu_accelerometer_noise`` [m/s^2], ``imu_orientation_noise`` [rad] (0, 0, 0, 0; typical MEMS
-values: 0.002, 0.002, 0.05, 0.0035 -- :meth:`~wbc_dynamics.sim.imperfections.Imperfections.
-realistic`), ``imu_seed`` (0), ``encoder_position_noise`` [rad], ``encoder_velocity_noise``
+``imu_accelerometer_noise`` [m/s^2], ``imu_orientation_noise`` [rad], ``imu_gyro_bias_walk``
+[rad/s/sqrt(s)], ``imu_accelerometer_bias`` [m/s^2], ``imu_accelerometer_bias_walk``
+[m/s^2/sqrt(s)] (all 0; typical MEMS values: 0.002, 0.002, 0.05, 0.0035, 2e-5, 0, 3e-3 --
+:meth:`~wbc_dynamics.sim.imperfections.Imperfections.realistic`;
+:class:`~wbc_dynamics.sim.imperfections.SimImu`), ``imu_seed`` (0),
+``encoder_position_noise`` [rad], ``encoder_velocity_noise``
 [rad/s], ``encoder_resolution`` [rad] (0, 0, 0: joint_states carries the exact joint state;
 :class:`~wbc_dynamics.sim.imperfections.SimEncoders`), ``encoder_seed`` (0),
 ``friction`` ("high" | "low" | number as text), ``ground``
@@ -335,6 +338,9 @@ def _make_node_class():
                 "imu_gyro_bias": 0.0,
                 "imu_accelerometer_noise": 0.0,
                 "imu_orientation_noise": 0.0,
+                "imu_gyro_bias_walk": 0.0,
+                "imu_accelerometer_bias": 0.0,
+                "imu_accelerometer_bias_walk": 0.0,
                 "imu_seed": 0,
                 "encoder_position_noise": 0.0,
                 "encoder_velocity_noise": 0.0,
@@ -533,7 +539,8 @@ def _make_node_class():
             self.pub_imu = self.create_publisher(Imu, "imu", qos_state) if floating else None
             self.imu = SimImu(*(float(p[f"imu_{k}"]) for k in (
                 "gyro_noise", "gyro_bias", "accelerometer_noise", "orientation_noise")),
-                seed=int(p["imu_seed"]))
+                seed=int(p["imu_seed"]), **{k: float(p[f"imu_{k}"]) for k in (
+                    "gyro_bias_walk", "accelerometer_bias", "accelerometer_bias_walk")})
             self.encoders = SimEncoders(*(float(p[f"encoder_{k}"]) for k in (
                 "position_noise", "velocity_noise", "resolution")), seed=int(p["encoder_seed"]))
             self._js_reading: tuple[np.ndarray, np.ndarray] | None = None
@@ -826,11 +833,16 @@ def _make_node_class():
             q, v = self.plant.get_state()
             o, ov = (7, 6) if self.floating else (0, 0)
             if self.pub_odom is not None:  # before joint_states: the controller ticks on those
-                od = self._odometry(stamp, self.base_frame, q, v)
-                self.pub_odom.publish(od)
-                # (sampled at every state, published to subscribers only: ~20 us a step)
-                if self.pub_truth.get_subscription_count():
-                    self.pub_truth.publish(od)
+                # (every topic below is published to subscribers only: a message costs ~20 us
+                # a step, and a lockstep step waits for all of them)
+                odom_out = self.pub_odom.get_subscription_count()
+                truth_out = self.pub_truth.get_subscription_count()
+                if odom_out or truth_out:
+                    od = self._odometry(stamp, self.base_frame, q, v)
+                    if odom_out:
+                        self.pub_odom.publish(od)
+                    if truth_out:
+                        self.pub_truth.publish(od)
                 gyro, accel, quat = self.imu.sample(self.plant.time, q[:7], v[:6])
                 if self.pub_imu.get_subscription_count():
                     m = self._imu_msg
@@ -861,15 +873,20 @@ def _make_node_class():
             self.pub_js.publish(js)
             if resend:
                 return
-            forces = self.plant.link_contact_forces()
-            for ln, pub in self.pub_wrench.items():
-                f = forces.get(ln, np.zeros(3))
-                w = self._WrenchStamped()
-                w.header.stamp = stamp
-                w.header.frame_id = self.world_frame
-                w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in f)
-                pub.publish(w)
-            self.pub_normal.publish(self._Float64(data=float(self.plant.total_normal_force())))
+            wrench_out = [(ln, pub) for ln, pub in self.pub_wrench.items()
+                          if pub.get_subscription_count()]
+            if wrench_out:
+                forces = self.plant.link_contact_forces()
+                for ln, pub in wrench_out:
+                    f = forces.get(ln, np.zeros(3))
+                    w = self._WrenchStamped()
+                    w.header.stamp = stamp
+                    w.header.frame_id = self.world_frame
+                    w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in f)
+                    pub.publish(w)
+            if self.pub_normal.get_subscription_count():
+                self.pub_normal.publish(
+                    self._Float64(data=float(self.plant.total_normal_force())))
 
         # ---- diagnostics -----------------------------------------------------------------
         def _publish_diagnostics(self) -> None:
