@@ -4,7 +4,8 @@ Each run is the in-process MuJoCo closed loop (``ClosedLoop``) with the controll
 estimate (``base_state: imu``: :class:`~wbc_dynamics.estimator.BaseEstimator`), fed a simulated
 IMU and encoders with the realistic sensing of
 :meth:`~wbc_dynamics.sim.imperfections.Imperfections.realistic` (MEMS IMU: 0.002 rad/s gyro noise
-and bias, 0.05 m/s^2 accelerometer noise, its orientation output good to 0.2 deg; 1 mrad / 0.02
+and bias, 0.05 m/s^2 accelerometer noise, bias random walks, its orientation output good to 0.2
+deg; 1 mrad / 0.02
 rad/s encoders; latency, mass error, torque lag and limits as there). Scenarios: the quadrupeds'
 10 s trot, the humanoids standing and swaying their centre of mass. Orientation from the IMU's own
 output (``imu``) and from its integrated rate with a tilt correction (``gyro``).

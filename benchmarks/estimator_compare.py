@@ -2,8 +2,9 @@
 
 Each scenario is one in-process MuJoCo closed loop (``ClosedLoop``) under the realistic sensing
 and actuation of :meth:`~wbc_dynamics.sim.imperfections.Imperfections.realistic` (MEMS IMU:
-0.002 rad/s gyro noise and a constant gyro bias of 0.002 rad/s std per axis, 0.05 m/s^2
-accelerometer noise, its orientation output good to 0.2 deg; 1 mrad / 0.02 rad/s encoders; 1 ms
+0.002 rad/s gyro noise and a gyro bias of 0.002 rad/s std per axis, 0.05 m/s^2
+accelerometer noise, both biases wandering as MEMS random walks, its orientation output good to
+0.2 deg; 1 mrad / 0.02 rad/s encoders; 1 ms
 latency each way, +-10 % mass, torque lag and limits). The controller runs on its own estimate
 (``base_state: imu``): :class:`~wbc_dynamics.estimator.BaseEstimator` with the IMU's orientation.
 Every call of that estimator's ``update`` (joints, the IMU sample, the stance mask, dt) is passed
@@ -175,7 +176,8 @@ def main(argv=None) -> int:
         f"Written by `benchmarks/estimator_compare.py` (see its docstring); rerun with `{cmd}`. "
         f"Each scenario is one in-process MuJoCo closed loop of {a.duration:g} s under the "
         "realistic sensing and actuation of `Imperfections.realistic(1.0)` (seed "
-        f"{a.seed}: MEMS IMU with a constant gyro bias, encoder noise, 1 ms latency each way, "
+        f"{a.seed}: MEMS IMU with gyro bias and bias random walks, encoder noise, 1 ms latency "
+        "each way, "
         "mass error, torque lag and limits), the controller running on its own estimate "
         "(`base_state: imu`, BaseEstimator with the IMU's orientation). Every update of that "
         "estimator -- joints, IMU sample, stance mask (the gait schedule's), dt -- is passed "
