@@ -170,6 +170,61 @@ def test_fill_estimate_frames_and_covariances():
     np.testing.assert_array_equal([rot.x, rot.y, rot.z, rot.w], est.data.quat)
 
 
+def test_estimate_output_publishes_odom_and_tf(monkeypatch):
+    """EstimateOutput on a stand-in node: ``~/odom`` and, with ``publish_tf``, one
+    odom_frame -> base_frame transform on ``/tf`` carrying the odometry's pose and stamp; a
+    tf2_msgs that cannot be imported (it is not among the pip wheels: a stand-in TFMessage
+    here) leaves the odometry alone and says why; ``publish_tf`` false publishes no /tf."""
+    import sys
+    import types
+
+    from wbc_dynamics.estimate_output import EstimateOutput
+
+    class TFMessage:  # tf2_msgs/TFMessage's one field
+        def __init__(self, transforms=()):
+            self.transforms = list(transforms)
+
+    class Node:
+        def __init__(self):
+            self.pubs = {}
+
+        def create_publisher(self, msg_type, topic, depth):
+            pub = types.SimpleNamespace(msg_type=msg_type, sent=[])
+            pub.publish = pub.sent.append
+            self.pubs[topic] = pub
+            return pub
+
+    fake = types.ModuleType("tf2_msgs.msg")
+    fake.TFMessage = TFMessage
+    monkeypatch.setitem(sys.modules, "tf2_msgs", types.ModuleType("tf2_msgs"))
+    monkeypatch.setitem(sys.modules, "tf2_msgs.msg", fake)
+    node = Node()
+    out = EstimateOutput(node, "odom", "trunk", 100.0, True, 0.002, 0.0035)
+    assert out.tf_state == "published" and set(node.pubs) == {"~/odom", "/tf"}
+    assert node.pubs["/tf"].msg_type is TFMessage
+    est = _FakeEstimator(math.pi / 2)
+    out.publish(est, 0.0, (5, 6))
+    (odom,), (tfm,) = node.pubs["~/odom"].sent, node.pubs["/tf"].sent
+    (tf,) = tfm.transforms
+    assert (tf.header.frame_id, tf.child_frame_id) == ("odom", "trunk")
+    assert (odom.header.frame_id, odom.child_frame_id) == ("odom", "trunk")
+    assert (tf.header.stamp.sec, tf.header.stamp.nanosec) == (5, 6)
+    p, tr = odom.pose.pose.position, tf.transform.translation
+    assert (tr.x, tr.y, tr.z) == (p.x, p.y, p.z) == (1.0, 2.0, 0.3)
+    o, rot = odom.pose.pose.orientation, tf.transform.rotation
+    assert [rot.x, rot.y, rot.z, rot.w] == [o.x, o.y, o.z, o.w]
+    np.testing.assert_array_equal([rot.x, rot.y, rot.z, rot.w], est.data.quat)
+    assert not out.due(0.005) and out.due(0.01) and out.count == 1
+    # publish_tf false: no /tf; tf2_msgs missing: the odometry alone, and why
+    node = Node()
+    assert EstimateOutput(node, "odom", "trunk", 100.0, False, 0.0, 0.0).tf_state == "off"
+    assert set(node.pubs) == {"~/odom"}
+    monkeypatch.setitem(sys.modules, "tf2_msgs.msg", None)
+    node = Node()
+    out = EstimateOutput(node, "odom", "trunk", 100.0, True, 0.0, 0.0)
+    assert out.tf_state == "unavailable (tf2_msgs not installed)" and set(node.pubs) == {"~/odom"}
+
+
 # ------------------------------------------------------------------ the node, in process
 @pytest.fixture
 def imu_node(ros_env):
