@@ -173,18 +173,13 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
 def _sends_drive_command(a: dict[str, str], setup, share_dir: str, robot: str) -> bool:
     """Whether the controller sends the hybrid drive command: a drive gain > 0, from the launch
     arguments or else the robot's configuration (``setup``, or config/<robot>.yaml)."""
+    if setup is None:
+        from ..robot_config import load_robot_setup
+
+        setup = load_robot_setup(os.path.join(share_dir, "config", f"{robot}.yaml"))
     gains = []
     for name in ("drive_stiffness", "drive_damping"):
-        if a[name].strip():
-            gains.append(float(a[name]))
-        elif setup is not None:
-            gains.extend(float(g) for g in getattr(setup.controller, name))
-        else:
-            import yaml
-
-            with open(os.path.join(share_dir, "config", f"{robot}.yaml")) as f:
-                params = yaml.safe_load(f)["/**"]["ros__parameters"]
-            gains.extend(float(g) for g in params.get(name, [0.0]))
+        gains.extend([float(a[name])] if a[name].strip() else getattr(setup.controller, name))
     return any(g > 0.0 for g in gains)
 
 
