@@ -35,9 +35,12 @@ one.
                                     [--idle-us 1000]
     python benchmarks/bench_tick.py --tiny      # smoke mode (used by test/test_bench_tick.py)
 
-For a floating base the shipped variant's row also times the base estimator (``base_state:
-imu``: the leg kinematics and the Kalman update with every foot in stance, the work it adds to
-a tick) in the same interleaved blocks, and reports its share of the tick's median.
+For a floating base the shipped variant's row also times, in the same interleaved blocks, the
+base estimator (``base_state: imu``: the leg kinematics and the Kalman update with every foot in
+stance, the work it adds to a tick) and the task layer of standing balance
+(:func:`wbc_dynamics.tasks.balance_tasks`: centre of mass and trunk orientation, then the
+posture, over the stance feet: the compiled task step the tick runs with ``task_names``), and
+reports each one's share of the tick's median.
 """
 
 from __future__ import annotations
@@ -180,13 +183,15 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
     update = lambda: ctl.update(0.0)  # noqa: E731
     # a floating base's estimator (base_state: imu), timed alone in the same blocks: its share
     # of the shipped tick (the IMU estimate replaces the odom input, inside the tick)
-    estimate = _estimator_call(cfg, q) if (ctl.model.floating_base
-                                           and label == VARIANTS[0][0]) else None
+    shipped_floating = ctl.model.floating_base and label == VARIANTS[0][0]
+    estimate = _estimator_call(cfg, q) if shipped_floating else None
+    tasks = _task_layer_call(cfg, ctl.model.root_link) if shipped_floating else None
     for _ in range(warm):  # warm caches and the solver's warm start
         update()
         ref()
         if estimate is not None:
             estimate()
+            tasks()
     t_warm = np.empty(max(warm, 5))
     _sample(update, t_warm.size, t_warm, 0)
     loop = _loop_of_duration(float(np.median(t_warm)))
@@ -194,6 +199,7 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
     t_ref = np.empty(ticks)
     t_loop = np.empty(ticks)
     t_est = np.empty(ticks)
+    t_tasks = np.empty(ticks)
     for s in range(0, ticks, block):  # interleaved blocks: all see the same load
         k = min(block, ticks - s)
         _sample(update, k, t_tick, s, idle)
@@ -201,6 +207,7 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
         _sample(loop, k, t_loop, s, idle)
         if estimate is not None:
             _sample(estimate, k, t_est, s, idle)
+            _sample(tasks, k, t_tasks, s, idle)
     ref_med = float(np.median(t_ref))
     loop_med = float(np.median(t_loop))
     return {
@@ -218,7 +225,23 @@ def bench_variant(robot: str, label: str, method: str, min_norm: bool | None, ti
         "estimator_us": float(np.median(t_est)) * 1e6 if estimate is not None else math.nan,
         "estimator_share": (float(np.median(t_est) / np.median(t_tick)) if estimate is not None
                             else math.nan),
+        "tasks_us": float(np.median(t_tasks)) * 1e6 if tasks is not None else math.nan,
+        "tasks_share": (float(np.median(t_tasks) / np.median(t_tick)) if tasks is not None
+                        else math.nan),
     }
+
+
+def _task_layer_call(cfg: dict, trunk_link: str) -> Callable[[], int]:
+    """One compiled task step of standing balance (:func:`~wbc_dynamics.tasks.balance_tasks`
+    on ``trunk_link``) at the standing state, every foot in stance, as the tick runs it."""
+    from wbc_dynamics.tasks import balance_tasks
+
+    ctl, _ = standing_controller({**cfg, **balance_tasks(trunk_link)})
+    assert ctl.update(0.0).mode == "control"  # holds the goals where the robot stands
+    layer = ctl.tasks
+    layer.data.link_active[:] = True
+    args = (layer._record, *ctl._task_args)
+    return lambda: ctl._task_tick(*args)
 
 
 def _estimator_call(cfg: dict, q: np.ndarray) -> Callable[[], int]:
@@ -257,7 +280,8 @@ def run(robots: list[str], variants: list[str], ticks: int, warm: int = 200,
                           f"loop p99 / median {r['loop_p99_factor']:4.2f}  "
                           f"[{r['flags']}]" + (
                               f" | estimator {r['estimator_us']:.1f} us = "
-                              f"{100 * r['estimator_share']:.0f} % of the tick"
+                              f"{100 * r['estimator_share']:.0f} % of the tick | task layer "
+                              f"{r['tasks_us']:.1f} us = {100 * r['tasks_share']:.0f} %"
                               if math.isfinite(r["estimator_us"]) else ""), flush=True)
     return rows
 
@@ -282,15 +306,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         print("| config | nv | method | contacts | tick median [µs] | tick p99 [µs] | "
               "Pinocchio median [µs] | median ratio | p99 ratio | same-length loop p99 / "
-              "median | base estimator [µs] (share of the tick) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "median | base estimator [µs] (share of the tick) | task layer [µs] (share) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             est = (f"{r['estimator_us']:.1f} ({100 * r['estimator_share']:.0f} %)"
                    if math.isfinite(r["estimator_us"]) else "—")
+            tasks = (f"{r['tasks_us']:.1f} ({100 * r['tasks_share']:.0f} %)"
+                     if math.isfinite(r["tasks_us"]) else "—")
             print(f"| {r['robot']}.yaml | {r['nv']} | {r['variant']} | {r['contacts']} | "
                   f"{r['median_us']:.1f} | {r['p99_us']:.1f} | {r['pin_median_us']:.1f} | "
                   f"{r['median_ratio']:.1f}× | {r['p99_ratio']:.1f}× | "
-                  f"{r['loop_p99_factor']:.2f} | {est} |")
+                  f"{r['loop_p99_factor']:.2f} | {est} | {tasks} |")
     return 0
 
 

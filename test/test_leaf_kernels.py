@@ -53,8 +53,8 @@ LEAVES = _leaf_kernels()
 def test_the_hot_kernels_are_leaf_kernels():
     """The kernels the profile found counting references (the reason for leaf kernels)."""
     for name in ("wbc_dynamics.kernels.linalg.chol_solve", "wbc_dynamics.kernels.linalg.cholesky",
-                 "wbc_dynamics.contact.lcp_noslip._chol_append",
-                 "wbc_dynamics.contact.lcp_noslip._append_row",
+                 "wbc_dynamics.contact.noslip_kernels._chol_append",
+                 "wbc_dynamics.contact.noslip_kernels._append_row",
                  "wbc_dynamics.contact.dense_qp.dense_qp_kernel",
                  "wbc_dynamics.contact.geometry._emit", "wbc_dynamics.kernels.world.rnea",
                  "wbc_dynamics.kernels.world.minverse", "wbc_dynamics.kernels.world.crba",

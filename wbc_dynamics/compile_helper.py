@@ -18,7 +18,7 @@ compiled), while the controller compiles Stage I and the finish (``QPTick.compil
 ``CoulombTick``'s: the minimum-norm selection). The fused tick then calls what both compiled
 through their symbols (:mod:`wbc_dynamics.kernels.separate`), compiling only its own code.
 
-It starts with the controller's per-tick pre- and post-step (``controller.compile_tick_steps``,
+It starts with the controller's per-tick pre- and post-step (``tick_steps.compile_tick_steps``,
 robot-independent as well), which the controller binds right after its core kernels, and the
 contact candidates' kernel, which its contact model runs next; it then prints
 :data:`CONTACT_KERNELS_READY`, at which the controller, waiting to link its fused tick, goes on
@@ -248,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # waits for. The passive impact, which its assembly calls before that, it compiles itself
     # while this compiles the methods' kernels (the critical path of a cold start): here it is
     # only a fallback, usually a cache hit by then
-    from .controller import compile_tick_steps
+    from .tick_steps import compile_tick_steps
 
     compile_tick_steps()
     cm = stand_in_contact_model()

@@ -53,13 +53,21 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
-from numba import njit
 
 from .kernels.dynamics import OK as _KERNEL_OK
 from .kernels.leaf import leaf_kernel
+from .tick_steps import (
+    _CMD_DAMP,
+    _CMD_KEEP,
+    _CMD_PD,
+    _finish_tick,
+    _prepare_tick,
+    _TickBuffers,
+    compile_tick_steps,  # noqa: F401 - re-exported: the compile helper's and tests' name
+)
 
 __all__ = [
     "CONTACT_METHODS",
@@ -89,6 +97,11 @@ RUNTIME_PARAMETERS: tuple[str, ...] = (
     "state_timeout",
     "reference_timeout",
 )
+
+#: [s] time constants with which task-space control's drive set-points (the commanded
+#: accelerations integrated) leak towards the measured joint positions and velocities
+TASK_POSITION_LEAK = 0.2
+TASK_VELOCITY_LEAK = 0.05
 
 #: [m] a contact link this close to the object touches it (grasp_force, grasp_hold)
 GRASP_TOUCH_DISTANCE = 1e-3
@@ -234,6 +247,20 @@ class ControllerConfig:
         torque_rate_limit: [N m/s] (or N/s) largest change of each commanded torque per second,
             one per joint or a single value; 0 = off. Applied after the effort-limit clamp: a
             contact transition then reaches the drives over a few ticks, not in one step.
+        task_names: task-space control (:mod:`wbc_dynamics.tasks`, docs/tasks.md): one name per
+            task; empty = the joint-space reference drives the inverse dynamics directly. With
+            tasks, the commanded accelerations are those of the prioritized task layer, the
+            joint reference is the ``posture`` task, and goals and the joint reference are
+            held (latched) when no new ones arrive: a control tick needs only a fresh state.
+        task_kinds: per task ``frame`` | ``com`` | ``posture``.
+        task_links: per task the frame task's link ("" for the others; empty list = none).
+        task_modes: per task the frame task's rows ``pose`` | ``position`` | ``orientation``.
+        task_points: [m] 3 numbers per task: the frame task's point in the link frame (empty =
+            the link origins).
+        task_kp, task_kd: [1/s^2], [1/s] each task's PD gains (one value for all allowed);
+            ``posture`` uses ``kp`` / ``kd``.
+        task_weights: weight of each task among those of its priority (> 0).
+        task_priorities: each task's priority, 0 solved first (integers >= 0).
     """
 
     robot: str = ""
@@ -290,6 +317,15 @@ class ControllerConfig:
     drive_damping: list[float] = field(default_factory=lambda: [0.0])
     torque_filter_cutoff: float = 0.0
     torque_rate_limit: list[float] = field(default_factory=lambda: [0.0])
+    task_names: list[str] = field(default_factory=list)
+    task_kinds: list[str] = field(default_factory=list)
+    task_links: list[str] = field(default_factory=list)
+    task_modes: list[str] = field(default_factory=list)
+    task_points: list[float] = field(default_factory=list)
+    task_kp: list[float] = field(default_factory=lambda: [100.0])
+    task_kd: list[float] = field(default_factory=lambda: [20.0])
+    task_weights: list[float] = field(default_factory=lambda: [1.0])
+    task_priorities: list[int] = field(default_factory=lambda: [0])
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -359,142 +395,10 @@ class ControlOutput:
 
 # --------------------------------------------------------------------------- compiled kernels
 @leaf_kernel
-def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, use_pos, use_vel, out):
-    """out = qdd_ref + kp (q_ref - q) + kd (qd_ref - qd) (terms only where references exist)."""
-    for i in range(out.shape[0]):
-        a = qdd_ref[i]
-        if use_pos:
-            a += kp[i] * (q_ref[i] - q[i])
-        if use_vel:
-            a += kd[i] * (qd_ref[i] - qd[i])
-        out[i] = a
-
-
-@leaf_kernel
 def _gather(src, idx, offset, dst):
     """dst[i] = src[offset + idx[i]]."""
     for i in range(dst.shape[0]):
         dst[i] = src[offset + idx[i]]
-
-
-@leaf_kernel
-def _clamp_count(tau, limit):
-    """Clamp tau to [-limit, limit] in place; return (#clamped, all finite)."""
-    n = 0
-    finite = True
-    for i in range(tau.shape[0]):
-        t = tau[i]
-        if not math.isfinite(t):
-            finite = False
-            continue
-        if t > limit[i]:
-            tau[i] = limit[i]
-            n += 1
-        elif t < -limit[i]:
-            tau[i] = -limit[i]
-            n += 1
-    return n, finite
-
-
-class _TickBuffers(NamedTuple):
-    """The controller's fixed per-tick buffers (packed with the gains for :func:`_prepare_tick`
-    and :func:`_finish_tick`: ``WholeBodyController._pack``). Configured joint order (n,):
-    ``qdd_ref``, ``q_ref``, ``qd_ref``, ``qj``, ``qdj``, ``qdd_cmd``, ``tau``, ``tau_out``;
-    ``cfg_to_model`` (n,) model index of each configured joint; model order: ``q`` (nq,),
-    ``v`` (nv,), ``qdd_model`` (n,), ``tau_model`` (n,); ``act_model`` (nu,) model indices of
-    the actuated joints (empty when every joint is actuated) and ``qdd_act`` (nu,) their
-    desired accelerations."""
-
-    qdd_ref: np.ndarray
-    q_ref: np.ndarray
-    qd_ref: np.ndarray
-    qj: np.ndarray
-    qdj: np.ndarray
-    qdd_cmd: np.ndarray
-    cfg_to_model: np.ndarray
-    q: np.ndarray
-    v: np.ndarray
-    qdd_model: np.ndarray
-    act_model: np.ndarray
-    qdd_act: np.ndarray
-    tau: np.ndarray
-    tau_model: np.ndarray
-    tau_out: np.ndarray
-
-
-#: _prepare_tick's ``command``: keep ``qdd_cmd`` as it is (compute(), warm-up)
-_CMD_KEEP = 0
-#: ... the PD command of the reference (a control tick)
-_CMD_PD = 1
-#: ... joint damping ``-safe_damping * qd`` (the damping safe command)
-_CMD_DAMP = 2
-
-
-@njit(cache=True)
-def _prepare_tick(p, command, use_pos, use_vel, off_q, off_v, has_act):
-    """The tick's steps before the inverse dynamics, in one call: the commanded accelerations
-    (``command``: :data:`_CMD_PD` -> :func:`_pd_command`, :data:`_CMD_DAMP` -> ``-damping
-    qd``, :data:`_CMD_KEEP` -> unchanged), the joint state into the model's q (from ``off_q``)
-    and v (from ``off_v``), ``qdd_cmd`` in model order into ``qdd_model`` and, ``has_act``,
-    the actuated ones into ``qdd_act``. ``p``: :class:`~wbc_dynamics.kernels.fixed_args.
-    FixedArgs` of (:class:`_TickBuffers`, (kp, kd, safe_damping, effort_limit))."""
-    b = p.head
-    kp, kd, damping, _limit = p.tail
-    if command == _CMD_PD:
-        _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, kp, kd, use_pos, use_vel,
-                    b.qdd_cmd)
-    elif command == _CMD_DAMP:
-        _negdamp(damping, b.qdj, b.qdd_cmd)
-    idx = b.cfg_to_model
-    for i in range(idx.shape[0]):
-        b.q[off_q + idx[i]] = b.qj[i]
-        b.v[off_v + idx[i]] = b.qdj[i]
-        b.qdd_model[idx[i]] = b.qdd_cmd[i]
-    if has_act:
-        for a in range(b.act_model.shape[0]):
-            b.qdd_act[a] = b.qdd_model[b.act_model[a]]
-
-
-@njit(cache=True)
-def _finish_tick(p, tau_act, gather, has_act):
-    """The tick's steps after the inverse dynamics, in one call: if ``gather``, the actuated
-    torques ``tau_act`` (model order of the actuated joints) into ``b.tau`` (configured order,
-    0 on passive joints: ``WholeBodyController._gather_actuated``); then ``b.tau_out = b.tau``
-    clamped to the effort limit (:func:`_clamp_count`). ``p`` as in :func:`_prepare_tick`.
-    Returns (#clamped, all finite)."""
-    b = p.head
-    limit = p.tail[3]
-    idx = b.cfg_to_model
-    src = tau_act
-    if gather and has_act:
-        src = b.tau_model
-        src[:] = 0.0
-        for a in range(b.act_model.shape[0]):
-            src[b.act_model[a]] = tau_act[a]
-    for i in range(idx.shape[0]):
-        if gather:
-            b.tau[i] = src[idx[i]]
-        b.tau_out[i] = b.tau[i]
-    return _clamp_count(b.tau_out, limit)
-
-
-def compile_tick_steps() -> None:
-    """Compile / load :func:`_prepare_tick` and :func:`_finish_tick` for the argument types a
-    controller binds them with (:meth:`WholeBodyController._construct`), on stand-in buffers,
-    without running them. Their types depend on no dimension of the robot, so the compile
-    helper (:mod:`wbc_dynamics.compile_helper`) does this first on a cold start and the
-    controller then loads both (~1.3 s of its critical path)."""
-    from .kernels.fixed_args import fixed_args
-    from .kernels.linalg import bound_entry
-
-    z = np.zeros(1)
-    zi = np.zeros(1, dtype=np.int64)
-    bufs = _TickBuffers(qdd_ref=z, q_ref=z, qd_ref=z, qj=z, qdj=z, qdd_cmd=z, cfg_to_model=zi,
-                        q=z, v=z, qdd_model=z, act_model=zi, qdd_act=z, tau=z, tau_model=z,
-                        tau_out=z)
-    args = fixed_args(bufs, (z, z, z, z))  # the gains: kp, kd, safe_damping, effort_limit
-    bound_entry(_prepare_tick, (args, _CMD_KEEP, False, False, 0, 0, False))
-    bound_entry(_finish_tick, (args, z, False, False))
 
 
 @leaf_kernel
@@ -503,12 +407,6 @@ def _all_finite(x):
         if not math.isfinite(x[i]):
             return False
     return True
-
-
-@leaf_kernel
-def _negdamp(D, qd, out):
-    for i in range(out.shape[0]):
-        out[i] = -D[i] * qd[i]
 
 
 def _warm_method_names(cfg: ControllerConfig) -> list[str]:
@@ -923,6 +821,12 @@ class WholeBodyController:
         self._have_state = False
         assert self._q.shape == (nq,)
 
+        #: the task layer (``task_names``), or None: the joint reference drives the tick
+        self._tasks: Any = None
+        self._tasks_held = False
+        #: tasks whose goal was set before the first control tick (not held there)
+        self._task_goals_set: set[str] = set()
+
         # contact model, only for contact methods
         self._contact_model = None
         self._swing_links: frozenset[str] = frozenset()
@@ -1035,6 +939,8 @@ class WholeBodyController:
             if helper is not None:
                 helper.wait()
             self._bind_free_dof(report)
+
+        self._build_task_layer(cfg, report)
 
         # statistics
         self.ticks = 0
@@ -1182,6 +1088,8 @@ class WholeBodyController:
             self._contact_model = self._build_contact_model()
             self._stance = self._stance_filter(self._contact_model)
             self._estimator = self._base_estimator(self._contact_model)
+            if self._tasks is not None:  # its contacts on the new filter
+                self._build_task_layer(self._cfg, lambda stage: None)
 
     def _apply(self, norm: Mapping[str, Any]) -> None:
         p = self._params
@@ -1366,7 +1274,9 @@ class WholeBodyController:
         t0 = time.perf_counter()
         if not self.state_fresh(now):
             out = self._zero_output(MODE_STALE_STATE)
-        elif self.reference_fresh(now):
+        elif self._tasks is not None or self.reference_fresh(now):
+            if self._tasks is not None and self._t_ref == -math.inf and not self._tasks_held:
+                self._hold_posture()
             out = self._inverse_dynamics(MODE_CONTROL, _CMD_PD)
         elif self._params["safe_mode"] == "damping":
             out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
@@ -1397,7 +1307,10 @@ class WholeBodyController:
     def _drive_command(self, out: ControlOutput) -> None:
         """The hybrid drive command's set-points and gains of this tick (ControlOutput)."""
         qs, vs = out.position_setpoint, out.velocity_setpoint
-        if out.mode == MODE_CONTROL:
+        if out.mode == MODE_CONTROL and self._tasks is not None:
+            qs[:] = self._tasks.data.drive_position
+            vs[:] = self._tasks.data.drive_velocity
+        elif out.mode == MODE_CONTROL:
             qs[:] = self._q_ref if self._ref_pos else self._qj
             vs[:] = self._qd_ref if self._ref_vel else self._qdj
         else:
@@ -1470,6 +1383,13 @@ class WholeBodyController:
         method = self._params["method"]
         tau_act = None
         try:
+            if method != "none":
+                if self._estimator is not None:  # base_state: imu
+                    self._estimate_base()
+                if self._stance is not None:  # the filtered contact state and its state
+                    self._stance.update(self._q, self._v)
+            if self._tasks is not None and mode == MODE_CONTROL:
+                self._task_step()
             if method == "none" and self._free_dof is not None:
                 if self._free_dof(self._free_dof_args) != _KERNEL_OK:
                     return self._zero_output(MODE_NONFINITE)
@@ -1481,10 +1401,6 @@ class WholeBodyController:
             elif method == "none":
                 self._free_base_id_python()
             else:
-                if self._estimator is not None:  # base_state: imu
-                    self._estimate_base()
-                if self._stance is not None:  # the filtered contact state and its state
-                    self._stance.update(self._q, self._v)
                 tau_act = self._contact_id(method, out, hold=mode == MODE_CONTROL)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError, ArithmeticError):
             return self._zero_output(MODE_NONFINITE)
@@ -1575,6 +1491,8 @@ class WholeBodyController:
         self._contact_model = self._build_contact_model()
         self._stance = self._stance_filter(self._contact_model)
         self._estimator = self._base_estimator(self._contact_model)
+        if self._tasks is not None:  # a floating base's first contact model
+            self._build_task_layer(self._cfg, lambda stage: None)
         if method is not None and method != "none" and method not in self._warmed:
             self._warm_contact_method(method)
             self._warmed.add(method)
@@ -1818,6 +1736,94 @@ class WholeBodyController:
         finally:
             self._q[:], self._v[:], self._qj[:], self._qdj[:] = saved
 
+    # ------------------------------------------------------------------ task layer
+    def _build_task_layer(self, cfg: ControllerConfig, report: Callable[[str], None]) -> None:
+        """The task layer of ``task_names`` (None without tasks): its stance contacts are the
+        contact links' points (floating base, contact methods), in the contact state filter's
+        link order when there is one. Built again when the contact model is (goals, gains and
+        activation carried over)."""
+        from .tasks import TASK_PARAMETERS, TaskLayer, task_layer_tick, tasks_from_parameters
+
+        specs = tasks_from_parameters({k: getattr(cfg, k) for k in TASK_PARAMETERS})
+        if not specs:
+            return
+        if self._act_model is not None:
+            raise ValueError("task_names: tasks with passive_joints are not supported (the "
+                             "task layer commands every joint)")
+        if not hasattr(self.model, "kernel_arrays"):
+            raise ValueError("task_names: tasks need the core's RobotModel (not a MimicModel)")
+        contacts: list[tuple[str, list]] = []
+        cm = self._contact_model
+        if self.floating_base and cm is not None:
+            points: dict[str, list] = {}
+            for pt in cm.contact_points:
+                points.setdefault(pt.link, []).append(np.asarray(pt.center, dtype=float))
+            order = self._stance.links if self._stance is not None else list(points)
+            contacts = [(ln, points[ln]) for ln in order if ln in points]
+        report("compiling / loading the task layer")
+        layer = TaskLayer(self.model, specs, contacts=contacts)
+        old = self._tasks
+        if old is not None:
+            for name in ("goal_position", "goal_rotation", "goal_velocity", "goal_acceleration",
+                         "active", "kp", "kd", "weight"):
+                getattr(layer.data, name)[:] = getattr(old.data, name)
+            for ln in layer.contact_links:
+                if ln in old.contact_links:
+                    layer.set_contact_active(ln, old.data.link_active[
+                        old.contact_links.index(ln)])
+        # the contacts stand as the contact state filter decides (its array, shared), else as
+        # the gait schedule says (set_contact_schedule)
+        layer.bind_joints(self._cfg_to_model, self._qj, self._qdj, self._qdd_model,
+                          self._qdd_cmd, self.dt, TASK_POSITION_LEAK, TASK_VELOCITY_LEAK,
+                          link_active=None if self._stance is None else self._stance.data.stance)
+        self._tasks = layer
+        a = self.model.kernel_arrays
+        self._task_args = (self._q, self._v, a.topo, a.tree, a.Sm, a.I6, self.model._gravity,
+                           self.model._kin)
+        from .kernels.linalg import bound_entry
+
+        self._task_tick = bound_entry(task_layer_tick, (layer._record, *self._task_args))
+
+    @property
+    def tasks(self) -> Any:
+        """The :class:`~wbc_dynamics.tasks.TaskLayer` (``task_names``), or None. Its goals,
+        gains and activation may be changed between ticks (:meth:`set_task_goal`)."""
+        return self._tasks
+
+    def set_task_goal(self, name: str, **goal: Any) -> None:
+        """Set a task's goal (world axes; :meth:`~wbc_dynamics.tasks.TaskLayer.set_goal`'s
+        keywords: position [m], orientation (x, y, z, w) or 3x3, linear / angular velocity and
+        acceleration). Raises ValueError naming the task and field, or without tasks."""
+        if self._tasks is None:
+            raise ValueError("task goal: no tasks configured (task_names)")
+        self._tasks.set_goal(name, **goal)
+        self._task_goals_set.add(name)  # the first control tick holds only the others
+
+    def _hold_posture(self) -> None:
+        """The posture task's reference with no joint reference yet: the measured joints, at
+        rest."""
+        self._q_ref[:] = self._qj
+        self._qd_ref[:] = 0.0
+        self._qdd_ref[:] = 0.0
+        self._ref_pos = self._ref_vel = True
+
+    def _task_step(self) -> None:
+        """The task layer on this tick's state (after the estimator and the contact state
+        filter): its joint accelerations replace the commanded ones. The first control tick
+        holds every goal where it is. Raises FloatingPointError if it fails (a safe tick)."""
+        from .tasks import TASKS_OK
+
+        layer = self._tasks
+        if not self._tasks_held:
+            layer.hold(self._q, skip=self._task_goals_set)
+            self._tasks_held = True
+        # the drives' set-points: the commanded accelerations integrated, leaking towards the
+        # measured state (their stiffness then holds the commanded motion against what the
+        # inverse dynamics does not know -- model error, torque lag, late commands -- without
+        # accumulating a conflict with the task feedback)
+        if self._task_tick(layer._record, *self._task_args) != TASKS_OK:
+            raise FloatingPointError("task layer: kinematics failed or a value is not finite")
+
     def reset_solver(self) -> None:
         """Forget the contact solver's warm start (every method); next tick is a cold start."""
         self.solver_state.reset()
@@ -1837,6 +1843,9 @@ class WholeBodyController:
                 f"contact schedule: {unknown} are not contact links ({self._contact_links})"
             )
         self._swing_links = links
+        if self._tasks is not None and self._stance is None:
+            for ln in self._tasks.contact_links:
+                self._tasks.set_contact_active(ln, ln not in links)
         if self._stance is not None:
             self._stance.set_swing(links)
         elif self._contact_model is not None:
@@ -1864,6 +1873,10 @@ class WholeBodyController:
         self._t_ref = -math.inf
         self._have_state = False
         self._ref_pos = self._ref_vel = False
+        self._tasks_held = False
+        if self._tasks is not None:
+            self._tasks.reset_drive()
+        self._task_goals_set.clear()
         self._grip_positions.clear()
         self._tau_prev_ok = False
         if self._stance is not None:
@@ -1932,6 +1945,11 @@ class WholeBodyController:
         if self._estimator is not None:  # an IMU sample at rest, so the estimator runs too
             self._estimator.set_imu(np.zeros(3), (0.0, 0.0, 9.81), (0.0, 0.0, 0.0, 1.0), 0.0)
         self._inverse_dynamics(MODE_CONTROL)
+        if self._tasks is not None:  # the task step too (then forget the warm-up's goals)
+            self._task_step()
+            self._tasks_held = False
+            self._tasks.reset_drive()
+            self._task_goals_set.clear()
         if self._free_dof is not None:  # method none, always switchable to: run it once too
             self._free_dof(self._free_dof_args)
         if base_saved is not None:

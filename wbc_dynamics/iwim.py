@@ -14,23 +14,17 @@ motor torques through a transmission).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import model as _core
 from .kernels import derivatives as dk
 from .kernels import world
-from .linearization import _fast, workspace
-
-if TYPE_CHECKING:  # the model module may import this one (methods of RobotModel)
-    from .model import RobotModel
+from .model_view import ModelView, _fast, _vector, workspace
 
 __all__ = ["free_acceleration", "iwim", "task_space_input"]
 
 
-def _input_matrix(model: RobotModel, B) -> np.ndarray:
+def _input_matrix(model: ModelView, B) -> np.ndarray:
     """B as a C-contiguous float64 (nv, m) matrix (finiteness is checked in the kernel)."""
     if (
         type(B) is np.ndarray
@@ -51,7 +45,7 @@ def _input_matrix(model: RobotModel, B) -> np.ndarray:
     return np.ascontiguousarray(Bm)
 
 
-def iwim(model: RobotModel, q: ArrayLike, B: ArrayLike) -> np.ndarray:
+def iwim(model: ModelView, q: ArrayLike, B: ArrayLike) -> np.ndarray:
     """The inertia-weighted input matrix M(q)^-1 B, shape (nv, m) (Krög et al., eq. (9)).
 
     ``B`` (nv, m): how the m inputs enter the generalized forces (1-D: one input). Runs the
@@ -70,7 +64,7 @@ def iwim(model: RobotModel, q: ArrayLike, B: ArrayLike) -> np.ndarray:
     return out
 
 
-def free_acceleration(model: RobotModel, q: ArrayLike, v: ArrayLike) -> np.ndarray:
+def free_acceleration(model: ModelView, q: ArrayLike, v: ArrayLike) -> np.ndarray:
     """qdd_0 = -M^-1 h(q, v): the accelerations with all inputs zero (Krög et al., eq. (2)).
 
     Gravity and velocity terms only (ABA with tau = 0). Floating base: base acceleration in the
@@ -90,7 +84,7 @@ def free_acceleration(model: RobotModel, q: ArrayLike, v: ArrayLike) -> np.ndarr
 
 
 def task_space_input(
-    model: RobotModel,
+    model: ModelView,
     q: ArrayLike,
     v: ArrayLike,
     J: ArrayLike,
@@ -132,15 +126,15 @@ def task_space_input(
     if Jm.ndim != 2 or Jm.shape[1] != nv:
         raise ValueError(f"J must have shape (k, {nv}), got {Jm.shape}")
     k = Jm.shape[0]
-    jv = _core._vector(Jdot_v, k, "Jdot_v")
-    acc = _core._vector(task_acceleration, k, "task_acceleration")
+    jv = _vector(Jdot_v, k, "Jdot_v")
+    acc = _vector(task_acceleration, k, "task_acceleration")
     for name, x in (("J", Jm), ("Jdot_v", jv), ("task_acceleration", acc)):
         if not np.all(np.isfinite(x)):
             raise ValueError(f"{name} contains NaN or inf")
     if not (np.isfinite(damping) and damping >= 0.0):
         raise ValueError(f"damping must be a finite number >= 0, got {damping}")
-    lo = np.full(m, -np.inf) if lower is None else _core._vector(lower, m, "lower").copy()
-    hi = np.full(m, np.inf) if upper is None else _core._vector(upper, m, "upper").copy()
+    lo = np.full(m, -np.inf) if lower is None else _vector(lower, m, "lower").copy()
+    hi = np.full(m, np.inf) if upper is None else _vector(upper, m, "upper").copy()
     if np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
         raise ValueError("lower/upper contain NaN")
     if np.any(lo > hi):

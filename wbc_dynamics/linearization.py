@@ -19,18 +19,13 @@ All outputs are new arrays; the workspaces are allocated once per model (``model
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import model as _core
+from .iwim import free_acceleration, iwim
 from .kernels import derivatives as dk
-from .kernels import world
 from .lie import matrix_to_quat, quat_to_matrix, skew
-
-if TYPE_CHECKING:  # the model module may import this one (methods of RobotModel)
-    from .model import RobotModel
+from .model_view import ModelView, _fast, workspace
 
 __all__ = [
     "aba_derivatives",
@@ -43,68 +38,17 @@ __all__ = [
 ]
 
 
-class _DerivWorkspace:
-    """Preallocated arrays of the derivative kernels for one model."""
-
-    def __init__(self, model: RobotModel) -> None:
-        nb = model._nb
-        nv = model.nv
-        self.W, self.SC = world.workspace(nb)
-        self.DW = np.zeros((nb, dk.N_DSLOTS, 6, 6))
-        self.FP = np.zeros((nb + 1, 6, nv))
-        self.Minv = np.zeros((nv, nv))
-        self.dq = np.zeros((nv, nv))
-        self.dv = np.zeros((nv, nv))
-        self.M = np.zeros((nv, nv))
-        self.ddq_dq = np.zeros((nv, nv))
-        self.ddq_dv = np.zeros((nv, nv))
-        self.empty_b = np.zeros((2 * nv, nv))
-        self.ddq = np.zeros(nv)
-        self.fext = np.zeros((nb, 6))
-        self.iwim_m = -1
-        self.Pu = np.zeros((nb, 6, 0))
-        self.Pa = np.zeros((nb, 6, 0))
-
-    def iwim_buffers(self, m: int) -> tuple[np.ndarray, np.ndarray]:
-        if m != self.iwim_m:
-            nb = self.W.shape[0]
-            self.Pu = np.zeros((nb, 6, m))
-            self.Pa = np.zeros((nb, 6, m))
-            self.iwim_m = m
-        return self.Pu, self.Pa
-
-
-def workspace(model: RobotModel) -> _DerivWorkspace:
-    """The model's derivative workspace (created, and the kernels warmed, on first use)."""
-    ws = getattr(model, "_deriv_ws", None)
-    if ws is None:
-        ws = _DerivWorkspace(model)
-        model._deriv_ws = ws
-    return ws
-
-
-_ND = np.ndarray
-_F64 = np.dtype(np.float64)
-
-
-def _fast(x, n: int, name: str) -> np.ndarray:
-    """x if it already is a contiguous float64 vector of length n, else the core's conversion."""
-    if type(x) is _ND and x.dtype is _F64 and x.shape == (n,) and x.flags.c_contiguous:
-        return x
-    return _core._vector(x, n, name)
-
-
-def _q(model: RobotModel, q) -> np.ndarray:
+def _q(model: ModelView, q) -> np.ndarray:
     return _fast(q, model.nq, "q")
 
 
-def _check(model: RobotModel, st: int, v: str = "v", a: str = "a") -> None:
+def _check(model: ModelView, st: int, v: str = "v", a: str = "a") -> None:
     if st:
         model._raise(st, v=v, a=a)
 
 
 def rnea_derivatives(
-    model: RobotModel, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, gravity: bool = True
+    model: ModelView, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, gravity: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Analytical derivatives of inverse dynamics tau = ID(q, v, a) (Saccon et al., Tables 5-8).
 
@@ -131,7 +75,7 @@ def rnea_derivatives(
 
 
 def aba_derivatives(
-    model: RobotModel, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+    model: ModelView, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Derivatives of forward dynamics qdd = FD(q, v, tau): ``(dqdd_dq, dqdd_dv, Minv)``.
 
@@ -156,7 +100,7 @@ def aba_derivatives(
     return ddq_dq, ddq_dv, Minv
 
 
-def tangent_velocity_map(model: RobotModel, v: ArrayLike) -> np.ndarray:
+def tangent_velocity_map(model: ModelView, v: ArrayLike) -> np.ndarray:
     """d(delta q)/dt = A_qq delta q + delta v: the (nv, nv) block A_qq at velocity v.
 
     For a base moved as H exp(delta), the error delta between a perturbed and the nominal
@@ -202,7 +146,7 @@ def _se3_log(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.concatenate([Vinv @ p, w])
 
 
-def state_difference(model: RobotModel, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
+def state_difference(model: ModelView, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
     """The tangent dq (nv) with ``model.integrate(q0, dq) == q1``: the inverse of integrate.
 
     Floating base: [log(H0^-1 H1) (linear m, angular rad, body frame of H0), s1 - s0]. Use it
@@ -239,7 +183,7 @@ def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.
 
 
 def linearize(
-    model: RobotModel, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float | None = None,
+    model: ModelView, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float | None = None,
     input_matrix: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """State-space matrices of the dynamics about (q, v, tau) on the tangent [dq, dv].
@@ -275,8 +219,6 @@ def linearize(
     )  # fmt: skip
     _check(model, st, a="tau")
     if not with_b:
-        from .iwim import iwim
-
         Bhat = iwim(model, q, input_matrix)
         B = np.zeros((2 * nv, Bhat.shape[1]))
         B[nv:, :] = Bhat
@@ -285,15 +227,13 @@ def linearize(
     return discretize(A, B, float(dt))
 
 
-def warmup(model: RobotModel) -> float:
+def warmup(model: ModelView) -> float:
     """Compile/load and run every derivative kernel once for ``model`` (seconds taken).
 
     Allocates the model's derivative workspace. Call it at start-up (e.g. from
     ``RobotModel.warmup``) so that no control tick pays for numba compilation.
     """
     import time
-
-    from .iwim import free_acceleration, iwim
 
     t0 = time.perf_counter()
     q = model.neutral()

@@ -33,10 +33,13 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import iwim as _iwim
+from . import linearization as _linearization
 from .description import RobotDescription
 from .kernels import dynamics as dyn
 from .kernels import world
 from .kernels.linalg import bound_entry
+from .model_view import _vector
 from .urdf_loader import (
     CollisionBox,
     CollisionGeometry,
@@ -75,24 +78,6 @@ class KernelArrays(NamedTuple):
 _ND = np.ndarray
 _SHAPE_T = (4, 4)
 _F64 = np.dtype(np.float64)
-
-
-def _vector(x, n: int, name: str) -> np.ndarray:
-    """``x`` as a contiguous float64 vector of length n, or ValueError naming it.
-
-    Other dtypes and layouts are converted (a copy) here: handing them to the kernels would make
-    numba compile a new specialization in the middle of a control tick.
-    """
-    if type(x) is not _ND or x.dtype is not _F64 or x.ndim != 1 or not x.flags.c_contiguous:
-        try:
-            x = np.ascontiguousarray(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a vector of {n} numbers") from None
-        if x.ndim != 1:
-            raise ValueError(f"{name} must be a 1-D vector of length {n}, got shape {x.shape}")
-    if x.shape[0] != n:
-        raise ValueError(f"{name} must have length {n}, got {x.shape[0]}")
-    return x
 
 
 class _LazyEntry:
@@ -795,8 +780,3 @@ class RobotModel:
             f"RobotModel('{self.name}', {kind} base, nq={self.nq}, nv={self.nv}, "
             f"mass={self.total_mass:.3f} kg)"
         )
-
-
-# Imported last: these modules take a RobotModel and import this one.
-from . import iwim as _iwim  # noqa: E402
-from . import linearization as _linearization  # noqa: E402

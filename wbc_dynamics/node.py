@@ -66,7 +66,7 @@ import rclpy.service
 import rclpy.signals
 import rclpy.subscription
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point, WrenchStamped
+from geometry_msgs.msg import Point, PointStamped, PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidHandle
@@ -200,6 +200,18 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "drive_stiffness": (_T.DOUBLE_ARRAY, [0.0], "hybrid drive command stiffness [N m/rad], one "
                         "per joint or one for all; 0 = effort only"),
     "drive_damping": (_T.DOUBLE_ARRAY, [0.0], "hybrid drive command damping [N m s/rad]"),
+    "task_names": (_T.STRING_ARRAY, None, "task-space control: one name per task (empty = "
+                   "the joint reference directly; docs/tasks.md)"),
+    "task_kinds": (_T.STRING_ARRAY, None, "per task: frame | com | posture"),
+    "task_links": (_T.STRING_ARRAY, None, "per task: the frame task's link (\"\" for others)"),
+    "task_modes": (_T.STRING_ARRAY, None, "per task: frame rows pose | position | orientation"),
+    "task_points": (_T.DOUBLE_ARRAY, None, "per task: x y z of the frame task's point in the "
+                    "link frame [m] (empty = link origins)"),
+    "task_kp": (_T.DOUBLE_ARRAY, [100.0], "per task (or one for all): stiffness [1/s^2]"),
+    "task_kd": (_T.DOUBLE_ARRAY, [20.0], "per task (or one for all): damping [1/s]"),
+    "task_weights": (_T.DOUBLE_ARRAY, [1.0], "per task (or one for all): weight within its "
+                     "priority (> 0)"),
+    "task_priorities": (_T.INTEGER_ARRAY, [0], "per task (or one for all): priority, 0 first"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
     "kp": (_T.DOUBLE_ARRAY, [0.0], "position gains [1/s^2], one per joint or one for all"),
@@ -271,6 +283,15 @@ STRUCTURAL = (
     "torque_rate_limit",
     "drive_stiffness",
     "drive_damping",
+    "task_names",
+    "task_kinds",
+    "task_links",
+    "task_modes",
+    "task_points",
+    "task_kp",
+    "task_kd",
+    "task_weights",
+    "task_priorities",
     "warm_start",
     "control_rate",
     "control_mode",
@@ -318,7 +339,7 @@ class WbcControllerNode(LifecycleNode):
         # ValueError of the controller); every topic listed in /diagnostics even at 0
         self._rejected: dict[str, dict[str, int]] = {
             t: {} for t in ("joint_states", "reference", "odom", "imu", "object_odom",
-                            "contact_schedule", "parameters", "robot_description")
+                            "contact_schedule", "task_goals", "parameters", "robot_description")
         }
         self._last_reject = ""
         # exceptions no input should cause (bugs): counted, logged, never fatal (see _guard)
@@ -552,6 +573,14 @@ class WbcControllerNode(LifecycleNode):
         if ctl.contact_links:
             self._entities.append(self.create_subscription(
                 UInt8MultiArray, "~/contact_schedule", g(self._on_contact_schedule), cmd_qos))
+        if ctl.tasks is not None:  # a goal topic per frame / com task (docs/tasks.md)
+            for spec in ctl.tasks.specs:
+                if spec.kind == "posture":
+                    continue
+                msg_type = PoseStamped if spec.kind == "frame" else PointStamped
+                self._entities.append(self.create_subscription(
+                    msg_type, f"~/tasks/{_sanitize(spec.name)}/goal",
+                    g(self._task_goal_callback(spec)), cmd_qos))
         self._entities.append(self.create_service(
             Trigger, "~/reset_solver", g(self._on_reset_solver, service=True)))
         # everything built and warmed: move it out of the garbage collector's generations so
@@ -863,6 +892,37 @@ class WbcControllerNode(LifecycleNode):
         except ValueError as exc:
             self._reject("contact_schedule", exc)
 
+    def _task_goal_callback(self, spec: Any) -> Callable[[Any], None]:
+        """The goal subscription's callback of a frame task (geometry_msgs/PoseStamped: the
+        parts its mode controls) or the com task (PointStamped), world axes: the header's
+        frame must be ``world_frame``, ``odom_frame`` or empty (the controller's world)."""
+        frames = {"", str(self._param("world_frame")), str(self._param("odom_frame"))}
+
+        def on_goal(msg: Any) -> None:
+            ctl = self.controller
+            if ctl is None:
+                return
+            try:
+                frame = msg.header.frame_id
+                if frame not in frames:
+                    raise InputError("frame", f"task {spec.name}: header.frame_id {frame!r} is "
+                                     f"not the controller's world ({sorted(frames - {''})})")
+                goal: dict[str, Any] = {}
+                if spec.kind == "com":
+                    p = msg.point
+                    goal["position"] = (p.x, p.y, p.z)
+                else:
+                    p, o = msg.pose.position, msg.pose.orientation
+                    if spec.mode in ("pose", "position"):
+                        goal["position"] = (p.x, p.y, p.z)
+                    if spec.mode in ("pose", "orientation"):
+                        goal["orientation"] = (o.x, o.y, o.z, o.w)
+                ctl.set_task_goal(spec.name, **goal)
+            except ValueError as exc:
+                self._reject("task_goals", exc)
+
+        return on_goal
+
     def _on_odom(self, msg: Odometry | bytes) -> None:
         if self.controller is not None:
             self._take_odometry("odom", msg, self._odom_parser, self.controller.set_base_state)
@@ -1159,6 +1219,14 @@ class WbcControllerNode(LifecycleNode):
         if self._ref_lag is not None:
             kv["reference_stamp_lag_s"] = f"{self._ref_lag[0]:.4f}"
             kv["reference_stamp_lag_max_s"] = f"{self._ref_lag[1]:.4f}"
+        if ctl.tasks is not None:  # each task's error: position [m] / orientation [rad] norms
+            for spec in ctl.tasks.specs:
+                if spec.kind != "posture":
+                    e = ctl.tasks.error(spec.name)
+                    kv[f"task.{spec.name}.position_error_m"] = f"{np.linalg.norm(e[:3]):.5f}"
+                    if spec.kind == "frame" and spec.mode != "position":
+                        kv[f"task.{spec.name}.orientation_error_rad"] = \
+                            f"{np.linalg.norm(e[3:]):.5f}"
         cs = ctl.contact_state
         if cs is not None:  # contact_state_filter: loaded contacts, decision changes per second
             now = self._now()

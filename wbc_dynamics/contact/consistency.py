@@ -25,7 +25,7 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import lu_solve
-from .lcp_noslip import _alg1, lcp_noslip_kernel, min_pivot
+from .noslip_kernels import _alg1, lcp_noslip_kernel, min_pivot
 from .problem import ContactProblem, ContactResult
 
 __all__ = [

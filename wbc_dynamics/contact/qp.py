@@ -128,7 +128,7 @@ from .consistency import mark_sticking_correction, sticking_consistent_problem
 from .dense_qp import DenseQPWork, solve_dense_qp
 from .dispatch import fallback_result
 from .lcp_coulomb import ReducedDynamics
-from .lcp_noslip import _alg1, min_pivot
+from .noslip_kernels import _alg1, min_pivot
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
 __all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES", "QP_SOLVERS",

@@ -86,7 +86,7 @@ from ..kernels.separate import call_separately
 from .dense_qp import dense_qp_kernel, work_sizes
 from .geometry import ContactModel
 from .lcp_coulomb import _recover_into, _reduce_into
-from .lcp_noslip import _alg1
+from .noslip_kernels import _alg1
 from .problem import MethodState
 from .qp import (
     _INF,
@@ -109,7 +109,7 @@ from .qp import (
     _stage2_data_from_basis,
     linear_term_work_size,
 )
-from .tick import (
+from .tick_base import (
     TICK_GENERIC,
     TICK_OK,
     _assemble_with_impact,
@@ -249,7 +249,7 @@ class QPWork(NamedTuple):
     term [m/s]; the recovery's ``tau1`` (nu,) [N m], ``vnext``, ``gen`` (nv,); ``c`` (3 cap,)
     impulses [N s], ``f`` (3 cap,) Stage II's forces [N], ``gscratch`` (cap,) the
     projection's, ``cloc`` (3, cap) the reported (c_N, c_S, c_T). Past the sticking correction
-    and ``qp_noslip``'s rank rule (``_sticking_qdd``, ``lcp_noslip._alg1``) the active-set
+    and ``qp_noslip``'s rank rule (``_sticking_qdd``, ``noslip_kernels._alg1``) the active-set
     tick allocates nothing.
     """
 

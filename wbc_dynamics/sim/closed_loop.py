@@ -154,6 +154,8 @@ class LoopConfig:
             controller receives the plant's exact state). The logged state is the plant's.
         controller_options: :class:`~wbc_dynamics.controller.ControllerConfig` fields set for
             the run over the robot's (e.g. ``{"contact_state_filter": False}``).
+        push: floating base: (start [s], duration [s], force (3,) as a fraction of the robot's
+            weight, world axes) -- a push on the base at its centre of mass; None: none.
     """
 
     robot: str = "quadruped"
@@ -180,6 +182,7 @@ class LoopConfig:
     hold_touching_fingers: bool | None = None
     imperfections: Imperfections = field(default_factory=Imperfections)
     controller_options: dict = field(default_factory=dict)
+    push: tuple | None = None
 
 
 @dataclass
@@ -341,6 +344,8 @@ class _WBC:
         self.object_name = self.ctl.object_body.name if self.ctl.has_object else None
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
+        #: callable t -> None run before each tick (a walker setting goals and the schedule)
+        self.pre_tick = None
         #: hybrid drive commands configured (drive_stiffness / drive_damping)
         self.hybrid = bool(np.any(self.ctl.config.drive_stiffness)
                            or np.any(self.ctl.config.drive_damping))
@@ -371,6 +376,8 @@ class _WBC:
             c.set_object_state(bq[:3], bq[3:7], bv[:3], bv[3:], t)
         q_des, qd_des, qdd_des = ref
         c.set_reference(qdd_des, t, position=q_des, velocity=qd_des)
+        if self.pre_tick is not None:
+            self.pre_tick(t)
         out = c.update(t)
         self._last = out
         # summed normal force: each contact's force along its normal (ground: the z component)
@@ -591,6 +598,14 @@ class ClosedLoop:
                 setup.controller, urdf_path=os.path.abspath(cfg.urdf), robot_description="",
                 robot="")
         self.setup = setup
+        self.walker = None
+        walk_options: dict = {}
+        if cfg.reference == "walk":  # the walking tasks, unless the run configures its own
+            walk_options = dict(cfg.reference_options)
+            if "task_names" not in cfg.controller_options:
+                cfg = dataclasses.replace(cfg, controller_options={
+                    **_walking_tasks(setup), **cfg.controller_options})
+                self.cfg = cfg
         c = cfg.controller
         if c not in (*CONTACT_METHODS, "none", "lcp_noslip_mn"):
             raise ValueError(f"controller: {c!r} is available for bundled robots only; a robot "
@@ -633,8 +648,9 @@ class ClosedLoop:
                                  ground=ground, free_bodies=free_bodies, joint_dynamics=False)
         self._perturb_plant()
         self.limit = self.plant.effort_limit.copy()
-        self.ref = make_reference(setup, cfg.reference, self.joint_names,
-                                  **cfg.reference_options)
+        self.ref = make_reference(setup, "stand" if cfg.reference == "walk" else cfg.reference,
+                                  self.joint_names,
+                                  **({} if cfg.reference == "walk" else cfg.reference_options))
         self._schedule_swing()
         o = 7 if floating else 0  # model order -> the plant's (configured) joint order
         q0 = np.concatenate([q0[:o], [q0[o + model.joint_index(j)] for j in self.joint_names]])
@@ -644,6 +660,13 @@ class ClosedLoop:
             self._settle_configured(cfg.settle)
         self.q_start, _ = self.plant.get_state()
         self.hand_object_offset = self._object_in_hand() if self.object_name else None
+        if cfg.reference == "walk":  # a trot from a velocity command (wbc_dynamics.gait)
+            from ..gait import TrotWalker
+
+            velocity = walk_options.pop("velocity", (0.0, 0.0, 0.0))
+            self.walker = TrotWalker(ctl, **walk_options)
+            self.walker.set_velocity(*velocity)
+            self.ctl.pre_tick = self.walker.update
 
     def _perturb_plant(self) -> None:
         """Model error (``imperfections.mass_error``): the plant's robot bodies get their mass
@@ -809,8 +832,16 @@ class ClosedLoop:
                               plant_dt=1.0 / (cfg.control_rate * cfg.sim_substeps))
         hybrid = isinstance(self.ctl, _WBC) and self.ctl.hybrid
         estimating = isinstance(self.ctl, _WBC) and self.ctl.estimating
+        push = None
+        if cfg.push is not None and floating:
+            t_push, d_push, fraction = cfg.push
+            weight = float(self.plant.total_mass) * 9.81
+            push = (float(t_push), float(t_push) + float(d_push),
+                    weight * np.asarray(fraction, dtype=float))
         for k in range(K):
             t = k * dt
+            if push is not None:
+                self.plant.set_base_force(push[2] if push[0] <= t < push[1] else np.zeros(3))
             q, v = self.plant.get_state()
             ref = self.ref.sample(t)
             if imp.exact and not estimating:
@@ -884,6 +915,24 @@ class ClosedLoop:
         if self.object_name is not None:
             return self.plant.total_normal_force(self.object_name)
         return self.plant.total_normal_force("ground")
+
+
+def _walking_tasks(setup: Any) -> dict:
+    """The walking tasks (:func:`wbc_dynamics.gait.walking_tasks`) of a robot configuration:
+    its root link as the trunk, each contact link's contact point as a foot."""
+    from ..contact.candidates import contact_points
+    from ..controller import _declared_contact_points
+    from ..gait import walking_tasks
+    from ..robot_config import robot_setup_state
+
+    model, _, _ = robot_setup_state(setup)
+    cfg = setup.controller
+    points = _declared_contact_points(cfg)
+    pts = contact_points(model, list(cfg.contact_links) or list(points), points)
+    feet = {}
+    for pt in pts:
+        feet.setdefault(pt.link, pt.center)
+    return walking_tasks(model.root_link, list(feet.items()))
 
 
 def shipped_loop_config(robot: str, reference: str, duration: float,

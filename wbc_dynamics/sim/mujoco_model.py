@@ -898,6 +898,20 @@ class MujocoPlant:
         w, x, y, z = d.xquat[self._root_body]
         return d.xpos[self._root_body].copy(), np.array([x, y, z, w])
 
+    @property
+    def total_mass(self) -> float:
+        """The robot's mass [kg] (its bodies; not the free objects)."""
+        m = self.model
+        free = {mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n) for n in self._free_body_names}
+        return float(sum(m.body_mass[b] for b in range(1, m.nbody)
+                         if b not in free and m.body_rootid[b] not in free))
+
+    def set_base_force(self, force: np.ndarray) -> None:
+        """An external force [N] (world axes) on the root body at its centre of mass, held for
+        every following step until set again (zero: none) -- a push."""
+        self.data.xfrc_applied[self._root_body, 0:3] = force
+        self.data.xfrc_applied[self._root_body, 3:6] = 0.0
+
     def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Any body's position [m] and rotation matrix in world (e.g. a free body)."""
         bid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, name)

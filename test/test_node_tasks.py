@@ -1,0 +1,100 @@
+"""The node's task goal topics (geometry_msgs PoseStamped / PointStamped on
+``~/tasks/<name>/goal``): goals reach the controller, a goal in another frame or with a bad
+quaternion is a counted rejection, and /diagnostics reports each task's error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-rclpy wheels) not installed")
+
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from wbc_dynamics.node import WbcControllerNode  # noqa: E402
+from wbc_dynamics.robots import robot_info  # noqa: E402
+
+
+@pytest.fixture
+def arm_node(ros_env):
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    params = dict(robot="arm", kp=[100.0], kd=[20.0], task_names=["hand", "posture"],
+                  task_kinds=["frame", "posture"], task_links=["hand", ""],
+                  task_modes=["pose", ""], task_priorities=[0, 1])
+    node = WbcControllerNode(context=ctx, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()])
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    yield node
+    node.destroy_node()
+    rclpy.shutdown(context=ctx)
+
+
+def _goal(frame: str, p, quat) -> PoseStamped:
+    m = PoseStamped()
+    m.header.frame_id = frame
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = p
+    o = m.pose.orientation
+    o.x, o.y, o.z, o.w = quat
+    return m
+
+
+def test_pose_goals_reach_the_controller_and_bad_ones_are_counted(arm_node):
+    node = arm_node
+    ctl = node.controller
+    info = robot_info("arm")
+    js = JointState()
+    js.name = list(info["joint_names"])
+    js.position = list(info["grasp_q"])
+    js.velocity = [0.0] * 11
+    node._on_joint_state(js)  # the first control tick holds the goals
+    assert ctl.tasks is not None and node._active
+    on_goal = node._task_goal_callback(ctl.tasks.specs[0])
+    s = np.sqrt(0.5)
+    on_goal(_goal("world", (0.4, 0.1, 0.5), (0.0, s, 0.0, s)))
+    p, R, _, _ = ctl.tasks.goal("hand")
+    assert np.allclose(p, [0.4, 0.1, 0.5])
+    assert np.allclose(R, [[0, 0, 1], [0, 1, 0], [-1, 0, 0]], atol=1e-12)
+    on_goal(_goal("base_link", (1.0, 1.0, 1.0), (0.0, 0.0, 0.0, 1.0)))  # another frame
+    on_goal(_goal("", (1.0, 1.0, 1.0), (0.0, 0.0, 0.0, 0.0)))  # not a rotation
+    assert node._rejected["task_goals"] == {"frame": 1, "invalid": 1}
+    assert np.allclose(ctl.tasks.goal("hand")[0], [0.4, 0.1, 0.5])  # unchanged
+    node._on_joint_state(js)
+    published = []
+    node._pub_diag.publish = published.append
+    node._publish_diagnostics()
+    kv = {k.key: k.value for k in published[0].status[0].values}
+    err = ctl.tasks.error("hand")
+    assert float(kv["task.hand.position_error_m"]) == pytest.approx(
+        np.linalg.norm(err[:3]), abs=1e-5)
+    assert "task.hand.orientation_error_rad" in kv
+    assert kv["rejected_task_goals.frame"] == "1"
+
+
+def test_a_goal_published_over_dds_reaches_the_task(arm_node):
+    from rclpy.executors import SingleThreadedExecutor
+
+    node = arm_node
+    pub_node = rclpy.create_node("task_goal_publisher", context=node.context)
+    pub = pub_node.create_publisher(PoseStamped, "/wbc_controller/tasks/hand/goal", 10)
+    ex = SingleThreadedExecutor(context=node.context)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    try:
+        import time
+
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            pub.publish(_goal("world", (0.3, -0.2, 0.6), (0.0, 0.0, 0.0, 1.0)))
+            ex.spin_once(timeout_sec=0.05)
+            if np.allclose(node.controller.tasks.goal("hand")[0], [0.3, -0.2, 0.6]):
+                break
+        assert np.allclose(node.controller.tasks.goal("hand")[0], [0.3, -0.2, 0.6])
+        assert np.allclose(node.controller.tasks.goal("hand")[1], np.eye(3))
+    finally:
+        ex.shutdown()
+        pub_node.destroy_node()

@@ -1,0 +1,311 @@
+"""What every fused compiled tick shares (:mod:`.tick`'s ``lcp_noslip`` / ``lcp_coulomb`` ticks,
+:mod:`.qp_tick`'s QP ticks): the status codes (:data:`TICK_OK`, :data:`TICK_GENERIC`), the first
+stage (problem assembly and passive impact, :func:`_assemble_with_impact`), the result writer
+(:func:`_write_result`), the sticking correction (:func:`_sticking_qdd`, the Sec. 4.5 QP on the
+touching contacts) and the base class :class:`_CompiledTick`, which keeps a method's
+:class:`~wbc_dynamics.contact.problem.MethodState` exactly as ``solve`` does.
+
+Both tick modules build on this one, and :func:`wbc_dynamics.contact.tick.compiled_tick` picks a
+method's tick among them: the QP tick needs nothing of the module that picks it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..kernels import arena as _ar
+from ..kernels.fixed_args import fixed_args
+from ..kernels.linalg import bound_entry
+from ..kernels.separate import call_separately
+from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
+from .noslip_kernels import lcp_noslip_kernel
+from .problem import MethodState
+
+__all__ = ["TICK_OK", "TICK_GENERIC", "compile_sticking_correction"]
+
+#: the kernel solved the tick
+TICK_OK = 0
+#: run the general path (``build`` + ``solve``) for this tick
+TICK_GENERIC = 1
+
+
+@njit(cache=True)
+def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R, bx_p):
+    """The problem of the tick into ``d`` (``assemble_kernel``) and, if configured, the passive
+    impact on ``d.v``; returns nc (< 0: invalid q / v). The first stage of every compiled tick:
+    it hands the tick's scratch arena ``d.arena`` out from the start again
+    (:mod:`wbc_dynamics.kernels.arena`)."""
+    ar = d.arena
+    _ar.reset(ar)
+    # np.bool_ / np.int64 (here and below): typed constants, not literals -- numba compiles a
+    # callee once more for every literal argument (seconds each for these kernels at start-up)
+    nc = call_separately(assemble_kernel, (topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p,
+                                           excluded, o.margin, o.phi_deadband, np.bool_(True),
+                                           ar))
+    if nc > 0 and o.passive_impact:
+        call_separately(passive_impact_kernel, (d.N[:nc], d.S[:nc], d.T[:nc], d.Minv,
+                                                d.phi[:nc], o.dt, o.separation_tolerance, 1e-9,
+                                                d.v, d.impact[:nc], ar))
+    return nc
+
+
+@njit(cache=True)
+def _write_result(d, out, dt, tau, cN, cS, cT):
+    """Torques, local impulses and world forces [N] (frames of ``d``) into ``out``."""
+    for a in range(tau.shape[0]):
+        out.tau[a] = tau[a]
+    inv_dt = 1.0 / dt
+    for i in range(cN.shape[0]):
+        out.impulses[i, 0] = cN[i]
+        out.impulses[i, 1] = cS[i]
+        out.impulses[i, 2] = cT[i]
+        for r in range(3):
+            out.forces_world[i, r] = (d.frames[i, r, 0] * cN[i] + d.frames[i, r, 1] * cS[i]
+                                      + d.frames[i, r, 2] * cT[i]) * inv_dt
+
+
+_F64 = np.dtype(np.float64)
+
+
+def _min_pivot(cm: ContactModel, rank_mass_ratio: float) -> float:
+    """The scale-aware rank floor [1/kg] of this model's problems (``lcp_noslip.min_pivot``;
+    the solves' default ``rank_mass_ratio`` is 100)."""
+    if rank_mass_ratio <= 0.0 or cm.total_mass <= 0.0:
+        return 0.0
+    return 1.0 / (rank_mass_ratio * cm.total_mass)
+
+
+def _plain(x, n: int) -> bool:
+    """x is a C-contiguous float64 (n,) ndarray (the types the bound entry point expects)."""
+    return (type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,)
+            and x.flags.c_contiguous)
+
+
+@njit(cache=True)
+def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qdd, ar):
+    """``consistency.sticking_consistent_problem`` on the tick's rows: the Sec. 4.5 QP with
+    no-slip rows only at the touching contacts (``phi <= gap`` [m]; eps_rel 1e-6, dep_tol
+    1e-4, change tolerance 1e-6, Alg. 1's floor ``min_pivot`` [1/kg]) solved by Alg. 1 + 2.
+
+    Writes the accelerations to use into ``qdd`` (nu,) [rad/s^2] and returns 0 (unchanged:
+    none touching or the change is below the tolerance; ``qdd = qdd_des``), 1 (corrected) or 2
+    (the correction failed; ``qdd = qdd_des``, flag ``sticking_correction_failed``).
+    Temporaries from the tick's arena ``ar``.
+    """
+    nc, nv = N.shape
+    nu = act.shape[0]
+    for a in range(nu):
+        qdd[a] = qdd_des[a]
+    S2 = _ar.floats_2d(ar, nc, nv)
+    T2 = _ar.floats_2d(ar, nc, nv)
+    for i in range(nc):
+        for c in range(nv):
+            S2[i, c] = S[i, c]
+            T2[i, c] = T[i, c]
+    touching = 0
+    for i in range(nc):
+        if phi[i] <= gap:
+            touching += 1
+        else:
+            for c in range(nv):
+                S2[i, c] = 0.0
+                T2[i, c] = 0.0
+    if touching == 0 or nu == 0:
+        return 0
+    dmax = -np.inf
+    for a in range(nu):
+        dmax = max(dmax, Minv[act[a], act[a]])
+    corr = call_separately(lcp_noslip_kernel, (Minv, h, v, act, qdd_des, N, S2, T2, phi, dt,
+                                               _ar.flags_zero(ar, nc), 4 * nc + 20, 1e-6, 1e-10,
+                                               1e-6 * dmax, 1e-4, 1e-9, min_pivot, ar))
+    qdd_c = _ar.floats(ar, nu)
+    ok = corr[8] == 0
+    change = 0.0
+    qmax = 0.0
+    for a in range(nu):
+        qdd_c[a] = (corr[4][act[a]] - v[act[a]]) / dt
+        ok = ok and np.isfinite(qdd_c[a])
+        change = max(change, abs(qdd_c[a] - qdd_des[a]))
+        qmax = max(qmax, abs(qdd_des[a]))
+    if not ok:
+        return 2
+    if change > 1e-6 * (1.0 + qmax):
+        for a in range(nu):
+            qdd[a] = qdd_c[a]
+        return 1
+    return 0
+
+
+def compile_sticking_correction(cm: ContactModel) -> None:
+    """Compile / load :func:`_sticking_qdd` for the argument types of the fused ticks (which
+    call it with views of ``cm.data`` and C-ordered float64 accelerations), without running it;
+    the compile helper does this first (it is the deepest call tree that those ticks add to the
+    general path's kernels)."""
+    d = cm.data
+    qdd = np.zeros(cm.actuated.shape[0])
+    bound_entry(_sticking_qdd, (d.Minv, d.h, d.v, cm.actuated, qdd, d.N, d.S, d.T, d.phi, 0.0,
+                                0.0, 0.0, qdd, d.arena))
+
+
+class _CompiledTick:
+    """The controller's compiled tick of one method on one :class:`ContactModel` (no free
+    bodies) with fixed options: calls the method's kernel and keeps the
+    :class:`~wbc_dynamics.contact.problem.MethodState` exactly as ``solve`` would."""
+
+    kernel = None  # the method's compiled tick
+    flag_names: tuple = ()
+
+    def __init__(self, cm: ContactModel, options, out) -> None:
+        if cm.bodies:
+            raise ValueError(f"{type(self).__name__}: free bodies are not supported (use build "
+                             "+ solve)")
+        self.cm = cm
+        self.options = options
+        self.out = out
+        self._slot_of = {cid: i for i, cid in enumerate(cm.slot_ids)}
+        self._no_box_R = np.zeros((0, 3, 3))
+        self._no_box_p = np.zeros((0, 3))
+        self._flags: dict[int, tuple[str, ...]] = {}
+        self._entry = None  # the kernel's entry point for these buffers (bound_entry)
+        self._packed = None  # its fixed arguments (_pack)
+        #: the last (q, v, qdd) arrays found plain (_plain): the controller passes the same
+        #: buffers every tick, checked once (an array's type cannot change, its contents can)
+        self._checked: tuple = ()
+        #: per row count n: views of the first n rows of the slot / result buffers
+        self._row_views: dict[int, tuple] = {}
+        self._ids: tuple = ()
+        self.nc = 0
+        self.flags: tuple[str, ...] = ()
+        self.warm_start_used = False
+
+    def compile_assembly(self) -> None:
+        """Compile / load the tick's first stage (problem assembly and passive impact,
+        ``_assemble_with_impact``) on its own and run it once at the neutral configuration: at
+        start-up the controller does this while the compile helper is still busy, so that
+        compiling the whole tick afterwards only compiles its own code (see
+        wbc_dynamics.compile_helper)."""
+        cm = self.cm
+        r = cm.robot
+        a = r.kernel_arrays
+        q = np.array(r.neutral(), dtype=np.float64)
+        _assemble_with_impact(a.topo, a.tree, a.Sm, a.I6, r.gravity, cm.geometry, cm.kernel_data,
+                              self.options, q, np.zeros(r.nv), cm.excluded_mask(),
+                              self._no_box_R, self._no_box_p)
+
+    def _pack(self) -> None:
+        """The kernel's fixed arguments, packed once (the model's arrays are shared, gravity
+        is updated in place)."""
+        cm, r = self.cm, self.cm.robot
+        arrays = r.kernel_arrays
+        self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
+                      cm.geometry, cm.kernel_data, self.options, self.out)
+        self._tail = (cm.actuated, cm.free, cm.excluded_mask())
+        self._dims = (r.nq, r.nv, cm.actuated.shape[0])
+        self._packed = fixed_args(self._head, (*self._tail, self._no_box_R, self._no_box_p))
+
+    def compile_parts(self) -> None:
+        """Compile / load, without running anything, the tick's kernels that do not depend on
+        the robot and the general path does not compile (``wbc_dynamics.compile_helper`` calls
+        this on a stand-in model while the controller compiles the robot's kernels): the
+        pack's constructor here, and what a method's tick adds."""
+        if self._packed is None:
+            self._pack()
+
+    def _sync_warm(self, mstate: MethodState) -> None:
+        """Bring the compiled warm start in line with ``mstate`` if the general path (or a
+        reset) changed it."""
+
+    def run(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray,
+            mstate: MethodState | None) -> bool:
+        """One tick at (q, v) with desired actuated accelerations qdd (model order, validated
+        float64 arrays). ``mstate``: the method's warm start (None = cold, nothing stored).
+
+        Returns True if solved (results in :attr:`out`, :attr:`nc`, :attr:`flags`,
+        :attr:`warm_start_used`, :meth:`contact_ids`); False if the caller must run the general
+        path for this tick (then call :meth:`export_warm` first). Raises ValueError (the core's
+        message) for an invalid q / v.
+        """
+        cm = self.cm
+        o = self.out
+        use_warm = mstate is not None
+        if use_warm:
+            self._sync_warm(mstate)
+        r = cm.robot
+        if self._entry is None:
+            if self._packed is None:
+                self._pack()
+            self._entry = bound_entry(type(self).kernel, (self._packed, q, v, qdd, use_warm))
+        cm.excluded_mask()  # refreshes the mask (in place) if excluded_links changed
+        # other layouts / dtypes of q, v, qdd: numba's dispatcher checks (and converts) them
+        call = self._entry if self._plain_args(q, v, qdd) else type(self).kernel
+        nc, code, bits, warm_used, n_active = call(self._packed, q, v, qdd, use_warm)
+        if nc < 0:
+            r._raise(-nc)
+        if code != TICK_OK:
+            return False
+        self.warm_start_used = bool(warm_used)
+        self._solved(nc, bits, n_active, mstate, o.impulses)
+        if use_warm:
+            self._stored(mstate)
+        return True
+
+    def _plain_args(self, q: np.ndarray, v: np.ndarray, qdd: np.ndarray) -> bool:
+        """(q, v, qdd) have the types the bound entry point was bound for (:func:`_plain`);
+        else the kernel's dispatcher must check (and convert) them."""
+        checked = self._checked
+        if checked and q is checked[0] and v is checked[1] and qdd is checked[2]:
+            return True
+        nq, nv, nu = self._dims
+        if _plain(q, nq) and _plain(v, nv) and _plain(qdd, nu):
+            self._checked = (q, v, qdd)
+            return True
+        return False
+
+    def _rows(self, n: int) -> tuple:
+        """Views of the first ``n`` rows: (slots of the contacts, active slots, contact points,
+        world forces, normals (strided), the latter three read-only for the output)."""
+        views = self._row_views.get(n)
+        if views is None:
+            d, o = self.cm.data, self.out
+            views = (d.slot[:n], o.active_slots[:n], d.points[:n], o.forces_world[:n],
+                     d.frames[:n, :, 0])
+            for a in views[2:]:
+                a.flags.writeable = False
+            self._row_views[n] = views
+        return views
+
+    def _solved(self, nc: int, bits: int, n_active: int, mstate: MethodState | None,
+                impulses: np.ndarray) -> None:
+        """A solved tick: its flags, contact identities and, with a warm start, the method
+        state as ``solve`` leaves it (``impulses`` (cap, 3) [N s], the first nc rows this
+        tick's)."""
+        flags = self._flags.get(bits)
+        if flags is None:
+            flags = tuple(name for bit, name in self.flag_names if bits & bit)
+            self._flags[bits] = flags
+        self.nc = nc
+        self.flags = flags
+        cm = self.cm
+        ids = self._ids = cm.ids_of(self._rows(nc)[0])
+        if mstate is not None:
+            mstate.contact_ids = ids
+            mstate.impulses = impulses[:nc].copy()
+            mstate.active_ids = cm.ids_of(self._rows(n_active)[1])
+            mstate.data["tau"] = self.out.tau.copy()
+
+    def _stored(self, mstate: MethodState) -> None:
+        """Mark ``mstate`` as written by this tick (see :meth:`_sync_warm`)."""
+
+    def export_warm(self, mstate: MethodState | None) -> None:
+        """Write the compiled warm start into ``mstate`` in ``solve``'s own form (before the
+        general path runs)."""
+
+    def contact_ids(self) -> tuple:
+        """Identities of this tick's contact rows."""
+        return self._ids
+
+    def contact_views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """This tick's (nc, 3) world contact points [m], world contact forces [N] and unit
+        normals: read-only views of the tick's buffers, valid until its next :meth:`run`."""
+        return self._rows(self.nc)[2:]

@@ -1,0 +1,994 @@
+"""Task-space goals: a prioritized task layer that turns them into desired accelerations.
+
+A *task* asks for an acceleration of something the robot can move -- a frame's pose (or its
+position or orientation part), the centre of mass, the joint posture -- with PD feedback on its
+error::
+
+    x_ddot_cmd = x_ddot_goal + kd (x_dot_goal - x_dot) - kp e,      J a = x_ddot_cmd - J_dot v
+
+(``e``: position error [m] and, for orientations, ``log(R R_goal^T)`` [rad], both in world
+axes). Along the commanded accelerations the error obeys ``e_ddot + kd e_dot + kp e = 0``:
+critically damped with ``kd = 2 sqrt(kp)``.
+
+Tasks carry a ``priority`` (0 first) and a ``weight``: tasks of one priority are solved together
+as a weighted least-squares problem, a lower priority only in the null space of the higher ones
+(:mod:`wbc_dynamics.kernels.prioritized`), as in TSID's weighted tasks and the stack of tasks of
+Mansard et al. ("A versatile generalized inverted kinematics implementation for collaborative
+working humanoid robots: the stack of tasks", ICAR 2009). Above every task stand the floating
+base's *stance contacts*: a standing link does not accelerate (``J_c a = -J_c_dot v``), so the
+base's acceleration that the tasks ask for is the one the feet can give; which contacts stand
+is the contact method's and the controller's business (:meth:`TaskLayer.set_contact_active`).
+
+The joint part of the solution is what the contact-aware inverse dynamics consumes as its
+desired accelerations (Zapolsky & Drumwright, "Inverse dynamics with rigid contact and friction",
+Sec. 5). The joint-space reference is the ``posture`` task: its commanded accelerations are
+the controller's PD command of the reference.
+
+One compiled call per tick (:func:`task_layer_kernel`) computes every task's Jacobian, bias
+acceleration and error from the model's kinematics and solves the hierarchy; nothing is
+allocated. Everything here is ROS-free; the controller owns a :class:`TaskLayer` when its
+configuration declares ``tasks`` (:class:`TaskSpec`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+from numba.experimental import structref
+
+from .kernels.dynamics import check_configuration, check_vector, forward_kinematics
+from .kernels.kinematics import body_velocities_and_bias, point_bias_filled
+from .kernels.prioritized import (
+    prioritized_level,
+    prioritized_reset,
+    prioritized_selection_level,
+)
+from .kernels.records import RecordType
+from .kernels.spatial import rotation_from_quaternion
+from .kernels.world import (
+    _point_kinematics_views,
+    crba,
+    frame_jacobian,
+    frame_placement,
+    rnea,
+    workspace,
+)
+
+__all__ = [
+    "TASKS_FAILED",
+    "TASKS_OK",
+    "TASK_KINDS",
+    "FRAME_MODES",
+    "TASK_PARAMETERS",
+    "TaskLayer",
+    "TaskSpec",
+    "balance_tasks",
+    "parse_tasks",
+    "tasks_from_parameters",
+    "task_layer_kernel",
+    "task_layer_tick",
+]
+
+#: what a task controls
+TASK_KINDS = ("frame", "com", "posture")
+#: the rows of a frame task: the whole pose, its position or its orientation
+FRAME_MODES = ("pose", "position", "orientation")
+_KIND_FRAME, _KIND_COM, _KIND_POSTURE = 0, 1, 2
+
+#: a typed zero for the compiled code's row counters: a literal 0 reaching a kernel's argument
+#: would compile that kernel a second time, specialized on the constant
+_ZERO = np.int64(0)
+
+#: kernel status: solved / a value not finite or the rotations did not converge
+TASKS_OK, TASKS_FAILED = 0, 1
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of the layer (see the module docstring for the law it follows).
+
+    Attributes:
+        name: unique name (goals and runtime settings refer to it).
+        kind: ``frame`` (a link's frame), ``com`` (centre of mass; floating base only) or
+            ``posture`` (the joints follow the controller's joint-space reference).
+        link: the frame task's link; ``point``: offset of the controlled point in the link
+            frame [m].
+        mode: frame task rows: ``pose`` (6), ``position`` (3) or ``orientation`` (3).
+        kp: stiffness [1/s^2]; kd: damping [1/s] (critically damped: ``kd = 2 sqrt(kp)``).
+            Ignored by ``posture``, whose PD is the controller's ``kp`` / ``kd``.
+        weight: relative weight among the tasks of its priority (> 0).
+        priority: 0 is solved first; larger numbers only in the null space of smaller ones.
+    """
+
+    name: str
+    kind: str
+    link: str = ""
+    point: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    mode: str = "pose"
+    kp: float = 100.0
+    kd: float = 20.0
+    weight: float = 1.0
+    priority: int = 0
+
+
+_TASK_KEYS = {"name", "kind", "link", "point", "mode", "kp", "kd", "weight", "priority"}
+
+
+def _number(field: str, value: Any, positive: bool = False) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{field}: expected a number, got {value!r}") from None
+    if not math.isfinite(x) or x < 0.0 or (positive and x == 0.0):
+        raise ValueError(f"{field}: expected a finite {'positive' if positive else 'non-negative'}"
+                         f" number, got {value!r}")
+    return x
+
+
+def parse_tasks(entries: Iterable[Mapping[str, Any] | TaskSpec]) -> list[TaskSpec]:
+    """Validated :class:`TaskSpec` list from mappings (the ``tasks`` list of a robot YAML) or
+    specs. Raises ValueError naming the task and field."""
+    specs: list[TaskSpec] = []
+    names: set[str] = set()
+    for k, e in enumerate(entries):
+        if isinstance(e, TaskSpec):
+            e = e.__dict__
+        if not isinstance(e, Mapping):
+            raise ValueError(f"tasks[{k}]: expected a mapping, got {type(e).__name__}")
+        where = f"tasks[{k}]" + (f" ({e['name']!r})" if "name" in e else "")
+        unknown = set(e) - _TASK_KEYS
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {sorted(unknown)}; known: "
+                             f"{sorted(_TASK_KEYS)}")
+        name = e.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{where}.name: expected a non-empty string")
+        if name in names:
+            raise ValueError(f"{where}.name: {name!r} is used twice")
+        names.add(name)
+        kind = e.get("kind")
+        if kind not in TASK_KINDS:
+            raise ValueError(f"{where}.kind: expected one of {TASK_KINDS}, got {kind!r}")
+        link = e.get("link", "")
+        mode = e.get("mode", "pose")
+        if kind == "frame":
+            if not isinstance(link, str) or not link:
+                raise ValueError(f"{where}.link: a frame task needs a link")
+            if mode not in FRAME_MODES:
+                raise ValueError(f"{where}.mode: expected one of {FRAME_MODES}, got {mode!r}")
+        point = e.get("point", (0.0, 0.0, 0.0))
+        try:
+            p = tuple(float(x) for x in point)
+        except (TypeError, ValueError):
+            p = ()
+        if len(p) != 3 or not all(math.isfinite(x) for x in p):
+            raise ValueError(f"{where}.point: expected 3 finite numbers [m], got {point!r}")
+        priority = e.get("priority", 0)
+        if isinstance(priority, bool) or not isinstance(priority, int) or priority < 0:
+            raise ValueError(f"{where}.priority: expected an integer >= 0, got {priority!r}")
+        specs.append(TaskSpec(
+            name=name, kind=kind, link=link if kind == "frame" else "", point=p,
+            mode=mode if kind == "frame" else ("position" if kind == "com" else "pose"),
+            kp=_number(f"{where}.kp", e.get("kp", 100.0)),
+            kd=_number(f"{where}.kd", e.get("kd", 20.0)),
+            weight=_number(f"{where}.weight", e.get("weight", 1.0), positive=True),
+            priority=priority))
+    return specs
+
+
+#: the flat (ROS parameter) form of the tasks: parameter -> TaskSpec field
+TASK_PARAMETERS = {
+    "task_names": "name", "task_kinds": "kind", "task_links": "link", "task_modes": "mode",
+    "task_points": "point", "task_kp": "kp", "task_kd": "kd", "task_weights": "weight",
+    "task_priorities": "priority",
+}
+
+
+def tasks_from_parameters(values: Mapping[str, Sequence[Any]]) -> list[TaskSpec]:
+    """The tasks of the flat parameter form (:data:`TASK_PARAMETERS`: one entry per name in
+    ``task_names``; ``task_kp``, ``task_kd``, ``task_weights``, ``task_priorities`` may give one
+    value for all; ``task_links`` / ``task_modes`` may be empty when no task needs them;
+    ``task_points`` 3 numbers per task or empty). Raises ValueError naming the parameter."""
+    names = [str(x) for x in values.get("task_names", ())]
+    T = len(names)
+    entries: list[dict[str, Any]] = [{"name": nm} for nm in names]
+    for param, key in TASK_PARAMETERS.items():
+        if param == "task_names":
+            continue
+        vals = list(values.get(param, ()))
+        if param == "task_points":
+            if not vals:
+                continue
+            if len(vals) != 3 * T:
+                raise ValueError(f"{param}: expected 3 numbers per task ({3 * T}), got "
+                                 f"{len(vals)}")
+            for k in range(T):
+                entries[k][key] = vals[3 * k:3 * k + 3]
+            continue
+        if not vals:
+            continue
+        if len(vals) == 1 and param in ("task_kp", "task_kd", "task_weights",
+                                        "task_priorities"):
+            vals = vals * T
+        if len(vals) != T:
+            raise ValueError(f"{param}: expected one entry per task_names entry ({T}), got "
+                             f"{len(vals)}")
+        for k in range(T):
+            if param in ("task_links", "task_modes") and vals[k] in ("", None):
+                continue
+            entries[k][key] = vals[k]
+    return parse_tasks(entries)
+
+
+def balance_tasks(trunk_link: str, kp: float = 100.0, kd: float = 20.0) -> dict[str, list]:
+    """The flat parameters (:data:`TASK_PARAMETERS`) of standing balance for a floating base:
+    the centre of mass and ``trunk_link``'s orientation at priority 0 (gains ``kp`` [1/s^2],
+    ``kd`` [1/s]), the joint posture at priority 1."""
+    return dict(task_names=["com", "trunk", "posture"], task_kinds=["com", "frame", "posture"],
+                task_links=["", trunk_link, ""], task_modes=["", "orientation", ""],
+                task_kp=[float(kp)], task_kd=[float(kd)], task_priorities=[0, 0, 1])
+
+
+class TaskData(NamedTuple):
+    """The task layer's configuration, goals, outputs and workspace (one record per layer).
+
+    Tasks (``T``, the order of :attr:`TaskLayer.task_names`): ``kind`` (T,) frame / com /
+    posture code; ``level`` (T,) index of its priority among the layer's (0 first); ``body``
+    (T,) the frame task's body; ``frame`` (T, 4, 3) its frame in the body (rows 0-2 rotation,
+    row 3 origin [m]); ``row_first``, ``row_count`` (T,) the rows of its 6-vector it uses (0, 6
+    pose; 0, 3 position; 3, 3 orientation; com 0, 3); ``active`` (T,) bool; ``kp`` [1/s^2],
+    ``kd`` [1/s], ``weight`` (T,).
+
+    Goals, world axes: ``goal_position`` (T, 3) [m], ``goal_rotation`` (T, 3, 3),
+    ``goal_velocity`` (T, 6) [m/s; rad/s], ``goal_acceleration`` (T, 6) [m/s^2; rad/s^2];
+    ``posture_acceleration`` (nv,) the posture task's commanded accelerations (v order; the base
+    entries are not used).
+
+    Stance contacts: ``P`` points on ``L`` links, grouped by the rigid body that carries them
+    (``G`` groups): ``point_body`` (P,), ``point_frame`` (P, 4, 3) each point as a frame of its
+    body, ``point_link`` (P,) its link's index, ``point_group`` (P,) its group's,
+    ``point_used`` (P,) bool: a support point (:meth:`TaskLayer.hold` chooses them);
+    ``group_body`` (G,), ``group_frame`` (G, 4, 3) a frame at the group's support centroid,
+    ``group_area`` (G,) bool: it stands on an area; ``link_active`` (L,) bool: the link
+    stands. An area group with three or more standing support points gives 6 rows (its body
+    does not move), else each standing support point 3 (a point contact); ``group_active``
+    (G,) is scratch.
+
+    Outputs: ``acceleration`` (nv,) the solution (v order; base twist rate in the base frame
+    first for a floating base); ``error`` (T, 6) position [m] and orientation [rad] errors,
+    ``velocity_error`` (T, 6) [m/s; rad/s], world axes; ``level_rank`` (levels + 1,) rows each
+    level added (contacts first), -1 where it failed.
+
+    Settings: ``base_dofs`` (6 floating, 0 fixed), ``local_axes`` (False: Jacobians and biases
+    in world-aligned axes; also the CoM's "no external force, no gravity" flags -- a field, not
+    a constant, so the kinematics kernels keep one compiled signature), ``levels``,
+    ``tolerance`` (relative rank tolerance), ``damping`` (singular-direction damping, task
+    units); ``posture_level`` the last level when the posture task (index ``posture_task``)
+    is alone on it (solved in closed form:
+    :func:`~wbc_dynamics.kernels.prioritized.prioritized_selection_level`), else -1.
+
+    A controller's joint buffers (:meth:`TaskLayer.bind_joints`; empty until bound), ``n``
+    joints in the controller's configured order: ``joint_index`` (n,) each one's model joint
+    index; ``joint_position``, ``joint_velocity`` (n,) measured [rad, rad/s];
+    ``joint_acceleration_model`` (n,) commanded, model joint order (in: the posture task's; out:
+    the layer's) and ``joint_acceleration`` (n,) the same, configured order [rad/s^2];
+    ``drive_position``, ``drive_velocity`` (n,) the hybrid drive set-points, ``drive_ready`` (1,)
+    whether they are started; ``dt`` [s] the control period, ``position_leak``,
+    ``velocity_leak`` their pull towards the measured state per tick.
+
+    Workspace: ``jac`` (6, nv), ``bias`` (6,), ``pose`` (4, 4), ``rot`` (3, 3), ``mass`` (nv, nv),
+    ``coriolis`` (nv,), ``zero_nv`` (nv,), ``fext`` (nb, 6), ``W``, ``SC`` (the kinematics pass's),
+    ``W_dynamics``, ``SC_dynamics`` (the CoM's mass matrix and Coriolis terms),
+    and the hierarchy's (:class:`~wbc_dynamics.kernels.prioritized.PrioritizedWork`):
+    ``basis`` (nv, nv), ``rank`` (1,), ``rows`` (m, nv), ``rhs`` (m,), ``lower`` (m, m),
+    ``pivot`` (m,), ``lsq`` (2 m, m + 1); the closed-form posture level's
+    ``selection_residual`` (nv,), ``selection_columns`` (6, nv), ``selection_gram``,
+    ``selection_factor`` (6, 6), ``selection_small`` (6,)."""
+
+    kind: np.ndarray
+    level: np.ndarray
+    body: np.ndarray
+    frame: np.ndarray
+    row_first: np.ndarray
+    row_count: np.ndarray
+    active: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    weight: np.ndarray
+    goal_position: np.ndarray
+    goal_rotation: np.ndarray
+    goal_velocity: np.ndarray
+    goal_acceleration: np.ndarray
+    posture_acceleration: np.ndarray
+    point_body: np.ndarray
+    point_frame: np.ndarray
+    point_link: np.ndarray
+    point_group: np.ndarray
+    point_used: np.ndarray
+    group_body: np.ndarray
+    group_frame: np.ndarray
+    group_area: np.ndarray
+    group_active: np.ndarray
+    link_active: np.ndarray
+    acceleration: np.ndarray
+    error: np.ndarray
+    velocity_error: np.ndarray
+    level_rank: np.ndarray
+    base_dofs: int
+    local_axes: bool
+    levels: int
+    posture_level: int
+    posture_task: int
+    tolerance: float
+    damping: float
+    joint_index: np.ndarray
+    joint_position: np.ndarray
+    joint_velocity: np.ndarray
+    joint_acceleration_model: np.ndarray
+    joint_acceleration: np.ndarray
+    drive_position: np.ndarray
+    drive_velocity: np.ndarray
+    drive_ready: np.ndarray
+    dt: float
+    position_leak: float
+    velocity_leak: float
+    jac: np.ndarray
+    bias: np.ndarray
+    pose: np.ndarray
+    rot: np.ndarray
+    mass: np.ndarray
+    coriolis: np.ndarray
+    zero_nv: np.ndarray
+    fext: np.ndarray
+    W: np.ndarray
+    SC: np.ndarray
+    W_dynamics: np.ndarray
+    SC_dynamics: np.ndarray
+    basis: np.ndarray
+    rank: np.ndarray
+    rows: np.ndarray
+    rhs: np.ndarray
+    lower: np.ndarray
+    pivot: np.ndarray
+    lsq: np.ndarray
+    selection_residual: np.ndarray
+    selection_columns: np.ndarray
+    selection_gram: np.ndarray
+    selection_factor: np.ndarray
+    selection_small: np.ndarray
+
+
+@structref.register
+class TaskDataRecordType(RecordType):
+    """numba type of :class:`TaskDataRecord`."""
+
+
+class TaskDataRecord(structref.StructRefProxy):
+    """:class:`TaskData`'s fields as one pointer for the compiled kernel (same names, the same
+    arrays; :mod:`wbc_dynamics.kernels.records`)."""
+
+
+structref.define_proxy(TaskDataRecord, TaskDataRecordType, list(TaskData._fields))
+
+
+@njit(cache=True)
+def task_data_record(d):
+    """The :class:`TaskDataRecord` of the :class:`TaskData` ``d`` (compiled, cached)."""
+    return TaskDataRecord(*d)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _rotation_log(R, G, out, o):
+    """out[o:o+3] = log(R G^T) [rad] (world axes): the rotation vector taking G to R."""
+    m00 = R[0, 0] * G[0, 0] + R[0, 1] * G[0, 1] + R[0, 2] * G[0, 2]
+    m11 = R[1, 0] * G[1, 0] + R[1, 1] * G[1, 1] + R[1, 2] * G[1, 2]
+    m22 = R[2, 0] * G[2, 0] + R[2, 1] * G[2, 1] + R[2, 2] * G[2, 2]
+    m21 = R[2, 0] * G[1, 0] + R[2, 1] * G[1, 1] + R[2, 2] * G[1, 2]
+    m12 = R[1, 0] * G[2, 0] + R[1, 1] * G[2, 1] + R[1, 2] * G[2, 2]
+    m02 = R[0, 0] * G[2, 0] + R[0, 1] * G[2, 1] + R[0, 2] * G[2, 2]
+    m20 = R[2, 0] * G[0, 0] + R[2, 1] * G[0, 1] + R[2, 2] * G[0, 2]
+    m10 = R[1, 0] * G[0, 0] + R[1, 1] * G[0, 1] + R[1, 2] * G[0, 2]
+    m01 = R[0, 0] * G[1, 0] + R[0, 1] * G[1, 1] + R[0, 2] * G[1, 2]
+    x, y, z = m21 - m12, m02 - m20, m10 - m01
+    s = 0.5 * math.sqrt(x * x + y * y + z * z)  # sin(theta)
+    c = 0.5 * (m00 + m11 + m22 - 1.0)  # cos(theta)
+    theta = math.atan2(s, c)
+    if s < 1e-7:
+        if c > 0.0:  # near identity: theta / sin(theta) -> 1
+            f = 0.5 * (1.0 + theta * theta / 6.0)
+            out[o], out[o + 1], out[o + 2] = f * x, f * y, f * z
+            return
+        # near pi: the axis from the symmetric part (R G^T + I) / 2 = a a^T (up to rounding)
+        ax = math.sqrt(max(0.5 * (m00 + 1.0), 0.0))
+        ay = math.sqrt(max(0.5 * (m11 + 1.0), 0.0))
+        az = math.sqrt(max(0.5 * (m22 + 1.0), 0.0))
+        if ax >= ay and ax >= az:
+            ay = math.copysign(ay, m01 + m10)
+            az = math.copysign(az, m02 + m20)
+        elif ay >= az:
+            ax = math.copysign(ax, m01 + m10)
+            az = math.copysign(az, m12 + m21)
+        else:
+            ax = math.copysign(ax, m02 + m20)
+            ay = math.copysign(ay, m12 + m21)
+        n = math.sqrt(ax * ax + ay * ay + az * az)
+        out[o], out[o + 1], out[o + 2] = theta * ax / n, theta * ay / n, theta * az / n
+        return
+    f = 0.5 * theta / s
+    out[o], out[o + 1], out[o + 2] = f * x, f * y, f * z
+
+
+@njit(cache=True, error_model="numpy")
+def _frame_rows(d, i, q, v, kin, Rw, vel, acc):
+    """The frame task i's full 6-vector Jacobian (d.jac), commanded task acceleration minus its
+    bias (d.bias) and errors, after the tick's kinematics pass (``Rw``, ``vel``, ``acc``);
+    returns a status (0 ok)."""
+    body = d.body[i]
+    F = d.frame[i]
+    st = frame_placement(q, body, F, d.pose, kin)
+    if st != 0:
+        return st
+    st = frame_jacobian(q, body, F, d.local_axes, d.jac, kin)
+    if st != 0:
+        return st
+    point_bias_filled(Rw, vel, acc, body, F[3], F[0:3], d.local_axes, d.bias)
+    e = d.error[i]
+    ev = d.velocity_error[i]
+    for a in range(3):
+        e[a] = d.pose[a, 3] - d.goal_position[i, a]
+    _rotation_log(d.pose, d.goal_rotation[i], e, 3)
+    nv = v.shape[0]
+    for a in range(6):
+        s = 0.0
+        for c in range(nv):
+            s += d.jac[a, c] * v[c]
+        ev[a] = s - d.goal_velocity[i, a]
+        d.bias[a] = (d.goal_acceleration[i, a] - d.kd[i] * ev[a] - d.kp[i] * e[a]) - d.bias[a]
+    return 0
+
+
+@njit(cache=True, error_model="numpy")
+def _com_rows(d, i, q, v, topo, tree, Sm, I6, gravity):
+    """The centre-of-mass task i: ``J_com = R M[0:3] / m`` and ``J_com_dot v = R (C v)[0:3] /
+    m`` read off the mass matrix's base rows (:meth:`RobotModel.center_of_mass`) into
+    d.jac[0:3] / d.bias[0:3]; returns a status (0 ok)."""
+    st = crba(q, d.mass, topo, tree, Sm, d.W_dynamics, d.SC_dynamics)
+    if st != 0:
+        return st
+    st = rnea(q, v, d.zero_nv, d.fext, d.local_axes, d.local_axes, d.coriolis, topo, tree, Sm,
+              I6, gravity, d.W_dynamics, d.SC_dynamics)  # no external force, no gravity
+    if st != 0:
+        return st
+    M = d.mass
+    m = M[0, 0]
+    R = d.rot
+    rotation_from_quaternion(q[3], q[4], q[5], q[6], R)
+    cb0, cb1, cb2 = -M[2, 4] / m, -M[0, 5] / m, -M[1, 3] / m  # [c_b]x = -M[0:3, 3:6] / m
+    nv = v.shape[0]
+    e = d.error[i]
+    ev = d.velocity_error[i]
+    for a in range(3):
+        e[a] = q[a] + R[a, 0] * cb0 + R[a, 1] * cb1 + R[a, 2] * cb2 - d.goal_position[i, a]
+        for c in range(nv):
+            d.jac[a, c] = (R[a, 0] * M[0, c] + R[a, 1] * M[1, c] + R[a, 2] * M[2, c]) / m
+        bias = (R[a, 0] * d.coriolis[0] + R[a, 1] * d.coriolis[1]
+                + R[a, 2] * d.coriolis[2]) / m
+        s = 0.0
+        for c in range(nv):
+            s += d.jac[a, c] * v[c]
+        ev[a] = s - d.goal_velocity[i, a]
+        d.bias[a] = (d.goal_acceleration[i, a] - d.kd[i] * ev[a] - d.kp[i] * e[a]) - bias
+    for a in range(3, 6):
+        e[a] = 0.0
+        ev[a] = 0.0
+    return 0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _append_rows(d, m, first, count, scale):
+    """Append rows ``first .. first + count`` of ``scale * d.jac`` to the level being built,
+    with ``scale * d.bias`` as their right-hand sides (the task's commanded acceleration minus
+    its bias; for a contact, minus the bias alone: see the caller); returns the new row count."""
+    nv = d.jac.shape[1]
+    for a in range(first, first + count):
+        for k in range(nv):
+            d.rows[m, k] = scale * d.jac[a, k]
+        d.rhs[m] = scale * d.bias[a]
+        m += 1
+    return m
+
+
+@njit(cache=True, error_model="numpy")
+def task_layer_kernel(d, q, v, topo, tree, Sm, I6, gravity, kin):
+    """One tick of the task layer on the record ``d`` (:class:`TaskData`) at the state ``q``,
+    ``v`` (the model's configuration and velocity): the stance contacts, then every priority
+    level's active tasks, into ``d.acceleration``. Returns :data:`TASKS_OK` or
+    :data:`TASKS_FAILED` (a kinematics error, a value not finite, no convergence)."""
+    nv = v.shape[0]
+    x = d.acceleration
+    prioritized_reset(x, d.rank)
+    if check_configuration(topo, q) != 0 or not check_vector(v):
+        return TASKS_FAILED
+    # one kinematics pass: every body's pose, velocity and velocity-product acceleration, from
+    # which each contact's and frame task's J_dot v follows (point_bias_filled)
+    Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(d.W, d.SC)
+    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ)
+    # the stance contacts: a hard level above every task
+    for g in range(d.group_body.shape[0]):
+        d.group_active[g] = 0
+    for c in range(d.point_body.shape[0]):
+        if d.point_used[c] and d.link_active[d.point_link[c]]:
+            d.group_active[d.point_group[c]] += 1
+    m = _ZERO  # rows of the level being built
+    for g in range(d.group_body.shape[0]):
+        if d.group_active[g] < 3 or not d.group_area[g]:
+            continue
+        F = d.group_frame[g]
+        if frame_jacobian(q, d.group_body[g], F, d.local_axes, d.jac, kin) != 0:
+            return TASKS_FAILED
+        point_bias_filled(Rw, vel, acc, d.group_body[g], F[3], F[0:3], d.local_axes, d.bias)
+        for a in range(6):  # J a = -J_dot v: at rest, not accelerating
+            d.bias[a] = -d.bias[a]
+        m = _append_rows(d, m, 0, 6, 1.0)
+    for c in range(d.point_body.shape[0]):
+        g = d.point_group[c]
+        if (not d.point_used[c] or not d.link_active[d.point_link[c]]
+                or (d.group_area[g] and d.group_active[g] >= 3)):
+            continue
+        F = d.point_frame[c]
+        if frame_jacobian(q, d.point_body[c], F, d.local_axes, d.jac, kin) != 0:
+            return TASKS_FAILED
+        point_bias_filled(Rw, vel, acc, d.point_body[c], F[3], F[0:3], d.local_axes, d.bias)
+        for a in range(3):
+            d.bias[a] = -d.bias[a]
+        m = _append_rows(d, m, 0, 3, 1.0)
+    added = prioritized_level(m, d.rows, d.rhs, x, d.basis, d.rank, d.lower, d.pivot, d.lsq,
+                              d.tolerance, 0.0)
+    d.level_rank[0] = added
+    if added < 0:
+        return TASKS_FAILED
+    for lv in range(d.levels):
+        m = _ZERO
+        full = d.rank[0] >= nv  # nothing left to solve: the errors are still reported
+        if lv == d.posture_level and d.active[d.posture_task]:
+            # the posture alone on the last level: its selection rows in closed form
+            added = prioritized_selection_level(
+                d.posture_acceleration, d.base_dofs, x, d.basis, d.rank, d.selection_residual,
+                d.selection_columns, d.selection_gram, d.selection_factor, d.selection_small)
+            d.level_rank[lv + 1] = added
+            if added < 0:
+                return TASKS_FAILED
+            continue
+        for i in range(d.kind.shape[0]):
+            if d.level[i] != lv or not d.active[i]:
+                continue
+            sw = math.sqrt(d.weight[i])
+            kind = d.kind[i]
+            if kind == _KIND_POSTURE:
+                if full:
+                    continue
+                for j in range(d.base_dofs, nv):
+                    for k in range(nv):
+                        d.rows[m, k] = 0.0
+                    d.rows[m, j] = sw
+                    d.rhs[m] = sw * d.posture_acceleration[j]
+                    m += 1
+                continue
+            if kind == _KIND_FRAME:
+                st = _frame_rows(d, i, q, v, kin, Rw, vel, acc)
+            else:
+                st = _com_rows(d, i, q, v, topo, tree, Sm, I6, gravity)
+            if st != 0:
+                return TASKS_FAILED
+            if full:
+                continue
+            m = _append_rows(d, m, d.row_first[i], d.row_count[i], sw)
+        added = prioritized_level(m, d.rows, d.rhs, x, d.basis, d.rank, d.lower, d.pivot,
+                                  d.lsq, d.tolerance, d.damping)
+        d.level_rank[lv + 1] = added
+        if added < 0:
+            return TASKS_FAILED
+    return TASKS_OK
+
+
+@njit(cache=True, error_model="numpy")
+def task_layer_tick(d, q, v, topo, tree, Sm, I6, gravity, kin):
+    """A controller's task step on the joint buffers bound to ``d``
+    (:meth:`TaskLayer.bind_joints`): the posture task's commanded accelerations from
+    ``joint_acceleration_model`` (the joint reference's PD command, model joint order), the
+    layer (:func:`task_layer_kernel`), its joint accelerations back into
+    ``joint_acceleration_model`` and ``joint_acceleration`` (configured order), then the
+    drives' set-points ``drive_position`` / ``drive_velocity``: the commanded accelerations
+    integrated over ``dt``, leaking towards the measured joints by ``position_leak`` /
+    ``velocity_leak`` per tick (started at the measured state when ``drive_ready[0]`` is
+    False). Returns the kernel's status (the buffers are unchanged unless it is
+    :data:`TASKS_OK`)."""
+    base = d.base_dofs
+    qdd_model = d.joint_acceleration_model
+    n = qdd_model.shape[0]
+    for j in range(n):
+        d.posture_acceleration[base + j] = qdd_model[j]
+    st = task_layer_kernel(d, q, v, topo, tree, Sm, I6, gravity, kin)
+    if st != TASKS_OK:
+        return st
+    for j in range(n):
+        qdd_model[j] = d.acceleration[base + j]
+    qj, qdj, qs, vs = d.joint_position, d.joint_velocity, d.drive_position, d.drive_velocity
+    if not d.drive_ready[0]:
+        for i in range(n):
+            qs[i] = qj[i]
+            vs[i] = qdj[i]
+        d.drive_ready[0] = True
+    dt, lq, lv = d.dt, d.position_leak, d.velocity_leak
+    for i in range(n):
+        a = qdd_model[d.joint_index[i]]
+        d.joint_acceleration[i] = a
+        vs[i] += dt * a
+        vs[i] += lv * (qdj[i] - vs[i])
+        qs[i] += dt * vs[i]
+        qs[i] += lq * (qj[i] - qs[i])
+    return TASKS_OK
+
+
+def _quaternion_matrix(quat_xyzw: Sequence[float]) -> np.ndarray:
+    x, y, z, w = (float(c) for c in quat_xyzw)
+    n = math.sqrt(x * x + y * y + z * z + w * w)
+    if not (math.isfinite(n) and n > 1e-9):
+        raise ValueError("orientation: expected a non-zero finite quaternion (x, y, z, w)")
+    x, y, z, w = x / n, y / n, z / n, w / n
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _finite3(field: str, value: Any) -> np.ndarray:
+    a = np.asarray(value, dtype=np.float64).reshape(-1) if value is not None else None
+    if a is None or a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{field}: expected 3 finite numbers, got {value!r}")
+    return a
+
+
+class TaskLayer:
+    """Prioritized task-space control of a :class:`~wbc_dynamics.model.RobotModel` (module
+    docstring): tasks from :class:`TaskSpec` (or their mappings), goals set at runtime, one
+    compiled call per tick.
+
+    Args:
+        model: the robot model (floating or fixed base).
+        tasks: the tasks; a ``com`` task needs a floating base.
+        contacts: the stance contacts as (link, points (k, 3) in the link frame [m]), grouped
+            by the rigid body that carries them: a group whose points span at least
+            ``area_contact_size`` [m] and has three or more standing points stands on an area
+            (6 rows at the points' centroid: a sole), otherwise each standing point is a point
+            contact (3 rows); a smaller group (a ball or a cylinder's rim: a foot that rolls) is
+            one point contact at its points' centroid. Floating base only; all start active.
+        tolerance: relative rank tolerance of each level (rows whose part outside the higher
+            levels' row space is smaller than this times the level's largest row are dropped).
+        damping: damping of the near-singular directions, in task units (0: exact).
+    """
+
+    def __init__(self, model: Any, tasks: Iterable[Mapping[str, Any] | TaskSpec],
+                 contacts: Sequence[tuple[str, Any]] = (), tolerance: float = 1e-9,
+                 damping: float = 0.0, area_contact_size: float = 0.05) -> None:
+        self.model = model
+        specs = parse_tasks(tasks)
+        self.specs = specs
+        nv = model.nv
+        base = 6 if model.floating_base else 0
+        if not model.floating_base:
+            if contacts:
+                raise ValueError("contacts: stance contacts need a floating-base model")
+            for s in specs:
+                if s.kind == "com":
+                    raise ValueError(f"tasks ({s.name!r}).kind: a com task needs a floating base")
+        self.task_names = [s.name for s in specs]
+        self._index = {s.name: i for i, s in enumerate(specs)}
+        priorities = sorted({s.priority for s in specs})
+        T = len(specs)
+        frame = np.zeros((T, 4, 3))
+        body = np.full(T, -1, dtype=np.int64)
+        row_first = np.zeros(T, dtype=np.int64)
+        row_count = np.zeros(T, dtype=np.int64)
+        for i, s in enumerate(specs):
+            frame[i, 0:3] = np.eye(3)
+            if s.kind == "frame":
+                body[i], F = model._point(s.link, np.asarray(s.point, float))
+                frame[i] = F
+                row_first[i], row_count[i] = {"pose": (0, 6), "position": (0, 3),
+                                              "orientation": (3, 3)}[s.mode]
+            elif s.kind == "com":
+                row_count[i] = 3
+            else:
+                row_count[i] = nv - base
+        # the contact points, grouped by the rigid body that carries them (a sole's corner
+        # links are fixed to the foot: one group)
+        self.contact_links = [str(link) for link, _ in contacts]
+        if len(set(self.contact_links)) != len(self.contact_links):
+            raise ValueError("contacts: a link is listed twice")
+        p_body, p_frame, p_link, p_group, g_body, g_points = [], [], [], [], [], []
+        for li, (link, points) in enumerate(contacts):
+            for p in np.asarray(points, dtype=np.float64).reshape(-1, 3):
+                b, F = model._point(link, p)
+                if b not in g_body:
+                    g_body.append(b)
+                    g_points.append([])
+                g = g_body.index(b)
+                g_points[g].append(F[3].copy())  # the point in the body frame
+                p_body.append(b)
+                p_frame.append(F)
+                p_link.append(li)
+                p_group.append(g)
+        g_frame = np.zeros((len(g_body), 4, 3))
+        for g, pts in enumerate(g_points):
+            g_frame[g, 0:3] = np.eye(3)
+            g_frame[g, 3] = np.mean(pts, axis=0)
+        P, G = len(p_body), len(g_body)
+        self.area_contact_size = _number("area_contact_size", area_contact_size)
+        #: each candidate point in its body frame and in its link's (the support is chosen
+        #: from them: hold)
+        self._point_positions = np.array([F[3] for F in p_frame]).reshape(P, 3)
+        self._point_in_link = np.array([p for _, points in contacts for p in
+                                        np.asarray(points, dtype=np.float64).reshape(-1, 3)
+                                        ]).reshape(P, 3)
+        level_rows = [max(3 * P, 6 * G)]
+        for p in priorities:
+            level_rows.append(sum(int(row_count[i]) for i, s in enumerate(specs)
+                                  if s.priority == p))
+        m = max(level_rows + [1])
+        # the posture task alone on the last level: solved in closed form
+        posture_level, posture_task = -1, 0
+        if priorities:
+            last = [i for i, s in enumerate(specs) if s.priority == priorities[-1]]
+            if len(last) == 1 and specs[last[0]].kind == "posture":
+                posture_level, posture_task = len(priorities) - 1, last[0]
+        W, SC = workspace(model._nb)
+        W_dynamics, SC_dynamics = workspace(model._nb)
+        self.data = TaskData(
+            kind=np.array([TASK_KINDS.index(s.kind) for s in specs], dtype=np.int64),
+            level=np.array([priorities.index(s.priority) for s in specs], dtype=np.int64),
+            body=body, frame=frame, row_first=row_first, row_count=row_count,
+            active=np.ones(T, dtype=np.bool_),
+            kp=np.array([s.kp for s in specs], dtype=np.float64),
+            kd=np.array([s.kd for s in specs], dtype=np.float64),
+            weight=np.array([s.weight for s in specs], dtype=np.float64),
+            goal_position=np.zeros((T, 3)), goal_rotation=np.tile(np.eye(3), (T, 1, 1)),
+            goal_velocity=np.zeros((T, 6)), goal_acceleration=np.zeros((T, 6)),
+            posture_acceleration=np.zeros(nv),
+            point_body=np.array(p_body, dtype=np.int64),
+            point_frame=np.array(p_frame, dtype=np.float64).reshape(P, 4, 3),
+            point_link=np.array(p_link, dtype=np.int64),
+            point_group=np.array(p_group, dtype=np.int64),
+            point_used=np.ones(P, dtype=np.bool_),
+            group_body=np.array(g_body, dtype=np.int64), group_frame=g_frame,
+            group_area=np.zeros(G, dtype=np.bool_), group_active=np.zeros(G, dtype=np.int64),
+            link_active=np.ones(len(self.contact_links), dtype=np.bool_),
+            acceleration=np.zeros(nv), error=np.zeros((T, 6)), velocity_error=np.zeros((T, 6)),
+            level_rank=np.zeros(len(priorities) + 1, dtype=np.int64),
+            base_dofs=base, local_axes=False, levels=len(priorities), posture_level=posture_level,
+            posture_task=posture_task,
+            tolerance=_number("tolerance", tolerance, positive=True),
+            damping=_number("damping", damping),
+            joint_index=np.zeros(0, dtype=np.int64), joint_position=np.zeros(0),
+            joint_velocity=np.zeros(0), joint_acceleration_model=np.zeros(0),
+            joint_acceleration=np.zeros(0), drive_position=np.zeros(0),
+            drive_velocity=np.zeros(0), drive_ready=np.zeros(1, dtype=np.bool_), dt=1e-3,
+            position_leak=0.0, velocity_leak=0.0,
+            jac=np.zeros((6, nv)), bias=np.zeros(6), pose=np.zeros((4, 4)), rot=np.zeros((3, 3)),
+            mass=np.zeros((nv, nv)), coriolis=np.zeros(nv), zero_nv=np.zeros(nv),
+            fext=np.zeros((model._nb, 6)), W=W, SC=SC, W_dynamics=W_dynamics,
+            SC_dynamics=SC_dynamics,
+            basis=np.zeros((nv, nv)), rank=np.zeros(1, dtype=np.int64),
+            rows=np.zeros((m, nv)), rhs=np.zeros(m), lower=np.zeros((m, m)),
+            pivot=np.zeros(m, dtype=np.int64), lsq=np.zeros((2 * m, m + 1)),
+            selection_residual=np.zeros(nv), selection_columns=np.zeros((max(base, 1), nv)),
+            selection_gram=np.zeros((max(base, 1), max(base, 1))),
+            selection_factor=np.zeros((max(base, 1), max(base, 1))),
+            selection_small=np.zeros(max(base, 1)))
+        self._record = task_data_record(self.data)
+        a = model.kernel_arrays
+        self._args = (a.topo, a.tree, a.Sm, a.I6, model._gravity, model._kin)
+
+    def bind_joints(self, joint_index: np.ndarray, position: np.ndarray, velocity: np.ndarray,
+                    acceleration_model: np.ndarray, acceleration: np.ndarray, dt: float,
+                    position_leak_time: float, velocity_leak_time: float,
+                    link_active: np.ndarray | None = None) -> None:
+        """Bind a controller's joint buffers for :func:`task_layer_tick` (see :class:`TaskData`;
+        the arrays are shared, not copied). ``dt`` [s] the control period; the drive set-points
+        leak towards the measured state with time constants ``position_leak_time``,
+        ``velocity_leak_time`` [s]; ``link_active``: an array (one bool per contact link, the
+        layer's order) to share as the contacts' activity, e.g. a contact state filter's."""
+        n = len(joint_index)
+        fields = dict(
+            joint_index=np.asarray(joint_index, dtype=np.int64), joint_position=position,
+            joint_velocity=velocity, joint_acceleration_model=acceleration_model,
+            joint_acceleration=acceleration, drive_position=np.zeros(n),
+            drive_velocity=np.zeros(n), drive_ready=np.zeros(1, dtype=np.bool_), dt=float(dt),
+            position_leak=min(1.0, dt / position_leak_time),
+            velocity_leak=min(1.0, dt / velocity_leak_time))
+        if link_active is not None:
+            if link_active.shape != self.data.link_active.shape:
+                raise ValueError(f"link_active: expected {len(self.contact_links)} links")
+            fields["link_active"] = link_active
+        self.data = self.data._replace(**fields)
+        self._record = task_data_record(self.data)
+
+    def reset_drive(self) -> None:
+        """Restart the drive set-points from the measured state at the next tick."""
+        self.data.drive_ready[0] = False
+
+    # ------------------------------------------------------------------ runtime settings
+    def _task(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise ValueError(f"unknown task {name!r}; tasks: {self.task_names}") from None
+
+    def set_goal(self, name: str, position: Any = None, orientation: Any = None,
+                 linear_velocity: Any = None, angular_velocity: Any = None,
+                 linear_acceleration: Any = None, angular_acceleration: Any = None) -> None:
+        """Set parts of a frame / com task's goal, world axes: ``position`` (3,) [m],
+        ``orientation`` quaternion (x, y, z, w) or (3, 3) rotation, velocities [m/s, rad/s],
+        accelerations [m/s^2, rad/s^2]. Parts not given keep their value. Raises ValueError
+        naming the task and field (nothing is changed then)."""
+        i = self._task(name)
+        d = self.data
+        if d.kind[i] == _KIND_POSTURE:
+            raise ValueError(f"{name}: the posture task follows the joint reference")
+        where = f"{name}."
+        new: dict[str, np.ndarray] = {}
+        if position is not None:
+            new["p"] = _finite3(where + "position", position)
+        if orientation is not None:
+            o = np.asarray(orientation, dtype=np.float64)
+            if o.shape == (3, 3):
+                if not (np.all(np.isfinite(o)) and np.allclose(o @ o.T, np.eye(3), atol=1e-6)
+                        and np.linalg.det(o) > 0):
+                    raise ValueError(f"{where}orientation: not a rotation matrix")
+                new["R"] = o
+            elif o.shape == (4,):
+                try:
+                    new["R"] = _quaternion_matrix(o)
+                except ValueError as exc:
+                    raise ValueError(where + str(exc)) from None
+            else:
+                raise ValueError(f"{where}orientation: expected a quaternion (x, y, z, w) or a "
+                                 f"3x3 rotation, got shape {o.shape}")
+        for key, value in (("v", linear_velocity), ("w", angular_velocity),
+                           ("a", linear_acceleration), ("al", angular_acceleration)):
+            if value is not None:
+                new[key] = _finite3(where + {"v": "linear_velocity", "w": "angular_velocity",
+                                             "a": "linear_acceleration",
+                                             "al": "angular_acceleration"}[key], value)
+        if "p" in new:
+            d.goal_position[i] = new["p"]
+        if "R" in new:
+            d.goal_rotation[i] = new["R"]
+        if "v" in new:
+            d.goal_velocity[i, 0:3] = new["v"]
+        if "w" in new:
+            d.goal_velocity[i, 3:6] = new["w"]
+        if "a" in new:
+            d.goal_acceleration[i, 0:3] = new["a"]
+        if "al" in new:
+            d.goal_acceleration[i, 3:6] = new["al"]
+
+    def goal(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(position (3,), rotation (3, 3), velocity (6,), acceleration (6,)) of a task's goal
+        (copies, world axes)."""
+        i = self._task(name)
+        d = self.data
+        return (d.goal_position[i].copy(), d.goal_rotation[i].copy(),
+                d.goal_velocity[i].copy(), d.goal_acceleration[i].copy())
+
+    def hold(self, q: Any, skip: Iterable[str] = ()) -> None:
+        """Every frame and com task's goal (but those named in ``skip``): where it is at the
+        configuration ``q``, at rest."""
+        q = np.asarray(q, dtype=np.float64)
+        d = self.data
+        com = None
+        skip = set(skip)
+        self._choose_support(q)
+        for i, s in enumerate(self.specs):
+            if s.name in skip:
+                continue
+            d.goal_velocity[i] = 0.0
+            d.goal_acceleration[i] = 0.0
+            if s.kind == "frame":
+                T = self.model.frame_placement(q, s.link)
+                d.goal_position[i] = T[:3, :3] @ np.asarray(s.point) + T[:3, 3]
+                d.goal_rotation[i] = T[:3, :3]
+            elif s.kind == "com":
+                if com is None:
+                    com = self.model.center_of_mass(q)[0]
+                d.goal_position[i] = com
+
+    def _choose_support(self, q: np.ndarray, height_tolerance: float = 5e-3) -> None:
+        """Each contact group's support at the standing configuration ``q``: its points
+        within ``height_tolerance`` [m] of its lowest one (a sole's corners, not the shank's
+        far end). A support spanning ``area_contact_size`` or more with three or more points
+        stands on an area (6 rows at its centroid); a smaller one -- a ball, a cylinder's rim,
+        a foot that rolls -- is one point contact at its centroid."""
+        d = self.data
+        model = self.model
+        P = len(self._point_positions)
+        if P == 0:
+            return
+        world = np.empty((P, 3))
+        placements = {ln: model.frame_placement(q, ln) for ln in self.contact_links}
+        for c in range(P):
+            T = placements[self.contact_links[d.point_link[c]]]
+            world[c] = T[:3, :3] @ self._point_in_link[c] + T[:3, 3]
+        d.point_used[:] = False
+        for g in range(len(d.group_body)):
+            members = np.flatnonzero(d.point_group == g)
+            z = world[members, 2]
+            support = members[z <= z.min() + height_tolerance]
+            pts = self._point_positions[support]
+            spread = (float(np.max(np.linalg.norm(pts[:, None] - pts[None], axis=2)))
+                      if len(pts) > 1 else 0.0)
+            d.group_frame[g, 3] = pts.mean(axis=0)
+            area = len(pts) >= 3 and spread >= self.area_contact_size
+            d.group_area[g] = area
+            if area:
+                d.point_used[support] = True
+            else:  # one point at the support's centroid, on the first support point's link
+                c = support[0]
+                d.point_used[c] = True
+                d.point_frame[c, 3] = pts.mean(axis=0)
+
+    def set_active(self, name: str, active: bool) -> None:
+        """Switch a task on or off (an inactive task contributes no rows)."""
+        self.data.active[self._task(name)] = bool(active)
+
+    def set_gains(self, name: str, kp: float | None = None, kd: float | None = None,
+                  weight: float | None = None) -> None:
+        """Change a task's kp [1/s^2], kd [1/s] or weight (> 0) at runtime."""
+        i = self._task(name)
+        vals = {}
+        if kp is not None:
+            vals["kp"] = _number(f"{name}.kp", kp)
+        if kd is not None:
+            vals["kd"] = _number(f"{name}.kd", kd)
+        if weight is not None:
+            vals["weight"] = _number(f"{name}.weight", weight, positive=True)
+        for k, x in vals.items():
+            getattr(self.data, k)[i] = x
+
+    def set_contact_active(self, link: str, active: bool) -> None:
+        """Whether the stance contact ``link`` stands (its rows constrain the solution)."""
+        if link not in self.contact_links:
+            raise ValueError(f"unknown contact link {link!r}; contacts: {self.contact_links}")
+        self.data.link_active[self.contact_links.index(link)] = bool(active)
+
+    def error(self, name: str) -> np.ndarray:
+        """(6,) the task's last position [m] / orientation [rad] error, world axes (a view)."""
+        return self.data.error[self._task(name)]
+
+    # ------------------------------------------------------------------ the tick
+    def solve(self, q: Any, v: Any, posture_acceleration: Any = None) -> np.ndarray:
+        """The accelerations (nv,) that the tasks command at ``q``, ``v`` (the model's
+        configuration and velocity; a view, overwritten by the next call).
+        ``posture_acceleration``: (nv,) the posture task's commanded accelerations (v order).
+        Raises ValueError if the kinematics fail or a value is not finite."""
+        d = self.data
+        if posture_acceleration is not None:
+            d.posture_acceleration[:] = posture_acceleration
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if q.shape != (self.model.nq,) or v.shape != (self.model.nv,):
+            raise ValueError(f"q, v: expected shapes ({self.model.nq},), ({self.model.nv},)")
+        if self.run(q, v) != TASKS_OK:
+            raise ValueError("task layer: the kinematics failed or a value is not finite")
+        return d.acceleration
+
+    def run(self, q: np.ndarray, v: np.ndarray) -> int:
+        """:func:`task_layer_kernel` on checked contiguous float64 ``q``, ``v`` (the hot path);
+        returns its status."""
+        return int(task_layer_kernel(self._record, q, v, *self._args))

@@ -1,0 +1,161 @@
+"""The controller's per-tick pre- and post-step: two compiled calls around the inverse dynamics.
+
+:func:`_prepare_tick` (the commanded accelerations, the joint state and the accelerations in
+the model's order) and :func:`_finish_tick` (the actuated torques gathered into the configured
+order, clamped to the effort limits) on the buffers of :class:`_TickBuffers`, which
+:class:`~wbc_dynamics.controller.WholeBodyController` binds once and calls every tick.
+
+They depend on no dimension of the robot, so the compile helper
+(:mod:`wbc_dynamics.compile_helper`) compiles them first on a cold start
+(:func:`compile_tick_steps`) and the controller then loads both from the cache. They live here,
+below both, so that the helper need not import the controller that starts it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .kernels.leaf import leaf_kernel
+
+
+@leaf_kernel
+def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, use_pos, use_vel, out):
+    """out = qdd_ref + kp (q_ref - q) + kd (qd_ref - qd) (terms only where references exist)."""
+    for i in range(out.shape[0]):
+        a = qdd_ref[i]
+        if use_pos:
+            a += kp[i] * (q_ref[i] - q[i])
+        if use_vel:
+            a += kd[i] * (qd_ref[i] - qd[i])
+        out[i] = a
+
+
+@leaf_kernel
+def _negdamp(D, qd, out):
+    for i in range(out.shape[0]):
+        out[i] = -D[i] * qd[i]
+
+
+@leaf_kernel
+def _clamp_count(tau, limit):
+    """Clamp tau to [-limit, limit] in place; return (#clamped, all finite)."""
+    n = 0
+    finite = True
+    for i in range(tau.shape[0]):
+        t = tau[i]
+        if not math.isfinite(t):
+            finite = False
+            continue
+        if t > limit[i]:
+            tau[i] = limit[i]
+            n += 1
+        elif t < -limit[i]:
+            tau[i] = -limit[i]
+            n += 1
+    return n, finite
+
+
+class _TickBuffers(NamedTuple):
+    """The controller's fixed per-tick buffers (packed with the gains for :func:`_prepare_tick`
+    and :func:`_finish_tick`: ``WholeBodyController._pack``). Configured joint order (n,):
+    ``qdd_ref``, ``q_ref``, ``qd_ref``, ``qj``, ``qdj``, ``qdd_cmd``, ``tau``, ``tau_out``;
+    ``cfg_to_model`` (n,) model index of each configured joint; model order: ``q`` (nq,),
+    ``v`` (nv,), ``qdd_model`` (n,), ``tau_model`` (n,); ``act_model`` (nu,) model indices of
+    the actuated joints (empty when every joint is actuated) and ``qdd_act`` (nu,) their
+    desired accelerations."""
+
+    qdd_ref: np.ndarray
+    q_ref: np.ndarray
+    qd_ref: np.ndarray
+    qj: np.ndarray
+    qdj: np.ndarray
+    qdd_cmd: np.ndarray
+    cfg_to_model: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    qdd_model: np.ndarray
+    act_model: np.ndarray
+    qdd_act: np.ndarray
+    tau: np.ndarray
+    tau_model: np.ndarray
+    tau_out: np.ndarray
+
+
+#: _prepare_tick's ``command``: keep ``qdd_cmd`` as it is (compute(), warm-up)
+_CMD_KEEP = 0
+#: ... the PD command of the reference (a control tick)
+_CMD_PD = 1
+#: ... joint damping ``-safe_damping * qd`` (the damping safe command)
+_CMD_DAMP = 2
+
+
+@njit(cache=True)
+def _prepare_tick(p, command, use_pos, use_vel, off_q, off_v, has_act):
+    """The tick's steps before the inverse dynamics, in one call: the commanded accelerations
+    (``command``: :data:`_CMD_PD` -> :func:`_pd_command`, :data:`_CMD_DAMP` -> ``-damping
+    qd``, :data:`_CMD_KEEP` -> unchanged), the joint state into the model's q (from ``off_q``)
+    and v (from ``off_v``), ``qdd_cmd`` in model order into ``qdd_model`` and, ``has_act``,
+    the actuated ones into ``qdd_act``. ``p``: :class:`~wbc_dynamics.kernels.fixed_args.
+    FixedArgs` of (:class:`_TickBuffers`, (kp, kd, safe_damping, effort_limit))."""
+    b = p.head
+    kp, kd, damping, _limit = p.tail
+    if command == _CMD_PD:
+        _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, kp, kd, use_pos, use_vel,
+                    b.qdd_cmd)
+    elif command == _CMD_DAMP:
+        _negdamp(damping, b.qdj, b.qdd_cmd)
+    idx = b.cfg_to_model
+    for i in range(idx.shape[0]):
+        b.q[off_q + idx[i]] = b.qj[i]
+        b.v[off_v + idx[i]] = b.qdj[i]
+        b.qdd_model[idx[i]] = b.qdd_cmd[i]
+    if has_act:
+        for a in range(b.act_model.shape[0]):
+            b.qdd_act[a] = b.qdd_model[b.act_model[a]]
+
+
+@njit(cache=True)
+def _finish_tick(p, tau_act, gather, has_act):
+    """The tick's steps after the inverse dynamics, in one call: if ``gather``, the actuated
+    torques ``tau_act`` (model order of the actuated joints) into ``b.tau`` (configured order,
+    0 on passive joints: ``WholeBodyController._gather_actuated``); then ``b.tau_out = b.tau``
+    clamped to the effort limit (:func:`_clamp_count`). ``p`` as in :func:`_prepare_tick`.
+    Returns (#clamped, all finite)."""
+    b = p.head
+    limit = p.tail[3]
+    idx = b.cfg_to_model
+    src = tau_act
+    if gather and has_act:
+        src = b.tau_model
+        src[:] = 0.0
+        for a in range(b.act_model.shape[0]):
+            src[b.act_model[a]] = tau_act[a]
+    for i in range(idx.shape[0]):
+        if gather:
+            b.tau[i] = src[idx[i]]
+        b.tau_out[i] = b.tau[i]
+    return _clamp_count(b.tau_out, limit)
+
+
+def compile_tick_steps() -> None:
+    """Compile / load :func:`_prepare_tick` and :func:`_finish_tick` for the argument types a
+    controller binds them with
+    (:meth:`~wbc_dynamics.controller.WholeBodyController._construct`), on stand-in buffers,
+    without running them. Their types depend on no dimension of the robot, so the compile
+    helper (:mod:`wbc_dynamics.compile_helper`) does this first on a cold start and the
+    controller then loads both (~1.3 s of its critical path)."""
+    from .kernels.fixed_args import fixed_args
+    from .kernels.linalg import bound_entry
+
+    z = np.zeros(1)
+    zi = np.zeros(1, dtype=np.int64)
+    bufs = _TickBuffers(qdd_ref=z, q_ref=z, qd_ref=z, qj=z, qdj=z, qdd_cmd=z, cfg_to_model=zi,
+                        q=z, v=z, qdd_model=z, act_model=zi, qdd_act=z, tau=z, tau_model=z,
+                        tau_out=z)
+    args = fixed_args(bufs, (z, z, z, z))  # the gains: kp, kd, safe_damping, effort_limit
+    bound_entry(_prepare_tick, (args, _CMD_KEEP, False, False, 0, 0, False))
+    bound_entry(_finish_tick, (args, z, False, False))
