@@ -98,3 +98,30 @@ def test_a_goal_published_over_dds_reaches_the_task(arm_node):
     finally:
         ex.shutdown()
         pub_node.destroy_node()
+
+
+def test_cmd_vel_commands_the_gait_and_bad_commands_are_counted(ros_env):
+    from geometry_msgs.msg import Twist
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    params = dict(robot="quadruped", floating_base=True, method="lcp_noslip",
+                  contact_state_filter=True, kp=[100.0], kd=[20.0], gait="trot")
+    node = WbcControllerNode(context=ctx, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()])
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        walker = node.controller.walker
+        assert walker is not None
+        assert node.controller.tasks.task_names[:2] == ["com", "trunk"]
+        m = Twist()
+        m.linear.x, m.linear.y, m.angular.z = 0.2, -0.1, 0.3
+        node._on_cmd_vel(m)
+        assert walker.command.tolist() == [0.2, -0.1, 0.3]
+        m.linear.x = float("inf")
+        node._on_cmd_vel(m)
+        assert node._rejected["cmd_vel"] == {"non_finite": 1}
+        assert walker.command.tolist() == [0.2, -0.1, 0.3]
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)

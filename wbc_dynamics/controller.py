@@ -261,6 +261,13 @@ class ControllerConfig:
             ``posture`` uses ``kp`` / ``kd``.
         task_weights: weight of each task among those of its priority (> 0).
         task_priorities: each task's priority, 0 solved first (integers >= 0).
+        gait: "" (none) or "trot": walk from a velocity command
+            (:meth:`WholeBodyController.set_velocity_command`, the node's ``cmd_vel``) with
+            :class:`~wbc_dynamics.gait.TrotWalker`; a floating base with four contact links
+            and a contact method. Without ``task_names`` the walking tasks are configured
+            (:func:`~wbc_dynamics.gait.walking_tasks`).
+        gait_period: [s] the trot's cycle; 0 = computed from the robot (2.6 sqrt(h / g)).
+        gait_step_height: [m] the swing feet's lift; 0 = computed (a quarter of the CoM height).
     """
 
     robot: str = ""
@@ -326,6 +333,9 @@ class ControllerConfig:
     task_kd: list[float] = field(default_factory=lambda: [20.0])
     task_weights: list[float] = field(default_factory=lambda: [1.0])
     task_priorities: list[int] = field(default_factory=lambda: [0])
+    gait: str = ""
+    gait_period: float = 0.0
+    gait_step_height: float = 0.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ControllerConfig:
@@ -485,6 +495,16 @@ def _check_method_available(method: str) -> None:
             f"method: {method!r} is not available in this build (module "
             f"{SOLVERS[method][0]} missing)"
         )
+
+
+def _finite_nonnegative(name: str, value: Any) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    if not (math.isfinite(x) and x >= 0.0):
+        raise ValueError(f"{name}: must be finite and >= 0, got {value!r}")
+    return x
 
 
 def _finite_positive(name: str, value: Any) -> float:
@@ -941,6 +961,16 @@ class WholeBodyController:
             self._bind_free_dof(report)
 
         self._build_task_layer(cfg, report)
+        #: the walking gait (``gait``), or None
+        self._walker: Any = None
+        if cfg.gait:
+            from .gait import TrotWalker
+
+            if cfg.gait != "trot":
+                raise ValueError(f"gait: expected '' or 'trot', got {cfg.gait!r}")
+            self._walker = TrotWalker(
+                self, period=_finite_nonnegative("gait_period", cfg.gait_period) or None,
+                step_height=_finite_nonnegative("gait_step_height", cfg.gait_step_height) or None)
 
         # statistics
         self.ticks = 0
@@ -1275,6 +1305,8 @@ class WholeBodyController:
         if not self.state_fresh(now):
             out = self._zero_output(MODE_STALE_STATE)
         elif self._tasks is not None or self.reference_fresh(now):
+            if self._walker is not None:  # this tick's schedule and goals
+                self._walker.update(now)
             if self._tasks is not None and self._t_ref == -math.inf and not self._tasks_held:
                 self._hold_posture()
             out = self._inverse_dynamics(MODE_CONTROL, _CMD_PD)
@@ -1744,7 +1776,15 @@ class WholeBodyController:
         activation carried over)."""
         from .tasks import TASK_PARAMETERS, TaskLayer, task_layer_tick, tasks_from_parameters
 
-        specs = tasks_from_parameters({k: getattr(cfg, k) for k in TASK_PARAMETERS})
+        values = {k: getattr(cfg, k) for k in TASK_PARAMETERS}
+        if cfg.gait and not cfg.task_names:  # the walking tasks
+            from .gait import walking_tasks
+
+            if not (self.floating_base and self._contact_model is not None):
+                raise ValueError("gait: needs a floating base and a contact method")
+            values = walking_tasks(self.model.root_link,
+                                   [(ln, (0.0, 0.0, 0.0)) for ln in self._contact_links])
+        specs = tasks_from_parameters(values)
         if not specs:
             return
         if self._act_model is not None:
@@ -1789,6 +1829,19 @@ class WholeBodyController:
         """The :class:`~wbc_dynamics.tasks.TaskLayer` (``task_names``), or None. Its goals,
         gains and activation may be changed between ticks (:meth:`set_task_goal`)."""
         return self._tasks
+
+    @property
+    def walker(self) -> Any:
+        """The :class:`~wbc_dynamics.gait.TrotWalker` (``gait``), or None."""
+        return self._walker
+
+    def set_velocity_command(self, forward: float, left: float, yaw_rate: float) -> None:
+        """The walking command (``gait``): [m/s] forward and left in the trunk's heading frame,
+        [rad/s] about the vertical. Held until the next one. Raises ValueError without a gait
+        or for a non-finite value."""
+        if self._walker is None:
+            raise ValueError("cmd_vel: no gait configured (gait)")
+        self._walker.set_velocity(forward, left, yaw_rate)
 
     def set_task_goal(self, name: str, **goal: Any) -> None:
         """Set a task's goal (world axes; :meth:`~wbc_dynamics.tasks.TaskLayer.set_goal`'s

@@ -32,11 +32,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from numba import njit
+from numba.experimental import structref
 
-__all__ = ["TrotWalker", "foot_task_name", "walking_tasks"]
+from .kernels.records import RecordType
+from .kernels.world import frame_placement
+
+__all__ = ["TrotWalker", "WalkerData", "foot_task_name", "walker_tick", "walking_tasks"]
 
 
 def foot_task_name(link: str) -> str:
@@ -64,16 +69,6 @@ def walking_tasks(trunk_link: str, feet: Sequence[tuple[str, Sequence[float]]],
         task_kp=[kp, kp] + [foot_kp] * nf + [0.0],
         task_kd=[kd, kd] + [foot_kd] * nf + [0.0],
         task_priorities=[0, 0] + [0] * nf + [1])
-
-
-def _quintic(u: float) -> tuple[float, float, float]:
-    """s(u) = 10u^3 - 15u^4 + 6u^5 and its first two derivatives (u clipped to [0, 1])."""
-    if u <= 0.0:
-        return 0.0, 0.0, 0.0
-    if u >= 1.0:
-        return 1.0, 0.0, 0.0
-    return (u * u * u * (10.0 - 15.0 * u + 6.0 * u * u), 30.0 * u * u * (1.0 - u) ** 2,
-            60.0 * u * (1.0 - u) * (1.0 - 2.0 * u))
 
 
 def _yaw(quat_xyzw: np.ndarray) -> float:
@@ -121,10 +116,8 @@ class TrotWalker:
         self.command = np.zeros(3)
         self.velocity = np.zeros(3)
         self._started = False
-        self._t_last = 0.0
         #: [fraction of a half-cycle] longest wait for a late touchdown
         self.touchdown_wait = 0.5
-        self._swing_end = 0.0
 
     # ------------------------------------------------------------------ inputs
     def set_velocity(self, vx: float, vy: float, yaw_rate: float) -> None:
@@ -136,23 +129,38 @@ class TrotWalker:
         self.command[:] = cmd
 
     # ------------------------------------------------------------------ state
-    def _foot_positions(self) -> np.ndarray:
-        model, q = self.ctl.model, self.ctl._q
-        out = np.empty((4, 3))
-        for k, (link, point) in enumerate(zip(self.feet, self._points, strict=True)):
+    def _foot_points(self, q: np.ndarray, tolerance: float = 5e-3) -> list[np.ndarray]:
+        """Each foot's point [m] (its link frame): the centroid of its contact points within
+        ``tolerance`` of its lowest at the configuration ``q`` (a ball's bottom, a cylinder's
+        rim on the ground, not a shank's far end)."""
+        model = self.ctl.model
+        candidates: dict[str, list] = {}
+        cm = self.ctl._contact_model
+        for pt in (cm.contact_points if cm is not None else ()):
+            candidates.setdefault(pt.link, []).append(np.asarray(pt.center, dtype=float))
+        out = []
+        for link in self.feet:
             T = model.frame_placement(q, link)
-            out[k] = T[:3, :3] @ point + T[:3, 3]
+            pts = np.array(candidates.get(link, [np.zeros(3)]))
+            z = pts @ T[2, :3] + T[2, 3]
+            out.append(pts[z <= z.min() + tolerance].mean(axis=0))
         return out
 
     def _start(self, t: float) -> None:
+        """The gait's constants from the standing state (the controller's first tick's) and
+        its compiled state (:class:`WalkerData`)."""
         ctl = self.ctl
         layer = ctl.tasks
-        self._points = []
-        for link in self.feet:
-            i = layer.task_names.index(foot_task_name(link))
-            self._points.append(np.asarray(layer.specs[i].point, dtype=float))
+        if ctl.contact_state is None:
+            raise ValueError("gait: needs the contact state filter (contact_state_filter: true)"
+                             " -- a swing ends when the filter sees its feet stand")
         q = ctl._q
-        feet = self._foot_positions()
+        points = self._foot_points(q)
+        for link, point in zip(self.feet, points, strict=True):
+            layer.set_point(foot_task_name(link), point)
+        feet = np.array([ctl.model.frame_placement(q, ln)[:3, :3] @ p
+                         + ctl.model.frame_placement(q, ln)[:3, 3]
+                         for ln, p in zip(self.feet, points, strict=True)])
         base = q[0:3].copy()
         yaw = _yaw(q[3:7])
         c = ctl.model.center_of_mass(q)[0]
@@ -162,120 +170,248 @@ class TrotWalker:
         self.step_height = self._height_arg or 0.25 * h
         self.feedback_gain = self._gain_arg if self._gain_arg is not None else math.sqrt(h / g)
         Rz = np.array([[math.cos(yaw), -math.sin(yaw)], [math.sin(yaw), math.cos(yaw)]])
-        #: each foot's standing place relative to the base, heading frame (x, y) [m]
-        self.offsets = (feet[:, :2] - base[:2]) @ Rz
-        self.ground = feet[:, 2].copy()
-        spacing = 0.5 * min(np.ptp(self.offsets[:, 0]), np.ptp(self.offsets[:, 1]))
-        self.max_step = 0.6 * spacing
-        front = self.offsets[:, 0] > np.median(self.offsets[:, 0])
-        left = self.offsets[:, 1] > np.median(self.offsets[:, 1])
-        self.pair = np.where(front == left, 0, 1)
-        if sorted(self.pair.tolist()) != [0, 0, 1, 1]:
+        offsets = (feet[:, :2] - base[:2]) @ Rz  # standing places, heading frame
+        spacing = 0.5 * min(np.ptp(offsets[:, 0]), np.ptp(offsets[:, 1]))
+        front = offsets[:, 0] > np.median(offsets[:, 0])
+        left = offsets[:, 1] > np.median(offsets[:, 1])
+        pair = np.where(front == left, 0, 1)
+        if sorted(pair.tolist()) != [0, 0, 1, 1]:
             raise ValueError("TrotWalker: cannot pair the feet diagonally")
-        self.com_height = float(c[2])
-        self.com_goal = c[:2].copy()
-        self.yaw_goal = yaw
-        self.t0 = t
-        self._half = -1
-        self.lift = feet.copy()
-        self.swing = np.zeros(4, dtype=bool)
+        self.data = WalkerData(
+            foot_task=np.array([layer.task_names.index(foot_task_name(ln)) for ln in self.feet],
+                               dtype=np.int64),
+            foot_link=np.array([layer.contact_links.index(ln) for ln in self.feet],
+                               dtype=np.int64),
+            pair=pair.astype(np.int64), offsets=offsets, ground=feet[:, 2].copy(),
+            com_task=layer.task_names.index("com"), trunk_task=layer.task_names.index("trunk"),
+            period=float(self.period), step_height=float(self.step_height),
+            feedback_gain=float(self.feedback_gain), max_step=0.6 * float(spacing),
+            com_height=float(c[2]), com_leash=self.com_leash,
+            max_acceleration=self.max_acceleration, touchdown_wait=self.touchdown_wait,
+            command=self.command, velocity=self.velocity, com_goal=c[:2].copy(),
+            yaw_goal=np.array([yaw]), t0=np.array([t]), t_last=np.array([t]),
+            swing_end=np.array([t]), half=np.array([-1], dtype=np.int64),
+            swing=np.zeros(4, dtype=np.bool_), scheduled=np.zeros(4, dtype=np.bool_),
+            lift=feet.copy())
+        self._record = walker_data_record(self.data)
         self._started = True
-        self._t_last = t
+
+    @property
+    def swing(self) -> np.ndarray:
+        """(4,) bool: the feet (``feet`` order) in their swing phase."""
+        return self.data.swing if self._started else np.zeros(4, dtype=bool)
 
     # ------------------------------------------------------------------ the tick
     def update(self, t: float) -> None:
         """Set this tick's contact schedule and task goals (before the controller's tick at
-        time ``t`` [s], on the controller's current state estimate)."""
+        time ``t`` [s], on the controller's current state estimate): one compiled call
+        (:func:`walker_tick`); the schedule goes to the controller when it changes."""
+        ctl = self.ctl
         if not self._started:
-            if self.ctl.ticks == 0:  # no state yet: its first tick holds where it stands
+            if ctl.ticks == 0:  # no state yet: its first tick holds where it stands
                 return
             self._start(t)
-        ctl = self.ctl
-        dt = max(0.0, t - self._t_last)
-        self._t_last = t
-        step = self.max_acceleration * dt
-        self.velocity += np.clip(self.command - self.velocity, -step, step)
-        vx, vy, wz = self.velocity
-        q, v = ctl._q, ctl._v
-        yaw_meas = _yaw(q[3:7])
-        self.yaw_goal += wz * dt
-        # keep the yaw goal within a turn of the measured heading
-        self.yaw_goal = yaw_meas + math.remainder(self.yaw_goal - yaw_meas, 2.0 * math.pi)
-        cy, sy = math.cos(self.yaw_goal), math.sin(self.yaw_goal)
-        v_world = np.array([cy * vx - sy * vy, sy * vx + cy * vy])
-        # the CoM goal moves at the command, held within com_leash of the measured CoM
-        c = ctl.model.center_of_mass(q)[0]
-        self.com_goal += v_world * dt
-        ahead = self.com_goal - c[:2]
-        dist = float(np.linalg.norm(ahead))
-        if dist > self.com_leash:
-            self.com_goal = c[:2] + ahead * (self.com_leash / dist)
-        ctl.set_task_goal("com", position=[*self.com_goal, self.com_height],
-                          linear_velocity=[*v_world, 0.0], linear_acceleration=[0.0, 0.0, 0.0])
-        ctl.set_task_goal("trunk", orientation=[0.0, 0.0, math.sin(0.5 * self.yaw_goal),
-                                                math.cos(0.5 * self.yaw_goal)],
-                          angular_velocity=[0.0, 0.0, wz], angular_acceleration=[0.0, 0.0, 0.0])
-        # the gait clock: half-cycle k swings pair k % 2. A swing ends when its feet stand
-        # (the contact state filter's decision) -- a late foot keeps descending, the clock
-        # waits, up to ``touchdown_wait`` of a half-cycle -- so the support never empties
-        half = 0.5 * self.period
-        k = int(math.floor((t - self.t0) / half))
-        u = (t - self.t0) / half - k
-        cs = ctl.contact_state
-        late = False
-        if k != self._half and self._half >= 0 and cs is not None:
-            stance = cs.stance_links
-            waiting = [f for f, sw in zip(self.feet, self.swing, strict=True)
-                       if sw and f not in stance]
-            if waiting and t - self._swing_end < self.touchdown_wait * half:
+        changed = walker_tick(self._record, ctl.tasks._record, ctl._q, ctl._v,
+                              ctl.model._kin, float(t))
+        if changed:
+            ctl.set_contact_schedule([f for f, s in zip(self.feet, self.data.scheduled,
+                                                        strict=True) if s])
+
+
+class WalkerData(NamedTuple):
+    """The trot's constants and state (one record per walker; :func:`walker_tick`).
+
+    Constants: ``foot_task`` (4,) each foot's task index in the task layer, ``foot_link`` (4,)
+    its index among the layer's contact links; ``pair`` (4,) 0 or 1, the diagonal pair;
+    ``offsets`` (4, 2) [m] each foot's standing place relative to the base, heading frame;
+    ``ground`` (4,) [m] each foot point's standing height; ``com_task``, ``trunk_task``;
+    ``period`` [s], ``step_height`` [m], ``feedback_gain`` [s], ``max_step`` [m],
+    ``com_height`` [m], ``com_leash`` [m], ``max_acceleration`` [m/s^2, rad/s^2],
+    ``touchdown_wait`` [fraction of a half-cycle].
+
+    State: ``command``, ``velocity`` (3,) commanded and followed (forward, left [m/s], yaw rate
+    [rad/s]); ``com_goal`` (2,) [m] world; ``yaw_goal`` (1,) [rad]; ``t0`` (1,) [s] the clock's
+    origin; ``t_last`` (1,) [s]; ``swing_end`` (1,) [s] when the current swing is due to end;
+    ``half`` (1,) the current half-cycle; ``swing`` (4,) the feet in their swing phase;
+    ``scheduled`` (4,) the feet the contact schedule holds in swing (not during a late
+    touchdown); ``lift`` (4, 3) [m] where each swing foot lifted off, world."""
+
+    foot_task: np.ndarray
+    foot_link: np.ndarray
+    pair: np.ndarray
+    offsets: np.ndarray
+    ground: np.ndarray
+    com_task: int
+    trunk_task: int
+    period: float
+    step_height: float
+    feedback_gain: float
+    max_step: float
+    com_height: float
+    com_leash: float
+    max_acceleration: float
+    touchdown_wait: float
+    command: np.ndarray
+    velocity: np.ndarray
+    com_goal: np.ndarray
+    yaw_goal: np.ndarray
+    t0: np.ndarray
+    t_last: np.ndarray
+    swing_end: np.ndarray
+    half: np.ndarray
+    swing: np.ndarray
+    scheduled: np.ndarray
+    lift: np.ndarray
+
+
+@structref.register
+class WalkerDataRecordType(RecordType):
+    """numba type of :class:`WalkerDataRecord`."""
+
+
+class WalkerDataRecord(structref.StructRefProxy):
+    """:class:`WalkerData`'s fields as one pointer for the compiled tick (same names, the same
+    arrays; :mod:`wbc_dynamics.kernels.records`)."""
+
+
+structref.define_proxy(WalkerDataRecord, WalkerDataRecordType, list(WalkerData._fields))
+
+
+@njit(cache=True)
+def walker_data_record(w):
+    """The :class:`WalkerDataRecord` of the :class:`WalkerData` ``w`` (compiled, cached)."""
+    return WalkerDataRecord(*w)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _quintic_ramp(u):
+    """s(u) = 10u^3 - 15u^4 + 6u^5 and its first two derivatives (u clipped to [0, 1])."""
+    if u <= 0.0:
+        return 0.0, 0.0, 0.0
+    if u >= 1.0:
+        return 1.0, 0.0, 0.0
+    return (u * u * u * (10.0 - 15.0 * u + 6.0 * u * u), 30.0 * u * u * (1.0 - u) ** 2,
+            60.0 * u * (1.0 - u) * (1.0 - 2.0 * u))
+
+
+@njit(cache=True, error_model="numpy")
+def walker_tick(w, d, q, v, kin, t):
+    """One tick of the trot (module docstring) on the walker record ``w`` (:class:`WalkerData`)
+    and the task layer's record ``d`` (:class:`~wbc_dynamics.tasks.TaskData`: its goals and
+    activation are written) at the controller's state ``q``, ``v`` and time ``t`` [s]. Returns
+    1 when the swing schedule (``w.scheduled``) changed, 0 otherwise."""
+    dt = max(0.0, t - w.t_last[0])
+    w.t_last[0] = t
+    step = w.max_acceleration * dt
+    for a in range(3):
+        w.velocity[a] += min(max(w.command[a] - w.velocity[a], -step), step)
+    vx, vy, wz = w.velocity[0], w.velocity[1], w.velocity[2]
+    qx, qy, qz, qw = q[3], q[4], q[5], q[6]
+    yaw_meas = math.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
+    yaw_goal = w.yaw_goal[0] + wz * dt
+    # within half a turn of the measured heading
+    delta = yaw_goal - yaw_meas
+    delta -= 2.0 * math.pi * math.floor((delta + math.pi) / (2.0 * math.pi))
+    yaw_goal = yaw_meas + delta
+    w.yaw_goal[0] = yaw_goal
+    cy, sy = math.cos(yaw_goal), math.sin(yaw_goal)
+    vwx, vwy = cy * vx - sy * vy, sy * vx + cy * vy
+    # the CoM goal moves at the command, held within com_leash of the CoM (the task layer's
+    # last evaluation: its error plus its goal)
+    ic = w.com_task
+    cx = d.error[ic, 0] + d.goal_position[ic, 0]
+    cyy = d.error[ic, 1] + d.goal_position[ic, 1]
+    gx, gy = w.com_goal[0] + vwx * dt, w.com_goal[1] + vwy * dt
+    ax, ay = gx - cx, gy - cyy
+    dist = math.sqrt(ax * ax + ay * ay)
+    if dist > w.com_leash:
+        gx, gy = cx + ax * w.com_leash / dist, cyy + ay * w.com_leash / dist
+    w.com_goal[0], w.com_goal[1] = gx, gy
+    d.goal_position[ic, 0], d.goal_position[ic, 1], d.goal_position[ic, 2] = gx, gy, w.com_height
+    for a in range(6):
+        d.goal_velocity[ic, a] = 0.0
+        d.goal_acceleration[ic, a] = 0.0
+    d.goal_velocity[ic, 0], d.goal_velocity[ic, 1] = vwx, vwy
+    it = w.trunk_task
+    G = d.goal_rotation[it]
+    G[0, 0], G[0, 1], G[0, 2] = cy, -sy, 0.0
+    G[1, 0], G[1, 1], G[1, 2] = sy, cy, 0.0
+    G[2, 0], G[2, 1], G[2, 2] = 0.0, 0.0, 1.0
+    for a in range(6):
+        d.goal_velocity[it, a] = 0.0
+        d.goal_acceleration[it, a] = 0.0
+    d.goal_velocity[it, 5] = wz
+    # the clock: half-cycle k swings pair k % 2; a swing ends when its feet stand (the
+    # contact state filter's decision, the layer's link_active), the clock waiting up to
+    # touchdown_wait of a half-cycle for a late foot
+    half = 0.5 * w.period
+    k = int(math.floor((t - w.t0[0]) / half))
+    u = (t - w.t0[0]) / half - k
+    late = False
+    if k != w.half[0] and w.half[0] >= 0 and t - w.swing_end[0] < w.touchdown_wait * half:
+        for i in range(4):
+            if w.swing[i] and not d.link_active[w.foot_link[i]]:
                 late = True
-        if not late:
-            self._swing_end = self.t0 + (k + 1) * half if k != self._half else self._swing_end
-        else:  # hold the clock at the swing's end
-            self.t0 += dt
-            k, u = self._half, 1.0
-        if k != self._half:
-            self._half = k
-            feet_now = self._foot_positions()
-            self.swing = self.pair == (k % 2)
-            for i in np.flatnonzero(self.swing):
-                self.lift[i] = feet_now[i]
-        # a late pair is scheduled to stand (the filter then touches it as it lands)
-        ctl.set_contact_schedule([] if late else
-                                 [f for f, s in zip(self.feet, self.swing, strict=True) if s])
-        landed = set(cs.stance_links) if (late and cs is not None) else set()
-        # Raibert's touchdown for the swing feet, from the measured base motion
-        R = ctl.model.frame_placement(q, ctl.model.root_link)[:3, :3]
-        v_meas = (R @ v[0:3])[:2]
-        remaining = (1.0 - u) * half
-        yaw_td = self.yaw_goal + wz * remaining
-        ct, st = math.cos(yaw_td), math.sin(yaw_td)
-        base_td = q[0:2] + v_world * remaining
-        s, ds, dds = _quintic(u)
-        ds, dds = ds / half, dds / (half * half)
-        w = u * (1.0 - u)
-        z, dz = 64.0 * w ** 3, 192.0 * w * w * (1.0 - 2.0 * u) / half
-        ddz = 64.0 * (6.0 * w * (1.0 - 2.0 * u) ** 2 - 6.0 * w * w) / (half * half)
-        if late:  # reach down for the ground at a tenth of the step height per 10 % of a swing
-            z = -(t - self._swing_end) / half
-            dz, ddz = -1.0 / half, 0.0
-        for i, link in enumerate(self.feet):
-            name = foot_task_name(link)
-            if not self.swing[i] or link in landed:
-                ctl.tasks.set_active(name, False)
-                continue
-            ox, oy = self.offsets[i]
-            hip = base_td + np.array([ct * ox - st * oy, st * ox + ct * oy])
-            shift = 0.5 * half * v_world + self.feedback_gain * (v_meas - v_world)
-            norm = float(np.linalg.norm(shift))
-            if norm > self.max_step:
-                shift *= self.max_step / norm
-            target = hip + shift
-            p0 = self.lift[i, :2]
-            d = target - p0
-            ctl.tasks.set_active(name, True)
-            ctl.set_task_goal(
-                name,
-                position=[*(p0 + s * d), self.ground[i] + self.step_height * z],
-                linear_velocity=[*(ds * d), self.step_height * dz],
-                linear_acceleration=[*(dds * d), self.step_height * ddz])
+    if late:  # hold the clock at the swing's end
+        w.t0[0] += dt
+        k, u = w.half[0], 1.0
+    elif k != w.half[0]:
+        w.swing_end[0] = w.t0[0] + (k + 1) * half
+    if k != w.half[0]:
+        w.half[0] = k
+        for i in range(4):
+            w.swing[i] = w.pair[i] == k % 2
+            if w.swing[i]:
+                f = w.foot_task[i]
+                frame_placement(q, d.body[f], d.frame[f], d.pose, kin)
+                for a in range(3):
+                    w.lift[i, a] = d.pose[a, 3]
+    changed = 0
+    for i in range(4):
+        scheduled = w.swing[i] and not late  # a late pair is scheduled to stand
+        if scheduled != w.scheduled[i]:
+            w.scheduled[i] = scheduled
+            changed = 1
+    # Raibert's touchdown for the swing feet, from the measured base motion
+    R00 = 1.0 - 2.0 * (qy * qy + qz * qz)
+    R01 = 2.0 * (qx * qy - qz * qw)
+    R02 = 2.0 * (qx * qz + qy * qw)
+    R10 = 2.0 * (qx * qy + qz * qw)
+    R11 = 1.0 - 2.0 * (qx * qx + qz * qz)
+    R12 = 2.0 * (qy * qz - qx * qw)
+    mvx = R00 * v[0] + R01 * v[1] + R02 * v[2]
+    mvy = R10 * v[0] + R11 * v[1] + R12 * v[2]
+    remaining = (1.0 - u) * half
+    yaw_td = yaw_goal + wz * remaining
+    ct, st = math.cos(yaw_td), math.sin(yaw_td)
+    bx, by = q[0] + vwx * remaining, q[1] + vwy * remaining
+    s, ds, dds = _quintic_ramp(u)
+    ds, dds = ds / half, dds / (half * half)
+    uw = u * (1.0 - u)
+    z, dz = 64.0 * uw ** 3, 192.0 * uw * uw * (1.0 - 2.0 * u) / half
+    ddz = 64.0 * (6.0 * uw * (1.0 - 2.0 * u) ** 2 - 6.0 * uw * uw) / (half * half)
+    if late:  # reach down for the ground
+        z, dz, ddz = -(t - w.swing_end[0]) / half, -1.0 / half, 0.0
+    shx = 0.5 * half * vwx + w.feedback_gain * (mvx - vwx)
+    shy = 0.5 * half * vwy + w.feedback_gain * (mvy - vwy)
+    norm = math.sqrt(shx * shx + shy * shy)
+    if norm > w.max_step:
+        shx, shy = shx * w.max_step / norm, shy * w.max_step / norm
+    for i in range(4):
+        f = w.foot_task[i]
+        if not w.swing[i] or (late and d.link_active[w.foot_link[i]]):
+            d.active[f] = False
+            continue
+        ox, oy = w.offsets[i, 0], w.offsets[i, 1]
+        tx = bx + ct * ox - st * oy + shx
+        ty = by + st * ox + ct * oy + shy
+        ddx, ddy = tx - w.lift[i, 0], ty - w.lift[i, 1]
+        d.active[f] = True
+        d.goal_position[f, 0] = w.lift[i, 0] + s * ddx
+        d.goal_position[f, 1] = w.lift[i, 1] + s * ddy
+        d.goal_position[f, 2] = w.ground[i] + w.step_height * z
+        d.goal_velocity[f, 0], d.goal_velocity[f, 1] = ds * ddx, ds * ddy
+        d.goal_velocity[f, 2] = w.step_height * dz
+        d.goal_acceleration[f, 0], d.goal_acceleration[f, 1] = dds * ddx, dds * ddy
+        d.goal_acceleration[f, 2] = w.step_height * ddz
+    return changed

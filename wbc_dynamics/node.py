@@ -66,7 +66,7 @@ import rclpy.service
 import rclpy.signals
 import rclpy.subscription
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point, PointStamped, PoseStamped, WrenchStamped
+from geometry_msgs.msg import Point, PointStamped, PoseStamped, Twist, WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidHandle
@@ -212,6 +212,9 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "task_weights": (_T.DOUBLE_ARRAY, [1.0], "per task (or one for all): weight within its "
                      "priority (> 0)"),
     "task_priorities": (_T.INTEGER_ARRAY, [0], "per task (or one for all): priority, 0 first"),
+    "gait": (_T.STRING, "", "walking from cmd_vel: '' (none) | trot (docs/tasks.md)"),
+    "gait_period": (_T.DOUBLE, 0.0, "trot cycle [s]; 0 = computed from the robot"),
+    "gait_step_height": (_T.DOUBLE, 0.0, "swing lift [m]; 0 = computed from the robot"),
     "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
     "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
     "kp": (_T.DOUBLE_ARRAY, [0.0], "position gains [1/s^2], one per joint or one for all"),
@@ -292,6 +295,9 @@ STRUCTURAL = (
     "task_kd",
     "task_weights",
     "task_priorities",
+    "gait",
+    "gait_period",
+    "gait_step_height",
     "warm_start",
     "control_rate",
     "control_mode",
@@ -339,7 +345,8 @@ class WbcControllerNode(LifecycleNode):
         # ValueError of the controller); every topic listed in /diagnostics even at 0
         self._rejected: dict[str, dict[str, int]] = {
             t: {} for t in ("joint_states", "reference", "odom", "imu", "object_odom",
-                            "contact_schedule", "task_goals", "parameters", "robot_description")
+                            "contact_schedule", "task_goals", "cmd_vel", "parameters",
+                            "robot_description")
         }
         self._last_reject = ""
         # exceptions no input should cause (bugs): counted, logged, never fatal (see _guard)
@@ -581,6 +588,9 @@ class WbcControllerNode(LifecycleNode):
                 self._entities.append(self.create_subscription(
                     msg_type, f"~/tasks/{_sanitize(spec.name)}/goal",
                     g(self._task_goal_callback(spec)), cmd_qos))
+        if ctl.walker is not None:  # walking from a velocity command
+            self._entities.append(self.create_subscription(
+                Twist, "cmd_vel", g(self._on_cmd_vel), cmd_qos))
         self._entities.append(self.create_service(
             Trigger, "~/reset_solver", g(self._on_reset_solver, service=True)))
         # everything built and warmed: move it out of the garbage collector's generations so
@@ -891,6 +901,17 @@ class WbcControllerNode(LifecycleNode):
             ctl.set_contact_schedule(contact_schedule_swing_links(msg.data, ctl.contact_links))
         except ValueError as exc:
             self._reject("contact_schedule", exc)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        """The walking command (``gait``): ``linear.x`` forward, ``linear.y`` left [m/s] in the
+        trunk's heading frame, ``angular.z`` the yaw rate [rad/s]; held until the next."""
+        ctl = self.controller
+        if ctl is None:
+            return
+        try:
+            ctl.set_velocity_command(msg.linear.x, msg.linear.y, msg.angular.z)
+        except ValueError as exc:
+            self._reject("cmd_vel", InputError("non_finite", str(exc)))
 
     def _task_goal_callback(self, spec: Any) -> Callable[[Any], None]:
         """The goal subscription's callback of a frame task (geometry_msgs/PoseStamped: the

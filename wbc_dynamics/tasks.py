@@ -943,6 +943,14 @@ class TaskLayer:
                 d.point_used[c] = True
                 d.point_frame[c, 3] = pts.mean(axis=0)
 
+    def set_point(self, name: str, point: Any) -> None:
+        """Move a frame task's controlled point to ``point`` (3,) [m] in its link frame."""
+        i = self._task(name)
+        if self.specs[i].kind != "frame":
+            raise ValueError(f"{name}: only a frame task has a point")
+        body, F = self.model._point(self.specs[i].link, _finite3(f"{name}.point", point))
+        self.data.frame[i] = F
+
     def set_active(self, name: str, active: bool) -> None:
         """Switch a task on or off (an inactive task contributes no rows)."""
         self.data.active[self._task(name)] = bool(active)

@@ -344,8 +344,6 @@ class _WBC:
         self.object_name = self.ctl.object_body.name if self.ctl.has_object else None
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
-        #: callable t -> None run before each tick (a walker setting goals and the schedule)
-        self.pre_tick = None
         #: hybrid drive commands configured (drive_stiffness / drive_damping)
         self.hybrid = bool(np.any(self.ctl.config.drive_stiffness)
                            or np.any(self.ctl.config.drive_damping))
@@ -376,8 +374,6 @@ class _WBC:
             c.set_object_state(bq[:3], bq[3:7], bv[:3], bv[3:], t)
         q_des, qd_des, qdd_des = ref
         c.set_reference(qdd_des, t, position=q_des, velocity=qd_des)
-        if self.pre_tick is not None:
-            self.pre_tick(t)
         out = c.update(t)
         self._last = out
         # summed normal force: each contact's force along its normal (ground: the z component)
@@ -491,10 +487,15 @@ class ClosedLoop:
         if cfg.grasp_force is not None and not (math.isfinite(cfg.grasp_force)
                                                 and cfg.grasp_force >= 0.0):
             raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")
-        self.cfg = cfg
         self.setup = None
+        self.walker = None
+        self._walk_velocity = (0.0, 0.0, 0.0)
+        if cfg.reference == "walk":  # the controller's trot (gait), the loop's options over it
+            cfg = self._walking_config(cfg)
+        self.cfg = cfg
         if cfg.robot not in GAINS:
             self._init_configured(cfg)
+            self._start_walking()
             return
         info = robot_info(cfg.robot)
         self.info = info
@@ -585,6 +586,29 @@ class ClosedLoop:
         self.object_name = "box" if cfg.robot == "arm" else None
         self.hand_link = info.get("hand_link", "")
         self.hand_object_offset = self._object_in_hand() if self.object_name else None
+        self._start_walking()
+
+    def _walking_config(self, cfg: LoopConfig) -> LoopConfig:
+        """``reference: walk``: the controller's trot (``gait``; ``reference_options``:
+        ``velocity`` (forward, left [m/s], yaw rate [rad/s]), ``period`` [s], ``step_height``
+        [m]); the joint reference is the standing pose."""
+        options = dict(cfg.reference_options)
+        self._walk_velocity = tuple(float(x) for x in options.pop("velocity", (0.0, 0.0, 0.0)))
+        gait = {"gait": "trot"}
+        for key, name in (("period", "gait_period"), ("step_height", "gait_step_height")):
+            if key in options:
+                gait[name] = float(options.pop(key))
+        if options:
+            raise ValueError(f"reference_options: unknown for walk: {sorted(options)} "
+                             "(velocity, period, step_height)")
+        return dataclasses.replace(cfg, reference_options={},
+                                   controller_options={**gait, **cfg.controller_options})
+
+    def _start_walking(self) -> None:
+        """The walker's command, once the controller exists (``reference: walk``)."""
+        if self.cfg.reference == "walk" and isinstance(self.ctl, _WBC):
+            self.walker = self.ctl.ctl.walker
+            self.ctl.ctl.set_velocity_command(*self._walk_velocity)
 
     def _init_configured(self, cfg: LoopConfig) -> None:
         """A robot configuration (:func:`wbc_dynamics.robot_config.load_robot_setup`): the
@@ -598,14 +622,6 @@ class ClosedLoop:
                 setup.controller, urdf_path=os.path.abspath(cfg.urdf), robot_description="",
                 robot="")
         self.setup = setup
-        self.walker = None
-        walk_options: dict = {}
-        if cfg.reference == "walk":  # the walking tasks, unless the run configures its own
-            walk_options = dict(cfg.reference_options)
-            if "task_names" not in cfg.controller_options:
-                cfg = dataclasses.replace(cfg, controller_options={
-                    **_walking_tasks(setup), **cfg.controller_options})
-                self.cfg = cfg
         c = cfg.controller
         if c not in (*CONTACT_METHODS, "none", "lcp_noslip_mn"):
             raise ValueError(f"controller: {c!r} is available for bundled robots only; a robot "
@@ -648,9 +664,8 @@ class ClosedLoop:
                                  ground=ground, free_bodies=free_bodies, joint_dynamics=False)
         self._perturb_plant()
         self.limit = self.plant.effort_limit.copy()
-        self.ref = make_reference(setup, "stand" if cfg.reference == "walk" else cfg.reference,
-                                  self.joint_names,
-                                  **({} if cfg.reference == "walk" else cfg.reference_options))
+        self.ref = make_reference(setup, cfg.reference, self.joint_names,
+                                  **cfg.reference_options)
         self._schedule_swing()
         o = 7 if floating else 0  # model order -> the plant's (configured) joint order
         q0 = np.concatenate([q0[:o], [q0[o + model.joint_index(j)] for j in self.joint_names]])
@@ -660,13 +675,7 @@ class ClosedLoop:
             self._settle_configured(cfg.settle)
         self.q_start, _ = self.plant.get_state()
         self.hand_object_offset = self._object_in_hand() if self.object_name else None
-        if cfg.reference == "walk":  # a trot from a velocity command (wbc_dynamics.gait)
-            from ..gait import TrotWalker
 
-            velocity = walk_options.pop("velocity", (0.0, 0.0, 0.0))
-            self.walker = TrotWalker(ctl, **walk_options)
-            self.walker.set_velocity(*velocity)
-            self.ctl.pre_tick = self.walker.update
 
     def _perturb_plant(self) -> None:
         """Model error (``imperfections.mass_error``): the plant's robot bodies get their mass
@@ -701,8 +710,11 @@ class ClosedLoop:
         if duration <= 0.0:
             return
         setup = self.setup
+        # (standing still: without the run's gait or tasks)
+        options = {k: v for k, v in self.cfg.controller_options.items()
+                   if not k.startswith(("task_", "gait"))}
         as_configured = dataclasses.replace(self.cfg, grasp_force=None,
-                                            hold_touching_fingers=None)
+                                            hold_touching_fingers=None, controller_options=options)
         holder = _WBC(as_configured, setup.controller.method, self.ctl.ctl.config.friction, [],
                       config=setup.controller, model=self.ctl.ctl.model)
         q_ref = self.ref.sample(0.0)[0]
@@ -915,24 +927,6 @@ class ClosedLoop:
         if self.object_name is not None:
             return self.plant.total_normal_force(self.object_name)
         return self.plant.total_normal_force("ground")
-
-
-def _walking_tasks(setup: Any) -> dict:
-    """The walking tasks (:func:`wbc_dynamics.gait.walking_tasks`) of a robot configuration:
-    its root link as the trunk, each contact link's contact point as a foot."""
-    from ..contact.candidates import contact_points
-    from ..controller import _declared_contact_points
-    from ..gait import walking_tasks
-    from ..robot_config import robot_setup_state
-
-    model, _, _ = robot_setup_state(setup)
-    cfg = setup.controller
-    points = _declared_contact_points(cfg)
-    pts = contact_points(model, list(cfg.contact_links) or list(points), points)
-    feet = {}
-    for pt in pts:
-        feet.setdefault(pt.link, pt.center)
-    return walking_tasks(model.root_link, list(feet.items()))
 
 
 def shipped_loop_config(robot: str, reference: str, duration: float,

@@ -100,6 +100,11 @@ def summarize(res, stream=None) -> dict:
             f"base travel     : dx = {d[0]:+.3f} m, dy = {d[1]:+.3f} m, final height "
             f"{res.base_pos[-1][2]:.3f} m\n"
         )
+        if cfg.reference == "walk" and res.t[-1] > 1.0:  # after the first second
+            k = int(np.searchsorted(res.t, 1.0))
+            v = (res.base_pos[-1] - res.base_pos[k]) / (res.t[-1] - res.t[k])
+            w(f"walking         : base velocity (world) vx = {v[0]:+.3f} m/s, vy = "
+              f"{v[1]:+.3f} m/s after the first second\n")
         w(
             f"joint tracking  : mean |q - q_des| = {m['pos_err']:.4f} rad (max "
             f"{m['pos_err_max']:.4f}), mean |qd - qd_des| = {m['vel_err']:.4f} rad/s\n"
@@ -196,11 +201,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="lcp_noslip: the paper's warm-started vertex solution instead of the "
                     "minimum-norm impulses (min_norm=True)")
     ap.add_argument("--reference", default="",
-                    choices=["", "shift", "stand", "trot", "sway", "com_sway", "sinusoid"],
+                    choices=["", "shift", "stand", "trot", "walk", "sway", "com_sway",
+                             "sinusoid"],
                     help="quadruped: shift (default; stand and sway the weight between the "
                     "feet), stand, trot (the Sec. 7.6 gait, docs/simulation.md); robot "
                     "configurations: stand (default, legged), sway (the base sways over the "
-                    "feet, from the model's Jacobians), sinusoid (default, fixed base)")
+                    "feet, from the model's Jacobians), sinusoid (default, fixed base); "
+                    "quadrupeds: walk (the controller's trot from --velocity, docs/tasks.md)")
+    ap.add_argument("--velocity", default="",
+                    help="--reference walk: forward,left,yaw_rate [m/s, m/s, rad/s] (default "
+                    "0.3,0,0; the bundled quadruped 0.1,0,0)")
     ap.add_argument("--sensing", default="realistic", choices=["realistic", "exact"],
                     help="realistic (default): noisy, late sensing and actuation with model "
                     "error, as a real robot; exact: the simulator's state")
@@ -251,6 +261,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         method = method or setup.controller.method
         reference = reference or ("stand" if setup.controller.floating_base else "sinusoid")
     floating = robot == "quadruped" or bool(setup.controller.floating_base)
+    reference_options: dict = {}
+    if reference == "walk":
+        text = args.velocity or ("0.1,0,0" if robot == "quadruped" else "0.3,0,0")
+        try:
+            velocity = [float(x) for x in text.split(",")]
+        except ValueError:
+            velocity = []
+        if len(velocity) != 3 or not all(math.isfinite(x) for x in velocity):
+            print(f"wbc_demo: --velocity: expected forward,left,yaw_rate, got {text!r}",
+                  file=sys.stderr)
+            return 2
+        reference_options["velocity"] = velocity
     options: dict = {}
     if floating:
         if robot == "quadruped":  # as config/quadruped.yaml ships it
@@ -269,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         imperfections=(Imperfections.realistic() if args.sensing == "realistic"
                        else Imperfections()),
         controller_options=options,
+        reference_options=reference_options,
     )
     print(
         f"wbc_demo: building the MuJoCo plant and the controller ({cfg.controller}); compiling "

@@ -35,7 +35,9 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
      "configuration's method)"),
     ("reference", "", "reference kind (empty: quadruped shift, arm sinusoid; a configuration: "
      "stand with a floating base, sinusoid with a fixed one; legged configurations also sway, "
-     "com_sway, trot (quadrupeds))"),
+     "com_sway, trot (quadrupeds); walk: the controller's trot from cmd_vel (quadrupeds))"),
+    ("velocity", "0.2,0.0,0.0", "reference walk: the cmd_vel the reference node publishes: "
+     "forward [m/s], left [m/s], yaw rate [rad/s]"),
     ("friction", "high", "high | low | a number"),
     ("ground", "rigid", "rigid | compliant"),
     ("mode", "lockstep", "lockstep | realtime"),
@@ -162,11 +164,21 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
     for gain in ("kp", "kd", "drive_stiffness", "drive_damping"):
         if a[gain].strip():
             overrides[gain] = [float(a[gain])]
+    ref_params = {
+        "use_sim_time": True, "robot": robot if bundled else setup.path, "kind": reference,
+        "topic": "wbc_controller/reference", "rate": 200.0, "start_delay": hold}
+    if reference == "walk":  # the controller walks; the reference node commands it
+        overrides["gait"] = "trot"
+        try:
+            velocity = [float(x) for x in a["velocity"].split(",")]
+        except ValueError:
+            velocity = []
+        if len(velocity) != 3:
+            raise ValueError(f"velocity: expected forward,left,yaw_rate, got {a['velocity']!r}")
+        ref_params.update(velocity=velocity, cmd_vel_topic="cmd_vel")
     ctl = NodePlan("wbc_controller", "wbc_dynamics.node", "wbc_controller",
                    [params_file, overrides])
-    ref = NodePlan("wbc_reference", "wbc_dynamics.sim.references", "wbc_reference", [{
-        "use_sim_time": True, "robot": robot if bundled else setup.path, "kind": reference,
-        "topic": "wbc_controller/reference", "rate": 200.0, "start_delay": hold}])
+    ref = NodePlan("wbc_reference", "wbc_dynamics.sim.references", "wbc_reference", [ref_params])
     return [sim, ctl, ref]
 
 

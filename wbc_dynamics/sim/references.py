@@ -397,7 +397,7 @@ def make_reference(
     order = [info["joint_names"].index(j) for j in names]
     if robot == "quadruped":
         q_stand = np.array(info["standing_q"][7:])
-        if kind == "stand":
+        if kind in ("stand", "walk"):  # walk: the standing posture under the controller's gait
             return Standing(names, q_stand[order])
         from ..model import RobotModel
 
@@ -416,7 +416,7 @@ def make_reference(
             return ArmSinusoid(names, q[order], info["finger_joints"], **options)
     raise ValueError(
         f"kind: unknown reference {kind!r} for robot {robot!r} (quadruped: stand, "
-        "shift, trot; arm: stand, sinusoid)"
+        "shift, trot, walk; arm: stand, sinusoid)"
     )
 
 
@@ -755,7 +755,7 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
     names = list(joint_names) if joint_names else joints
     o = 7 if model.floating_base else 0
     q_stand = np.array([q[o + model.joint_index(j)] for j in names])
-    if kind == "stand":
+    if kind in ("stand", "walk"):  # walk: the standing posture under the controller's gait
         return Standing(names, q_stand)
     if kind == "sway":
         from ..contact.candidates import contact_points
@@ -786,7 +786,7 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
         options.setdefault("squeeze", 0.0)
         return ArmSinusoid(names, q_stand, held, **options)
     raise ValueError(f"kind: unknown reference {kind!r} for the robot configuration {robot!r} "
-                     "(stand, sway, com_sway, trot, sinusoid)")
+                     "(stand, walk, sway, com_sway, trot, sinusoid)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -798,7 +798,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     A gait with a contact schedule (the trot) also publishes its stance mask
     (std_msgs/UInt8MultiArray, 1 = stance, 0 = swing) on ``schedule_topic``
     (``wbc_controller/contact_schedule``) in the order of ``contact_links`` (default: the
-    reference's foot links), which must be the controller's ``contact_links`` order.
+    reference's foot links), which must be the controller's ``contact_links`` order. ``kind``
+    ``walk`` (a controller with ``gait: trot``) also publishes ``velocity`` (forward, left
+    [m/s], yaw rate [rad/s]; default 0.2, 0, 0) as geometry_msgs/Twist on ``cmd_vel_topic``
+    (``cmd_vel``) at the same rate.
     """
     ap = argparse.ArgumentParser(prog="wbc_reference", description=main.__doc__,
                                  allow_abbrev=False)
@@ -825,6 +828,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             self.declare_parameter("topic", args.topic)
             self.declare_parameter("schedule_topic", args.schedule_topic)
             self.declare_parameter("contact_links", Parameter.Type.STRING_ARRAY)
+            self.declare_parameter("velocity", [0.2, 0.0, 0.0])
+            self.declare_parameter("cmd_vel_topic", "cmd_vel")
             # [s] hold the reference's t = 0 sample this long first (e.g. while the simulator
             # holds a grasped object in place and the fingers close on it)
             self.declare_parameter("start_delay", 0.0)
@@ -851,6 +856,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 self._foot_of = [feet.index(ln) if ln in feet else -1 for ln in links]
                 self.pub_schedule = self.create_publisher(
                     UInt8MultiArray, self.get_parameter("schedule_topic").value, 10)
+            self.pub_cmd_vel = None
+            if kind == "walk":
+                from geometry_msgs.msg import Twist
+
+                velocity = [float(x) for x in self.get_parameter("velocity").value]
+                if len(velocity) != 3 or not all(math.isfinite(x) for x in velocity):
+                    raise ValueError(f"velocity: expected 3 finite numbers, got {velocity}")
+                self.twist = Twist()
+                self.twist.linear.x, self.twist.linear.y, self.twist.angular.z = velocity
+                self.pub_cmd_vel = self.create_publisher(
+                    Twist, self.get_parameter("cmd_vel_topic").value, 10)
             self.t0 = None
             self.timer = self.create_timer(1.0 / rate, self.tick)
 
@@ -864,6 +880,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 qd, qdd = np.zeros_like(qd), np.zeros_like(qdd)
             else:
                 q, qd, qdd = self.ref.sample(t - self.t0)
+            if self.pub_cmd_vel is not None and t >= self.t0:
+                self.pub_cmd_vel.publish(self.twist)
             if self.pub_schedule is not None:
                 swing = self.ref.swing_active(max(t - self.t0, 0.0))
                 self.pub_schedule.publish(UInt8MultiArray(
