@@ -157,3 +157,35 @@ def test_a_new_contact_model_keeps_the_goals_and_follows_the_new_filter():
     assert ctl.tasks.data.kp[ctl.tasks.task_names.index("trunk")] == 49.0
     assert ctl.tasks.data.link_active is ctl.contact_state.data.stance
     assert ctl.tasks.contact_links == ctl.contact_state.links
+
+
+@pytest.mark.parametrize("robot,hand,level", [
+    ("g1", "left_rubber_hand", 0.0), ("g1", "left_rubber_hand", 1.0),
+    ("talos", "gripper_left_base_link", 1.0)])
+def test_humanoid_balances_while_its_hand_circles(robot, hand, level):
+    """ClosedLoop reference ``reach``: CoM and trunk orientation at priority 0, the hand's pose
+    at 1 (its position circling 5 cm at 0.5 Hz), the posture at 2. Exact state: the hand
+    follows the circle to 1 mm, the CoM stays put to 1 mm. Realistic sensing and actuation
+    (1x): stays up, the hand within 2 cm and the CoM within 3 cm on average."""
+    imp = Imperfections.realistic(level) if level else Imperfections()
+    cfg = shipped_loop_config(robot, "reach", 4.0, imperfections=imp)
+    cfg.reference_options = {"hand": hand}
+    loop = ClosedLoop(cfg)
+    ctl = loop.ctl.ctl
+    errors = []
+    goals = loop.ctl.goals
+
+    def record(t):
+        goals(t)
+        if ctl.ticks > 0 and t > 1.5:
+            errors.append((np.linalg.norm(ctl.tasks.error("hand")[:3]),
+                           np.linalg.norm(ctl.tasks.error("com")[:3])))
+
+    loop.ctl.goals = record
+    result = loop.run()
+    assert not result.failed, result.failure
+    e = np.array(errors)
+    if level == 0.0:
+        assert e[:, 0].max() < 1e-3 and e[:, 1].max() < 1e-3, e.max(axis=0)
+    else:
+        assert e[:, 0].mean() < 0.02 and e[:, 1].mean() < 0.03, e.mean(axis=0)

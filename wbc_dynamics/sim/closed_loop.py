@@ -344,6 +344,7 @@ class _WBC:
         self.object_name = self.ctl.object_body.name if self.ctl.has_object else None
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
+        self.goals = None  # callable t -> None: sets task goals before each tick
         #: hybrid drive commands configured (drive_stiffness / drive_damping)
         self.hybrid = bool(np.any(self.ctl.config.drive_stiffness)
                            or np.any(self.ctl.config.drive_damping))
@@ -374,6 +375,8 @@ class _WBC:
             c.set_object_state(bq[:3], bq[3:7], bv[:3], bv[3:], t)
         q_des, qd_des, qdd_des = ref
         c.set_reference(qdd_des, t, position=q_des, velocity=qd_des)
+        if self.goals is not None:
+            self.goals(t)
         out = c.update(t)
         self._last = out
         # summed normal force: each contact's force along its normal (ground: the z component)
@@ -490,8 +493,11 @@ class ClosedLoop:
         self.setup = None
         self.walker = None
         self._walk_velocity = (0.0, 0.0, 0.0)
+        self._reach: dict | None = None
         if cfg.reference == "walk":  # the controller's trot (gait), the loop's options over it
             cfg = self._walking_config(cfg)
+        elif cfg.reference == "reach":  # balance with a hand moving on a circle
+            cfg = self._reaching_config(cfg)
         self.cfg = cfg
         if cfg.robot not in GAINS:
             self._init_configured(cfg)
@@ -605,10 +611,67 @@ class ClosedLoop:
                                    controller_options={**gait, **cfg.controller_options})
 
     def _start_walking(self) -> None:
-        """The walker's command, once the controller exists (``reference: walk``)."""
+        """The walker's command, once the controller exists (``reference: walk``); the hand's
+        goal schedule (``reference: reach``)."""
         if self.cfg.reference == "walk" and isinstance(self.ctl, _WBC):
             self.walker = self.ctl.ctl.walker
             self.ctl.ctl.set_velocity_command(*self._walk_velocity)
+        if self._reach is not None and isinstance(self.ctl, _WBC):
+            self.ctl.goals = self._reach_goal
+
+    def _reaching_config(self, cfg: LoopConfig) -> LoopConfig:
+        """``reference: reach`` (a floating base): standing balance
+        (:func:`~wbc_dynamics.tasks.balance_tasks`) and the pose of ``hand``
+        (``reference_options``) at priority 1, whose position goal circles its standing
+        position (``radius`` [m], default 5 cm, in the vertical plane facing forward, at
+        ``frequency`` [Hz], default 0.5, faded in over the first second), the orientation
+        held; the joint reference is the standing posture (priority 2)."""
+        options = dict(cfg.reference_options)
+        hand = options.pop("hand", None)
+        if not hand:
+            raise ValueError("reference_options: reach needs 'hand' (a link)")
+        self._reach = {"hand": str(hand), "radius": float(options.pop("radius", 0.05)),
+                       "frequency": float(options.pop("frequency", 0.5)), "center": None}
+        if options:
+            raise ValueError(f"reference_options: unknown for reach: {sorted(options)} "
+                             "(hand, radius, frequency)")
+        from ..robot_config import load_robot_setup
+
+        trunk = _root_link(load_robot_setup(cfg.robot) if cfg.robot not in GAINS else None,
+                           cfg.robot)
+        tasks = dict(task_names=["com", "trunk", "hand", "posture"],
+                     task_kinds=["com", "frame", "frame", "posture"],
+                     task_links=["", trunk, str(hand), ""],
+                     task_modes=["", "orientation", "pose", ""],
+                     task_kp=[100.0, 100.0, 100.0, 0.0], task_kd=[20.0, 20.0, 20.0, 0.0],
+                     task_priorities=[0, 0, 1, 2])
+        return dataclasses.replace(cfg, reference="stand", reference_options={},
+                                   controller_options={**tasks, **cfg.controller_options})
+
+    def _reach_goal(self, t: float) -> None:
+        """The hand's goal at ``t`` [s] (``reference: reach``), from its held pose at the
+        controller's first tick: a circle of ``radius`` in the world's x-z plane with its
+        velocity and acceleration, faded in by a quintic over the first second."""
+        ctl = self.ctl.ctl
+        r = self._reach
+        if ctl.ticks == 0:
+            return
+        if r["center"] is None:
+            r["center"] = ctl.tasks.goal("hand")[0]
+        w = 2.0 * math.pi * r["frequency"]
+        s = min(max(t, 0.0), 1.0)
+        f, df, ddf = (s ** 3 * (10 - 15 * s + 6 * s * s), 30 * s * s * (1 - s) ** 2,
+                      60 * s * (1 - s) * (1 - 2 * s)) if t < 1.0 else (1.0, 0.0, 0.0)
+        c, sn = math.cos(w * t), math.sin(w * t)
+        A = r["radius"]
+        # offset = A f(t) (sin wt, 0, 1 - cos wt): starts at the held position
+        base = np.array([sn, 0.0, 1.0 - c])
+        d1 = np.array([w * c, 0.0, w * sn])
+        d2 = np.array([-w * w * sn, 0.0, w * w * c])
+        pos = r["center"] + A * f * base
+        vel = A * (df * base + f * d1)
+        acc = A * (ddf * base + 2 * df * d1 + f * d2)
+        ctl.set_task_goal("hand", position=pos, linear_velocity=vel, linear_acceleration=acc)
 
     def _init_configured(self, cfg: LoopConfig) -> None:
         """A robot configuration (:func:`wbc_dynamics.robot_config.load_robot_setup`): the
@@ -927,6 +990,15 @@ class ClosedLoop:
         if self.object_name is not None:
             return self.plant.total_normal_force(self.object_name)
         return self.plant.total_normal_force("ground")
+
+
+def _root_link(setup: Any, robot: str) -> str:
+    """The root link of a robot configuration (its URDF's) or of a bundled robot."""
+    if setup is None:
+        return robot_info(robot)["base_link"]
+    from ..robot_config import robot_setup_state
+
+    return robot_setup_state(setup)[0].root_link
 
 
 def shipped_loop_config(robot: str, reference: str, duration: float,

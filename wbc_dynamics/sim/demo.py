@@ -201,13 +201,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="lcp_noslip: the paper's warm-started vertex solution instead of the "
                     "minimum-norm impulses (min_norm=True)")
     ap.add_argument("--reference", default="",
-                    choices=["", "shift", "stand", "trot", "walk", "sway", "com_sway",
+                    choices=["", "shift", "stand", "trot", "walk", "reach", "sway", "com_sway",
                              "sinusoid"],
                     help="quadruped: shift (default; stand and sway the weight between the "
                     "feet), stand, trot (the Sec. 7.6 gait, docs/simulation.md); robot "
                     "configurations: stand (default, legged), sway (the base sways over the "
                     "feet, from the model's Jacobians), sinusoid (default, fixed base); "
-                    "quadrupeds: walk (the controller's trot from --velocity, docs/tasks.md)")
+                    "quadrupeds: walk (the controller's trot from --velocity, docs/tasks.md); "
+                    "floating bases: reach (balance while --hand circles, docs/tasks.md)")
+    ap.add_argument("--hand", default="",
+                    help="--reference reach: the hand link (talos: gripper_left_base_link, "
+                    "g1: left_rubber_hand)")
     ap.add_argument("--velocity", default="",
                     help="--reference walk: forward,left,yaw_rate [m/s, m/s, rad/s] (default "
                     "0.3,0,0; the bundled quadruped 0.1,0,0)")
@@ -273,6 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         reference_options["velocity"] = velocity
+    if reference == "reach":
+        if not args.hand:
+            print("wbc_demo: --reference reach needs --hand LINK", file=sys.stderr)
+            return 2
+        reference_options["hand"] = args.hand
     options: dict = {}
     if floating:
         if robot == "quadruped":  # as config/quadruped.yaml ships it
