@@ -237,6 +237,20 @@ def random_states(m, q0, n: int, seed: int):
         yield q, rng.normal(0.0, 0.05, m.nv), rng.normal(0.0, 2.0, m.nv - 6)
 
 
+def tick_states(m, q0, n: int, rng: np.random.Generator):
+    """Random states around the standing pose (the compiled-tick tests'): base height -2...+4
+    mm, joints +-0.01 rad, velocities ~ N(0, 0.05) (every third ~ N(0, 0.3)), desired
+    accelerations ~ N(0, 2) (every second ~ N(0, 30)), so that feet touch, separate and
+    penetrate."""
+    for k in range(n):
+        q = q0.copy()
+        q[2] += rng.uniform(-0.002, 0.004)
+        q[7:] += rng.normal(0.0, 0.01, m.nv - 6)
+        v = rng.normal(0.0, 0.05 if k % 3 else 0.3, m.nv)
+        qdd = rng.normal(0.0, 2.0 if k % 2 else 30.0, m.nv - 6)
+        yield q, v, qdd
+
+
 def sway_states(m, q0, n: int, seed: int, dt: float = 1e-3):
     """A smooth sequence (consecutive control ticks): standing 1 mm inside the ground, joint
     velocities and desired accelerations sinusoids of 1-2 Hz (amplitudes 0.05 rad/s, 2 rad/s^2)

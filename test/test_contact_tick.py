@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dense_qp_helpers import tick_states
 from numba.core.dispatcher import Dispatcher
 
 from wbc_dynamics.contact import SolverState, solve
@@ -23,13 +24,7 @@ from wbc_dynamics.robots import robot_info, robot_path
 
 
 def _states(m, q0, n, rng):
-    for k in range(n):
-        q = q0.copy()
-        q[2] += rng.uniform(-0.002, 0.004)
-        q[7:] += rng.normal(0.0, 0.01, m.nv - 6)
-        v = rng.normal(0.0, 0.05 if k % 3 else 0.3, m.nv)
-        qdd = rng.normal(0.0, 2.0 if k % 2 else 30.0, m.nv - 6)
-        yield q, v, qdd
+    return tick_states(m, q0, n, rng)
 
 
 def _setup(robot, cm_opts):

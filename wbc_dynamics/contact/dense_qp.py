@@ -56,6 +56,24 @@ Iteration count: steps of the method (additions, drops and pure dual steps of st
 plus drops of the warm-start repair; the initial additions of equalities and warm-start rows
 (one QR update each, no step) are not counted.
 
+Positive semidefinite Hessians (:func:`psd_finish_kernel`): for ``minimize 1/2 x^T H x + q^T x``
+with ``H`` only semidefinite, the dual method solves the proximal problem with ``P = H + delta I``,
+whose minimizer is biased by ``delta |x|`` and, on a thin optimal face (directions of curvature
+comparable to ``delta``), far from the optimum of ``H``. The finishing pass continues from that
+minimizer with a primal active-set method on ``H`` itself, on the same factorization: ``J_2``, the
+last ``n - nact`` columns of ``J``, spans the null space of the active normals and is
+``P``-orthonormal, so the reduced Hessian ``S = J_2^T H J_2 = I - delta J_2^T J_2`` has its
+eigenvalues in [0, 1]. Each iteration takes the Newton step ``-J_2 S^+ J_2^T g`` on the active set
+(``S^+`` from a Cholesky factorization of ``S`` with diagonal pivoting, pivots at the rounding
+level of ``S`` ending it: the minimum-norm step, which leaves the face's flat directions alone) or,
+where the gradient has a part in the null space of ``S`` (a flat direction of descent), that part
+with an exact line search; a ratio test makes the first row side the step reaches active. At a
+point that is stationary on its active set, an inequality multiplier below ``-1e-9`` of the largest
+one or of the gradient's scale (:data:`FINISH_MULT_TOL`) is dropped; none: optimal (the multipliers
+of ``H``'s KKT conditions). The starting point is feasible and dual feasible for the proximal
+problem, so one Newton step typically ends it. Statuses :data:`SOLVED`, :data:`MAX_ITER` and
+:data:`UNBOUNDED` (a descent direction of zero curvature that no row bounds: no finite optimum).
+
 Compiled: :func:`dense_qp_kernel` (``@njit``) works on flat float64 / int64 workspace buffers
 allocated once per ``(n, m)`` by :class:`DenseQPWork`; no allocation per call, so it can be
 called from other compiled code. :func:`solve_dense_qp` is the Python entry point.
@@ -64,9 +82,10 @@ called from other compiled code. :func:`solve_dense_qp` is the Python entry poin
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..kernels.leaf import leaf_kernel
-from ..kernels.linalg import cholesky
+from ..kernels.linalg import chol_solve, cholesky, pivoted_cholesky
 from ..kernels.separate import call_separately
 
 __all__ = [
@@ -79,17 +98,20 @@ __all__ = [
     "MAX_ITER",
     "NOT_PD",
     "INVALID",
+    "UNBOUNDED",
     "STATUS_NAMES",
+    "psd_finish_kernel",
     "warmup",
 ]
 
 SOLVED = 1
 INFEASIBLE = 3
+UNBOUNDED = 5
 MAX_ITER = 7
 NOT_PD = 9
 INVALID = 11
-STATUS_NAMES = {SOLVED: "solved", INFEASIBLE: "primal_infeasible", MAX_ITER: "max_iter_reached",
-                NOT_PD: "non_convex", INVALID: "invalid_data"}
+STATUS_NAMES = {SOLVED: "solved", INFEASIBLE: "primal_infeasible", UNBOUNDED: "dual_infeasible",
+                MAX_ITER: "max_iter_reached", NOT_PD: "non_convex", INVALID: "invalid_data"}
 
 #: bounds beyond this magnitude are absent (OSQP's infinity is 1e30)
 BOUND_INF = 1e20
@@ -106,9 +128,16 @@ _SKIP = 3
 DEPENDENT_FEAS_TOL = 1e-9
 
 
+#: :func:`psd_finish_kernel`: an active inequality multiplier counts as negative below this
+#: fraction of the largest one or of the gradient's scale ``max_i (|q_i| + sum_j |H_ij x_j|)``
+#: (both in the gradient's units, ``u_j |a_j|``)
+FINISH_MULT_TOL = 1e-9
+
+
 def work_sizes(n: int, m: int) -> tuple[int, int]:
-    """Lengths of the float and int workspace buffers of :func:`dense_qp_kernel`."""
-    return 3 * n * n + 6 * n + 2 * m, 2 * n + 2 * m + 2
+    """Lengths of the float and int workspace buffers of :func:`dense_qp_kernel` and
+    :func:`psd_finish_kernel`."""
+    return 5 * n * n + 9 * n + 2 * m, 3 * n + 2 * m + 2
 
 
 # --------------------------------------------------------------------------- kernels
@@ -159,10 +188,17 @@ def _compute_d(Jt: np.ndarray, A: np.ndarray, row: int, kind: int, d: np.ndarray
 
 
 @leaf_kernel
-def _add_column(Jt: np.ndarray, R: np.ndarray, d: np.ndarray, nact: int) -> None:
+def _add_column(Jt: np.ndarray, R: np.ndarray, d: np.ndarray, nact: int, S: np.ndarray,
+                carry: bool) -> None:
     """Append the column d = J^T n to the factorization (Givens rotations of J from the
-    bottom so that d[nact+1:] = 0; new column of R = d[:nact+1])."""
+    bottom so that d[nact+1:] = 0; new column of R = d[:nact+1]).
+
+    ``carry``: also carry the reduced Hessian ``S`` of ``J_2`` (the columns ``nact..n-1`` of
+    J, :func:`psd_finish_kernel`) along -- the rotations of ``J_2``'s columns applied to its
+    rows and columns, then its first row and column (the new active direction) removed;
+    ``S`` is not touched otherwise."""
     n = Jt.shape[0]
+    r = n - nact
     for j in range(n - 1, nact, -1):
         if d[j] == 0.0:
             continue
@@ -170,10 +206,22 @@ def _add_column(Jt: np.ndarray, R: np.ndarray, d: np.ndarray, nact: int) -> None
         d[j - 1] = h
         d[j] = 0.0
         _rot_rows(Jt, j - 1, j, c, s, np.int64(0), n)
+        if carry:
+            a = j - nact
+            _rot_rows(S, a - 1, a, c, s, np.int64(0), r)
+            for i in range(r):  # the same rotation of columns a - 1, a
+                u = S[i, a - 1]
+                v = S[i, a]
+                S[i, a - 1] = c * u + s * v
+                S[i, a] = -s * u + c * v
     for i in range(nact + 1):
         R[i, nact] = d[i]
     for i in range(nact + 1, n):
         R[i, nact] = 0.0
+    if carry:
+        for a in range(r - 1):
+            for b in range(r - 1):
+                S[a, b] = S[a + 1, b + 1]
 
 
 @leaf_kernel
@@ -244,6 +292,51 @@ def _minimizer_on_active_set(x0, Jt, R, A, l, u, act, kind, nact, x, uact, w, ac
         drops += 1
 
 
+@njit(cache=True, inline="always")
+def _workspace(fwork: np.ndarray, iwork: np.ndarray, n: int, m: int):
+    """The views of the workspace (:func:`work_sizes`; no allocation): the dual method's
+    ``L``, ``Jt``, ``R`` (n, n), ``x0``, ``d``, ``z``, ``r``, ``uact``, ``w`` (n,),
+    ``rownorm``, ``ax`` (m,), then the finishing pass's ``S``, ``C`` (n, n), ``pv``, ``tv``,
+    ``sv`` (n,); of ``iwork`` the active set ``act``, ``kind`` (n,) and the finishing pass's
+    ``perm`` (n,)."""
+    nn = n * n
+    L = fwork[0:nn].reshape((n, n))
+    Jt = fwork[nn:2 * nn].reshape((n, n))
+    R = fwork[2 * nn:3 * nn].reshape((n, n))
+    o = 3 * nn
+    x0 = fwork[o:o + n]
+    d = fwork[o + n:o + 2 * n]
+    z = fwork[o + 2 * n:o + 3 * n]
+    r = fwork[o + 3 * n:o + 4 * n]
+    uact = fwork[o + 4 * n:o + 5 * n]
+    w = fwork[o + 5 * n:o + 6 * n]
+    o += 6 * n
+    rownorm = fwork[o:o + m]
+    ax = fwork[o + m:o + 2 * m]
+    o += 2 * m
+    S = fwork[o:o + nn].reshape((n, n))
+    C = fwork[o + nn:o + 2 * nn].reshape((n, n))
+    o += 2 * nn
+    pv = fwork[o:o + n]
+    tv = fwork[o + n:o + 2 * n]
+    sv = fwork[o + 2 * n:o + 3 * n]
+    return (L, Jt, R, x0, d, z, r, uact, w, rownorm, ax, S, C, pv, tv, sv, iwork[0:n],
+            iwork[n:2 * n], iwork[2 * n + 1:3 * n + 1])
+
+
+@leaf_kernel
+def _outside(d: np.ndarray, nact: int) -> tuple[float, float]:
+    """(|d|^2, |d[nact:]|^2): the length of ``d = J^T n`` and of its part outside the span of
+    the active normals (the dependence test)."""
+    s1 = 0.0
+    s2 = 0.0
+    for j in range(d.shape[0]):
+        s1 += d[j] * d[j]
+        if j >= nact:
+            s2 += d[j] * d[j]
+    return s1, s2
+
+
 @leaf_kernel
 def _try_add(Jt: np.ndarray, R: np.ndarray, A: np.ndarray, row: int, kd: int, d: np.ndarray,
              nact: int, dep_tol: float) -> bool:
@@ -252,15 +345,10 @@ def _try_add(Jt: np.ndarray, R: np.ndarray, A: np.ndarray, row: int, kd: int, d:
     if nact >= n:
         return False
     _compute_d(Jt, A, row, kd, d)
-    s1 = 0.0
-    s2 = 0.0
-    for j in range(n):
-        s1 += d[j] * d[j]
-        if j >= nact:
-            s2 += d[j] * d[j]
+    s1, s2 = _outside(d, nact)
     if not (s2 > dep_tol * dep_tol * s1):
         return False
-    _add_column(Jt, R, d, nact)
+    _add_column(Jt, R, d, nact, R, np.bool_(False))
     return True
 
 
@@ -288,31 +376,8 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
     """
     n = q.shape[0]
     m = l.shape[0]
-    # workspace views (no allocation)
-    o = 0
-    L = fwork[o:o + n * n].reshape((n, n))
-    o += n * n
-    Jt = fwork[o:o + n * n].reshape((n, n))
-    o += n * n
-    R = fwork[o:o + n * n].reshape((n, n))
-    o += n * n
-    x0 = fwork[o:o + n]
-    o += n
-    d = fwork[o:o + n]
-    o += n
-    z = fwork[o:o + n]
-    o += n
-    r = fwork[o:o + n]
-    o += n
-    uact = fwork[o:o + n]
-    o += n
-    w = fwork[o:o + n]
-    o += n
-    rownorm = fwork[o:o + m]
-    o += m
-    ax = fwork[o:o + m]
-    act = iwork[0:n]
-    kind = iwork[n:2 * n]
+    (L, Jt, R, x0, d, z, r, uact, w, rownorm, ax, _S, _C, _pv, _tv, _sv, act, kind,
+     _perm) = _workspace(fwork, iwork, n, m)
     for i in range(n):
         x[i] = 0.0
     for i in range(m):
@@ -445,12 +510,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 break
             it += 1
             _compute_d(Jt, A, p, pk, d)
-            s1 = 0.0
-            s2 = 0.0
-            for j in range(n):
-                s1 += d[j] * d[j]
-                if j >= nact:
-                    s2 += d[j] * d[j]
+            s1, s2 = _outside(d, nact)
             full = nact < n and s2 > dep_tol * dep_tol * s1
             # r = R^-1 d_1 (back substitution)
             for j in range(nact - 1, -1, -1):
@@ -494,7 +554,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 for j in range(nact):
                     uact[j] -= t2 * r[j]
                 uplus += t2
-                _add_column(Jt, R, d, nact)
+                _add_column(Jt, R, d, nact, R, np.bool_(False))
                 act[nact] = p
                 kind[nact] = pk
                 uact[nact] = uplus
@@ -530,6 +590,293 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
             active[i] = 0
     for j in range(nact):
         y[act[j]] = uact[j] if kind[j] == _UPPER else -uact[j]
+    iwork[2 * n] = nact  # (the factorization's size, for psd_finish_kernel)
+    return status, it
+
+
+@leaf_kernel
+def _factor_reduced(S: np.ndarray, r: int, Sw: np.ndarray, C: np.ndarray, perm: np.ndarray,
+                    piv_tol: float) -> int:
+    """The factorization :func:`_reduced_step` uses: ``Sw`` = the pivoted Cholesky factor
+    ``L`` of the reduced Hessian ``S`` (r x r, ``linalg.pivoted_cholesky``), ``C`` the Cholesky
+    factor of ``L^T L``. Returns the rank, -1 if ``L^T L`` is not positive definite."""
+    for a in range(r):
+        for b in range(r):
+            Sw[a, b] = S[a, b]
+    rank = pivoted_cholesky(Sw, r, perm, piv_tol)
+    for a in range(rank):  # C = L^T L (lower triangle)
+        for c in range(a + 1):
+            s = 0.0
+            for i in range(a, r):
+                s += Sw[i, a] * Sw[i, c]
+            C[a, c] = s
+    if not cholesky(C[:rank, :rank], C[:rank, :rank], 0.0):
+        return -1
+    return rank
+
+
+@leaf_kernel
+def _reduced_step(Jt: np.ndarray, nact: int, L: np.ndarray, C: np.ndarray, perm: np.ndarray,
+                  rank: int, e: np.ndarray, pv: np.ndarray, tv: np.ndarray, sv: np.ndarray,
+                  dx: np.ndarray, ray_tol: float, ray_floor: float) -> bool:
+    """The step of :func:`psd_finish_kernel` from the reduced gradient ``e = J_2^T g`` and the
+    factorization of :func:`_factor_reduced`: ``dx = -J_2 S^+ e``, or ``dx = -J_2 e_0`` with
+    ``e_0`` the part of ``e`` in the null space of ``S`` where that part exceeds ``ray_tol``
+    of ``e`` and the rounding level ``ray_floor`` (a flat direction of descent: returns True).
+    ``S^+ e = Pi^T L (L^T L)^-2 L^T Pi e`` and ``e - e_0 = Pi^T L (L^T L)^-1 L^T Pi e``."""
+    n = Jt.shape[0]
+    r = n - nact
+    for a in range(rank):  # t = L^T Pi e
+        s = 0.0
+        for i in range(a, r):
+            s += L[i, a] * e[perm[i]]
+        tv[a] = s
+    chol_solve(C, rank, tv, sv)  # (L^T L)^-1 L^T Pi e
+    emax = 0.0
+    nmax = 0.0
+    for i in range(r):  # pv = Pi e - L (L^T L)^-1 L^T Pi e: the part in the null space of S
+        s = 0.0
+        for a in range(min(i + 1, rank)):
+            s += L[i, a] * sv[a]
+        pv[i] = e[perm[i]] - s
+        emax = max(emax, abs(e[perm[i]]))
+        nmax = max(nmax, abs(pv[i]))
+    ray = nmax > ray_tol * emax and nmax > ray_floor
+    if not ray:
+        chol_solve(C, rank, sv, sv)  # (L^T L)^-2 L^T Pi e
+        for i in range(r):
+            s = 0.0
+            for a in range(min(i + 1, rank)):
+                s += L[i, a] * sv[a]
+            pv[i] = s
+    for i in range(n):
+        dx[i] = 0.0
+    for i in range(r):  # dx = -J_2 Pi^T pv
+        c = pv[i]
+        row = nact + perm[i]
+        for j in range(n):
+            dx[j] -= c * Jt[row, j]
+    return ray
+
+
+@leaf_kernel
+def _reduced_hessian(Jt: np.ndarray, nact: int, delta: float, S: np.ndarray) -> None:
+    """``S = J_2^T H J_2 = I - delta J_2^T J_2`` (r x r, ``J_2`` = rows ``nact..n-1`` of ``Jt``:
+    ``J_2^T P J_2 = I`` with ``P = H + delta I``)."""
+    n = Jt.shape[0]
+    r = n - nact
+    for a in range(r):
+        za = Jt[nact + a]
+        for b in range(a + 1):
+            zb = Jt[nact + b]
+            s = 0.0
+            for j in range(n):
+                s += za[j] * zb[j]
+            s = (1.0 if a == b else 0.0) - delta * s
+            S[a, b] = s
+            S[b, a] = s
+
+
+@leaf_kernel
+def _grow_reduced(Jt: np.ndarray, nact: int, delta: float, S: np.ndarray) -> None:
+    """The reduced Hessian after a drop: ``J_2`` gained its first column ``z_0`` (row ``nact``
+    of ``Jt``, the new ``nact``); ``S`` (of the other columns) shifted by one, its first row
+    and column ``e_0 - delta z_0^T J_2``."""
+    n = Jt.shape[0]
+    r = n - nact
+    for a in range(r - 2, -1, -1):
+        for b in range(r - 2, -1, -1):
+            S[a + 1, b + 1] = S[a, b]
+    z0 = Jt[nact]
+    for b in range(r):
+        zb = Jt[nact + b]
+        s = 0.0
+        for j in range(n):
+            s += zb[j] * z0[j]
+        s = (1.0 if b == 0 else 0.0) - delta * s
+        S[0, b] = s
+        S[b, 0] = s
+
+
+@leaf_kernel
+def psd_finish_kernel(H: np.ndarray, delta: float, q: np.ndarray, A: np.ndarray,
+                      l: np.ndarray, u: np.ndarray, max_iter: int, tol: float, dep_tol: float,
+                      fwork: np.ndarray, iwork: np.ndarray, x: np.ndarray, y: np.ndarray,
+                      active: np.ndarray) -> tuple[int, int]:
+    """The exact minimizer of ``1/2 x^T H x + q^T x`` s.t. ``l <= A x <= u`` for a positive
+    semidefinite ``H``, continued from :func:`dense_qp_kernel`'s solution of the proximal
+    problem with ``P = H + delta I`` (``delta > 0``): the finishing pass of the module
+    docstring.
+
+    Call it right after :func:`dense_qp_kernel` returned :data:`SOLVED` on ``P``, ``q``, ``A``,
+    ``l``, ``u`` with the same workspace and outputs: it reads the factorization the dual method
+    left in ``fwork`` / ``iwork`` and updates it, ``x``, ``y`` and ``active`` in place (the
+    solution, its multipliers for ``H`` and its active row sides). The reduced Hessian is
+    ``J_2^T H J_2 = I - delta J_2^T J_2`` (``J_2^T P J_2 = I``), carried along through the
+    additions (:func:`_add_column`) and drops (a new first column). ``tol``: a
+    step below ``tol`` times the largest ``|x|`` is rounding (the point is stationary on its
+    active set); ``dep_tol``: a row side whose normal changes along the step by less than
+    ``dep_tol |a_i| |dx|`` does not block it (a row dependent on the active ones). Returns
+    (status, iterations): :data:`SOLVED`; :data:`UNBOUNDED`; :data:`MAX_ITER` at the
+    iteration limit or where rounding stops it (a blocking row dependent on the active ones,
+    a singular factorization). ``x`` is then the last iterate: feasible, its objective no
+    larger than the starting point's.
+    """
+    n = q.shape[0]
+    m = l.shape[0]
+    # (the dual method's Cholesky factor, spent, holds S's pivoted factor; its rownorm as it
+    # computed them)
+    (Sw, Jt, R, g, d, dx, _r, uact, e, rownorm, _ax, S, C, pv, tv, sv, act, kind,
+     perm) = _workspace(fwork, iwork, n, m)
+    nact = iwork[2 * n]
+    eps = np.finfo(np.float64).eps
+    hmax = 0.0
+    for i in range(n):
+        hmax = max(hmax, H[i, i])
+    status = MAX_ITER
+    it = np.int64(0)
+    last_full = np.inf  # |dx| of the last full Newton step (rounding floor detection)
+    # S = J_2^T H J_2, kept along through the additions and drops below; its factorization
+    # (rank >= 0) while the active set is unchanged
+    _reduced_hessian(Jt, nact, delta, S)
+    rank = np.int64(-1)
+    zz = 0.0
+    while it < max_iter:
+        it += 1
+        r = n - nact
+        xscale = 0.0
+        for i in range(n):
+            xscale = max(xscale, abs(x[i]))
+        gabs = 0.0
+        for i in range(n):  # g = H x + q
+            s = q[i]
+            sa = abs(q[i])
+            for j in range(n):
+                t = H[i, j] * x[j]
+                s += t
+                sa += abs(t)
+            g[i] = s
+            gabs = max(gabs, sa)
+        for a in range(r):  # e = J_2^T g
+            za = Jt[nact + a]
+            s = 0.0
+            for j in range(n):
+                s += za[j] * g[j]
+            e[a] = s
+        if rank < 0:  # the active set changed: factorize S again
+            zz = 0.0
+            for a in range(r):
+                za = Jt[nact + a]
+                nz = 0.0
+                for j in range(n):
+                    nz += za[j] * za[j]
+                zz = max(zz, nz)
+            # S's rounding: n eps |H| |z|^2 (its eigenvalues lie in [0, 1]); pivots below it
+            # are flat directions of the face
+            rank = _factor_reduced(S, r, Sw, C, perm, max(n * eps * hmax * zz, eps))
+            if rank < 0:
+                break
+        # e's rounding: n eps |z| (|q| + |H| |x|)
+        ray = _reduced_step(Jt, nact, Sw, C, perm, rank, e, pv, tv, sv, dx, 1e-8,
+                            10.0 * n * eps * np.sqrt(zz) * gabs)
+        dxn = 0.0
+        slope = 0.0
+        for i in range(n):
+            dxn = max(dxn, abs(dx[i]))
+            slope += g[i] * dx[i]
+        stationary = (dxn <= tol * xscale or slope >= 0.0
+                      or (not ray and dxn >= 0.5 * last_full))
+        if stationary:
+            # multipliers of the active rows: R u = J_1^T g
+            for j in range(nact):
+                s = 0.0
+                for i in range(n):
+                    s += Jt[j, i] * g[i]
+                d[j] = s
+            for j in range(nact - 1, -1, -1):
+                s = d[j]
+                for i in range(j + 1, nact):
+                    s -= R[j, i] * uact[i]
+                uact[j] = s / R[j, j]
+            umax = gabs  # (the gradient's scale: multipliers of rounding size are zero)
+            for j in range(nact):
+                umax = max(umax, abs(uact[j]) * rownorm[act[j]])
+            k = np.int64(-1)
+            worst = -FINISH_MULT_TOL * umax
+            for j in range(nact):
+                if kind[j] != _EQ and uact[j] * rownorm[act[j]] < worst:
+                    worst = uact[j] * rownorm[act[j]]
+                    k = j
+            if k < 0:
+                status = SOLVED
+                break
+            active[act[k]] = 0
+            _drop(Jt, R, act, kind, uact, nact, k)
+            nact -= 1
+            _grow_reduced(Jt, nact, delta, S)
+            rank = -1
+            last_full = np.inf
+            continue
+        # step length: 1 (Newton) or the exact line search along a ray
+        afull = 1.0
+        if ray:
+            curv = 0.0
+            for i in range(n):
+                s = 0.0
+                for j in range(n):
+                    s += H[i, j] * dx[j]
+                curv += dx[i] * s
+            afull = -slope / curv if curv > eps * hmax * dxn * dxn else np.inf
+        # ratio test: the first inactive row side the step reaches
+        amin = afull
+        p = np.int64(-1)
+        pk = np.int64(0)
+        for i in range(m):
+            if active[i] != 0:
+                continue
+            s = 0.0
+            ad = 0.0
+            for j in range(n):
+                s += A[i, j] * x[j]
+                ad += A[i, j] * dx[j]
+            small = dep_tol * rownorm[i] * dxn
+            if l[i] > -BOUND_INF and ad < -small:
+                t = max(s - l[i], 0.0) / -ad
+                if t < amin:
+                    amin = t
+                    p = i
+                    pk = _LOWER
+            if u[i] < BOUND_INF and ad > small:
+                t = max(u[i] - s, 0.0) / ad
+                if t < amin:
+                    amin = t
+                    p = i
+                    pk = _UPPER
+        if amin == np.inf:
+            status = UNBOUNDED
+            break
+        for i in range(n):
+            x[i] += amin * dx[i]
+        if p >= 0:
+            _compute_d(Jt, A, p, pk, d)
+            s1, s2 = _outside(d, nact)
+            if not (nact < n and s2 > dep_tol * dep_tol * s1):
+                break  # (a blocking row dependent on the active ones: rounding trouble)
+            _add_column(Jt, R, d, nact, S, np.bool_(True))
+            rank = -1
+            act[nact] = p
+            kind[nact] = pk
+            active[p] = pk
+            nact += 1
+            last_full = np.inf
+        else:
+            last_full = np.inf if ray else dxn
+    iwork[2 * n] = nact
+    for i in range(m):
+        y[i] = 0.0
+    if status == SOLVED:
+        for j in range(nact):
+            y[act[j]] = uact[j] if kind[j] == _UPPER else -uact[j]
     return status, it
 
 

@@ -46,24 +46,25 @@ forces, and hence the optimal ``v+`` and torques, are identical; the facet form 
 edges that cancel) and roughly halves the number of variables (``3 nc`` instead of ``(1+k) nc``),
 which makes OSQP converge several times faster in Stage II.
 
-Solver (option ``qp_solver``, :data:`QP_SOLVERS`). ``"active_set"`` (default): both
-QPs of the dense reduced form are solved *exactly* (to rounding, relative feasibility 1e-11) by
-the compiled Goldfarb-Idnani dual active-set method of :mod:`.dense_qp`, in force units,
-warm-started with the previous tick's active row sides mapped by contact identity (each contact
-owns its rows: non-penetration, ``f_N >= 0``, its k facets); a correct guess needs no iteration.
-Both QPs are strictly convex (Stage I's proximal term, Stage II's ``stage2_reg``); their
-degenerate vertices (k + 1 rows through the apex of a contact's pyramid) are handled by the
-solver's dependence test, and Stage II drops rows of rounding size (``_stage2_data``). OSQP,
-the solver before it, stopped at its iteration limit on 24-39 % of talos's ``qp_coulomb`` ticks
-(docs/contact_methods.md). ``"osqp"``: both QPs solved with OSQP in *force* units
-(``c = dt f``), warm-started from the previous tick: the OSQP solver objects
-are kept in the method state and their matrices updated in place
-(``update_data_mat`` with the same sparsity pattern, dense blocks stored with explicit zeros)
-while the contact set (identities, order, k) is unchanged; when it changes, the solver is set up
-again and warm-started with the previous forces mapped by contact identity. After each solve the
-impulses are projected onto ``f_N >= 0`` and the pyramid (clip / radial scaling, a correction of
-the order of the solver tolerance), and ``tau``, ``v+`` are recomputed from the projected impulses,
-so eqs. (37) and (38) hold to rounding error and the pyramid holds exactly.
+Solver (option ``qp_solver``, :data:`QP_SOLVERS`). ``"active_set"`` (default): both QPs of the
+dense reduced form are solved *exactly* (to rounding, relative feasibility 1e-11) by the compiled
+Goldfarb-Idnani dual active-set method of :mod:`.dense_qp`, in force units, warm-started with the
+previous tick's active row sides mapped by contact identity (each contact owns its rows:
+non-penetration, ``f_N >= 0``, its k facets); a correct guess needs no iteration. The method needs
+a strictly convex QP: Stage I is solved with its proximal term and then finished exactly on its
+own, only semidefinite Hessian (:func:`stage1_active_set`, below), Stage II is strictly convex by
+``stage2_reg``; their degenerate vertices (k + 1 rows through the apex of a contact's pyramid) are
+handled by the solver's dependence test, and Stage II drops rows of rounding size
+(``_stage2_data``). OSQP, the solver before it, stopped at its iteration limit on 24-39 % of
+talos's ``qp_coulomb`` ticks (docs/contact_methods.md). ``"osqp"``: both QPs solved with OSQP in
+*force* units (``c = dt f``), warm-started from the previous tick: the OSQP solver objects are kept
+in the method state and their matrices updated in place (``update_data_mat`` with the same sparsity
+pattern, dense blocks stored with explicit zeros) while the contact set (identities, order, k) is
+unchanged; when it changes, the solver is set up again and warm-started with the previous forces
+mapped by contact identity. After each solve the impulses are projected onto ``f_N >= 0`` and the
+pyramid (clip / radial scaling, a correction of the order of the solver tolerance), and ``tau``,
+``v+`` are recomputed from the projected impulses, so eqs. (37) and (38) hold to rounding error and
+the pyramid holds exactly.
 
 Formulation (option ``formulation``): ``"dense"`` is the reduced form above (dense
 ``J_f K_ff J_f^T`` Hessian, dense ``W``), fastest for a few contacts. ``"sparse"`` solves the same
@@ -76,7 +77,21 @@ number of contacts. ``"auto"`` (default) uses dense for ``nc <= sparse_above`` (
 Stage I adds a tiny proximal term ``delta/2 |f|^2`` (option ``stage1_reg``, default 1e-7 relative
 to max diag H): without it the Stage I optimum is a whole face (indeterminacy) and ADMM drifts
 along the flat directions (unbounded for the free tangential impulses of ``qp_noslip``); with it
-Stage I returns (to O(delta)) the least-norm point of that face, continuous in the data.
+Stage I returns (to O(delta)) the least-norm point of that face, continuous in the data. The
+proximal minimizer is not the optimum, though: its objective lies O(delta) above it and, where the
+optimal face is thin (directions of curvature comparable to delta), its ``J_f^T f`` is off by far
+more than delta |f|; Stage II, whose set ``J_f^T f = J_f^T f0`` depends on that value, then
+minimizes over another face (measured on random humanoid states: Stage I up to 4e-7 relative above
+the optimum, torques off by up to 3 % of their largest). The active-set solver therefore finishes
+Stage I exactly (:func:`stage1_active_set`: a primal active-set method on the unregularized Hessian
+from the proximal minimizer, :func:`~wbc_dynamics.contact.dense_qp.psd_finish_kernel`); the torques
+then equal those of the optimum certified in extended precision (``test/test_qp_certified.py``). It
+does so for the kinetic-energy objective, which is constant along the flat directions (its linear
+term lies in the range of ``J_f``). The contact-velocity objective varies along them (the internal
+forces), where its exact optimum is a vertex of that linear term, discontinuous in the data (in the
+quadruped's closed-loop trot, ``test/test_sim_coulomb_tracking.py``, it predicted single-tick
+normal-force spikes of 3.8 m g): its Stage I stays the proximal minimizer, re-centred once (option
+``stage1_recenter``), as with OSQP, whose tolerance (``eps``) is the larger error there.
 
 Model note (measured, see docs/contact_methods.md): the Stage I objective (69) is the kinetic
 energy of the whole mechanism with the actuated velocities prescribed. When ``qdot_des != 0`` its
@@ -93,7 +108,8 @@ Sec. 8).
 Statistics: ``iterations`` = OSQP iterations of Stage I + Stage II; ``residual`` = max violation
 of (70)-(72) at the returned impulses [m/s or N s]; ``info``: ``stage1_status``,
 ``stage2_status``, ``nullity`` (dim W), ``setup`` (True if an OSQP setup happened),
-``noninterpenetration``, ``stage1_objective``.
+``noninterpenetration``, ``stage1_objective``; with the active-set solver ``stage1_exact`` (the
+Stage I result is the exact optimum, False: the proximal minimizer).
 
 Infeasible Stage I with the active-set solver (it proves it; e.g. the held arm + box grasp,
 whose prescribed finger motion the box cannot follow within friction): the tick is solved with
@@ -125,7 +141,7 @@ from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import left_nullspace
 from ..kernels.separate import call_separately
 from .consistency import mark_sticking_correction, sticking_consistent_problem
-from .dense_qp import DenseQPWork, solve_dense_qp
+from .dense_qp import DenseQPWork, dense_qp_kernel, psd_finish_kernel, solve_dense_qp
 from .dispatch import fallback_result
 from .lcp_coulomb import ReducedDynamics
 from .noslip_kernels import _alg1, min_pivot
@@ -140,7 +156,8 @@ __all__ = ["solve_qp_coulomb", "solve_qp_noslip", "QPLayout", "STAGE1_OBJECTIVES
 #: the normal rows (maximal dissipation at the contacts: the KKT conditions are those of the
 #: complementarity-free model (11)/(29)-(33) with the actuated velocities prescribed, and a
 #: candidate that is still apart gets normal force only when (70) binds). Both objectives
-#: coincide when ``qdot_des = 0`` and ``phi = 0``.
+#: coincide when ``qdot_des = 0`` and ``phi = 0``. The active-set solver finishes Stage I
+#: exactly for the kinetic-energy objective only (module docstring).
 STAGE1_OBJECTIVES = ("kinetic_energy", "contact_velocity")
 
 #: QP solvers of both stages: ``"active_set"`` = the exact dense Goldfarb-Idnani method of
@@ -822,8 +839,11 @@ def _solve_two_stage_impl(problem: ContactProblem, mstate: MethodState, method: 
     st1: _QPSolver | None = data.get(f"{method}_s1")
     if qp_solver == "active_set":
         st1 = None
+        # the exact finish for the kinetic-energy objective only (STAGE1_OBJECTIVES)
         s1, it1, x1 = _active_set_stage1(problem, mstate, method, lay, red, Hp, lin, ids,
-                                         warm_start, max_iter, delta, stage1_recenter, stats)
+                                         warm_start, max_iter, delta,
+                                         stage1_objective == "kinetic_energy", stage1_recenter,
+                                         stats, info)
         if s1 in (_PRIMAL_INF, _NOT_PD):
             # Stage I has no exact solution (e.g. a held grasp whose prescribed finger motion
             # the box cannot follow within friction): OSQP's iterate at its limit is the
@@ -981,24 +1001,99 @@ def _mapped_active(data: dict, name: str, ids: tuple, kk: int, stage: int
     return guess if found else None
 
 
-def _active_set_work(data: dict, name: str, n: int, m: int) -> DenseQPWork:
-    """The active-set workspace of (n variables, m rows) kept in the method state."""
+def _active_set_work(data: dict, name: str, n: int, m: int,
+                     cls: type[DenseQPWork] = DenseQPWork) -> DenseQPWork:
+    """The active-set workspace (``cls``) of (n variables, m rows) kept in the method state."""
     works = data.setdefault(name, {})
     work = works.get((n, m))
     if work is None:
-        work = works[(n, m)] = DenseQPWork(n, m)
+        work = works[(n, m)] = cls(n, m)
     return work
+
+
+@leaf_kernel
+def stage1_active_set(H: np.ndarray, P: np.ndarray, q: np.ndarray, A: np.ndarray,
+                      l: np.ndarray, u: np.ndarray, delta: float, warm: np.ndarray,
+                      use_warm: bool, finish: bool, recenter: bool, max_iter: int, tol: float,
+                      dep_tol: float, fwork: np.ndarray, iwork: np.ndarray, x1: np.ndarray,
+                      x: np.ndarray, qr: np.ndarray, y: np.ndarray, active: np.ndarray,
+                      first: np.ndarray) -> tuple[int, int, int]:
+    """Stage I with the active-set solver, the one implementation of the general path
+    (:func:`_active_set_stage1`) and the compiled tick (``qp_tick.qp_tick_active_set``).
+
+    The QP ``min 1/2 f^T H f + q^T f s.t. l <= A f <= u`` (eqs. (97)-(99), force units; ``H`` only
+    positive semidefinite): the dual active-set method on the proximal problem ``P = H + delta I``
+    (warm-started with ``warm`` if ``use_warm``), then, if ``finish``, its exact finish on ``H``
+    (:func:`~wbc_dynamics.contact.dense_qp.psd_finish_kernel`): the optimum itself, the point of
+    the optimal face reached from the proximal minimizer. The proximal minimizer alone is biased by
+    ``delta |f|`` and, on a thin optimal face, far from it: its objective up to 4e-7 relative above
+    the optimum, and Stage II's set ``{J_f^T f = J_f^T f0}`` then another face (humanoid torques
+    off by up to 3 % of their largest). Without ``finish``, or where the finish does not end
+    (iteration limit, no finite optimum), the proximal minimizer, re-centred once at itself if
+    ``recenter`` (the proximal-point step, warm-started with the first pass's active set).
+    ``delta = 0`` (``P = H`` positive definite): the dual method's solution is exact.
+
+    Outputs: ``x1`` the first pass's solution, ``x`` the result, ``y`` / ``active`` the
+    multipliers / active row sides of the last solve, ``first`` the first pass's active row
+    sides (the next tick's guess; it may be ``warm`` itself, which is read before); ``qr`` the
+    re-centred linear term (scratch); ``fwork`` / ``iwork`` of
+    :func:`~wbc_dynamics.contact.dense_qp.work_sizes`. Returns (the first pass's status,
+    iterations of all passes, the result: 2 exact, 1 re-centred, 0 the first pass).
+    """
+    n = q.shape[0]
+    s1, it = call_separately(dense_qp_kernel, (P, q, A, l, u, warm, use_warm, max_iter, tol,
+                                               dep_tol, fwork, iwork, x1, y, active))
+    for i in range(active.shape[0]):
+        first[i] = active[i]
+    for i in range(n):
+        x[i] = x1[i]
+    if s1 != 1 or not delta > 0.0:
+        return s1, it, 2 if s1 == 1 else 0
+    if finish:
+        sf, itf = call_separately(psd_finish_kernel, (H, delta, q, A, l, u, max_iter, tol,
+                                                      dep_tol, fwork, iwork, x, y, active))
+        it += itf
+        if sf == 1:
+            return s1, it, 2
+        for i in range(n):
+            x[i] = x1[i]
+    if not recenter:
+        return s1, it, 0
+    for i in range(n):
+        qr[i] = q[i] - delta * x1[i]
+    s2, it2 = call_separately(dense_qp_kernel, (P, qr, A, l, u, first, np.bool_(True),
+                                                max_iter, tol, dep_tol, fwork, iwork, x, y,
+                                                active))
+    it += it2
+    if s2 == 1:
+        return s1, it, 1
+    for i in range(n):
+        x[i] = x1[i]
+    return s1, it, 0
+
+
+class _Stage1Work(DenseQPWork):
+    """:class:`~wbc_dynamics.contact.dense_qp.DenseQPWork` with :func:`stage1_active_set`'s
+    other buffers: ``xr`` the result, ``qr`` scratch, ``first`` the first pass's active row
+    sides, ``guess`` the warm start."""
+
+    def __init__(self, n: int, m: int) -> None:
+        super().__init__(n, m)
+        self.xr = np.zeros(self.n)
+        self.qr = np.zeros(self.n)
+        self.first = np.zeros(self.m, dtype=np.int64)
+        self.guess = np.zeros(self.m, dtype=np.int64)
 
 
 def _active_set_stage1(problem: ContactProblem, mstate: MethodState, method: str,
                        lay: QPLayout, red: ReducedDynamics, Hp: np.ndarray, lin: np.ndarray,
                        ids: tuple, warm_start: bool, max_iter: int, delta: float,
-                       recenter: bool, stats: SolverStats
+                       finish: bool, recenter: bool, stats: SolverStats, info: dict
                        ) -> tuple[int, int, np.ndarray | None]:
-    """Stage I (dense reduced form (97)-(99), force units) with the exact active-set solver,
-    warm-started with the previous tick's active set mapped by contact identity; the
-    proximal re-centring pass (option ``stage1_recenter``) starts from the first pass's active
-    set. Returns (status, iterations, x or None)."""
+    """Stage I (dense reduced form (97)-(99), force units) by :func:`stage1_active_set`,
+    warm-started with the previous tick's active set mapped by contact identity.
+    Returns (status, iterations, x or None); ``info["stage1_exact"]``: the result is the
+    exact optimum (False: the proximal minimizer)."""
     nc, m = lay.nc, lay.m
     dt = float(problem.dt)
     C = lay.constraint_block(problem.mu)
@@ -1006,26 +1101,24 @@ def _active_set_stage1(problem: ContactProblem, mstate: MethodState, method: str
     lo1 = np.concatenate([(-problem.phi / dt - red.Jv0[:nc]) / dt, np.zeros(C.shape[0])])
     up1 = np.full(A1.shape[0], _INF)
     data = mstate.data
-    work = _active_set_work(data, f"{method}_w1", m, A1.shape[0])
+    work = _active_set_work(data, f"{method}_w1", m, A1.shape[0], _Stage1Work)
     kk = lay.k if lay.coulomb else 0
     warm = _mapped_active(data, f"{method}_as1", ids, kk, 1) if warm_start else None
     stats.warm_start_used = warm is not None
-    q1 = lin / dt
-    s1 = solve_dense_qp(Hp, q1, A1, lo1, up1, work, warm, max_iter=max_iter,
-                        tol=ACTIVE_SET_TOL, dep_tol=ACTIVE_SET_DEP_TOL)
-    it1 = work.iterations
-    x1 = work.x.copy() if np.all(np.isfinite(work.x)) else None
-    active = work.active.copy()
-    if recenter and delta > 0.0 and x1 is not None and s1 == _SOLVED:
-        # the proximal-point step of the OSQP path (see _solve_two_stage_impl)
-        s1b = solve_dense_qp(Hp, q1 - delta * x1, A1, lo1, up1, work, work.active,
-                             max_iter=max_iter, tol=ACTIVE_SET_TOL, dep_tol=ACTIVE_SET_DEP_TOL)
-        it1 += work.iterations
-        if s1b == _SOLVED and np.all(np.isfinite(work.x)):
-            x1 = work.x.copy()
-    if s1 == _SOLVED:  # the next tick's guess: the first pass's active set (the passes
-        # differ in rows that hold at ~delta |f|; each switch would cost a drop per row)
-        data[f"{method}_as1"] = (ids, active)
+    if warm is not None:
+        work.guess[:] = warm
+    s1, it1, kind = stage1_active_set(
+        np.ascontiguousarray(red.H), Hp, lin / dt, A1, lo1, up1, float(delta), work.guess,
+        warm is not None, bool(finish), bool(recenter), int(max_iter), ACTIVE_SET_TOL,
+        ACTIVE_SET_DEP_TOL, work.fwork, work.iwork, work.x, work.xr, work.qr, work.y,
+        work.active, work.first)
+    work.status, work.iterations = int(s1), int(it1)
+    info["stage1_exact"] = kind == 2
+    x1 = work.xr.copy() if np.all(np.isfinite(work.xr)) else None
+    if s1 == _SOLVED:  # the next tick's guess: the first pass's active set (the proximal
+        # passes are warm-started from it; the exact finish's differs in rows that hold at
+        # ~delta |f| in the proximal problem, each a drop per row)
+        data[f"{method}_as1"] = (ids, work.first.copy())
     else:
         data.pop(f"{method}_as1", None)
     return s1, it1, x1
@@ -1195,7 +1288,9 @@ def solve_qp_coulomb(
         stage1_reg: proximal weight ``delta`` on ``|f|^2`` in Stage I, relative to max diag H
             (least-norm Stage I point; avoids ADMM drift on the flat directions).
         stage1_recenter: re-solve Stage I once with the proximal term centred at the first
-            solution (removes the O(delta |f|) bias of the optimum; one warm-started solve).
+            solution (reduces the O(delta |f|) bias of the optimum; one warm-started solve).
+            The active-set solver finishes the kinetic-energy objective's Stage I exactly
+            instead (module docstring) and re-centres only where that finish does not end.
         stage1_objective: ``"kinetic_energy"`` (eq. (69), default) or ``"contact_velocity"``
             (:data:`STAGE1_OBJECTIVES`; docs/contact_methods.md "Tracking in closed loop").
         sticking_correction: first replace the desired accelerations by the nearest ones the

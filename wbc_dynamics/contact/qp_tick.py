@@ -3,9 +3,11 @@
 With the default ``qp_solver="active_set"`` the whole tick is one compiled call,
 :func:`qp_tick_active_set`: steps 1, 3 and 5 below with both QPs solved exactly by the compiled
 Goldfarb-Idnani kernel (:func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel`) on the dense
-problems in place (``QPWork.P1d`` ...), warm-started with the previous tick's active row sides
-mapped by candidate slot; no Python between the stages, no OSQP. With ``qp_solver="osqp"`` the
-steps run as three compiled calls around the OSQP calls:
+problems in place (``QPWork.P1d`` ...), Stage I by the general path's own implementation
+(:func:`~wbc_dynamics.contact.qp.stage1_active_set`: the proximal pass and its exact finish for
+the kinetic-energy objective), warm-started with the previous tick's active row sides mapped by
+candidate slot; no Python between the stages, no OSQP. With ``qp_solver="osqp"`` the steps run
+as three compiled calls around the OSQP calls:
 
 The general path (``ContactModel.build`` + ``solve``, :mod:`.qp`) assembles a validated
 :class:`~wbc_dynamics.contact.problem.ContactProblem` and orchestrates the two-stage QP of
@@ -108,6 +110,7 @@ from .qp import (
     _stage2_data,
     _stage2_data_from_basis,
     linear_term_work_size,
+    stage1_active_set,
 )
 from .tick_base import (
     TICK_GENERIC,
@@ -152,20 +155,20 @@ class QPOptions(NamedTuple):
     """Options of the compiled QP tick (those of ``solve_qp_coulomb`` / ``solve_qp_noslip`` and
     the contact model).
 
-    ``coulomb``: the k-facet pyramid (``qp_coulomb``) or free tangential impulses
-    (``qp_noslip``); ``friction_gap`` [m] (< 0: None; ``noslip_gap`` of ``qp_noslip``);
-    ``tangential_floor`` [1/kg] ``qp_noslip``'s scale-aware rank rule on the tangential rows
-    (``lcp_noslip.min_pivot`` of its ``rank_mass_ratio``; 0: off);
-    ``sticking_correction`` with ``sticking_gap`` [m] and Alg. 1's floor ``min_pivot`` [1/kg];
-    ``contact_velocity``: ``stage1_objective == "contact_velocity"``; ``stage1_reg``,
-    ``stage2_reg``, ``rank_tol`` relative; ``max_nc``: the dense formulation up to this many
-    contacts (more: the general path's sparse one); ``active_set``: ``qp_solver ==
-    "active_set"`` (the whole tick one compiled call, :func:`qp_tick_active_set`);
-    ``recenter``: ``stage1_recenter``; ``max_iter`` the solver's iteration limit, ``qp_tol`` /
-    ``qp_dep_tol`` its tolerances (``qp.ACTIVE_SET_TOL`` / ``ACTIVE_SET_DEP_TOL``: passed, not
-    read as globals, which numba would freeze into the cached kernel); the contact
-    model's ``margin``,
-    ``phi_deadband`` [m], ``passive_impact``, ``separation_tolerance`` [m/s], ``dt`` [s].
+    ``coulomb``: the k-facet pyramid (``qp_coulomb``) or free tangential impulses (``qp_noslip``);
+    ``friction_gap`` [m] (< 0: None; ``noslip_gap`` of ``qp_noslip``); ``tangential_floor`` [1/kg]
+    ``qp_noslip``'s scale-aware rank rule on the tangential rows (``lcp_noslip.min_pivot`` of its
+    ``rank_mass_ratio``; 0: off); ``sticking_correction`` with ``sticking_gap`` [m] and Alg. 1's
+    floor ``min_pivot`` [1/kg]; ``contact_velocity``: ``stage1_objective == "contact_velocity"``;
+    ``stage1_reg``, ``stage2_reg``, ``rank_tol`` relative; ``max_nc``: the dense formulation up to
+    this many contacts (more: the general path's sparse one); ``active_set``: ``qp_solver ==
+    "active_set"`` (the whole tick one compiled call, :func:`qp_tick_active_set`); ``recenter``:
+    ``stage1_recenter`` (with the active-set solver: where Stage I's exact finish does not end,
+    :func:`~wbc_dynamics.contact.qp.stage1_active_set`); ``max_iter`` the solver's iteration limit,
+    ``qp_tol`` / ``qp_dep_tol`` its tolerances (``qp.ACTIVE_SET_TOL`` / ``ACTIVE_SET_DEP_TOL``:
+    passed, not read as globals, which numba would freeze into the cached kernel); the contact
+    model's ``margin``, ``phi_deadband`` [m], ``passive_impact``, ``separation_tolerance`` [m/s],
+    ``dt`` [s].
     """
 
     margin: float
@@ -228,14 +231,14 @@ class QPWork(NamedTuple):
     ``ffull`` (Stage II key and forces); ``state`` (int64, see ``_S_*``); ``fstate[0]`` the
     Stage I proximal weight delta.
 
-    Active-set solver (option ``qp_solver="active_set"``; size-1 placeholders otherwise): the
-    dense problems ``P1d`` (m, m), ``A1d`` (ncon1, m) of Stage I and ``P2d`` (r, r), ``A2d``
-    (ncon2, r) of Stage II as C-ordered prefixes, ``u_inf`` (+inf upper bounds), the solutions
-    ``x1`` / ``x1b`` (re-centred pass) / ``x2``, the multipliers ``y``, the active row sides
-    ``act1`` / ``act2`` and the warm-start guess ``warm`` (:mod:`.dense_qp`); across ticks the
-    active row sides by candidate slot, ``prev_act1`` (n_slots, 2 + k: non-penetration row,
-    ``f_N >= 0``, k facets) and ``prev_act2`` (n_slots, 1 + k: ``f_N >= 0``, k facets), valid
-    where ``act_known`` (n_slots, 2: stage); the solver's workspace ``qp_fwork`` / ``qp_iwork``.
+    Active-set solver (option ``qp_solver="active_set"``; size-1 placeholders otherwise): the dense
+    problems ``P1d`` (m, m), ``A1d`` (ncon1, m) of Stage I and ``P2d`` (r, r), ``A2d`` (ncon2, r)
+    of Stage II as C-ordered prefixes, ``u_inf`` (+inf upper bounds), the solutions ``x1`` (Stage
+    I's proximal pass) / ``x1b`` (Stage I's result) / ``x2``, the multipliers ``y``, the active row
+    sides ``act1`` / ``act2`` and the warm-start guess ``warm`` (:mod:`.dense_qp`); across ticks
+    the active row sides by candidate slot, ``prev_act1`` (n_slots, 2 + k: non-penetration row,
+    ``f_N >= 0``, k facets) and ``prev_act2`` (n_slots, 1 + k: ``f_N >= 0``, k facets), valid where
+    ``act_known`` (n_slots, 2: stage); the solver's workspace ``qp_fwork`` / ``qp_iwork``.
 
     Stage II's data: ``s2_fwork`` (3 cap (nf + 1) + nf + 2 + nu 3 cap, or more for
     ``qp.linear_term_work_size``) holds J_fix (the QR of the nullspace overwrites it), the
@@ -800,9 +803,10 @@ def _keep_active(a, nc, k, coulomb, stage1_solved, stage2_solved):
 def qp_tick_active_set(a, q, v, qdd_des, warm):
     """The whole ``qp_coulomb`` / ``qp_noslip`` tick with the exact active-set solver
     (``qp_solver="active_set"``) in one compiled call: :func:`qp_tick_stage1`, Stage I by
-    :func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel` (and its re-centred pass),
-    :func:`qp_tick_stage2`, Stage II, :func:`qp_tick_finish`. ``a``: the fixed arguments
-    packed (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`, one pointer to unbox per call
+    :func:`~wbc_dynamics.contact.qp.stage1_active_set` (the general path's),
+    :func:`qp_tick_stage2`, Stage II by :func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel`,
+    :func:`qp_tick_finish`. ``a``: the fixed arguments packed
+    (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`, one pointer to unbox per call
     instead of ~100 arrays): ``a.head`` = (topo, tree, Sm, I6, gravity, geo, d, o, w, out),
     ``a.tail`` = (act, free, excluded, bx_R, bx_p). ``warm``: start each stage from the
     previous tick's active row sides mapped by candidate slot.
@@ -824,28 +828,17 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
     use = warm and _guess_active(a, nc, k, o.coulomb, np.int64(1), guess)
     w.state[_S_WARM_USED] = 1 if use else 0
     x1 = w.x1[:m]
-    s1, _it = call_separately(dense_qp_kernel, (P1, w.q1[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1],
-                                                guess, use, o.max_iter, o.qp_tol, o.qp_dep_tol,
-                                                w.qp_fwork, w.qp_iwork, x1, w.y[:ncon1],
-                                                w.act1[:ncon1]))
     xb = w.x1b[:m]
-    sb = np.int64(0)
-    second = np.bool_(False)
-    delta = w.fstate[0]
-    if o.recenter and delta > 0.0 and s1 == 1 and _finite_vector(x1, m):
-        for j in range(m):  # the proximal-point pass centred at x1 (qp._active_set_stage1)
-            w.q1r[j] = w.qlin[j] - delta * x1[j]
-        for r in range(ncon1):
-            guess[r] = w.act1[r]
-        second = True
-        sb, _it = call_separately(dense_qp_kernel, (P1, w.q1r[:m], A1, w.l1[:ncon1],
-                                                    w.u_inf[:ncon1], guess, np.bool_(True),
-                                                    o.max_iter, o.qp_tol, o.qp_dep_tol,
-                                                    w.qp_fwork, w.qp_iwork, xb, w.y[:ncon1],
-                                                    w.act1[:ncon1]))
-        for r in range(ncon1):  # the next tick's guess: the first pass's active set (the
-            w.act1[r] = guess[r]  # passes differ in rows that hold at ~delta |f|)
-    code, r, _cont2 = call_separately(qp_tick_stage2, (a, x1, s1, xb, sb, second, warm))
+    # Stage I: the proximal pass and its exact finish (qp.stage1_active_set, the general
+    # path's implementation); guess receives the first pass's active set, the next tick's
+    s1, _it, _kind = call_separately(stage1_active_set, (
+        w.H[:m * m].reshape((m, m)), P1, w.q1[:m], A1, w.l1[:ncon1], w.u_inf[:ncon1],
+        w.fstate[0], guess, use, not o.contact_velocity, o.recenter, o.max_iter, o.qp_tol,
+        o.qp_dep_tol, w.qp_fwork, w.qp_iwork, x1, xb, w.q1r[:m], w.y[:ncon1], w.act1[:ncon1],
+        guess))
+    for r in range(ncon1):
+        w.act1[r] = guess[r]
+    code, r, _cont2 = call_separately(qp_tick_stage2, (a, x1, s1, xb, s1, np.bool_(True), warm))
     if code != TICK_OK:
         for sl in range(w.act_known.shape[0]):
             w.act_known[sl, 0] = False

@@ -14,7 +14,7 @@ from . import arena as _ar
 from .leaf import leaf_kernel
 
 __all__ = ["bound_entry", "cholesky", "chol_solve", "chol_solve_columns", "left_nullspace",
-           "lu_solve", "psd_pinv_solve"]
+           "lu_solve", "pivoted_cholesky", "psd_pinv_solve"]
 
 
 @leaf_kernel
@@ -230,41 +230,22 @@ def _reflect(V, h, beta, X, c):
         X[i, c] -= s * V[i, h]
 
 
-@njit(cache=True, error_model="numpy")
-def psd_pinv_solve(A, b, rcond, out, ar):
-    """``out = A^+ b``: the minimum-norm least-squares solution for a symmetric positive
-    semidefinite ``A`` (n x n, overwritten), as ``np.linalg.lstsq(A, b, rcond)`` gives it.
-
-    Rank-revealing Cholesky with diagonal pivoting (Higham, Accuracy and Stability, Sec. 10.3):
-    ``P A P^T = L L^T`` with ``L`` n x r, pivots ``<= rcond * max diag(A)`` ending the
-    factorization (rank r). The minimum-norm solution in the permuted coordinates is
-    ``L (L^T L)^-2 L^T P b`` (``= A^-1 b`` when r = n). The rank decision is made on Cholesky
-    pivots instead of singular values: the same for the well-separated ranks of contact
-    Jacobians (independent rows, or rows dependent to rounding). Returns r; non-finite input
-    gives a non-finite ``out``. Scratch from the arena ``ar`` (:mod:`.arena`).
-    """
-    n = A.shape[0]
-    for i in range(n):
-        finite = np.isfinite(b[i])
-        for c in range(n):
-            finite = finite and np.isfinite(A[i, c])
-        if not finite:
-            for c in range(n):
-                out[c] = np.nan
-            return 0
-    perm = _ar.ints(ar, n)
+@leaf_kernel
+def pivoted_cholesky(A, n, perm, piv_tol):
+    """``P A P^T = L L^T`` in place for the symmetric positive semidefinite ``A[:n, :n]``:
+    Cholesky with diagonal pivoting (Higham, Accuracy and Stability, Sec. 10.3), the largest
+    remaining diagonal entry first, until it is ``<= piv_tol``. ``L`` (n x rank) is left in the
+    lower part of ``A`` (the trailing columns hold the Schur complement's rounding), ``perm[:n]``
+    the row order (``P``). Returns the rank (np.int64)."""
     for i in range(n):
         perm[i] = i
-    dmax = 0.0
-    for i in range(n):
-        dmax = max(dmax, A[i, i])
     r = np.int64(0)  # typed, not a literal: callees compile once (see contact/tick.py)
     for k in range(n):
         j = k
         for i in range(k + 1, n):
             if A[i, i] > A[j, j]:
                 j = i
-        if not (A[j, j] > rcond * dmax):
+        if not (A[j, j] > piv_tol):
             break
         if j != k:  # symmetric swap of rows/columns k and j
             for c in range(n):
@@ -288,6 +269,36 @@ def psd_pinv_solve(A, b, rcond, out, ar):
             for c in range(k + 1, n):
                 A[i, c] -= lik * A[c, k]
         r += 1
+    return r
+
+
+@njit(cache=True, error_model="numpy")
+def psd_pinv_solve(A, b, rcond, out, ar):
+    """``out = A^+ b``: the minimum-norm least-squares solution for a symmetric positive
+    semidefinite ``A`` (n x n, overwritten), as ``np.linalg.lstsq(A, b, rcond)`` gives it.
+
+    Rank-revealing Cholesky with diagonal pivoting (:func:`pivoted_cholesky`):
+    ``P A P^T = L L^T`` with ``L`` n x r, pivots ``<= rcond * max diag(A)`` ending the
+    factorization (rank r). The minimum-norm solution in the permuted coordinates is
+    ``L (L^T L)^-2 L^T P b`` (``= A^-1 b`` when r = n). The rank decision is made on Cholesky
+    pivots instead of singular values: the same for the well-separated ranks of contact
+    Jacobians (independent rows, or rows dependent to rounding). Returns r; non-finite input
+    gives a non-finite ``out``. Scratch from the arena ``ar`` (:mod:`.arena`).
+    """
+    n = A.shape[0]
+    for i in range(n):
+        finite = np.isfinite(b[i])
+        for c in range(n):
+            finite = finite and np.isfinite(A[i, c])
+        if not finite:
+            for c in range(n):
+                out[c] = np.nan
+            return 0
+    perm = _ar.ints(ar, n)
+    dmax = 0.0
+    for i in range(n):
+        dmax = max(dmax, A[i, i])
+    r = pivoted_cholesky(A, n, perm, rcond * dmax)
     # y = L^T P b (r)
     y = _ar.floats_zero(ar, r)
     for a in range(r):
