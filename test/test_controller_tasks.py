@@ -189,3 +189,23 @@ def test_humanoid_balances_while_its_hand_circles(robot, hand, level):
         assert e[:, 0].max() < 1e-3 and e[:, 1].max() < 1e-3, e.max(axis=0)
     else:
         assert e[:, 0].mean() < 0.02 and e[:, 1].mean() < 0.03, e.mean(axis=0)
+
+
+def test_task_gains_and_weights_are_runtime_parameters():
+    ctl, info = _arm(task_names=["hand", "posture"], task_kinds=["frame", "posture"],
+                     task_links=["hand", ""], task_modes=["position", ""],
+                     task_priorities=[0, 1])
+    ctl.set_parameters({"task_kp": [49.0, 1.0], "task_weights": [2.0]})
+    assert ctl.tasks.data.kp.tolist() == [49.0, 1.0]
+    assert ctl.tasks.data.weight.tolist() == [2.0, 2.0]
+    assert ctl.config.task_kp == [49.0, 1.0]
+    before = ctl.tasks.data.kd.copy()
+    with pytest.raises(ValueError, match=r"task_kd: expected one value per task \(2"):
+        ctl.set_parameters({"task_kd": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match=r"task_weights: task 'posture': expected a finite "
+                                         r"positive value"):
+        ctl.set_parameters({"task_weights": [1.0, 0.0]})
+    assert np.array_equal(ctl.tasks.data.kd, before)  # nothing applied
+    plain, _ = _arm()
+    with pytest.raises(ValueError, match="task_kp: no tasks configured"):
+        plain.set_parameters({"task_kp": [1.0]})

@@ -125,3 +125,14 @@ def test_cmd_vel_commands_the_gait_and_bad_commands_are_counted(ros_env):
     finally:
         node.destroy_node()
         rclpy.shutdown(context=ctx)
+
+
+def test_task_weights_change_at_runtime_over_the_parameter_service(arm_node):
+    node = arm_node
+    res = node.set_parameters([Parameter("task_weights", value=[3.0, 1.0])])
+    assert res[0].successful, res[0].reason
+    assert node.controller.tasks.data.weight.tolist() == [3.0, 1.0]
+    res = node.set_parameters([Parameter("task_weights", value=[3.0, 1.0, 1.0])])
+    assert not res[0].successful and "one value per task" in res[0].reason
+    res = node.set_parameters([Parameter("task_priorities", value=[1, 0])])
+    assert not res[0].successful and "fixed while configured" in res[0].reason

@@ -96,6 +96,9 @@ RUNTIME_PARAMETERS: tuple[str, ...] = (
     "effort_limits",
     "state_timeout",
     "reference_timeout",
+    "task_kp",
+    "task_kd",
+    "task_weights",
 )
 
 #: [s] time constants with which task-space control's drive set-points (the commanded
@@ -718,6 +721,11 @@ class WholeBodyController:
         """The constructor's work (see the class docstring)."""
         cfg = self._cfg
         self._startup_report = report
+        #: the task layer (``task_names``, ``gait``), or None: the joint reference drives the tick
+        self._tasks: Any = None
+        self._tasks_held = False
+        #: tasks whose goal was set before the first control tick (not held there)
+        self._task_goals_set: set[str] = set()
         #: warnings of the configuration (locked joints chosen for the user, ...), also logged
         #: by the node; the model's own load warnings are in ``model.load_warnings``
         self.load_warnings: list[str] = []
@@ -785,7 +793,9 @@ class WholeBodyController:
 
         # runtime parameters (validated)
         self._params: dict[str, Any] = {}
-        self._apply(self.validate_parameters({k: getattr(cfg, k) for k in RUNTIME_PARAMETERS}))
+        # (the task gains: taken by the task layer when it is built below)
+        self._apply(self.validate_parameters({k: getattr(cfg, k) for k in RUNTIME_PARAMETERS
+                                              if not k.startswith("task_")}))
         self._warm_methods = _warm_method_names(cfg)
         for method in self._warm_methods:
             if method not in METHODS:
@@ -840,12 +850,6 @@ class WholeBodyController:
         self._t_ref = -math.inf
         self._have_state = False
         assert self._q.shape == (nq,)
-
-        #: the task layer (``task_names``), or None: the joint reference drives the tick
-        self._tasks: Any = None
-        self._tasks_held = False
-        #: tasks whose goal was set before the first control tick (not held there)
-        self._task_goals_set: set[str] = set()
 
         # contact model, only for contact methods
         self._contact_model = None
@@ -1007,6 +1011,7 @@ class WholeBodyController:
             effort_limits=[0.0] if p["effort_limits_from_urdf"] else p["effort_limit"].tolist(),
             state_timeout=p["state_timeout"],
             reference_timeout=p["reference_timeout"],
+            **({k: p[k].tolist() for k in ("task_kp", "task_kd", "task_weights") if k in p}),
         )
 
     @property
@@ -1102,6 +1107,23 @@ class WholeBodyController:
                 out["effort_limit"] = np.where(lim > 0.0, lim, urdf)
             elif key in ("state_timeout", "reference_timeout"):
                 out[key] = _finite_positive(key, val)
+            elif key in ("task_kp", "task_kd", "task_weights"):
+                if self._tasks is None:
+                    raise ValueError(f"{key}: no tasks configured (task_names, gait)")
+                names = self._tasks.task_names
+                vals = [float(x) for x in np.atleast_1d(np.asarray(val, dtype=np.float64))]
+                if len(vals) == 1:
+                    vals = vals * len(names)
+                if len(vals) != len(names):
+                    raise ValueError(f"{key}: expected one value per task ({len(names)}: "
+                                     f"{names}) or one for all, got {len(vals)}")
+                positive = key == "task_weights"
+                for name, x in zip(names, vals, strict=True):
+                    if not (math.isfinite(x) and (x > 0.0 if positive else x >= 0.0)):
+                        kind = "positive" if positive else "non-negative"
+                        raise ValueError(f"{key}: task {name!r}: expected a finite {kind} "
+                                         f"value, got {x!r}")
+                out[key] = np.array(vals)
         return out
 
     def set_parameters(self, values: Mapping[str, Any]) -> None:
@@ -1126,6 +1148,9 @@ class WholeBodyController:
         for k, v in norm.items():
             # a fresh C-contiguous float64 (n,) array: the type the bound tick entries expect
             p[k] = np.array(v, dtype=np.float64) if isinstance(v, np.ndarray) else v
+            if k.startswith("task_"):  # into the task layer's arrays (kp, kd, weight)
+                field = {"task_kp": "kp", "task_kd": "kd", "task_weights": "weight"}[k]
+                getattr(self._tasks.data, field)[:] = v
         #: the per-joint arrays a tick reads, in _prepare_tick / _finish_tick's order
         self._gains = (p.get("kp"), p.get("kd"), p.get("safe_damping"), p.get("effort_limit"))
         if getattr(self, "_bufs", None) is not None:  # (after construction)

@@ -207,9 +207,11 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
     "task_modes": (_T.STRING_ARRAY, None, "per task: frame rows pose | position | orientation"),
     "task_points": (_T.DOUBLE_ARRAY, None, "per task: x y z of the frame task's point in the "
                     "link frame [m] (empty = link origins)"),
-    "task_kp": (_T.DOUBLE_ARRAY, [100.0], "per task (or one for all): stiffness [1/s^2]"),
-    "task_kd": (_T.DOUBLE_ARRAY, [20.0], "per task (or one for all): damping [1/s]"),
-    "task_weights": (_T.DOUBLE_ARRAY, [1.0], "per task (or one for all): weight within its "
+    "task_kp": (_T.DOUBLE_ARRAY, [100.0], "[runtime] per task (or one for all): stiffness "
+                "[1/s^2]"),
+    "task_kd": (_T.DOUBLE_ARRAY, [20.0], "[runtime] per task (or one for all): damping [1/s]"),
+    "task_weights": (_T.DOUBLE_ARRAY, [1.0], "[runtime] per task (or one for all): weight "
+                     "within its "
                      "priority (> 0)"),
     "task_priorities": (_T.INTEGER_ARRAY, [0], "per task (or one for all): priority, 0 first"),
     "gait": (_T.STRING, "", "walking from cmd_vel: '' (none) | trot (docs/tasks.md)"),
@@ -291,9 +293,6 @@ STRUCTURAL = (
     "task_links",
     "task_modes",
     "task_points",
-    "task_kp",
-    "task_kd",
-    "task_weights",
     "task_priorities",
     "gait",
     "gait_period",
