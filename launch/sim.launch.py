@@ -3,6 +3,7 @@
     ros2 launch wbc_dynamics sim.launch.py                      # quadruped, weight shift
     ros2 launch wbc_dynamics sim.launch.py method:=qp_coulomb reference:=trot friction:=low
     ros2 launch wbc_dynamics sim.launch.py robot:=arm method:=none reference:=sinusoid
+    ros2 launch wbc_dynamics sim.launch.py robot:=go2 reference:=walk velocity:=0.3,0.0,0.2
 
 Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom, ground_truth/odom, imu),
 ``wbc_controller`` (config/<robot>.yaml with use_sim_time and the arguments below) and
@@ -24,8 +25,10 @@ Arguments
                   configuration: a config/robots name (go1, go2, talos, g1, panda, ...) or a YAML
                   path
     method        controller method (none | lcp_noslip | lcp_coulomb | qp_coulomb | qp_noslip)
-    reference     quadruped: stand | shift | trot; arm: stand | sinusoid; a configuration:
-                  stand | sway | com_sway | trot (quadrupeds) | sinusoid (arms)
+    reference     quadruped: stand | shift | trot | walk; arm: stand | sinusoid; a configuration:
+                  stand | sway | com_sway | trot | walk (quadrupeds) | sinusoid (arms); walk: the
+                  controller's trot (gait: trot) from the cmd_vel the reference node publishes
+    velocity      reference walk: that cmd_vel, forward,left,yaw_rate [m/s, m/s, rad/s]
     friction      high | low (the simulator's ground; the controller gets the same mu)
     ground        rigid | compliant
     mode          lockstep | realtime (simulator stepping, see above)
