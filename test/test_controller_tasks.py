@@ -209,3 +209,16 @@ def test_task_gains_and_weights_are_runtime_parameters():
     plain, _ = _arm()
     with pytest.raises(ValueError, match="task_kp: no tasks configured"):
         plain.set_parameters({"task_kp": [1.0]})
+
+
+def test_task_activation_is_a_runtime_parameter_and_a_configuration():
+    ctl, _ = _arm(task_names=["hand", "posture"], task_kinds=["frame", "posture"],
+                  task_links=["hand", ""], task_priorities=[0, 1], task_active=[False, True])
+    assert ctl.tasks.data.active.tolist() == [False, True]
+    ctl.set_parameters({"task_active": [True]})
+    assert ctl.tasks.data.active.tolist() == [True, True]
+    assert ctl.config.task_active == [True, True]
+    with pytest.raises(ValueError, match="task_active: expected booleans"):
+        ctl.set_parameters({"task_active": [1.0, 0.0]})
+    with pytest.raises(ValueError, match=r"task_active: expected one value per task"):
+        ctl.set_parameters({"task_active": [True, False, True]})

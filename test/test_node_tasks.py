@@ -136,3 +136,30 @@ def test_task_weights_change_at_runtime_over_the_parameter_service(arm_node):
     assert not res[0].successful and "one value per task" in res[0].reason
     res = node.set_parameters([Parameter("task_priorities", value=[1, 0])])
     assert not res[0].successful and "fixed while configured" in res[0].reason
+
+
+def test_task_markers_show_goals_and_positions(arm_node):
+    node = arm_node
+    ctl = node.controller
+    info = robot_info("arm")
+    js = JointState()
+    js.name = list(info["joint_names"])
+    js.position = list(info["grasp_q"])
+    js.velocity = [0.0] * 11
+    node._on_joint_state(js)
+    ctl.set_task_goal("hand", position=[0.4, 0.1, 0.5])
+    node._on_joint_state(js)
+    published = []
+    node._pub_task_markers.publish = published.append
+    node._publish_task_markers()
+    goal, at = published[0].markers
+    assert (goal.ns, at.ns) == ("task_goals", "task_positions") and goal.text == "hand"
+    assert [goal.pose.position.x, goal.pose.position.y, goal.pose.position.z] == [0.4, 0.1, 0.5]
+    p_hand = ctl.model.frame_placement(ctl._q, "hand")[:3, 3]
+    assert np.allclose([at.pose.position.x, at.pose.position.y, at.pose.position.z], p_hand)
+    res = node.set_parameters([Parameter("task_active", value=[False, True])])
+    assert res[0].successful, res[0].reason
+    node._publish_task_markers()
+    from visualization_msgs.msg import Marker
+
+    assert published[1].markers[0].action == Marker.DELETE

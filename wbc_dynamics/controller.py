@@ -99,6 +99,7 @@ RUNTIME_PARAMETERS: tuple[str, ...] = (
     "task_kp",
     "task_kd",
     "task_weights",
+    "task_active",
 )
 
 #: [s] time constants with which task-space control's drive set-points (the commanded
@@ -264,6 +265,8 @@ class ControllerConfig:
             ``posture`` uses ``kp`` / ``kd``.
         task_weights: weight of each task among those of its priority (> 0).
         task_priorities: each task's priority, 0 solved first (integers >= 0).
+        task_active: whether each task contributes (one for all allowed); with a ``gait`` the
+            walker switches the feet's tasks itself.
         gait: "" (none) or "trot": walk from a velocity command
             (:meth:`WholeBodyController.set_velocity_command`, the node's ``cmd_vel``) with
             :class:`~wbc_dynamics.gait.TrotWalker`; a floating base with four contact links
@@ -336,6 +339,7 @@ class ControllerConfig:
     task_kd: list[float] = field(default_factory=lambda: [20.0])
     task_weights: list[float] = field(default_factory=lambda: [1.0])
     task_priorities: list[int] = field(default_factory=lambda: [0])
+    task_active: list[bool] = field(default_factory=lambda: [True])
     gait: str = ""
     gait_period: float = 0.0
     gait_step_height: float = 0.0
@@ -965,6 +969,8 @@ class WholeBodyController:
             self._bind_free_dof(report)
 
         self._build_task_layer(cfg, report)
+        if self._tasks is not None and list(cfg.task_active) != [True]:
+            self._apply(self.validate_parameters({"task_active": cfg.task_active}))
         #: the walking gait (``gait``), or None
         self._walker: Any = None
         if cfg.gait:
@@ -1011,7 +1017,8 @@ class WholeBodyController:
             effort_limits=[0.0] if p["effort_limits_from_urdf"] else p["effort_limit"].tolist(),
             state_timeout=p["state_timeout"],
             reference_timeout=p["reference_timeout"],
-            **({k: p[k].tolist() for k in ("task_kp", "task_kd", "task_weights") if k in p}),
+            **({k: list(p[k]) if k == "task_active" else p[k].tolist()
+                for k in ("task_kp", "task_kd", "task_weights", "task_active") if k in p}),
         )
 
     @property
@@ -1107,6 +1114,19 @@ class WholeBodyController:
                 out["effort_limit"] = np.where(lim > 0.0, lim, urdf)
             elif key in ("state_timeout", "reference_timeout"):
                 out[key] = _finite_positive(key, val)
+            elif key == "task_active":
+                if self._tasks is None:
+                    raise ValueError("task_active: no tasks configured (task_names, gait)")
+                names = self._tasks.task_names
+                flags = list(np.atleast_1d(np.asarray(val, dtype=object)).reshape(-1))
+                if not all(isinstance(x, bool | np.bool_) for x in flags):
+                    raise ValueError(f"task_active: expected booleans, got {val!r}")
+                if len(flags) == 1:
+                    flags = flags * len(names)
+                if len(flags) != len(names):
+                    raise ValueError(f"task_active: expected one value per task ({len(names)}: "
+                                     f"{names}) or one for all, got {len(flags)}")
+                out[key] = [bool(x) for x in flags]
             elif key in ("task_kp", "task_kd", "task_weights"):
                 if self._tasks is None:
                     raise ValueError(f"{key}: no tasks configured (task_names, gait)")
@@ -1148,8 +1168,9 @@ class WholeBodyController:
         for k, v in norm.items():
             # a fresh C-contiguous float64 (n,) array: the type the bound tick entries expect
             p[k] = np.array(v, dtype=np.float64) if isinstance(v, np.ndarray) else v
-            if k.startswith("task_"):  # into the task layer's arrays (kp, kd, weight)
-                field = {"task_kp": "kp", "task_kd": "kd", "task_weights": "weight"}[k]
+            if k.startswith("task_"):  # into the task layer's arrays (kp, kd, weight, active)
+                field = {"task_kp": "kp", "task_kd": "kd", "task_weights": "weight",
+                         "task_active": "active"}[k]
                 getattr(self._tasks.data, field)[:] = v
         #: the per-joint arrays a tick reads, in _prepare_tick / _finish_tick's order
         self._gains = (p.get("kp"), p.get("kd"), p.get("safe_damping"), p.get("effort_limit"))

@@ -214,6 +214,8 @@ PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
                      "within its "
                      "priority (> 0)"),
     "task_priorities": (_T.INTEGER_ARRAY, [0], "per task (or one for all): priority, 0 first"),
+    "task_active": (_T.BOOL_ARRAY, [True], "[runtime] per task (or one for all): the task "
+                    "contributes (with a gait the walker switches the feet's own)"),
     "gait": (_T.STRING, "", "walking from cmd_vel: '' (none) | trot (docs/tasks.md)"),
     "gait_period": (_T.DOUBLE, 0.0, "trot cycle [s]; 0 = computed from the robot"),
     "gait_step_height": (_T.DOUBLE, 0.0, "swing lift [m]; 0 = computed from the robot"),
@@ -579,6 +581,14 @@ class WbcControllerNode(LifecycleNode):
         if ctl.contact_links:
             self._entities.append(self.create_subscription(
                 UInt8MultiArray, "~/contact_schedule", g(self._on_contact_schedule), cmd_qos))
+        self._pub_task_markers = None
+        self._last_task_markers = -math.inf
+        if ctl.tasks is not None:  # goals and positions in RViz, at contacts_rate
+            self._task_marker_tasks = [i for i, sp in enumerate(ctl.tasks.specs)
+                                       if sp.kind != "posture"]
+            self._pub_task_markers = self.create_publisher(MarkerArray, "~/task_markers", 10)
+            self._entities.append(self._pub_task_markers)
+            self._task_marker_msg = self._task_markers()
         if ctl.tasks is not None:  # a goal topic per frame / com task (docs/tasks.md)
             for spec in ctl.tasks.specs:
                 if spec.kind == "posture":
@@ -1108,6 +1118,45 @@ class WbcControllerNode(LifecycleNode):
         ):
             self._last_contacts = now
             self._publish_contact_outputs(out)
+        if (self._pub_task_markers is not None and now - self._last_task_markers
+                >= self._contacts_period
+                and self._pub_task_markers.get_subscription_count() > 0):
+            self._last_task_markers = now
+            self._publish_task_markers()
+
+    def _publish_task_markers(self) -> None:
+        """Each frame / com task's goal (a sphere) and where it is (a smaller one), world frame
+        (``world_frame``), on ``~/task_markers`` (RViz); only while subscribed."""
+        layer = self.controller.tasks
+        msg = self._task_marker_msg
+        stamp = self.get_clock().now().to_msg()
+        for k, i in enumerate(self._task_marker_tasks):
+            goal = layer.data.goal_position[i]
+            now_at = goal + layer.data.error[i, 0:3]
+            for mk, p in ((msg.markers[2 * k], goal), (msg.markers[2 * k + 1], now_at)):
+                mk.header.stamp = stamp
+                mk.pose.position.x, mk.pose.position.y, mk.pose.position.z = (float(x) for x in p)
+                mk.action = Marker.ADD if layer.data.active[i] else Marker.DELETE
+        self._pub_task_markers.publish(msg)
+
+    def _task_markers(self) -> MarkerArray:
+        """The task markers' message, built once (namespace ``task_goals`` / ``task_positions``,
+        spheres of 3 / 2 cm)."""
+        msg = MarkerArray()
+        layer = self.controller.tasks
+        for i in self._task_marker_tasks:
+            for ns, size, green in (("task_goals", 0.03, 1.0), ("task_positions", 0.02, 0.3)):
+                mk = Marker()
+                mk.header.frame_id = self._world_frame
+                mk.ns = ns
+                mk.id = i
+                mk.type = Marker.SPHERE
+                mk.text = layer.task_names[i]
+                mk.pose.orientation.w = 1.0
+                mk.scale.x = mk.scale.y = mk.scale.z = size
+                mk.color.g, mk.color.b, mk.color.a = green, 1.0 - green, 0.8
+                msg.markers.append(mk)
+        return msg
 
     def _contact_messages(self) -> tuple[dict[str, WrenchStamped], MarkerArray]:
         """The contact outputs' messages, built once with their constant fields (frame, marker
