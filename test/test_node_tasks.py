@@ -43,14 +43,20 @@ def _goal(frame: str, p, quat) -> PoseStamped:
     return m
 
 
-def test_pose_goals_reach_the_controller_and_bad_ones_are_counted(arm_node):
-    node = arm_node
-    ctl = node.controller
+def _grasp_state() -> JointState:
+    """The bundled arm at rest in its grasp pose."""
     info = robot_info("arm")
     js = JointState()
     js.name = list(info["joint_names"])
     js.position = list(info["grasp_q"])
     js.velocity = [0.0] * 11
+    return js
+
+
+def test_pose_goals_reach_the_controller_and_bad_ones_are_counted(arm_node):
+    node = arm_node
+    ctl = node.controller
+    js = _grasp_state()
     node._on_joint_state(js)  # the first control tick holds the goals
     assert ctl.tasks is not None and node._active
     on_goal = node._task_goal_callback(ctl.tasks.specs[0])
@@ -141,11 +147,7 @@ def test_task_weights_change_at_runtime_over_the_parameter_service(arm_node):
 def test_task_markers_show_goals_and_positions(arm_node):
     node = arm_node
     ctl = node.controller
-    info = robot_info("arm")
-    js = JointState()
-    js.name = list(info["joint_names"])
-    js.position = list(info["grasp_q"])
-    js.velocity = [0.0] * 11
+    js = _grasp_state()
     node._on_joint_state(js)
     ctl.set_task_goal("hand", position=[0.4, 0.1, 0.5])
     node._on_joint_state(js)
