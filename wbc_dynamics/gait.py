@@ -158,9 +158,9 @@ class TrotWalker:
         points = self._foot_points(q)
         for link, point in zip(self.feet, points, strict=True):
             layer.set_point(foot_task_name(link), point)
-        feet = np.array([ctl.model.frame_placement(q, ln)[:3, :3] @ p
-                         + ctl.model.frame_placement(q, ln)[:3, 3]
-                         for ln, p in zip(self.feet, points, strict=True)])
+        placements = [ctl.model.frame_placement(q, ln) for ln in self.feet]
+        feet = np.array([T[:3, :3] @ p + T[:3, 3]
+                         for T, p in zip(placements, points, strict=True)])
         base = q[0:3].copy()
         yaw = _yaw(q[3:7])
         c = ctl.model.center_of_mass(q)[0]
