@@ -254,6 +254,33 @@ def test_floating_base_contacts_hold_and_the_com_task_is_exact(go2):
         assert list(layer.data.level_rank) == [12, 6, 0]
 
 
+@pytest.mark.parametrize("robot", ["g1", "talos"])
+def test_com_rows_match_the_mass_matrix_reading_on_humanoids(robot):
+    """The CoM task's O(bodies) Jacobian and bias (subtree sums over the kinematics pass) against
+    an independent reading: the base rows of the CRBA mass matrix
+    (:meth:`RobotModel.center_of_mass`) and central differences of ``J_com v``, at random
+    configurations and velocities far from the standing pose."""
+    model, joints, q0 = robot_setup_state(load_robot_setup(robot))
+    layer = TaskLayer(model, [dict(name="com", kind="com", kp=0.0, kd=0.0),
+                              dict(name="posture", kind="posture", priority=1)], contacts=[])
+    rng = np.random.default_rng(11)
+    for _ in range(8):
+        q = model.integrate(q0, rng.normal(0.0, 0.4, model.nv), 1.0)
+        v = rng.normal(0.0, 1.0, model.nv)
+        layer.set_goal("com", position=[0.1, -0.2, 0.3])
+        layer.solve(q, v, np.zeros(model.nv))
+        c, cd, Jc = model.center_of_mass(q, v)
+        J = layer.data.jac[:3]
+        assert np.abs(J - Jc).max() < 1e-12 * max(1.0, np.abs(Jc).max())
+        eps = 1e-6
+        cd2 = model.center_of_mass(model.integrate(q, v, eps), v)[1]
+        cd1 = model.center_of_mass(model.integrate(q, v, -eps), v)[1]
+        bias = (cd2 - cd1) / (2 * eps)
+        assert np.abs(-layer.data.bias[:3] - bias).max() < 1e-6 * max(1.0, np.abs(bias).max())
+        assert np.allclose(layer.error("com")[:3], c - [0.1, -0.2, 0.3], atol=1e-12)
+        assert np.allclose(layer.data.velocity_error[0, :3], cd, atol=1e-12)
+
+
 def test_contact_switching_off_frees_the_swing_foot(go2):
     model, q = go2
     layer = TaskLayer(model, [

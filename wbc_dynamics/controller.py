@@ -1864,8 +1864,7 @@ class WholeBodyController:
                           link_active=None if self._stance is None else self._stance.data.stance)
         self._tasks = layer
         a = self.model.kernel_arrays
-        self._task_args = (self._q, self._v, a.topo, a.tree, a.Sm, a.I6, self.model._gravity,
-                           self.model._kin)
+        self._task_args = (self._q, self._v, a.topo, a.tree, a.Sm, self.model._kin)
         from .kernels.linalg import bound_entry
 
         self._task_tick = bound_entry(task_layer_tick, (layer._record, *self._task_args))

@@ -41,7 +41,14 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from .kernels.dynamics import check_configuration, check_vector, forward_kinematics
+from .kernels.dynamics import (
+    IV,
+    NVI,
+    PARENT,
+    check_configuration,
+    check_vector,
+    forward_kinematics,
+)
 from .kernels.kinematics import body_velocities_and_bias, point_bias_filled
 from .kernels.prioritized import (
     prioritized_level,
@@ -49,13 +56,12 @@ from .kernels.prioritized import (
     prioritized_selection_level,
 )
 from .kernels.records import RecordType
-from .kernels.spatial import rotation_from_quaternion
 from .kernels.world import (
+    FIRST_MOMENT,
+    MASS,
     _point_kinematics_views,
-    crba,
     frame_jacobian,
     frame_placement,
-    rnea,
     workspace,
 )
 
@@ -281,13 +287,13 @@ class TaskData(NamedTuple):
     whether they are started; ``dt`` [s] the control period, ``position_leak``,
     ``velocity_leak`` their pull towards the measured state per tick.
 
-    Workspace: ``jac`` (6, nv), ``bias`` (6,), ``pose`` (4, 4), ``rot`` (3, 3), ``mass`` (nv, nv),
-    ``coriolis`` (nv,), ``zero_nv`` (nv,), ``fext`` (nb, 6), ``W``, ``SC`` (the kinematics pass's),
-    ``W_dynamics``, ``SC_dynamics`` (the CoM's mass matrix and Coriolis terms),
+    Workspace: ``jac`` (6, nv), ``bias`` (6,), ``pose`` (4, 4), ``rot`` (3, 3),
+    ``subtree_mass`` (nb,) [kg] and ``subtree_moment`` (nb, 3) [kg m] (the CoM task's subtree
+    sums), ``W``, ``SC`` (the kinematics pass's),
     and the hierarchy's (:class:`~wbc_dynamics.kernels.prioritized.PrioritizedWork`):
     ``basis`` (nv, nv), ``rank`` (1,), ``rows`` (m, nv), ``rhs`` (m,), ``lower`` (m, m),
     ``pivot`` (m,), ``lsq`` (2 m, m + 1); the closed-form posture level's
-    ``selection_residual`` (nv,), ``selection_columns`` (6, nv), ``selection_gram``,
+    ``selection_residual``, ``selection_step`` (nv,), ``selection_gram``,
     ``selection_factor`` (6, 6), ``selection_small`` (6,)."""
 
     kind: np.ndarray
@@ -341,14 +347,10 @@ class TaskData(NamedTuple):
     bias: np.ndarray
     pose: np.ndarray
     rot: np.ndarray
-    mass: np.ndarray
-    coriolis: np.ndarray
-    zero_nv: np.ndarray
-    fext: np.ndarray
+    subtree_mass: np.ndarray
+    subtree_moment: np.ndarray
     W: np.ndarray
     SC: np.ndarray
-    W_dynamics: np.ndarray
-    SC_dynamics: np.ndarray
     basis: np.ndarray
     rank: np.ndarray
     rows: np.ndarray
@@ -357,7 +359,7 @@ class TaskData(NamedTuple):
     pivot: np.ndarray
     lsq: np.ndarray
     selection_residual: np.ndarray
-    selection_columns: np.ndarray
+    selection_step: np.ndarray
     selection_gram: np.ndarray
     selection_factor: np.ndarray
     selection_small: np.ndarray
@@ -453,36 +455,92 @@ def _frame_rows(d, i, q, v, kin, Rw, vel, acc):
 
 
 @njit(cache=True, error_model="numpy")
-def _com_rows(d, i, q, v, topo, tree, Sm, I6, gravity):
-    """The centre-of-mass task i: ``J_com = R M[0:3] / m`` and ``J_com_dot v = R (C v)[0:3] /
-    m`` read off the mass matrix's base rows (:meth:`RobotModel.center_of_mass`) into
-    d.jac[0:3] / d.bias[0:3]; returns a status (0 ok)."""
-    st = crba(q, d.mass, topo, tree, Sm, d.W_dynamics, d.SC_dynamics)
-    if st != 0:
-        return st
-    st = rnea(q, v, d.zero_nv, d.fext, d.local_axes, d.local_axes, d.coriolis, topo, tree, Sm,
-              I6, gravity, d.W_dynamics, d.SC_dynamics)  # no external force, no gravity
-    if st != 0:
-        return st
-    M = d.mass
-    m = M[0, 0]
-    R = d.rot
-    rotation_from_quaternion(q[3], q[4], q[5], q[6], R)
-    cb0, cb1, cb2 = -M[2, 4] / m, -M[0, 5] / m, -M[1, 3] / m  # [c_b]x = -M[0:3, 3:6] / m
-    nv = v.shape[0]
+def _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc):
+    """The centre-of-mass task i into d.jac[0:3] / d.bias[0:3], from the kinematics pass
+    (world poses ``Rw``, ``pw``; body-frame velocities ``vel`` and velocity-product
+    accelerations ``acc``), in O(bodies); returns a status (0 ok).
+
+    With ``m_b`` and ``h_b = m_b c_b`` (first moment about the body origin) each body's mass
+    parameters, a backward pass sums each subtree's mass ``m_s`` and world first moment
+    ``h_s = sum m_b x_b`` (``x_b`` the body's world CoM); joint column k of body b, whose motion
+    in world axes is ``[v_o; w]`` at the body origin ``p_b``, moves the CoM by
+    ``(m_s v_o + w x (h_s - m_s p_b)) / m``. The bias ``J_com_dot v = sum m_b a_b / m``, where
+    ``a_b`` is the classical acceleration of the body's CoM at zero joint accelerations:
+    ``m_b (a + w x v) + alpha x h_b + w x (w x h_b)`` in body axes (no division by a mass, so
+    massless bodies need no case)."""
+    nb = topo.shape[0]
+    sm = d.subtree_mass
+    sh = d.subtree_moment
+    total = 0.0
+    c0 = c1 = c2 = 0.0
+    b0 = b1 = b2 = 0.0
+    for b in range(nb):
+        t = tree[b]
+        m = t[MASS]
+        hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
+        R = Rw[b]
+        p = pw[b]
+        sm[b] = m
+        for a in range(3):
+            sh[b, a] = m * p[a] + R[a, 0] * hx + R[a, 1] * hy + R[a, 2] * hz
+        total += m
+        c0 += sh[b, 0]
+        c1 += sh[b, 1]
+        c2 += sh[b, 2]
+        v0, v1, v2 = vel[b, 0], vel[b, 1], vel[b, 2]
+        w0, w1, w2 = vel[b, 3], vel[b, 4], vel[b, 5]
+        al0, al1, al2 = acc[b, 3], acc[b, 4], acc[b, 5]
+        # w x h, then the body-axes bias m (a + w x v) + alpha x h + w x (w x h)
+        u0, u1, u2 = w1 * hz - w2 * hy, w2 * hx - w0 * hz, w0 * hy - w1 * hx
+        l0 = (m * (acc[b, 0] + w1 * v2 - w2 * v1) + al1 * hz - al2 * hy + w1 * u2 - w2 * u1)
+        l1 = (m * (acc[b, 1] + w2 * v0 - w0 * v2) + al2 * hx - al0 * hz + w2 * u0 - w0 * u2)
+        l2 = (m * (acc[b, 2] + w0 * v1 - w1 * v0) + al0 * hy - al1 * hx + w0 * u1 - w1 * u0)
+        b0 += R[0, 0] * l0 + R[0, 1] * l1 + R[0, 2] * l2
+        b1 += R[1, 0] * l0 + R[1, 1] * l1 + R[1, 2] * l2
+        b2 += R[2, 0] * l0 + R[2, 1] * l1 + R[2, 2] * l2
+    if not total > 0.0:
+        return 1
+    for b in range(nb - 1, -1, -1):
+        par = topo[b, PARENT]
+        if par >= 0:
+            sm[par] += sm[b]
+            for a in range(3):
+                sh[par, a] += sh[b, a]
+    inv = 1.0 / total
+    nv = d.jac.shape[1]
+    for a in range(3):
+        for c in range(nv):
+            d.jac[a, c] = 0.0
+    for b in range(nb):
+        R = Rw[b]
+        p = pw[b]
+        ms = sm[b]
+        # the subtree's first moment about the body origin, world axes
+        r0, r1, r2 = sh[b, 0] - ms * p[0], sh[b, 1] - ms * p[1], sh[b, 2] - ms * p[2]
+        iv = topo[b, IV]
+        S = Sm[b]
+        for k in range(topo[b, NVI]):
+            l0 = R[0, 0] * S[0, k] + R[0, 1] * S[1, k] + R[0, 2] * S[2, k]
+            l1 = R[1, 0] * S[0, k] + R[1, 1] * S[1, k] + R[1, 2] * S[2, k]
+            l2 = R[2, 0] * S[0, k] + R[2, 1] * S[1, k] + R[2, 2] * S[2, k]
+            a0 = R[0, 0] * S[3, k] + R[0, 1] * S[4, k] + R[0, 2] * S[5, k]
+            a1 = R[1, 0] * S[3, k] + R[1, 1] * S[4, k] + R[1, 2] * S[5, k]
+            a2 = R[2, 0] * S[3, k] + R[2, 1] * S[4, k] + R[2, 2] * S[5, k]
+            d.jac[0, iv + k] = (ms * l0 + a1 * r2 - a2 * r1) * inv
+            d.jac[1, iv + k] = (ms * l1 + a2 * r0 - a0 * r2) * inv
+            d.jac[2, iv + k] = (ms * l2 + a0 * r1 - a1 * r0) * inv
     e = d.error[i]
     ev = d.velocity_error[i]
+    e[0] = c0 * inv - d.goal_position[i, 0]
+    e[1] = c1 * inv - d.goal_position[i, 1]
+    e[2] = c2 * inv - d.goal_position[i, 2]
+    bias = (b0 * inv, b1 * inv, b2 * inv)
     for a in range(3):
-        e[a] = q[a] + R[a, 0] * cb0 + R[a, 1] * cb1 + R[a, 2] * cb2 - d.goal_position[i, a]
-        for c in range(nv):
-            d.jac[a, c] = (R[a, 0] * M[0, c] + R[a, 1] * M[1, c] + R[a, 2] * M[2, c]) / m
-        bias = (R[a, 0] * d.coriolis[0] + R[a, 1] * d.coriolis[1]
-                + R[a, 2] * d.coriolis[2]) / m
         s = 0.0
         for c in range(nv):
             s += d.jac[a, c] * v[c]
         ev[a] = s - d.goal_velocity[i, a]
-        d.bias[a] = (d.goal_acceleration[i, a] - d.kd[i] * ev[a] - d.kp[i] * e[a]) - bias
+        d.bias[a] = (d.goal_acceleration[i, a] - d.kd[i] * ev[a] - d.kp[i] * e[a]) - bias[a]
     for a in range(3, 6):
         e[a] = 0.0
         ev[a] = 0.0
@@ -504,7 +562,7 @@ def _append_rows(d, m, first, count, scale):
 
 
 @njit(cache=True, error_model="numpy")
-def task_layer_kernel(d, q, v, topo, tree, Sm, I6, gravity, kin):
+def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
     """One tick of the task layer on the record ``d`` (:class:`TaskData`) at the state ``q``,
     ``v`` (the model's configuration and velocity): the stance contacts, then every priority
     level's active tasks, into ``d.acceleration``. Returns :data:`TASKS_OK` or
@@ -560,7 +618,7 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, I6, gravity, kin):
             # the posture alone on the last level: its selection rows in closed form
             added = prioritized_selection_level(
                 d.posture_acceleration, d.base_dofs, x, d.basis, d.rank, d.selection_residual,
-                d.selection_columns, d.selection_gram, d.selection_factor, d.selection_small)
+                d.selection_step, d.selection_gram, d.selection_factor, d.selection_small)
             d.level_rank[lv + 1] = added
             if added < 0:
                 return TASKS_FAILED
@@ -583,7 +641,7 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, I6, gravity, kin):
             if kind == _KIND_FRAME:
                 st = _frame_rows(d, i, q, v, kin, Rw, vel, acc)
             else:
-                st = _com_rows(d, i, q, v, topo, tree, Sm, I6, gravity)
+                st = _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc)
             if st != 0:
                 return TASKS_FAILED
             if full:
@@ -598,7 +656,7 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, I6, gravity, kin):
 
 
 @njit(cache=True, error_model="numpy")
-def task_layer_tick(d, q, v, topo, tree, Sm, I6, gravity, kin):
+def task_layer_tick(d, q, v, topo, tree, Sm, kin):
     """A controller's task step on the joint buffers bound to ``d``
     (:meth:`TaskLayer.bind_joints`): the posture task's commanded accelerations from
     ``joint_acceleration_model`` (the joint reference's PD command, model joint order), the
@@ -614,7 +672,7 @@ def task_layer_tick(d, q, v, topo, tree, Sm, I6, gravity, kin):
     n = qdd_model.shape[0]
     for j in range(n):
         d.posture_acceleration[base + j] = qdd_model[j]
-    st = task_layer_kernel(d, q, v, topo, tree, Sm, I6, gravity, kin)
+    st = task_layer_kernel(d, q, v, topo, tree, Sm, kin)
     if st != TASKS_OK:
         return st
     for j in range(n):
@@ -749,7 +807,6 @@ class TaskLayer:
             if len(last) == 1 and specs[last[0]].kind == "posture":
                 posture_level, posture_task = len(priorities) - 1, last[0]
         W, SC = workspace(model._nb)
-        W_dynamics, SC_dynamics = workspace(model._nb)
         self.data = TaskData(
             kind=np.array([TASK_KINDS.index(s.kind) for s in specs], dtype=np.int64),
             level=np.array([priorities.index(s.priority) for s in specs], dtype=np.int64),
@@ -781,19 +838,18 @@ class TaskLayer:
             drive_velocity=np.zeros(0), drive_ready=np.zeros(1, dtype=np.bool_), dt=1e-3,
             position_leak=0.0, velocity_leak=0.0,
             jac=np.zeros((6, nv)), bias=np.zeros(6), pose=np.zeros((4, 4)), rot=np.zeros((3, 3)),
-            mass=np.zeros((nv, nv)), coriolis=np.zeros(nv), zero_nv=np.zeros(nv),
-            fext=np.zeros((model._nb, 6)), W=W, SC=SC, W_dynamics=W_dynamics,
-            SC_dynamics=SC_dynamics,
+            subtree_mass=np.zeros(model._nb), subtree_moment=np.zeros((model._nb, 3)),
+            W=W, SC=SC,
             basis=np.zeros((nv, nv)), rank=np.zeros(1, dtype=np.int64),
             rows=np.zeros((m, nv)), rhs=np.zeros(m), lower=np.zeros((m, m)),
             pivot=np.zeros(m, dtype=np.int64), lsq=np.zeros((2 * m, m + 1)),
-            selection_residual=np.zeros(nv), selection_columns=np.zeros((max(base, 1), nv)),
+            selection_residual=np.zeros(nv), selection_step=np.zeros(nv),
             selection_gram=np.zeros((max(base, 1), max(base, 1))),
             selection_factor=np.zeros((max(base, 1), max(base, 1))),
             selection_small=np.zeros(max(base, 1)))
         self._record = task_data_record(self.data)
         a = model.kernel_arrays
-        self._args = (a.topo, a.tree, a.Sm, a.I6, model._gravity, model._kin)
+        self._args = (a.topo, a.tree, a.Sm, model._kin)
 
     def bind_joints(self, joint_index: np.ndarray, position: np.ndarray, velocity: np.ndarray,
                     acceleration_model: np.ndarray, acceleration: np.ndarray, dt: float,

@@ -125,23 +125,29 @@ def prioritized_level(m, rows, rhs, x, basis, rank, lower, pivot, lsq, tolerance
     # pivoted modified Gram-Schmidt on the rows: B = L G, G's rows orthonormal (the new basis
     # rows), L (m x added) in ``lower``; pivot[i] = the step row i was taken at, -1 if never
     added = 0
-    norm2 = lsq[:, m]  # the remaining rows' squared norms (lsq is free until the solve)
+    # the remaining rows' squared norms (lsq is free until the solve): downdated by each step's
+    # projection, recomputed where the step cancelled most of a row (there the downdate has
+    # lost its digits)
+    norm2 = lsq[:, m]
+    for i in range(m):
+        s = 0.0
+        for c in range(n):
+            s += rows[i, c] * rows[i, c]
+        norm2[i] = s
     while k + added < n:
         best = floor
         p = -1
         for i in range(m):
-            if pivot[i] < 0:
-                s = 0.0
-                for c in range(n):
-                    s += rows[i, c] * rows[i, c]
-                norm2[i] = s
-                if s > best:
-                    best = s
-                    p = i
+            if pivot[i] < 0 and norm2[i] > best:
+                best = norm2[i]
+                p = i
         if p < 0:
             break
         u = basis[k + added]
-        d = math.sqrt(best)
+        d = 0.0
+        for c in range(n):
+            d += rows[p, c] * rows[p, c]
+        d = math.sqrt(d)
         for c in range(n):
             u[c] = rows[p, c] / d
         pivot[p] = added
@@ -162,6 +168,12 @@ def prioritized_level(m, rows, rhs, x, basis, rank, lower, pivot, lsq, tolerance
                 for c in range(n):
                     rows[i, c] -= s * u[c]
                 lower[i, added] += s
+                t = 0.0
+                for c in range(n):
+                    t += rows[i, c] * rows[i, c]
+                norm2[i] = t
+            else:
+                norm2[i] -= s * s
         added += 1
     if added == 0:
         return 0
@@ -235,7 +247,7 @@ def prioritized_level(m, rows, rhs, x, basis, rank, lower, pivot, lsq, tolerance
 
 
 @leaf_kernel(error_model="numpy")
-def prioritized_selection_level(target, first, x, basis, rank, residual, columns, gram, factor,
+def prioritized_selection_level(target, first, x, basis, rank, residual, step, gram, factor,
                                 small):
     """A last level that asks coordinates ``first ..`` of ``x`` to equal ``target`` (the
     coordinates before ``first`` free), in the least-squares sense over the solutions of the
@@ -248,10 +260,11 @@ def prioritized_selection_level(target, first, x, basis, rank, residual, columns
     coordinates), reads ``y - P E y = P r`` (``E = I - W``): ``y = P r + sum_i (P e_i) a_i``
     over the free coordinates i < f, whose values ``a`` solve the f x f system ``(U^T U)_ff a =
     (P r)_f``, regularized by 1e-12 of its trace where the null space left moves a free
-    coordinate alone (the selection then cannot tell that motion). Cost O(f k n) instead of a
-    level of n - f rows. Workspace: ``residual`` (n,), ``columns`` (f, n), ``gram``,
-    ``factor`` (f, f), ``small`` (f,). Returns the level's rank (n - k less the free motions),
-    -1 if a value is not finite."""
+    coordinate alone (the selection then cannot tell that motion). The system's matrix is read
+    off the basis' first f columns and the step is ``P (r + E a)``: two projections and
+    O(f^2 k) instead of a level of n - f rows. Workspace: ``residual``, ``step`` (n,),
+    ``gram``, ``factor`` (f, f), ``small`` (f,). Returns the level's rank (n - k less the free
+    motions), -1 if a value is not finite."""
     n = x.shape[0]
     k = rank[0]
     if k >= n:
@@ -268,13 +281,12 @@ def prioritized_selection_level(target, first, x, basis, rank, residual, columns
         return n - k
     trace = 0.0
     for i in range(first):
-        col = columns[i]
-        for c in range(n):
-            col[c] = 1.0 if c == i else 0.0
-        _project_off_basis(col, basis, k)
-        _project_off_basis(col, basis, k)
-        for j in range(first):
-            gram[j, i] = (1.0 if i == j else 0.0) - col[j]
+        for j in range(i + 1):
+            s = 0.0
+            for r in range(k):
+                s += basis[r, i] * basis[r, j]
+            gram[i, j] = s
+            gram[j, i] = s
         trace += gram[i, i]
     free = 0
     for i in range(first):
@@ -307,10 +319,13 @@ def prioritized_selection_level(target, first, x, basis, rank, residual, columns
             s -= factor[p, i] * small[p]
         small[i] = s / factor[i, i]
     for c in range(n):
-        y = residual[c]
-        for i in range(first):
-            y += columns[i, c] * small[i]
-        if not math.isfinite(y):
+        step[c] = small[c] if c < first else 0.0
+    _project_off_basis(step, basis, k)
+    _project_off_basis(step, basis, k)
+    for c in range(n):
+        step[c] += residual[c]
+        if not math.isfinite(step[c]):
             return -1
-        x[c] += y
+    for c in range(n):
+        x[c] += step[c]
     return n - k - free
