@@ -97,6 +97,35 @@ def test_quadruped_moves_its_com_to_a_goal_with_exact_state():
     assert np.abs(ctl.tasks.error("trunk")[3:]).max() < 5e-3
 
 
+def test_quadruped_com_follows_a_goal_trajectory():
+    """A CoM trajectory through three knots (cubic Hermite: the goal's velocity and
+    acceleration are its feed-forward), MuJoCo plant, exact state: the CoM stays on it."""
+    loop = _quadruped_loop(0.0, duration=2.0)
+    ctl = loop.ctl.ctl
+    start = ctl.model.center_of_mass(loop.q_start)[0]  # the first tick holds the goal there
+    P = start + np.array([[0.0, 0.015, 0.0], [0.012, 0.015, -0.006], [0.0, 0.0, 0.0]])
+    V = np.array([[0.02, 0.0, -0.01], [-0.02, -0.02, 0.01], [0.0, 0.0, 0.0]])
+    ctl.set_task_trajectory("com", [0.5, 1.0, 1.5], positions=P, linear_velocities=V)
+    errors, goals = [], []
+
+    def record(t):  # before each tick: the last tick's state against its goal
+        if ctl.ticks == 0:
+            return
+        c = ctl.model.center_of_mass(ctl._q)[0]
+        goal = ctl.tasks.goal("com")[0]
+        goals.append(goal)
+        errors.append(np.abs(c - goal).max())
+
+    loop.ctl.goals = record
+    result = loop.run()
+    assert not result.failed
+    goals = np.array(goals)
+    assert np.abs(goals - start).max() > 0.012  # it moved along the knots
+    assert np.abs(goals[-1] - P[-1]).max() < 1e-15  # and ended on the last one
+    assert max(errors) < 5e-4, max(errors)  # 0.2 mm measured
+    assert ctl.tasks.data.trajectory_count[0] == 0
+
+
 @pytest.mark.parametrize("level", [1.0, 2.0])
 def test_quadruped_task_balance_stays_up_under_realistic_sensing(level):
     """Encoder and base-state noise, 1 ms latency each way, +-10 % mass, a 2 ms torque lag and

@@ -165,3 +165,93 @@ def test_task_markers_show_goals_and_positions(arm_node):
     from visualization_msgs.msg import Marker
 
     assert published[1].markers[0].action == Marker.DELETE
+
+
+def _trajectory(frame: str, times, positions, quats, velocities=None, names=()):
+    from builtin_interfaces.msg import Duration
+    from geometry_msgs.msg import Transform, Twist
+    from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
+
+    m = MultiDOFJointTrajectory()
+    m.header.frame_id = frame
+    m.joint_names = list(names)
+    for k, (t, p, o) in enumerate(zip(times, positions, quats, strict=True)):
+        pt = MultiDOFJointTrajectoryPoint()
+        tr = Transform()
+        tr.translation.x, tr.translation.y, tr.translation.z = map(float, p)
+        tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w = map(float, o)
+        pt.transforms = [tr]
+        if velocities is not None and velocities[k] is not None:
+            tw = Twist()
+            tw.linear.x, tw.linear.y, tw.linear.z = map(float, velocities[k])
+            pt.velocities = [tw]
+        pt.time_from_start = Duration(sec=int(t), nanosec=int(round((t % 1) * 1e9)))
+        m.points.append(pt)
+    return m
+
+
+def test_goal_trajectories_reach_the_task_and_bad_ones_are_counted(arm_node):
+    """``~/tasks/<name>/trajectory`` (trajectory_msgs/MultiDOFJointTrajectory): knots with
+    velocities become Hermite segments starting at the next tick; a trajectory in another
+    frame, for another joint, with velocities on some points only, or with times that do not
+    increase is a counted rejection and leaves the goal alone."""
+    node = arm_node
+    ctl = node.controller
+    node._on_joint_state(_grasp_state())  # the first control tick holds the goals
+    p0 = ctl.tasks.goal("hand")[0]
+    on_traj = node._task_trajectory_callback(ctl.tasks.specs[0])
+    ident = (0.0, 0.0, 0.0, 1.0)
+    good = _trajectory("world", [0.5, 1.0], [p0 + [0, 0, 0.02], p0 + [0, 0.03, 0.02]],
+                       [ident, ident], velocities=[(0, 0.05, 0), (0, 0, 0)], names=["hand"])
+    on_traj(good)
+    d = ctl.tasks.data
+    assert d.trajectory_count[0] == 3 and d.trajectory_hermite[0] and d.trajectory_lead[0]
+    assert np.isnan(d.trajectory_start[0])  # a zero stamp: from the next tick
+    assert np.allclose(d.trajectory_position[0, 2], p0 + [0, 0.03, 0.02])
+    assert np.allclose(d.trajectory_velocity[0, 1, :3], [0, 0.05, 0])
+    rejected = [
+        _trajectory("base_link", [0.5], [p0], [ident]),
+        _trajectory("world", [0.5], [p0], [ident], names=["wrist"]),
+        _trajectory("world", [0.5, 1.0], [p0, p0], [ident, ident], velocities=[(0, 0, 0), None]),
+        _trajectory("world", [1.0, 0.5], [p0, p0], [ident, ident]),
+        _trajectory("world", [], [], []),
+    ]
+    for msg in rejected:
+        on_traj(msg)
+    assert node._rejected["task_goals"] == {"frame": 1, "bad_value": 1, "size": 2,
+                                            "invalid": 1}
+    assert d.trajectory_count[0] == 3  # the good one still runs
+    # a single knot at 0: the next tick's goal is that knot, and the trajectory has ended
+    on_traj(_trajectory("", [0.0], [p0 + [0.01, 0.0, 0.0]], [ident]))
+    node._on_joint_state(_grasp_state())
+    assert np.allclose(ctl.tasks.goal("hand")[0], p0 + [0.01, 0.0, 0.0])
+    assert d.trajectory_count[0] == 0
+
+
+def test_a_goal_trajectory_published_over_dds_reaches_the_task(arm_node):
+    from rclpy.executors import SingleThreadedExecutor
+    from trajectory_msgs.msg import MultiDOFJointTrajectory
+
+    node = arm_node
+    pub_node = rclpy.create_node("task_trajectory_publisher", context=node.context)
+    pub = pub_node.create_publisher(MultiDOFJointTrajectory,
+                                    "/wbc_controller/tasks/hand/trajectory", 10)
+    ex = SingleThreadedExecutor(context=node.context)
+    ex.add_node(node)
+    ex.add_node(pub_node)
+    d = node.controller.tasks.data
+    try:
+        import time
+
+        msg = _trajectory("world", [0.5, 1.5], [(0.3, -0.2, 0.6), (0.3, -0.1, 0.6)],
+                          [(0.0, 0.0, 0.0, 1.0)] * 2)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and d.trajectory_count[0] == 0:
+            pub.publish(msg)
+            ex.spin_once(timeout_sec=0.05)
+        assert d.trajectory_count[0] == 3 and not d.trajectory_hermite[0]
+        assert np.allclose(d.trajectory_position[0, 1:3], [(0.3, -0.2, 0.6), (0.3, -0.1, 0.6)])
+        assert np.allclose(d.trajectory_time[0, :3], [0.0, 0.5, 1.5])
+    finally:
+        ex.shutdown()
+        pub_node.destroy_node()

@@ -332,3 +332,153 @@ def test_bad_task_declarations_and_goals_name_the_field(panda, go2):
     v[0] = np.nan
     with pytest.raises(ValueError, match="not finite"):
         layer.solve(q, v)
+
+
+def _rotvec(R):
+    """log(R) as a rotation vector (independent of the layer's: scipy)."""
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_matrix(R).as_rotvec()
+
+
+def test_goal_trajectories_sample_hermite_segments_and_slerp(panda):
+    """Goal trajectories against independent interpolants: scipy's cubic Hermite spline
+    (positions, with their first and second derivatives), scipy's Slerp (linear rotations),
+    and central differences of the sampled rotations (angular velocity and acceleration)."""
+    from scipy.interpolate import CubicHermiteSpline
+    from scipy.spatial.transform import Rotation, Slerp
+
+    model, q0 = panda
+    layer = TaskLayer(model, [
+        dict(name="hand", kind="frame", link="panda_hand", mode="pose", kp=64.0, kd=16.0),
+        dict(name="posture", kind="posture", priority=1)])
+    layer.hold(q0)
+    p0, R0 = layer.goal("hand")[:2]
+    rng = np.random.default_rng(3)
+    times = np.array([0.5, 1.0, 1.6])
+    P = p0 + rng.normal(0.0, 0.05, (3, 3))
+    R = np.array([Rotation.from_rotvec(rng.normal(0.0, 0.3, 3)).as_matrix() @ R0
+                  for _ in range(3)])
+    Vl = rng.normal(0.0, 0.1, (3, 3))
+    Va = rng.normal(0.0, 0.3, (3, 3))
+    layer.set_clock(10.0)
+    layer.set_trajectory("hand", times, positions=P, orientations=R, linear_velocities=Vl,
+                         angular_velocities=Va)  # starts at the clock: 10 s
+    knots_t = np.concatenate([[0.0], times])
+    spline = CubicHermiteSpline(knots_t, np.vstack([p0, P]), np.vstack([np.zeros(3), Vl]))
+    zero = np.zeros(model.nv)
+
+    def sample(t):
+        layer.set_clock(10.0 + t)
+        layer.solve(q0, zero, zero)
+        return layer.goal("hand")
+
+    for t in [0.0, 0.1, 0.5, 0.77, 1.0, 1.3, 1.59]:
+        p, G, vel, acc = sample(t)
+        assert np.abs(p - spline(t)).max() < 1e-12
+        assert np.abs(vel[:3] - spline(t, 1)).max() < 1e-11
+        assert np.abs(acc[:3] - spline(t, 2)).max() < 1e-10
+        if t in (0.0, 0.5, 1.0):  # the clock's start and the knots: one-sided differences
+            continue
+        eps = 1e-6
+        Gp, Gm = sample(t + eps)[1], sample(t - eps)[1]
+        w_fd = _rotvec(Gp @ Gm.T) / (2 * eps)
+        assert np.abs(vel[3:] - w_fd).max() < 1e-6
+        al_fd = (sample(t + eps)[2][3:] - sample(t - eps)[2][3:]) / (2 * eps)
+        assert np.abs(acc[3:] - al_fd).max() < 1e-4 * max(1.0, np.abs(acc[3:]).max())
+    for tk, Rk in zip(times, R, strict=True):  # the knots themselves
+        assert np.abs(sample(tk)[1] - Rk).max() < 1e-12
+    p, G, vel, acc = sample(5.0)  # past the end: holds the last knot at rest, ends
+    assert np.allclose(p, P[-1], atol=0) and np.allclose(G, R[-1], atol=1e-15)
+    assert not vel.any() and not acc.any() and layer.data.trajectory_count[0] == 0
+
+    # without velocities: linear segments, rotations by Slerp, from the first knot at 0
+    layer.set_trajectory("hand", [0.0, 0.8], positions=P[:2], orientations=R[:2], start=20.0)
+    slerp = Slerp([0.0, 0.8], Rotation.from_matrix(R[:2]))
+    for t in [0.0, 0.2, 0.5, 0.79]:
+        layer.set_clock(20.0 + t)
+        layer.solve(q0, zero, zero)
+        p, G, vel, acc = layer.goal("hand")
+        assert np.abs(p - (P[0] + t / 0.8 * (P[1] - P[0]))).max() < 1e-14
+        assert np.abs(vel[:3] - (P[1] - P[0]) / 0.8).max() < 1e-12
+        assert np.abs(G - slerp(t).as_matrix()).max() < 1e-12
+        assert np.abs(vel[3:] - _rotvec(R[1] @ R[0].T) / 0.8).max() < 1e-12
+        assert not acc.any()
+    # a goal replaces a running trajectory
+    layer.set_goal("hand", position=p0)
+    assert layer.data.trajectory_count[0] == 0
+
+
+def test_goal_trajectory_errors_name_the_field(panda, go2):
+    model, q0 = panda
+    layer = TaskLayer(model, [
+        dict(name="hand", kind="frame", link="panda_hand", mode="position"),
+        dict(name="posture", kind="posture", priority=1)], trajectory_capacity=4)
+    layer.hold(q0)
+    p = layer.goal("hand")[0]
+    cases = [
+        (dict(times=[0.0, 0.0], positions=[p, p]), "hand.trajectory.times"),
+        (dict(times=[-0.1, 0.2], positions=[p, p]), "hand.trajectory.times"),
+        (dict(times=[0.1, 0.2, 0.3, 0.4], positions=[p] * 4), "at most 3"),
+        (dict(times=[0.1, 0.2]), "hand.trajectory.positions: required"),
+        (dict(times=[0.1, 0.2], positions=[p]), "hand.trajectory.positions"),
+        (dict(times=[0.1, 0.2], positions=[p, [np.nan, 0, 0]]), "hand.trajectory.positions"),
+        (dict(times=[0.1, 0.2], positions=[p, p], linear_velocities=[[0, 0, 0]]),
+         "hand.trajectory.linear_velocities"),
+        (dict(times=[0.1, 0.2], positions=[p, p], start=math.inf), "hand.trajectory.start"),
+    ]
+    for kwargs, text in cases:
+        with pytest.raises(ValueError, match=text.replace(".", r"\.")):
+            layer.set_trajectory("hand", **kwargs)
+        assert layer.data.trajectory_count[0] == 0
+    with pytest.raises(ValueError, match="posture"):
+        layer.set_trajectory("posture", [0.1], positions=[p])
+    with pytest.raises(ValueError, match="trajectory_capacity"):
+        TaskLayer(model, [dict(name="hand", kind="frame", link="panda_hand")],
+                  trajectory_capacity=1)
+
+
+def test_a_goal_trajectory_is_tracked_exactly_with_its_feed_forward(panda):
+    """Started on the trajectory, the PD law with the trajectory's velocity and acceleration
+    as feed-forward keeps the error at zero (``e'' + kd e' + kp e = 0`` from rest at 0):
+    RK4 closed loop on panda, the layer's clock advanced at every stage (against scipy's cubic
+    Hermite spline through the same knots)."""
+    model, q0 = panda
+    layer = TaskLayer(model, [
+        dict(name="hand", kind="frame", link="panda_hand", mode="position", kp=64.0, kd=16.0),
+        dict(name="posture", kind="posture", priority=1)])
+    layer.hold(q0)
+    p0 = layer.goal("hand")[0]
+    times = [0.4, 0.9, 1.2]
+    P = p0 + np.array([[0.03, 0.0, 0.02], [0.05, -0.04, 0.03], [0.02, -0.05, 0.0]])
+    Vl = np.array([[0.1, -0.05, 0.05], [0.0, -0.1, -0.05], [0.0, 0.0, 0.0]])
+    layer.set_trajectory("hand", times, positions=P, linear_velocities=Vl, start=0.0)
+    from scipy.interpolate import CubicHermiteSpline
+
+    spline = CubicHermiteSpline([0.0, *times], np.vstack([p0, P]), np.vstack([np.zeros(3), Vl]))
+    dt = 2e-3
+    q, v = q0.copy(), np.zeros(model.nv)
+    zero = np.zeros(model.nv)
+
+    def acc(t, q_, v_):
+        layer.set_clock(t)
+        return layer.solve(q_, v_, zero).copy()
+
+    worst = 0.0
+    for k in range(700):
+        t = k * dt
+        worst = max(worst, float(np.abs(model.frame_placement(q, "panda_hand")[:3, 3]
+                                        - spline(min(t, 1.2))).max()))
+        a1 = acc(t + 1e-12, q, v)
+        q2, v2 = model.integrate(q, v, 0.5 * dt), v + 0.5 * dt * a1
+        a2 = acc(t + 0.5 * dt, q2, v2)
+        q3, v3 = model.integrate(q, v2, 0.5 * dt), v + 0.5 * dt * a2
+        a3 = acc(t + 0.5 * dt, q3, v3)
+        q4, v4 = model.integrate(q, v3, dt), v + dt * a3
+        a4 = acc(t + dt - 1e-12, q4, v4)
+        q = model.integrate(q, (v + 2 * v2 + 2 * v3 + v4) / 6.0, dt)
+        v = v + dt * (a1 + 2 * a2 + 2 * a3 + a4) / 6.0
+    # 5 cm of motion followed to RK4's error (~5e-11 m at 2 ms, 16x less at 1 ms); the stages
+    # at a step's ends are nudged inside it because the knots, where the goal's acceleration
+    # jumps, lie on step boundaries
+    assert worst < 1e-9

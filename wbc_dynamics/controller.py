@@ -1353,6 +1353,8 @@ class WholeBodyController:
         elif self._tasks is not None or self.reference_fresh(now):
             if self._walker is not None:  # this tick's schedule and goals
                 self._walker.update(now)
+            if self._tasks is not None:  # the clock goal trajectories are sampled at
+                self._tasks.data.clock[0] = now
             if self._tasks is not None and self._t_ref == -math.inf and not self._tasks_held:
                 self._hold_posture()
             out = self._inverse_dynamics(MODE_CONTROL, _CMD_PD)
@@ -1896,6 +1898,20 @@ class WholeBodyController:
             raise ValueError("task goal: no tasks configured (task_names)")
         self._tasks.set_goal(name, **goal)
         self._task_goals_set.add(name)  # the first control tick holds only the others
+
+    def set_task_trajectory(self, name: str, times: Any, start: float | None = None,
+                            **knots: Any) -> None:
+        """Give a frame / com task a goal trajectory (world axes;
+        :meth:`~wbc_dynamics.tasks.TaskLayer.set_trajectory`): ``times`` (K,) [s] from
+        ``start`` (the controller's clock, the ``now`` of :meth:`update`; None = the next
+        tick), and the knots' ``positions`` [m], ``orientations`` (quaternions x, y, z, w or
+        3x3), ``linear_velocities`` / ``angular_velocities`` [m/s, rad/s] (given: cubic Hermite
+        segments; omitted: linear). A first knot after 0 is reached from where the goal is when
+        the trajectory starts (before the first tick: where the task is then). Raises
+        ValueError naming the task and field, or without tasks."""
+        if self._tasks is None:
+            raise ValueError("task trajectory: no tasks configured (task_names)")
+        self._tasks.set_trajectory(name, times, start=start, **knots)
 
     def _hold_posture(self) -> None:
         """The posture task's reference with no joint reference yet: the measured joints, at

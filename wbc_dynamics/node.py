@@ -77,7 +77,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String, UInt8MultiArray
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
+from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from .controller import (
@@ -597,6 +597,9 @@ class WbcControllerNode(LifecycleNode):
                 self._entities.append(self.create_subscription(
                     msg_type, f"~/tasks/{_sanitize(spec.name)}/goal",
                     g(self._task_goal_callback(spec)), cmd_qos))
+                self._entities.append(self.create_subscription(
+                    MultiDOFJointTrajectory, f"~/tasks/{_sanitize(spec.name)}/trajectory",
+                    g(self._task_trajectory_callback(spec)), cmd_qos))
         if ctl.walker is not None:  # walking from a velocity command
             self._entities.append(self.create_subscription(
                 Twist, "cmd_vel", g(self._on_cmd_vel), cmd_qos))
@@ -952,6 +955,59 @@ class WbcControllerNode(LifecycleNode):
                 self._reject("task_goals", exc)
 
         return on_goal
+
+    def _task_trajectory_callback(self, spec: Any) -> Callable[[Any], None]:
+        """The trajectory subscription's callback of a frame or com task
+        (trajectory_msgs/MultiDOFJointTrajectory, world axes, the header's frame as for goals):
+        one transform per point (``joint_names`` empty or the task's name), the parts the task
+        controls; velocities on every point (cubic Hermite segments) or on none (linear);
+        ``time_from_start`` from the header's stamp (zero: the next control tick)."""
+        frames = {"", str(self._param("world_frame")), str(self._param("odom_frame"))}
+
+        def on_trajectory(msg: Any) -> None:
+            ctl = self.controller
+            if ctl is None:
+                return
+            try:
+                frame = msg.header.frame_id
+                if frame not in frames:
+                    raise InputError("frame", f"task {spec.name}: header.frame_id {frame!r} is "
+                                     f"not the controller's world ({sorted(frames - {''})})")
+                if list(msg.joint_names) not in ([], [spec.name]):
+                    raise InputError("bad_value", f"task {spec.name}: joint_names "
+                                     f"{list(msg.joint_names)}: expected [] or [{spec.name!r}]")
+                points = msg.points
+                if not points or any(len(p.transforms) != 1 for p in points):
+                    raise InputError("size", f"task {spec.name}: expected one transform per "
+                                     "point and at least one point")
+                with_velocity = [len(p.velocities) == 1 for p in points]
+                if any(with_velocity) and not all(with_velocity):
+                    raise InputError("size", f"task {spec.name}: velocities on every point "
+                                     "or on none")
+                times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
+                         for p in points]
+                knots: dict[str, Any] = {}
+                tr = [p.transforms[0] for p in points]
+                if spec.kind == "com" or spec.mode in ("pose", "position"):
+                    knots["positions"] = [(t.translation.x, t.translation.y, t.translation.z)
+                                          for t in tr]
+                if spec.kind == "frame" and spec.mode in ("pose", "orientation"):
+                    knots["orientations"] = [(t.rotation.x, t.rotation.y, t.rotation.z,
+                                              t.rotation.w) for t in tr]
+                if all(with_velocity):
+                    tw = [p.velocities[0] for p in points]
+                    knots["linear_velocities"] = [(w.linear.x, w.linear.y, w.linear.z)
+                                                  for w in tw]
+                    knots["angular_velocities"] = [(w.angular.x, w.angular.y, w.angular.z)
+                                                   for w in tw]
+                stamp = msg.header.stamp
+                start = None if (stamp.sec == 0 and stamp.nanosec == 0) else (
+                    stamp.sec + 1e-9 * stamp.nanosec)
+                ctl.set_task_trajectory(spec.name, times, start=start, **knots)
+            except ValueError as exc:
+                self._reject("task_goals", exc)
+
+        return on_trajectory
 
     def _on_odom(self, msg: Odometry | bytes) -> None:
         if self.controller is not None:

@@ -12,7 +12,7 @@ critically damped with ``kd = 2 sqrt(kp)``.
 
 Tasks carry a ``priority`` (0 first) and a ``weight``: tasks of one priority are solved together
 as a weighted least-squares problem, a lower priority only in the null space of the higher ones
-(:mod:`wbc_dynamics.kernels.prioritized`), as in TSID's weighted tasks and the stack of tasks of
+(``wbc_dynamics.kernels.prioritized``), as in TSID's weighted tasks and the stack of tasks of
 Mansard et al. ("A versatile generalized inverted kinematics implementation for collaborative
 working humanoid robots: the stack of tasks", ICAR 2009). Above every task stand the floating
 base's *stance contacts*: a standing link does not accelerate (``J_c a = -J_c_dot v``), so the
@@ -255,6 +255,16 @@ class TaskData(NamedTuple):
     ``posture_acceleration`` (nv,) the posture task's commanded accelerations (v order; the base
     entries are not used).
 
+    Goal trajectories (:meth:`TaskLayer.set_trajectory`; ``K`` knots at most per task):
+    ``trajectory_count`` (T,) knots of the task's trajectory, 0 when none (the goal then holds);
+    ``trajectory_start`` (T,) [s] its start on the layer's ``clock`` (1,) [s] (the controller
+    writes its tick time there), NaN until the first tick that samples it; ``trajectory_time``
+    (T, K) [s] each knot's time from the start; ``trajectory_position`` (T, K, 3) [m],
+    ``trajectory_rotation`` (T, K, 3, 3), ``trajectory_velocity`` (T, K, 6) [m/s; rad/s], world
+    axes; ``trajectory_hermite`` (T,) bool: cubic Hermite segments through the knots'
+    velocities, else linear ones; ``trajectory_lead`` (T,) bool: knot 0 is to be the goal as
+    it is when the trajectory starts (filled by the first sample).
+
     Stance contacts: ``P`` points on ``L`` links, grouped by the rigid body that carries them
     (``G`` groups): ``point_body`` (P,), ``point_frame`` (P, 4, 3) each point as a frame of its
     body, ``point_link`` (P,) its link's index, ``point_group`` (P,) its group's,
@@ -310,6 +320,15 @@ class TaskData(NamedTuple):
     goal_rotation: np.ndarray
     goal_velocity: np.ndarray
     goal_acceleration: np.ndarray
+    trajectory_count: np.ndarray
+    trajectory_start: np.ndarray
+    trajectory_time: np.ndarray
+    trajectory_position: np.ndarray
+    trajectory_rotation: np.ndarray
+    trajectory_velocity: np.ndarray
+    trajectory_hermite: np.ndarray
+    trajectory_lead: np.ndarray
+    clock: np.ndarray
     posture_acceleration: np.ndarray
     point_body: np.ndarray
     point_frame: np.ndarray
@@ -561,14 +580,113 @@ def _append_rows(d, m, first, count, scale):
     return m
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _hermite(tau, h, p0, p1, v0, v1):
+    """A cubic Hermite segment of duration ``h`` [s] from (p0, v0) to (p1, v1) at the fraction
+    ``tau``: (value, rate, second rate)."""
+    t2 = tau * tau
+    t3 = t2 * tau
+    x = ((2 * t3 - 3 * t2 + 1) * p0 + (t3 - 2 * t2 + tau) * h * v0 + (3 * t2 - 2 * t3) * p1
+         + (t3 - t2) * h * v1)
+    xd = ((6 * t2 - 6 * tau) * p0 + (3 * t2 - 4 * tau + 1) * h * v0 + (6 * tau - 6 * t2) * p1
+          + (3 * t2 - 2 * tau) * h * v1) / h
+    xdd = ((12 * tau - 6) * p0 + (6 * tau - 4) * h * v0 + (6 - 12 * tau) * p1
+           + (6 * tau - 2) * h * v1) / (h * h)
+    return x, xd, xdd
+
+
+@njit(cache=True, error_model="numpy")
+def _sample_trajectories(d):
+    """Each task with a trajectory: its goal (position, rotation, velocity, acceleration) at
+    the layer's clock. Positions: per axis, cubic Hermite through the knots' velocities
+    (``trajectory_hermite``) or linear. Rotations: about the fixed axis of each segment,
+    ``R(t) = exp(theta(t) a) R_0`` with ``a theta_1 = log(R_1 R_0^T)`` (world axes) and
+    ``theta`` Hermite through the knots' angular velocities along ``a`` (or linear), so the
+    goal's angular velocity and acceleration are ``theta_dot a`` and ``theta_ddot a``. Past the
+    last knot the goal holds there, at rest, and the trajectory ends."""
+    e = d.bias  # scratch (3,) for the segment's rotation vector; the tick overwrites bias
+    for i in range(d.trajectory_count.shape[0]):
+        n = d.trajectory_count[i]
+        if n == 0:
+            continue
+        if math.isnan(d.trajectory_start[i]):  # starts now, from where the goal is
+            d.trajectory_start[i] = d.clock[0]
+        if d.trajectory_lead[i]:
+            d.trajectory_position[i, 0] = d.goal_position[i]
+            d.trajectory_rotation[i, 0] = d.goal_rotation[i]
+            d.trajectory_lead[i] = False
+        s = d.clock[0] - d.trajectory_start[i]
+        times = d.trajectory_time[i]
+        if s >= times[n - 1]:
+            d.goal_position[i] = d.trajectory_position[i, n - 1]
+            d.goal_rotation[i] = d.trajectory_rotation[i, n - 1]
+            for a in range(6):
+                d.goal_velocity[i, a] = 0.0
+                d.goal_acceleration[i, a] = 0.0
+            d.trajectory_count[i] = 0
+            continue
+        k = 0
+        if s > 0.0:
+            while k + 2 < n and times[k + 1] <= s:
+                k += 1
+        else:
+            s = 0.0
+        h = times[k + 1] - times[k]
+        tau = (s - times[k]) / h
+        hermite = d.trajectory_hermite[i]
+        P = d.trajectory_position[i]
+        V = d.trajectory_velocity[i]
+        for a in range(3):
+            if hermite:
+                x, xd, xdd = _hermite(tau, h, P[k, a], P[k + 1, a], V[k, a], V[k + 1, a])
+            else:
+                xd = (P[k + 1, a] - P[k, a]) / h
+                x = P[k, a] + tau * h * xd
+                xdd = 0.0
+            d.goal_position[i, a] = x
+            d.goal_velocity[i, a] = xd
+            d.goal_acceleration[i, a] = xdd
+        R0 = d.trajectory_rotation[i, k]
+        _rotation_log(d.trajectory_rotation[i, k + 1], R0, e, 0)
+        total = math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
+        if total > 0.0:
+            ax, ay, az = e[0] / total, e[1] / total, e[2] / total
+        else:
+            ax, ay, az = 0.0, 0.0, 1.0
+        if hermite:
+            w0 = V[k, 3] * ax + V[k, 4] * ay + V[k, 5] * az
+            w1 = V[k + 1, 3] * ax + V[k + 1, 4] * ay + V[k + 1, 5] * az
+            th, thd, thdd = _hermite(tau, h, 0.0, total, w0, w1)
+        else:
+            thd = total / h
+            th = tau * total
+            thdd = 0.0
+        # Rodrigues: exp(th a) R0
+        c, sn = math.cos(th), math.sin(th)
+        C = 1.0 - c
+        E = d.rot
+        E[0, 0], E[0, 1], E[0, 2] = c + C * ax * ax, C * ax * ay - sn * az, C * ax * az + sn * ay
+        E[1, 0], E[1, 1], E[1, 2] = C * ax * ay + sn * az, c + C * ay * ay, C * ay * az - sn * ax
+        E[2, 0], E[2, 1], E[2, 2] = C * ax * az - sn * ay, C * ay * az + sn * ax, c + C * az * az
+        G = d.goal_rotation[i]
+        for r in range(3):
+            for cc in range(3):
+                G[r, cc] = E[r, 0] * R0[0, cc] + E[r, 1] * R0[1, cc] + E[r, 2] * R0[2, cc]
+        d.goal_velocity[i, 3], d.goal_velocity[i, 4], d.goal_velocity[i, 5] = (
+            thd * ax, thd * ay, thd * az)
+        d.goal_acceleration[i, 3], d.goal_acceleration[i, 4], d.goal_acceleration[i, 5] = (
+            thdd * ax, thdd * ay, thdd * az)
+
+
 @njit(cache=True, error_model="numpy")
 def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
-    """One tick of the task layer on the record ``d`` (:class:`TaskData`) at the state ``q``,
+    """One tick of the task layer on the record ``d`` (``TaskData``) at the state ``q``,
     ``v`` (the model's configuration and velocity): the stance contacts, then every priority
     level's active tasks, into ``d.acceleration``. Returns :data:`TASKS_OK` or
     :data:`TASKS_FAILED` (a kinematics error, a value not finite, no convergence)."""
     nv = v.shape[0]
     x = d.acceleration
+    _sample_trajectories(d)
     prioritized_reset(x, d.rank)
     if check_configuration(topo, q) != 0 or not check_vector(v):
         return TASKS_FAILED
@@ -734,7 +852,8 @@ class TaskLayer:
 
     def __init__(self, model: Any, tasks: Iterable[Mapping[str, Any] | TaskSpec],
                  contacts: Sequence[tuple[str, Any]] = (), tolerance: float = 1e-9,
-                 damping: float = 0.0, area_contact_size: float = 0.05) -> None:
+                 damping: float = 0.0, area_contact_size: float = 0.05,
+                 trajectory_capacity: int = 256) -> None:
         self.model = model
         specs = parse_tasks(tasks)
         self.specs = specs
@@ -807,6 +926,9 @@ class TaskLayer:
             if len(last) == 1 and specs[last[0]].kind == "posture":
                 posture_level, posture_task = len(priorities) - 1, last[0]
         W, SC = workspace(model._nb)
+        K = int(trajectory_capacity)
+        if K < 2:
+            raise ValueError(f"trajectory_capacity: at least 2 knots, got {trajectory_capacity}")
         self.data = TaskData(
             kind=np.array([TASK_KINDS.index(s.kind) for s in specs], dtype=np.int64),
             level=np.array([priorities.index(s.priority) for s in specs], dtype=np.int64),
@@ -817,6 +939,12 @@ class TaskLayer:
             weight=np.array([s.weight for s in specs], dtype=np.float64),
             goal_position=np.zeros((T, 3)), goal_rotation=np.tile(np.eye(3), (T, 1, 1)),
             goal_velocity=np.zeros((T, 6)), goal_acceleration=np.zeros((T, 6)),
+            trajectory_count=np.zeros(T, dtype=np.int64), trajectory_start=np.zeros(T),
+            trajectory_time=np.zeros((T, K)), trajectory_position=np.zeros((T, K, 3)),
+            trajectory_rotation=np.tile(np.eye(3), (T, K, 1, 1)),
+            trajectory_velocity=np.zeros((T, K, 6)),
+            trajectory_hermite=np.zeros(T, dtype=np.bool_),
+            trajectory_lead=np.zeros(T, dtype=np.bool_), clock=np.zeros(1),
             posture_acceleration=np.zeros(nv),
             point_body=np.array(p_body, dtype=np.int64),
             point_frame=np.array(p_frame, dtype=np.float64).reshape(P, 4, 3),
@@ -855,7 +983,7 @@ class TaskLayer:
                     acceleration_model: np.ndarray, acceleration: np.ndarray, dt: float,
                     position_leak_time: float, velocity_leak_time: float,
                     link_active: np.ndarray | None = None) -> None:
-        """Bind a controller's joint buffers for :func:`task_layer_tick` (see :class:`TaskData`;
+        """Bind a controller's joint buffers for :func:`task_layer_tick` (see ``TaskData``;
         the arrays are shared, not copied). ``dt`` [s] the control period; the drive set-points
         leak towards the measured state with time constants ``position_leak_time``,
         ``velocity_leak_time`` [s]; ``link_active``: an array (one bool per contact link, the
@@ -922,6 +1050,7 @@ class TaskLayer:
                 new[key] = _finite3(where + {"v": "linear_velocity", "w": "angular_velocity",
                                              "a": "linear_acceleration",
                                              "al": "angular_acceleration"}[key], value)
+        d.trajectory_count[i] = 0  # a goal replaces a running trajectory
         if "p" in new:
             d.goal_position[i] = new["p"]
         if "R" in new:
@@ -934,6 +1063,103 @@ class TaskLayer:
             d.goal_acceleration[i, 0:3] = new["a"]
         if "al" in new:
             d.goal_acceleration[i, 3:6] = new["al"]
+
+    def set_trajectory(self, name: str, times: Any, positions: Any = None,
+                       orientations: Any = None, linear_velocities: Any = None,
+                       angular_velocities: Any = None, start: float | None = None) -> None:
+        """Give a frame / com task a goal trajectory through knots, world axes, replacing its
+        goal (and any trajectory it follows) from ``start``.
+
+        Args:
+            times: (K,) [s] each knot's time from ``start``, increasing, the first >= 0. A first
+                knot after 0 is reached from where the goal is when the trajectory starts (at
+                rest), as ros2_control's joint trajectory controller does.
+            positions: (K, 3) [m]; required for a task with position rows (com, frame modes
+                pose / position), ignored otherwise (the goal's position then holds).
+            orientations: (K, 4) quaternions (x, y, z, w) or (K, 3, 3) rotations; required for
+                frame modes pose / orientation, else ignored.
+            linear_velocities, angular_velocities: (K, 3) [m/s, rad/s] at the knots: given,
+                the segments are cubic Hermite through them (velocity and acceleration
+                continuous at the knots); omitted, the segments are linear (constant velocity
+                between knots, the goal's acceleration 0). Angular velocities count along each
+                segment's rotation axis only (a rotation is interpolated about a fixed axis).
+            start: [s] on the layer's clock (the controller's tick time); None = the first
+                tick that samples it.
+
+        After the last knot the goal holds there at rest. At most ``trajectory_capacity`` knots
+        (one fewer when the first is after 0). Raises ValueError naming the task and field
+        (nothing is changed then).
+        """
+        i = self._task(name)
+        d = self.data
+        if d.kind[i] == _KIND_POSTURE:
+            raise ValueError(f"{name}: the posture task follows the joint reference")
+        where = f"{name}.trajectory."
+        t = np.asarray(times, dtype=np.float64).reshape(-1)
+        K = t.shape[0]
+        if K == 0 or not np.all(np.isfinite(t)) or t[0] < 0.0 or np.any(np.diff(t) <= 0.0):
+            raise ValueError(f"{where}times: expected increasing finite times >= 0 [s], got {t}")
+        lead = int(t[0] > 0.0)  # a knot at 0 where the goal is
+        capacity = d.trajectory_time.shape[1]
+        if K + lead > capacity:
+            raise ValueError(f"{where}times: {K} knots, at most {capacity - lead} "
+                             f"(trajectory_capacity {capacity})")
+        rows = (int(d.row_first[i]), int(d.row_first[i] + d.row_count[i]))
+        has_position, has_rotation = rows[0] < 3, rows[1] > 3
+
+        def knots(field: str, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+            a = np.asarray(value, dtype=np.float64)
+            if a.shape != shape or not np.all(np.isfinite(a)):
+                raise ValueError(f"{where}{field}: expected finite values of shape {shape}, "
+                                 f"got shape {a.shape}")
+            return a
+
+        P = np.repeat(d.goal_position[i][None], K, axis=0)
+        R = np.repeat(d.goal_rotation[i][None], K, axis=0)
+        if has_position:
+            if positions is None:
+                raise ValueError(f"{where}positions: required for task {name!r}")
+            P = knots("positions", positions, (K, 3))
+        if has_rotation:
+            if orientations is None:
+                raise ValueError(f"{where}orientations: required for task {name!r}")
+            o = np.asarray(orientations, dtype=np.float64)
+            if o.shape == (K, 4):
+                try:
+                    R = np.array([_quaternion_matrix(x) for x in knots("orientations", o, (K, 4))])
+                except ValueError as exc:
+                    raise ValueError(where + str(exc)) from None
+            else:
+                R = knots("orientations", o, (K, 3, 3))
+                if (np.abs(R @ R.transpose(0, 2, 1) - np.eye(3)).max() > 1e-6
+                        or np.any(np.linalg.det(R) <= 0.0)):
+                    raise ValueError(f"{where}orientations: not rotation matrices")
+        hermite = linear_velocities is not None or angular_velocities is not None
+        V = np.zeros((K, 6))
+        if linear_velocities is not None:
+            V[:, 0:3] = knots("linear_velocities", linear_velocities, (K, 3))
+        if angular_velocities is not None:
+            V[:, 3:6] = knots("angular_velocities", angular_velocities, (K, 3))
+        if start is not None and not math.isfinite(start):
+            raise ValueError(f"{where}start: not finite")
+        n = K + lead
+        d.trajectory_count[i] = 0  # not sampled while being written
+        d.trajectory_time[i, lead:n] = t
+        d.trajectory_position[i, lead:n] = P
+        d.trajectory_rotation[i, lead:n] = R
+        d.trajectory_velocity[i, lead:n] = V
+        if lead:
+            d.trajectory_time[i, 0] = 0.0
+            d.trajectory_velocity[i, 0] = 0.0
+        d.trajectory_lead[i] = bool(lead)
+        d.trajectory_hermite[i] = hermite
+        d.trajectory_start[i] = math.nan if start is None else float(start)
+        d.trajectory_count[i] = n
+
+    def set_clock(self, now: float) -> None:
+        """The layer's clock [s] (the controller's tick time), at which goal trajectories are
+        sampled by the next :meth:`solve` or tick."""
+        self.data.clock[0] = now
 
     def goal(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(position (3,), rotation (3, 3), velocity (6,), acceleration (6,)) of a task's goal
