@@ -14,16 +14,16 @@ One control tick (:meth:`WholeBodyController.update`):
 3. inverse dynamics of ``qdd_cmd``:
 
    * ``method="none"``, fixed base: ``tau = RNEA(q, qd, qdd_cmd)`` (Featherstone 2008, Table 5.1;
-     the same compiled call as below, :mod:`wbc_dynamics.kernels.free_dof`),
+     the same compiled call as below, ``wbc_dynamics.kernels.free_dof``),
    * ``method="none"``, floating base (or passive joints): contact-free inverse dynamics of the
      actuated joints with the base (and the passive joints) accelerating freely,
      ``tau = (P M^-1 P^T)^-1 (qdd_cmd + P M^-1 h)`` (Zapolsky & Drumwright, eqs. (37)-(39) with zero
      contact impulses), computed block-wise in one compiled call: ``M_UU a_U = -(M_UA qdd_cmd
      + h_U)``, ``tau = M_AU a_U + M_AA qdd_cmd + h_A`` with M from CRBA, U the unactuated and
-     A the actuated DoFs (:mod:`wbc_dynamics.kernels.free_dof`),
+     A the actuated DoFs (``wbc_dynamics.kernels.free_dof``),
    * ``method`` in ``lcp_noslip | lcp_coulomb | qp_coulomb | qp_noslip``: contact-aware inverse
      dynamics of Zapolsky & Drumwright (:func:`wbc_dynamics.contact.solve`), the solver's warm start
-     kept in this object across ticks (:meth:`reset_solver` forgets it);
+     kept in this object across ticks (:meth:`~WholeBodyController.reset_solver` forgets it);
 
 4. clamping to the effort limits (URDF ``<limit effort>`` unless overridden) and a final finiteness
    check. Any failure produces the documented safe command instead, flagged in the output.
@@ -59,6 +59,15 @@ import numpy as np
 
 from .kernels.dynamics import OK as _KERNEL_OK
 from .kernels.leaf import leaf_kernel
+from .parameters import (
+    CONTACT_METHODS,
+    METHODS,
+    PARAMETERS,
+    RUNTIME_PARAMETERS,
+    SAFE_MODES,
+    check,
+    per_joint,
+)
 from .tick_steps import (
     _CMD_DAMP,
     _CMD_KEEP,
@@ -79,28 +88,9 @@ __all__ = [
     "WholeBodyController",
 ]
 
-#: Contact-aware inverse dynamics methods (Zapolsky & Drumwright) accepted by ``method``.
-CONTACT_METHODS: tuple[str, ...] = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
-#: Every accepted ``method`` value (``"none"``: inverse dynamics without contact forces).
-METHODS: tuple[str, ...] = ("none", *CONTACT_METHODS)
-#: Accepted ``safe_mode`` values.
-SAFE_MODES: tuple[str, ...] = ("damping", "zero")
-#: Parameters that may change while running (applied between ticks by :meth:`set_parameters`).
-RUNTIME_PARAMETERS: tuple[str, ...] = (
-    "kp",
-    "kd",
-    "friction",
-    "method",
-    "safe_mode",
-    "safe_damping",
-    "effort_limits",
-    "state_timeout",
-    "reference_timeout",
-    "task_kp",
-    "task_kd",
-    "task_weights",
-    "task_active",
-)
+# CONTACT_METHODS, METHODS, SAFE_MODES and RUNTIME_PARAMETERS (the parameters
+# :meth:`WholeBodyController.set_parameters` takes) come from the parameter schema,
+# :mod:`wbc_dynamics.parameters`, and are re-exported here.
 
 #: [s] time constants with which task-space control's drive set-points (the commanded
 #: accelerations integrated) leak towards the measured joint positions and velocities
@@ -121,6 +111,10 @@ MODE_NONFINITE = "safe_nonfinite"
 class ControllerConfig:
     """Configuration of a :class:`WholeBodyController` (plain data; the ROS parameters map 1:1).
 
+    Each field is a parameter of the schema :mod:`wbc_dynamics.parameters` (type, default,
+    unit, per-field check; the reference ``docs/parameters.md``): the defaults below equal the
+    schema's (``test/test_parameters.py`` holds them so).
+
     Model source, first non-empty wins: ``robot_description`` (URDF XML, the ROS convention),
     ``urdf_path`` (file), ``robot`` (name of a bundled robot,
     :func:`wbc_dynamics.robots.robot_path`).
@@ -134,7 +128,7 @@ class ControllerConfig:
         joints: configured joint order of every input/output array; empty = URDF movable-joint
             order. May be a subset: a movable joint that is neither listed here nor in
             ``locked_joints`` is locked at 0 (clipped into its limits) with a warning
-            (:attr:`WholeBodyController.load_warnings`), or rejected with ``strict_joints``.
+            (``WholeBodyController.load_warnings``), or rejected with ``strict_joints``.
         locked_joints: movable joints held fixed in the model (Pinocchio's reduced model): not
             controlled, absent from every array; their mass moves with their parent.
         locked_positions: [rad or m] positions of ``locked_joints``, one per joint or a single
@@ -443,29 +437,6 @@ def _warm_kernels() -> None:
 
 
 # --------------------------------------------------------------------------- validation helpers
-def _per_joint(
-    name: str, value: Any, n: int, joints: Sequence[str], *, allow_inf: bool = False
-) -> np.ndarray:
-    """Broadcast a scalar or one-per-joint list to an (n,) float array of values >= 0."""
-    try:
-        arr = np.atleast_1d(np.asarray(value, dtype=np.float64)).reshape(-1)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number or a list of numbers, got {value!r}") from None
-    if arr.shape[0] == 1:
-        arr = np.full(n, arr[0])
-    elif arr.shape[0] != n:
-        raise ValueError(
-            f"{name}: expected 1 or {n} values (one per configured joint), got {arr.shape[0]}"
-        )
-    for i in range(n):
-        v = float(arr[i])
-        if math.isnan(v) or (not allow_inf and not math.isfinite(v)):
-            raise ValueError(f"{name}: value {v!r} for joint '{joints[i]}' is not finite")
-        if v < 0.0:
-            raise ValueError(f"{name}: value {v!r} for joint '{joints[i]}' must be >= 0")
-    return arr
-
-
 def _write_pose_twist(name: str, position: Any, orientation_xyzw: Any, linear_velocity: Any,
                       angular_velocity: Any, q7: np.ndarray, v6: np.ndarray) -> None:
     """Validate a free body's pose and twist (ValueError naming ``name.<field>``), then write
@@ -504,26 +475,6 @@ def _check_method_available(method: str) -> None:
         )
 
 
-def _finite_nonnegative(name: str, value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
-    if not (math.isfinite(x) and x >= 0.0):
-        raise ValueError(f"{name}: must be finite and >= 0, got {value!r}")
-    return x
-
-
-def _finite_positive(name: str, value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected a number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0.0):
-        raise ValueError(f"{name}: must be finite and > 0, got {value!r}")
-    return v
-
-
 def _locked_joints(cfg: ControllerConfig, description: Any, warnings: list[str]) -> dict:
     """{joint: position} to lock: ``locked_joints`` at ``locked_positions`` plus, unless
     ``strict_joints``, the movable joints ``joints`` leaves out (at 0 clipped into limits)."""
@@ -546,6 +497,10 @@ def _locked_joints(cfg: ControllerConfig, description: Any, warnings: list[str])
     elif pos.shape[0] != len(names):
         raise ValueError(f"locked_positions: expected 1 or {len(names)} values (one per locked "
                          f"joint), got {pos.shape[0]}")
+    spec = PARAMETERS["locked_positions"]
+    for j, p in zip(names, pos, strict=True):
+        if not spec.accepts(float(p)):
+            raise ValueError(f"locked_positions: {p!r} for joint '{j}' must be {spec.constraint}")
     locked = {j: float(p) for j, p in zip(names, pos, strict=True)}
     listed = {str(j) for j in cfg.joints}
     both = sorted(listed & set(names))
@@ -590,14 +545,15 @@ def _declared_contact_points(cfg: ControllerConfig) -> dict[str, list]:
         raise ValueError(f"contact_point_radii: expected 1 or {n} values (one per point), got "
                          f"{rad.shape[0]}")
     out: dict[str, list] = {}
+    pos_spec, rad_spec = PARAMETERS["contact_point_positions"], PARAMETERS["contact_point_radii"]
     for i, ln in enumerate(links):
         c = pos[3 * i: 3 * i + 3]
-        if not (np.all(np.isfinite(c)) and np.all(np.abs(c) <= 1e3)):
+        if not all(pos_spec.accepts(float(x)) for x in c):
             raise ValueError(f"contact_point_positions: point {i} on '{ln}' = {c.tolist()} must "
-                             "be finite, |x| <= 1e3 m")
-        if not (math.isfinite(rad[i]) and 0.0 <= rad[i] <= 1e3):
+                             f"be {pos_spec.constraint} m (each coordinate)")
+        if not rad_spec.accepts(float(rad[i])):
             raise ValueError(f"contact_point_radii: point {i} on '{ln}' = {rad[i]!r} must be "
-                             "finite and in [0, 1e3] m")
+                             f"{rad_spec.constraint} m")
         out.setdefault(ln, []).append((c.copy(), float(rad[i])))
     return out
 
@@ -627,9 +583,7 @@ def _load_object(cfg: ControllerConfig) -> Any:
     from .model import RobotModel
     from .robots import ROBOT_NAMES, robot_path
 
-    mu = float(cfg.object_friction)
-    if not (math.isfinite(mu) and mu >= 0.0):
-        raise ValueError(f"object_friction: must be finite and >= 0, got {cfg.object_friction!r}")
+    mu = check("object_friction", cfg.object_friction)
     if source in ROBOT_NAMES:
         path = robot_path(source)
     elif source.startswith("<"):  # the object's URDF XML itself (e.g. a robot_description)
@@ -800,26 +754,14 @@ class WholeBodyController:
         # (the task gains: taken by the task layer when it is built below)
         self._apply(self.validate_parameters({k: getattr(cfg, k) for k in RUNTIME_PARAMETERS
                                               if not k.startswith("task_")}))
-        self._warm_methods = _warm_method_names(cfg)
-        for method in self._warm_methods:
-            if method not in METHODS:
-                raise ValueError(f"warm_methods: {method!r} is not one of {list(METHODS)}")
-        self.control_rate = _finite_positive("control_rate", cfg.control_rate)
+        self._warm_methods = check("warm_methods", _warm_method_names(cfg))
+        self.control_rate = check("control_rate", cfg.control_rate)
         self.dt = 1.0 / self.control_rate
-        k = int(cfg.friction_edges)
-        if k < 4 or k % 2:
-            raise ValueError(f"friction_edges: must be even and >= 4, got {cfg.friction_edges!r}")
-        if not (math.isfinite(float(cfg.contact_margin)) and float(cfg.contact_margin) >= 0.0):
-            raise ValueError(f"contact_margin: must be finite and >= 0, got {cfg.contact_margin!r}")
-        if not math.isfinite(float(cfg.ground_height)):
-            raise ValueError(f"ground_height: must be finite, got {cfg.ground_height!r}")
-        for nm in ("phi_deadband", "separation_tolerance"):
-            val = float(getattr(cfg, nm))
-            if not (math.isfinite(val) and val >= 0.0):
-                raise ValueError(f"{nm}: must be finite and >= 0, got {getattr(cfg, nm)!r}")
-        if not math.isfinite(float(cfg.noslip_gap)):
-            raise ValueError(f"noslip_gap: must be finite, got {cfg.noslip_gap!r}")
-        gap = {"noslip_gap": float(cfg.noslip_gap)} if float(cfg.noslip_gap) >= 0.0 else {}
+        for nm in ("friction_edges", "contact_margin", "ground_height", "phi_deadband",
+                   "separation_tolerance"):
+            check(nm, getattr(cfg, nm))
+        noslip_gap = check("noslip_gap", cfg.noslip_gap)
+        gap = {"noslip_gap": noslip_gap} if noslip_gap >= 0.0 else {}
         self._solver_options: dict[str, dict[str, Any]] = {
             "lcp_noslip": {**gap, **({"min_norm": True} if cfg.noslip_min_norm else {})},
             "qp_noslip": dict(gap),
@@ -828,7 +770,7 @@ class WholeBodyController:
             self._solver_options["lcp_coulomb"] = {"sticking_correction": True, "min_norm": True}
             self._solver_options["qp_coulomb"] = {
                 "sticking_correction": True, "stage1_objective": "contact_velocity",
-                "friction_gap": max(float(cfg.noslip_gap), 1e-6)}
+                "friction_gap": max(noslip_gap, 1e-6)}
             self._solver_options["qp_noslip"].update(rank_mass_ratio=100.0)
 
         # buffers
@@ -879,9 +821,7 @@ class WholeBodyController:
 
             for name, opts in GRASP_SOLVER_OPTIONS.items():
                 self._solver_options.setdefault(name, {}).update(opts)
-        self._grasp_force = float(cfg.grasp_force)
-        if not (math.isfinite(self._grasp_force) and self._grasp_force >= 0.0):
-            raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")
+        self._grasp_force = check("grasp_force", cfg.grasp_force)
         if (self._grasp_force > 0.0 or cfg.grasp_hold) and self._object is None:
             raise ValueError("grasp_force/grasp_hold: need an object (object_urdf)")
         self._grasp_hold = bool(cfg.grasp_hold)
@@ -905,23 +845,20 @@ class WholeBodyController:
         self._estimator_stance_of: Any = None
         #: the contact state filter (contact_state_filter), on the contact model once built
         self._stance: Any = None
-        rate = _per_joint("torque_rate_limit", cfg.torque_rate_limit, n, self.joint_names)
+        rate = per_joint("torque_rate_limit", cfg.torque_rate_limit, self.joint_names)
         #: largest torque change per tick [N m] (None: torque_rate_limit off)
         self._torque_step = rate * self.dt if np.any(rate > 0.0) else None
         if self._torque_step is not None:
             self._torque_step[rate == 0.0] = np.inf
-        cutoff = float(cfg.torque_filter_cutoff)
-        if not (math.isfinite(cutoff) and cutoff >= 0.0):
-            raise ValueError(f"torque_filter_cutoff: must be finite and >= 0 Hz, got "
-                             f"{cfg.torque_filter_cutoff!r}")
+        cutoff = check("torque_filter_cutoff", cfg.torque_filter_cutoff)
         #: the low-pass's weight of the new command per tick (1 = off)
         self._torque_alpha = 1.0 - math.exp(-2.0 * math.pi * cutoff * self.dt) if cutoff else 1.0
         self._shaping = self._torque_step is not None or self._torque_alpha < 1.0
         self._tau_prev = np.zeros(n)
         self._tau_prev_ok = False
         #: hybrid drive command: configured gains, this tick's gains and set-points
-        self._drive_kp = _per_joint("drive_stiffness", cfg.drive_stiffness, n, self.joint_names)
-        self._drive_kd = _per_joint("drive_damping", cfg.drive_damping, n, self.joint_names)
+        self._drive_kp = per_joint("drive_stiffness", cfg.drive_stiffness, self.joint_names)
+        self._drive_kd = per_joint("drive_damping", cfg.drive_damping, self.joint_names)
         self._out.position_setpoint = np.zeros(n)
         self._out.velocity_setpoint = np.zeros(n)
         self._out.stiffness = np.zeros(n)
@@ -976,11 +913,10 @@ class WholeBodyController:
         if cfg.gait:
             from .gait import TrotWalker
 
-            if cfg.gait != "trot":
-                raise ValueError(f"gait: expected '' or 'trot', got {cfg.gait!r}")
+            check("gait", cfg.gait)
             self._walker = TrotWalker(
-                self, period=_finite_nonnegative("gait_period", cfg.gait_period) or None,
-                step_height=_finite_nonnegative("gait_step_height", cfg.gait_step_height) or None)
+                self, period=check("gait_period", cfg.gait_period) or None,
+                step_height=check("gait_step_height", cfg.gait_step_height) or None)
 
         # statistics
         self.ticks = 0
@@ -1077,28 +1013,14 @@ class WholeBodyController:
             ValueError: naming the parameter (and joint) at fault; nothing is applied.
         """
         out: dict[str, Any] = {}
-        n, joints = self.n, self.joint_names
+        joints = self.joint_names
         for key, val in values.items():
             if key not in RUNTIME_PARAMETERS:
                 raise ValueError(f"{key}: not a runtime parameter (runtime: {RUNTIME_PARAMETERS})")
             if key in ("kp", "kd", "safe_damping"):
-                out[key] = _per_joint(key, val, n, joints)
-            elif key == "friction":
-                try:
-                    mu = float(val)
-                except (TypeError, ValueError):
-                    raise ValueError(f"friction: expected a number, got {val!r}") from None
-                if not (math.isfinite(mu) and mu >= 0.0):
-                    raise ValueError(f"friction: must be finite and >= 0, got {val!r}")
-                out[key] = mu
-            elif key == "method":
-                if val not in METHODS:
-                    raise ValueError(f"method: {val!r} is not one of {list(METHODS)}")
-                out[key] = str(val)
-            elif key == "safe_mode":
-                if val not in SAFE_MODES:
-                    raise ValueError(f"safe_mode: {val!r} is not one of {list(SAFE_MODES)}")
-                out[key] = str(val)
+                out[key] = per_joint(key, val, joints)
+            elif key in ("friction", "method", "safe_mode", "state_timeout", "reference_timeout"):
+                out[key] = check(key, val)
             elif key == "effort_limits":
                 urdf = np.asarray(self.model.effort_limit, dtype=np.float64)[self._cfg_to_model]
                 urdf = np.where(np.isfinite(urdf) & (urdf > 0.0), urdf, np.inf)
@@ -1109,11 +1031,9 @@ class WholeBodyController:
                 )
                 if len(vals) == 0:
                     vals = [0.0]
-                lim = _per_joint("effort_limits", vals, n, joints, allow_inf=True)
+                lim = per_joint("effort_limits", vals, joints)
                 out["effort_limits_from_urdf"] = bool(np.all(lim == 0.0))
                 out["effort_limit"] = np.where(lim > 0.0, lim, urdf)
-            elif key in ("state_timeout", "reference_timeout"):
-                out[key] = _finite_positive(key, val)
             elif key == "task_active":
                 if self._tasks is None:
                     raise ValueError("task_active: no tasks configured (task_names, gait)")
@@ -1137,10 +1057,10 @@ class WholeBodyController:
                 if len(vals) != len(names):
                     raise ValueError(f"{key}: expected one value per task ({len(names)}: "
                                      f"{names}) or one for all, got {len(vals)}")
-                positive = key == "task_weights"
+                spec = PARAMETERS[key]  # finite and > 0 (weights) or >= 0 (gains)
                 for name, x in zip(names, vals, strict=True):
-                    if not (math.isfinite(x) and (x > 0.0 if positive else x >= 0.0)):
-                        kind = "positive" if positive else "non-negative"
+                    if not spec.accepts(x):
+                        kind = "positive" if spec.exclusive_minimum else "non-negative"
                         raise ValueError(f"{key}: task {name!r}: expected a finite {kind} "
                                          f"value, got {x!r}")
                 out[key] = np.array(vals)
@@ -1523,7 +1443,7 @@ class WholeBodyController:
         accelerating freely: tau_A = Y^-1 (qdd_A + P_A M^-1 h), Y = P_A M^-1 P_A^T, P_A
         selecting the actuated joints (Zapolsky & Drumwright, eqs. (37)-(39) with zero contact
         impulses; the compiled tick solves the same equations block-wise, see
-        :mod:`wbc_dynamics.kernels.free_dof`)."""
+        ``wbc_dynamics.kernels.free_dof``)."""
         m = self.model
         Minv = m.minverse(self._q)
         h = m.nonlinear_effects(self._q, self._v)
@@ -1587,24 +1507,23 @@ class WholeBodyController:
             raise ValueError("contact_state_filter: needs a floating base (floating_base: true)")
         if self._object is not None:
             raise ValueError("contact_state_filter: not available with an object (object_urdf)")
-        dwell = float(cfg.contact_dwell)
-        if not (math.isfinite(dwell) and dwell >= 0.0):
-            raise ValueError(f"contact_dwell: must be finite and >= 0 s, got {cfg.contact_dwell!r}")
-        return SensingNoise(*(float(getattr(cfg, f"sensing_{name}_noise")) for name in (
-            "joint_position", "joint_velocity", "base_position", "base_orientation",
-            "base_linear_velocity", "base_angular_velocity")))
+        check("contact_dwell", cfg.contact_dwell)
+        return SensingNoise(*(check(nm, getattr(cfg, nm)) for nm in (
+            f"sensing_{name}_noise" for name in (
+                "joint_position", "joint_velocity", "base_position", "base_orientation",
+                "base_linear_velocity", "base_angular_velocity"))))
 
     def _base_settings(self, cfg: ControllerConfig) -> str:
         """``base_state``, validated."""
-        src = str(cfg.base_state)
-        if src not in ("odom", "imu"):
-            raise ValueError(f"base_state: {cfg.base_state!r} is not one of ['odom', 'imu']")
+        src = check("base_state", cfg.base_state)
         if src == "imu":
             if not self.floating_base:
                 raise ValueError("base_state: imu needs a floating base (floating_base: true)")
             if cfg.method == "none" or self._object is not None:
                 raise ValueError("base_state: imu needs a contact method (its contact links "
                                  "anchor the estimate) and no object")
+            for nm in ("imu_gyro_noise", "imu_accelerometer_noise"):
+                check(nm, getattr(cfg, nm))
         return src
 
     def _base_estimator(self, cm: Any) -> Any:

@@ -23,8 +23,9 @@ Publications
     steps, publications, input ages, contact schedules received, rejected messages per topic
     and reason, the IMU stamp's lag behind the node's clock, internal errors.
 
-Parameters: the controller node's names, meanings and defaults (``wbc_dynamics.node.PARAMETERS``;
-a robot's ``config/<robot>.yaml`` serves both nodes): the model (``robot_description``,
+Parameters: the controller node's names, meanings and defaults (the schema's
+:data:`~wbc_dynamics.parameters.ESTIMATOR_PARAMETERS`, docs/parameters.md; a robot's
+``config/<robot>.yaml`` serves both nodes): the model (``robot_description``,
 ``urdf_path``, ``robot``, or the URDF from ``robot_description_topic``), ``joints``,
 ``locked_joints``, ``locked_positions``, ``strict_joints``, ``contact_links``,
 ``contact_point_*``, ``ground_height``, ``imu_orientation``, ``imu_gyro_noise``,
@@ -49,7 +50,6 @@ from typing import Any
 import rclpy
 import rclpy.signals
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -61,7 +61,8 @@ from std_msgs.msg import String, UInt8MultiArray
 from .controller import ControllerConfig
 from .estimate_output import EstimateOutput
 from .leg_odometry import LegOdometry
-from .node import PARAMETERS, _deserialized
+from .node import _deserialized, declare_parameters
+from .parameters import CONTROLLER, ESTIMATOR_PARAMETERS, PARAMETERS, check
 from .ros_conversions import (
     ImuParser,
     InputError,
@@ -73,19 +74,9 @@ from .ros_conversions import (
 
 __all__ = ["ESTIMATOR_PARAMETERS", "WbcEstimatorNode", "main"]
 
-#: The parameters of ``wbc_estimator``: the controller node's of the same name.
-ESTIMATOR_PARAMETERS: tuple[str, ...] = (
-    "robot_description", "urdf_path", "robot_description_topic", "robot", "joints",
-    "locked_joints", "locked_positions", "strict_joints", "contact_links", "contact_point_links",
-    "contact_point_positions", "contact_point_radii", "ground_height", "imu_orientation",
-    "imu_gyro_noise", "imu_accelerometer_noise", "sensing_joint_position_noise",
-    "sensing_joint_velocity_noise", "sensing_base_orientation_noise", "state_timeout",
-    "control_rate", "estimate_rate", "odom_frame", "base_frame", "publish_tf",
-    "diagnostics_rate",
-)
-#: Of these, the fields of :class:`ControllerConfig` (the estimator's configuration).
-_CONFIG_FIELDS = tuple(p for p in ESTIMATOR_PARAMETERS
-                       if p in ControllerConfig.__dataclass_fields__)
+#: Of the estimator's parameters, the fields of
+#: :class:`~wbc_dynamics.controller.ControllerConfig` (its configuration).
+_CONFIG_FIELDS = tuple(p for p in ESTIMATOR_PARAMETERS if PARAMETERS[p].scope == CONTROLLER)
 _MODEL_SOURCES = ("robot_description", "urdf_path", "robot")
 
 
@@ -96,13 +87,7 @@ class WbcEstimatorNode(Node):
 
     def __init__(self, node_name: str = "wbc_estimator", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        for name in ESTIMATOR_PARAMETERS:
-            ptype, default, desc = PARAMETERS[name]
-            d = ParameterDescriptor(description=desc)
-            if default is None:
-                self.declare_parameter(name, ptype, d)
-            else:
-                self.declare_parameter(name, default, d)
+        declare_parameters(self, ESTIMATOR_PARAMETERS)
         self.core: LegOdometry | None = None
         self._rejected: dict[str, dict[str, int]] = {
             t: {} for t in ("imu", "joint_states", "contact_schedule", "robot_description")}
@@ -116,10 +101,9 @@ class WbcEstimatorNode(Node):
         self._imu_lag: tuple[float, float] | None = None
         self._stamp = (0, 0)
         self._description_sub = None
-        for nm in ("estimate_rate", "diagnostics_rate"):
-            v = float(self._param(nm))
-            if not (math.isfinite(v) and v > 0.0):
-                raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
+        if check("estimate_rate", self._param("estimate_rate")) == 0.0:  # its only output
+            raise ValueError("estimate_rate: must be > 0 for wbc_estimator, got 0.0")
+        check("diagnostics_rate", self._param("diagnostics_rate"))
         self._pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_timer(1.0 / float(self._param("diagnostics_rate")),
                           self._guard(self._publish_diagnostics))
@@ -141,8 +125,7 @@ class WbcEstimatorNode(Node):
     def _param(self, name: str) -> Any:
         v = self.get_parameter_or(name, Parameter(name, value=None)).value
         if v is None:
-            return [] if PARAMETERS[name][0] in (Parameter.Type.STRING_ARRAY,
-                                                 Parameter.Type.DOUBLE_ARRAY) else None
+            return [] if PARAMETERS[name].is_array else None
         return list(v) if isinstance(v, tuple | list) else v
 
     def _now(self) -> float:

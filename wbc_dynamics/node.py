@@ -48,7 +48,6 @@ entry point configures and activates the node itself (parameter ``autostart``, d
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import inspect
 import math
@@ -56,7 +55,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,16 +80,20 @@ from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from .controller import (
-    METHODS,
     MODE_CONTROL,
     MODE_STALE_REFERENCE,
     MODE_STALE_STATE,
-    RUNTIME_PARAMETERS,
-    SAFE_MODES,
     ControllerConfig,
     WholeBodyController,
 )
 from .estimate_output import EstimateOutput
+from .parameters import (
+    CONTROLLER_PARAMETERS,
+    PARAMETERS,
+    RUNTIME_PARAMETERS,
+    STRUCTURAL_PARAMETERS,
+    check,
+)
 from .ros_conversions import (
     ImuParser,
     InputError,
@@ -105,7 +108,7 @@ from .ros_conversions import (
 )
 from .ros_executor import make_executor
 
-__all__ = ["HYBRID_INTERFACES", "PARAMETERS", "WbcControllerNode", "main"]
+__all__ = ["HYBRID_INTERFACES", "PARAMETERS", "WbcControllerNode", "declare_parameters", "main"]
 
 _T = Parameter.Type
 
@@ -113,208 +116,30 @@ _T = Parameter.Type
 #: order (gains first): each on ``<interface>_controller/commands``.
 HYBRID_INTERFACES: tuple[str, ...] = ("stiffness", "damping", "position", "velocity")
 
-#: Every parameter: name -> (type, default or None for "unset", description). Defaults match
-#: :class:`ControllerConfig`; ``config/<robot>.yaml`` lists them all with comments.
-PARAMETERS: dict[str, tuple[Parameter.Type, Any, str]] = {
-    "robot_description": (_T.STRING, "", "URDF XML (ROS convention); first model source"),
-    "urdf_path": (_T.STRING, "", "URDF file path; used if robot_description is empty"),
-    "robot_description_topic": (_T.STRING, "/robot_description",
-                                "if robot_description, urdf_path and robot are all empty: the "
-                                "URDF from this std_msgs/String topic (transient local, as "
-                                "robot_state_publisher publishes it); empty = no topic (configure "
-                                "then fails without a model)"),
-    "robot": (_T.STRING, "", "bundled robot name; used if both of the above are empty"),
-    "floating_base": (_T.BOOL, False, "load the model with a free-flyer base (needs odom)"),
-    "joints": (_T.STRING_ARRAY, None, "configured joint order of commands (unset = URDF order)"),
-    "method": (_T.STRING, "none", "inverse dynamics method: " + " | ".join(METHODS)),
-    "locked_joints": (_T.STRING_ARRAY, None, "movable joints held fixed in the model (not "
-                      "controlled)"),
-    "locked_positions": (_T.DOUBLE_ARRAY, [0.0], "positions of locked_joints [rad or m], one "
-                         "per joint or one for all"),
-    "strict_joints": (_T.BOOL, False, "joints + locked_joints must name every movable joint "
-                      "(else the others are locked at 0 with a warning)"),
-    "passive_joints": (_T.STRING_ARRAY, None, "configured joints without a motor: torque 0, "
-                       "acceleration solved for"),
-    "warm_methods": (_T.STRING_ARRAY, None, "further contact methods compiled at configure: "
-                     "the only targets of a runtime method switch"),
-    "contact_links": (_T.STRING_ARRAY, None, "contact links (unset = bundled robot's / the "
-                      "declared points' links); points from their collision geometry"),
-    "contact_point_links": (_T.STRING_ARRAY, None, "declared contact points: link of each "
-                            "(replace that link's collision geometry)"),
-    "contact_point_positions": (_T.DOUBLE_ARRAY, None, "declared contact points: x y z in the "
-                                "link frame [m], 3 per point"),
-    "contact_point_radii": (_T.DOUBLE_ARRAY, [0.0], "declared contact points: radius [m], one "
-                            "per point or one for all"),
-    "friction": (_T.DOUBLE, 0.8, "ground friction coefficient mu (>= 0)"),
-    "ground_height": (_T.DOUBLE, 0.0, "ground plane height in the world frame [m]"),
-    "friction_edges": (_T.INTEGER, 4, "friction pyramid edges (even, >= 4)"),
-    "contact_margin": (_T.DOUBLE, 0.005, "contact candidates: signed distance <= margin [m]"),
-    "phi_deadband": (_T.DOUBLE, 0.0, "signed distances below it count as touching [m]"),
-    "passive_impact": (_T.BOOL, False, "touchdown of an approaching contact = passive impact"),
-    "separation_tolerance": (_T.DOUBLE, 0.0, "passive_impact separation tolerance [m/s]"),
-    "noslip_gap": (_T.DOUBLE, -1.0, "lcp_noslip/qp_noslip: no-slip rows only for phi <= gap "
-                   "[m] (eq. 34); negative = all candidates"),
-    "noslip_min_norm": (_T.BOOL, False, "lcp_noslip: minimum-norm impulses instead of the "
-                        "vertex solution of Alg. 2"),
-    "coulomb_tracking": (_T.BOOL, False, "lcp_coulomb/qp_coulomb: sticking-consistent "
-                         "accelerations, min-norm / contact-velocity forms"),
-    "warm_start": (_T.BOOL, True, "warm-start the contact solver from the previous tick"),
-    "object_urdf": (_T.STRING, "", "URDF (path, package://, bundled name) of one free object "
-                    "the contact links may touch (a grasped box); state on ~/object_odom"),
-    "object_friction": (_T.DOUBLE, 1.0, "friction coefficient contact links / object"),
-    "grasp_force": (_T.DOUBLE, 0.0, "internal (squeeze) force [N] per contact link touching "
-                    "the object; 0 = off"),
-    "grasp_hold": (_T.BOOL, False, "joints of contact links touching the object hold the "
-                   "position where the touch began (qdd = qdd_ref + kp (q_grip - q) - kd qd)"),
-    "contact_state_filter": (_T.BOOL, False, "floating base: stance per contact link as a "
-                             "filtered decision, the state corrected to it (docs/robustness.md)"),
-    "contact_dwell": (_T.DOUBLE, 0.01, "minimum time in a stance decision; time clear of the "
-                      "ground before a release [s]"),
-    "sensing_joint_position_noise": (_T.DOUBLE, 1e-3, "encoder noise std [rad] (filter prior)"),
-    "sensing_joint_velocity_noise": (_T.DOUBLE, 0.02, "joint-rate noise std [rad/s]"),
-    "sensing_base_position_noise": (_T.DOUBLE, 5e-3, "base-estimate position noise std [m]"),
-    "sensing_base_orientation_noise": (_T.DOUBLE, 0.00873, "base-estimate orientation noise "
-                                       "std [rad]"),
-    "sensing_base_linear_velocity_noise": (_T.DOUBLE, 0.05, "base-estimate velocity noise std "
-                                           "[m/s]"),
-    "sensing_base_angular_velocity_noise": (_T.DOUBLE, 0.02, "base-estimate angular-rate noise "
-                                            "std [rad/s]"),
-    "base_state": (_T.STRING, "odom", "floating base: odom (input) | imu (estimated from imu "
-                   "and the joints)"),
-    "imu_orientation": (_T.BOOL, True, "base_state imu: use the IMU's orientation output "
-                        "(else integrate its rate with a tilt correction)"),
-    "imu_gyro_noise": (_T.DOUBLE, 0.002, "IMU angular-rate noise std per sample [rad/s]"),
-    "imu_accelerometer_noise": (_T.DOUBLE, 0.05, "IMU specific-force noise std per sample "
-                                "[m/s^2]"),
-    "estimate_rate": (_T.DOUBLE, 100.0, "base_state imu: rate [Hz] of the estimate on ~/odom "
-                      "and /tf (0 = not published)"),
-    "odom_frame": (_T.STRING, "odom", "base_state imu: frame id of the estimate's pose (the "
-                   "estimator's world frame)"),
-    "base_frame": (_T.STRING, "", "base_state imu: child frame id of the estimate (empty = the "
-                   "URDF's root link)"),
-    "publish_tf": (_T.BOOL, True, "base_state imu: also publish odom_frame -> base_frame on "
-                   "/tf (needs the tf2_msgs package)"),
-    "torque_filter_cutoff": (_T.DOUBLE, 0.0, "first-order low-pass on the torques [Hz]; 0 = off"),
-    "torque_rate_limit": (_T.DOUBLE_ARRAY, [0.0], "largest torque change [N m/s], one per joint "
-                          "or one for all; 0 = off"),
-    "drive_stiffness": (_T.DOUBLE_ARRAY, [0.0], "hybrid drive command stiffness [N m/rad], one "
-                        "per joint or one for all; 0 = effort only"),
-    "drive_damping": (_T.DOUBLE_ARRAY, [0.0], "hybrid drive command damping [N m s/rad]"),
-    "task_names": (_T.STRING_ARRAY, None, "task-space control: one name per task (empty = "
-                   "the joint reference directly; docs/tasks.md)"),
-    "task_kinds": (_T.STRING_ARRAY, None, "per task: frame | com | posture"),
-    "task_links": (_T.STRING_ARRAY, None, "per task: the frame task's link (\"\" for others)"),
-    "task_modes": (_T.STRING_ARRAY, None, "per task: frame rows pose | position | orientation"),
-    "task_points": (_T.DOUBLE_ARRAY, None, "per task: x y z of the frame task's point in the "
-                    "link frame [m] (empty = link origins)"),
-    "task_kp": (_T.DOUBLE_ARRAY, [100.0], "[runtime] per task (or one for all): stiffness "
-                "[1/s^2]"),
-    "task_kd": (_T.DOUBLE_ARRAY, [20.0], "[runtime] per task (or one for all): damping [1/s]"),
-    "task_weights": (_T.DOUBLE_ARRAY, [1.0], "[runtime] per task (or one for all): weight "
-                     "within its "
-                     "priority (> 0)"),
-    "task_priorities": (_T.INTEGER_ARRAY, [0], "per task (or one for all): priority, 0 first"),
-    "task_active": (_T.BOOL_ARRAY, [True], "[runtime] per task (or one for all): the task "
-                    "contributes (with a gait the walker switches the feet's own)"),
-    "gait": (_T.STRING, "", "walking from cmd_vel: '' (none) | trot (docs/tasks.md)"),
-    "gait_period": (_T.DOUBLE, 0.0, "trot cycle [s]; 0 = computed from the robot"),
-    "gait_step_height": (_T.DOUBLE, 0.0, "swing lift [m]; 0 = computed from the robot"),
-    "control_rate": (_T.DOUBLE, 1000.0, "control rate [Hz]: contact dt, timer rate, event cap"),
-    "control_mode": (_T.STRING, "event", "event (tick on joint_states) | timer"),
-    "kp": (_T.DOUBLE_ARRAY, [0.0], "position gains [1/s^2], one per joint or one for all"),
-    "kd": (_T.DOUBLE_ARRAY, [0.0], "velocity gains [1/s], one per joint or one for all"),
-    "effort_limits": (_T.DOUBLE_ARRAY, [0.0], "torque limits [N m]; 0 = URDF limit; .inf = none"),
-    "safe_mode": (_T.STRING, "damping", "stale reference command: " + " | ".join(SAFE_MODES)),
-    "safe_damping": (_T.DOUBLE_ARRAY, [10.0], "damping D [1/s] of the safe command qdd=-D*qd"),
-    "state_timeout": (_T.DOUBLE, 0.05, "max joint/base state age [s] before zero torque"),
-    "reference_timeout": (_T.DOUBLE, 0.5, "max reference age [s] before the safe command"),
-    "watchdog_rate": (_T.DOUBLE, 50.0, "rate [Hz] of the staleness watchdog"),
-    "diagnostics_rate": (_T.DOUBLE, 1.0, "rate [Hz] of /diagnostics"),
-    "publish_contacts": (_T.BOOL, True, "publish contact wrenches and markers"),
-    "contacts_rate": (_T.DOUBLE, 50.0, "max rate [Hz] of contact wrenches and markers"),
-    "world_frame": (_T.STRING, "world", "frame id of contact wrenches and markers"),
-    "marker_scale": (_T.DOUBLE, 0.002, "arrow length per newton in the markers [m/N]"),
-    "autostart": (_T.BOOL, True, "main(): configure and activate at start-up"),
-    "realtime_priority": (_T.INTEGER, 0, "main(): SCHED_FIFO priority 1-99 of every thread of "
-                          "the process (0 = normal scheduling; needs CAP_SYS_NICE)"),
-    "executor": (_T.STRING, "events", "main(): events (rclpy experimental EventsExecutor) | "
-                 "single_threaded"),
+#: Parameter types of the schema (:mod:`wbc_dynamics.parameters`) -> rclpy's.
+_ROS_TYPES: dict[str, Parameter.Type] = {
+    "bool": _T.BOOL, "int": _T.INTEGER, "float": _T.DOUBLE, "string": _T.STRING,
+    "bool[]": _T.BOOL_ARRAY, "int[]": _T.INTEGER_ARRAY, "float[]": _T.DOUBLE_ARRAY,
+    "string[]": _T.STRING_ARRAY,
 }
 
-#: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
-STRUCTURAL = (
-    "robot_description",
-    "urdf_path",
-    "robot",
-    "floating_base",
-    "joints",
-    "locked_joints",
-    "locked_positions",
-    "strict_joints",
-    "passive_joints",
-    "warm_methods",
-    "contact_links",
-    "contact_point_links",
-    "contact_point_positions",
-    "contact_point_radii",
-    "ground_height",
-    "friction_edges",
-    "contact_margin",
-    "phi_deadband",
-    "passive_impact",
-    "separation_tolerance",
-    "noslip_gap",
-    "noslip_min_norm",
-    "coulomb_tracking",
-    "object_urdf",
-    "object_friction",
-    "grasp_force",
-    "grasp_hold",
-    "contact_state_filter",
-    "contact_dwell",
-    "sensing_joint_position_noise",
-    "sensing_joint_velocity_noise",
-    "sensing_base_position_noise",
-    "sensing_base_orientation_noise",
-    "sensing_base_linear_velocity_noise",
-    "sensing_base_angular_velocity_noise",
-    "base_state",
-    "imu_orientation",
-    "imu_gyro_noise",
-    "imu_accelerometer_noise",
-    "estimate_rate",
-    "odom_frame",
-    "base_frame",
-    "publish_tf",
-    "torque_filter_cutoff",
-    "torque_rate_limit",
-    "drive_stiffness",
-    "drive_damping",
-    "task_names",
-    "task_kinds",
-    "task_links",
-    "task_modes",
-    "task_points",
-    "task_priorities",
-    "gait",
-    "gait_period",
-    "gait_step_height",
-    "warm_start",
-    "control_rate",
-    "control_mode",
-    "watchdog_rate",
-    "diagnostics_rate",
-    "publish_contacts",
-    "contacts_rate",
-    "executor",
-    "realtime_priority",
-    "world_frame",
-    "marker_scale",
-)
 
-#: Every ControllerConfig field is a node parameter of the same name (one conversion path).
-_CONFIG_FIELDS = tuple(f.name for f in dataclasses.fields(ControllerConfig))
-assert set(_CONFIG_FIELDS) <= set(PARAMETERS), set(_CONFIG_FIELDS) - set(PARAMETERS)
+def declare_parameters(node: Any, names: Sequence[str]) -> None:
+    """Declare the schema's parameters ``names`` on ``node``: type, default (an unset array is
+    declared by type), and a descriptor with the description, unit, ``[runtime]`` tag and the
+    per-value check (``additional_constraints``, informational: the controller and the node
+    check it at configure and on a runtime change). Not ``read_only``: a parameter fixed while
+    configured may still change between cleanup and configure."""
+    for name in names:
+        spec = PARAMETERS[name]
+        d = ParameterDescriptor(
+            description=spec.summary, read_only=False,
+            additional_constraints="; ".join(x for x in (spec.constraint, spec.length) if x))
+        default = spec.default_value()
+        if default is None:
+            node.declare_parameter(name, _ROS_TYPES[spec.type], d)
+        else:
+            node.declare_parameter(name, default, d)
 
 
 def _sanitize(name: str) -> str:
@@ -326,12 +151,7 @@ class WbcControllerNode(LifecycleNode):
 
     def __init__(self, node_name: str = "wbc_controller", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        for name, (ptype, default, desc) in PARAMETERS.items():
-            d = ParameterDescriptor(description=desc, read_only=False)
-            if default is None:
-                self.declare_parameter(name, ptype, d)
-            else:
-                self.declare_parameter(name, default, d)
+        declare_parameters(self, tuple(PARAMETERS))
         self.controller: WholeBodyController | None = None
         self._active = False
         self._entities: list[Any] = []
@@ -375,7 +195,7 @@ class WbcControllerNode(LifecycleNode):
         p = self.get_parameter_or(name, Parameter(name, value=None))
         v = p.value
         if v is None:
-            return [] if PARAMETERS[name][0] in (_T.STRING_ARRAY, _T.DOUBLE_ARRAY) else None
+            return [] if PARAMETERS[name].is_array else None
         if isinstance(v, tuple | list):
             return list(v)
         return v
@@ -393,7 +213,7 @@ class WbcControllerNode(LifecycleNode):
             str(self._param(k) or "").strip() for k in ("robot_description", "urdf_path", "robot"))
 
     def _config(self) -> ControllerConfig:
-        values = {k: self._param(k) for k in _CONFIG_FIELDS}
+        values = {k: self._param(k) for k in CONTROLLER_PARAMETERS}
         if self._model_from_topic():
             if self._topic_description is None:
                 raise ValueError(
@@ -433,16 +253,10 @@ class WbcControllerNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Load the model, validate every parameter, build and warm the controller."""
         try:
-            cm = self._param("control_mode")
-            if cm not in ("event", "timer"):
-                raise ValueError(f"control_mode: {cm!r} is not 'event' or 'timer'")
-            for nm in ("watchdog_rate", "diagnostics_rate", "marker_scale", "contacts_rate"):
-                v = self._param(nm)
-                if not (math.isfinite(v) and v > 0.0):
-                    raise ValueError(f"{nm}: must be finite and > 0, got {v!r}")
-            v = self._param("estimate_rate")
-            if not (math.isfinite(v) and v >= 0.0):
-                raise ValueError(f"estimate_rate: must be finite and >= 0 (0 = off), got {v!r}")
+            cm = check("control_mode", self._param("control_mode"))
+            for nm in ("watchdog_rate", "diagnostics_rate", "marker_scale", "contacts_rate",
+                       "estimate_rate"):
+                check(nm, self._param(nm))
             ctl = WholeBodyController(self._config(),
                                       progress=lambda line: self.get_logger().info(line))
         except Exception as exc:  # noqa: BLE001 - any failure = a failed transition, logged
@@ -800,7 +614,7 @@ class WbcControllerNode(LifecycleNode):
                 continue
             if ctl is None:
                 continue  # validated in full at configure
-            if p.name in STRUCTURAL:
+            if p.name in STRUCTURAL_PARAMETERS:
                 return SetParametersResult(
                     successful=False,
                     reason=f"{p.name}: fixed while configured (deactivate, cleanup, set it, "
