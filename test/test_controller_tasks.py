@@ -220,6 +220,35 @@ def test_humanoid_balances_while_its_hand_circles(robot, hand, level):
         assert e[:, 0].mean() < 0.02 and e[:, 1].mean() < 0.03, e.mean(axis=0)
 
 
+@pytest.mark.parametrize("robot,hand,side", [
+    ("g1", "left_rubber_hand", 1.0), ("talos", "gripper_left_base_link", -1.0)])
+def test_humanoid_holds_its_hand_and_com_through_a_sideways_push(robot, hand, side):
+    """The reaching humanoid under realistic sensing and actuation (1x) pushed sideways at its
+    base for 0.1 s with 30 % of its weight (~0.3 m/s): the CoM command's centre of pressure is
+    held on the feet and a sole that rolls onto its edge is brought back flat, so it stays up
+    and its hand and CoM return to their goals."""
+    cfg = shipped_loop_config(robot, "reach", 4.0, imperfections=Imperfections.realistic(1.0))
+    cfg.reference_options = {"hand": hand}
+    cfg.push = (1.5, 0.1, [0.0, 0.3 * side, 0.0])
+    loop = ClosedLoop(cfg)
+    ctl = loop.ctl.ctl
+    errors = []
+    goals = loop.ctl.goals
+
+    def record(t):
+        goals(t)
+        if ctl.ticks > 0 and t > 3.0:
+            errors.append((np.linalg.norm(ctl.tasks.error("hand")[:3]),
+                           np.linalg.norm(ctl.tasks.error("com")[:3])))
+
+    loop.ctl.goals = record
+    result = loop.run()
+    assert not result.failed, result.failure
+    assert result.base_pos[:, 2].min() > 0.95 * loop.q_start[2]
+    e = np.array(errors)
+    assert e[:, 0].mean() < 0.02 and e[:, 1].mean() < 0.03, e.mean(axis=0)
+
+
 def test_task_gains_and_weights_are_runtime_parameters():
     ctl, info = _arm(task_names=["hand", "posture"], task_kinds=["frame", "posture"],
                      task_links=["hand", ""], task_modes=["position", ""],

@@ -231,7 +231,7 @@ def test_floating_base_contacts_hold_and_the_com_task_is_exact(go2):
         dict(name="com", kind="com", kp=100.0, kd=20.0),
         dict(name="base", kind="frame", link=model.root_link, mode="orientation"),
         dict(name="posture", kind="posture", priority=1)],
-        contacts=[(f, [[0.0, 0.0, 0.0]]) for f in GO2_FEET])
+        contacts=[(f, [[0.0, 0.0, 0.0]]) for f in GO2_FEET], cop_margin=-1.0)
     layer.hold(q)
     rng = np.random.default_rng(5)
     for _ in range(10):
@@ -279,6 +279,50 @@ def test_com_rows_match_the_mass_matrix_reading_on_humanoids(robot):
         assert np.abs(-layer.data.bias[:3] - bias).max() < 1e-6 * max(1.0, np.abs(bias).max())
         assert np.allclose(layer.error("com")[:3], c - [0.1, -0.2, 0.3], atol=1e-12)
         assert np.allclose(layer.data.velocity_error[0, :3], cd, atol=1e-12)
+
+
+def test_the_com_command_keeps_its_centre_of_pressure_on_the_support(go2):
+    """The CoM task's horizontal command is limited so that the centre of pressure it implies
+    (linear inverted pendulum) stays in the stance feet's convex hull shrunk by cop_margin
+    (checked with scipy's hull); inside it the command is the PD law's; on a diagonal pair of
+    feet (no area) it is not limited."""
+    from scipy.spatial import ConvexHull
+
+    model, q = go2
+    layer = TaskLayer(model, [
+        dict(name="com", kind="com", kp=100.0, kd=20.0),
+        dict(name="base", kind="frame", link=model.root_link, mode="orientation"),
+        dict(name="posture", kind="posture", priority=1)],
+        contacts=[(f, [[0.0, 0.0, 0.0]]) for f in GO2_FEET], cop_margin=0.02)
+    layer.hold(q)
+    d = layer.data
+    feet = np.array([model.frame_placement(q, f)[:3, 3] for f in GO2_FEET])
+    hull = ConvexHull(feet[:, :2])
+    c0 = model.center_of_mass(q)[0]
+    height = c0[2] - feet[:, 2].mean()
+    zero = np.zeros(model.nv)
+    for offset in ([0.001, -0.002, 0.0], [0.0, 0.5, 0.0], [-0.4, 0.3, 0.05]):
+        layer.set_goal("com", position=c0 + offset)
+        a = layer.solve(q, zero, zero).copy()
+        pd = -100.0 * (c0 - (c0 + offset))
+        cmd = d.com_command.copy()
+        cop = c0[:2] - cmd[:2] * height / (9.81 + cmd[2])
+        assert np.allclose(d.com_cop, cop, atol=1e-12)
+        # inside the hull by at least the margin's projection on its edges
+        inside = hull.equations[:, :2] @ cop + hull.equations[:, 2]
+        assert inside.max() < -0.01, inside
+        if offset[1] == -0.002:
+            assert not d.com_cop_clamped[0] and np.allclose(cmd, pd, atol=1e-12)
+        else:
+            assert d.com_cop_clamped[0] and cmd[2] == pytest.approx(pd[2], abs=1e-12)
+            assert cmd[:2] @ pd[:2] > 0 and np.linalg.norm(cmd[:2]) < np.linalg.norm(pd[:2])
+        Jc = model.center_of_mass(q)[2]
+        assert np.abs(Jc @ a - cmd).max() < 1e-9  # at rest: J_dot v = 0
+    layer.set_contact_active("FR_foot", False)
+    layer.set_contact_active("RL_foot", False)  # a trot's diagonal: a line, no limit
+    layer.set_goal("com", position=c0 + [0.0, 0.5, 0.0])
+    layer.solve(q, zero, zero)
+    assert not d.com_cop_clamped[0] and np.allclose(d.com_command[:2], [0.0, 50.0])
 
 
 def test_contact_switching_off_frees_the_swing_foot(go2):

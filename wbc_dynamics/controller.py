@@ -1768,7 +1768,10 @@ class WholeBodyController:
             order = self._stance.links if self._stance is not None else list(points)
             contacts = [(ln, points[ln]) for ln in order if ln in points]
         report("compiling / loading the task layer")
-        layer = TaskLayer(self.model, specs, contacts=contacts)
+        # a gait moves its support by stepping (capture-point foot placement): the CoM command's
+        # centre-of-pressure limit is for standing on the feet it has
+        layer = TaskLayer(self.model, specs, contacts=contacts,
+                          cop_margin=-1.0 if cfg.gait else 0.01)
         old = self._tasks
         if old is not None:
             for name in ("goal_position", "goal_rotation", "goal_velocity", "goal_acceleration",

@@ -300,6 +300,15 @@ class TaskData(NamedTuple):
     Workspace: ``jac`` (6, nv), ``bias`` (6,), ``pose`` (4, 4), ``rot`` (3, 3),
     ``subtree_mass`` (nb,) [kg] and ``subtree_moment`` (nb, 3) [kg m] (the CoM task's subtree
     sums), ``W``, ``SC`` (the kinematics pass's),
+
+    The CoM task's support limit (:func:`_clamp_to_support`): ``gravity`` [m/s^2] its
+    magnitude (along -z), ``cop_margin`` [m] (negative: no limit), ``com_command`` (3,) the
+    commanded CoM acceleration [m/s^2], ``com_cop`` (2,) [m] the centre of pressure it implies,
+    ``com_cop_clamped`` (1,) whether the limit changed it this tick; workspace
+    ``support_xy`` (P, 2), ``support_order`` (P,), ``support_hull`` (2 P + 1,),
+    ``support_polygon`` (2 P + 1, 2). An area contact's stabilization (:func:`_flatten_stance`):
+    ``stance_kp`` [1/s^2], ``stance_kd`` [1/s] (0, 0: the rigid contact's rows alone),
+    ``group_height`` (G,) [m] each group's support height at :meth:`TaskLayer.hold`.
     and the hierarchy's (:class:`~wbc_dynamics.kernels.prioritized.PrioritizedWork`):
     ``basis`` (nv, nv), ``rank`` (1,), ``rows`` (m, nv), ``rhs`` (m,), ``lower`` (m, m),
     ``pivot`` (m,), ``lsq`` (2 m, m + 1); the closed-form posture level's
@@ -338,6 +347,7 @@ class TaskData(NamedTuple):
     group_body: np.ndarray
     group_frame: np.ndarray
     group_area: np.ndarray
+    group_height: np.ndarray
     group_active: np.ndarray
     link_active: np.ndarray
     acceleration: np.ndarray
@@ -368,6 +378,17 @@ class TaskData(NamedTuple):
     rot: np.ndarray
     subtree_mass: np.ndarray
     subtree_moment: np.ndarray
+    gravity: float
+    cop_margin: float
+    stance_kp: float
+    stance_kd: float
+    com_command: np.ndarray
+    com_cop: np.ndarray
+    com_cop_clamped: np.ndarray
+    support_xy: np.ndarray
+    support_order: np.ndarray
+    support_hull: np.ndarray
+    support_polygon: np.ndarray
     W: np.ndarray
     SC: np.ndarray
     basis: np.ndarray
@@ -554,16 +575,142 @@ def _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc):
     e[1] = c1 * inv - d.goal_position[i, 1]
     e[2] = c2 * inv - d.goal_position[i, 2]
     bias = (b0 * inv, b1 * inv, b2 * inv)
+    cmd = d.com_command
     for a in range(3):
         s = 0.0
         for c in range(nv):
             s += d.jac[a, c] * v[c]
         ev[a] = s - d.goal_velocity[i, a]
-        d.bias[a] = (d.goal_acceleration[i, a] - d.kd[i] * ev[a] - d.kp[i] * e[a]) - bias[a]
+        cmd[a] = d.goal_acceleration[i, a] - d.kd[i] * ev[a] - d.kp[i] * e[a]
+    d.com_cop_clamped[0] = False
+    if d.cop_margin >= 0.0:
+        _clamp_to_support(d, Rw, pw, c0 * inv, c1 * inv, c2 * inv)
+    for a in range(3):
+        d.bias[a] = cmd[a] - bias[a]
     for a in range(3, 6):
         e[a] = 0.0
         ev[a] = 0.0
     return 0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cross(ax, ay, bx, by, cx, cy):
+    """(b - a) x (c - a), z component: > 0 when a, b, c turn counter-clockwise."""
+    return (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+
+
+@njit(cache=True, error_model="numpy")
+def _clamp_to_support(d, Rw, pw, cx, cy, cz):
+    """Limit the CoM task's horizontal command ``d.com_command`` to what the stance feet can
+    push: the centre of pressure it implies for a point mass at the CoM ``(cx, cy, cz)`` [m],
+    ``p = c - a_xy (c_z - z_g) / (g + a_z)`` (the linear inverted pendulum; the centroidal
+    angular momentum's rate taken as zero), is kept inside the convex hull of the standing
+    support points shrunk by ``cop_margin`` [m] towards its centroid, and the command is the
+    one of the nearest such point. Without an area of support (fewer than three points, a
+    line: a trot's diagonal pair) the command is left alone. Writes ``com_cop`` (the CoP the
+    command implies, after the limit) and ``com_cop_clamped``."""
+    xy = d.support_xy
+    order = d.support_order
+    hull = d.support_hull
+    n = 0
+    zsum = 0.0
+    for c in range(d.point_body.shape[0]):
+        if not (d.point_used[c] and d.link_active[d.point_link[c]]):
+            continue
+        b = d.point_body[c]
+        r = d.point_frame[c, 3]
+        R = Rw[b]
+        xy[n, 0] = R[0, 0] * r[0] + R[0, 1] * r[1] + R[0, 2] * r[2] + pw[b, 0]
+        xy[n, 1] = R[1, 0] * r[0] + R[1, 1] * r[1] + R[1, 2] * r[2] + pw[b, 1]
+        zsum += R[2, 0] * r[0] + R[2, 1] * r[1] + R[2, 2] * r[2] + pw[b, 2]
+        n += 1
+    if n < 3:
+        return
+    # Andrew's monotone chain: sort by (x, y), then the lower and upper chains
+    for k in range(n):
+        order[k] = k
+    for k in range(1, n):
+        j = order[k]
+        m = k - 1
+        while m >= 0 and (xy[order[m], 0] > xy[j, 0]
+                          or (xy[order[m], 0] == xy[j, 0] and xy[order[m], 1] > xy[j, 1])):
+            order[m + 1] = order[m]
+            m -= 1
+        order[m + 1] = j
+    h = 0
+    for k in range(n):
+        j = order[k]
+        while h >= 2 and _cross(xy[hull[h - 2], 0], xy[hull[h - 2], 1], xy[hull[h - 1], 0],
+                                xy[hull[h - 1], 1], xy[j, 0], xy[j, 1]) <= 0.0:
+            h -= 1
+        hull[h] = j
+        h += 1
+    lower = h + 1
+    for k in range(n - 2, -1, -1):
+        j = order[k]
+        while h >= lower and _cross(xy[hull[h - 2], 0], xy[hull[h - 2], 1], xy[hull[h - 1], 0],
+                                    xy[hull[h - 1], 1], xy[j, 0], xy[j, 1]) <= 0.0:
+            h -= 1
+        hull[h] = j
+        h += 1
+    h -= 1  # the last vertex repeats the first
+    area = 0.0
+    mx = my = 0.0
+    for k in range(h):
+        a = hull[k]
+        b = hull[k + 1]
+        area += xy[a, 0] * xy[b, 1] - xy[b, 0] * xy[a, 1]
+        mx += xy[a, 0]
+        my += xy[a, 1]
+    area *= 0.5
+    if h < 3 or area < 1e-4:  # under 1 cm^2: a line or a point, no area to keep a CoP in
+        return
+    mx /= h
+    my /= h
+    # the hull's vertices moved cop_margin towards their mean (a vertex closer than that stays
+    # at the mean), counter-clockwise, in support_polygon
+    poly = d.support_polygon
+    for k in range(h):
+        a = hull[k]
+        dx, dy = xy[a, 0] - mx, xy[a, 1] - my
+        dist = math.sqrt(dx * dx + dy * dy)
+        f = max(dist - d.cop_margin, 0.0) / dist if dist > 0.0 else 0.0
+        poly[k, 0] = mx + f * dx
+        poly[k, 1] = my + f * dy
+    poly[h, 0] = poly[0, 0]
+    poly[h, 1] = poly[0, 1]
+    cmd = d.com_command
+    height = cz - zsum / n
+    g = d.gravity + cmd[2]
+    if not (height > 0.0 and g > 0.0):
+        return
+    px = cx - cmd[0] * height / g
+    py = cy - cmd[1] * height / g
+    inside = True
+    for k in range(h):
+        if _cross(poly[k, 0], poly[k, 1], poly[k + 1, 0], poly[k + 1, 1], px, py) < 0.0:
+            inside = False
+            break
+    if not inside:  # the nearest point of the polygon's boundary
+        best = math.inf
+        bx = by = 0.0
+        for k in range(h):
+            ax, ay = poly[k, 0], poly[k, 1]
+            ex, ey = poly[k + 1, 0] - ax, poly[k + 1, 1] - ay
+            ee = ex * ex + ey * ey
+            t = ((px - ax) * ex + (py - ay) * ey) / ee if ee > 0.0 else 0.0
+            t = min(max(t, 0.0), 1.0)
+            qx, qy = ax + t * ex, ay + t * ey
+            dd = (qx - px) * (qx - px) + (qy - py) * (qy - py)
+            if dd < best:
+                best = dd
+                bx, by = qx, qy
+        px, py = bx, by
+        cmd[0] = (cx - px) * g / height
+        cmd[1] = (cy - py) * g / height
+        d.com_cop_clamped[0] = True
+    d.com_cop[0] = px
+    d.com_cop[1] = py
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -593,6 +740,39 @@ def _hermite(tau, h, p0, p1, v0, v1):
     xdd = ((12 * tau - 6) * p0 + (6 * tau - 4) * h * v0 + (6 - 12 * tau) * p1
            + (6 * tau - 2) * h * v1) / (h * h)
     return x, xd, xdd
+
+
+@njit(cache=True, error_model="numpy")
+def _flatten_stance(d, g, v, Rw, pw):
+    """Stabilize an area contact's rows (Baumgarte's constraint stabilization): a sole that
+    has rolled onto an edge or risen off the ground is driven back flat and down instead of
+    being held where it is, ``J a = -J_dot v - kd J v + kp (flat, down)``: the tilt of the
+    sole's normal from the world's vertical and its centroid's height above ``group_height``
+    (its height at :meth:`TaskLayer.hold`) with ``stance_kp`` [1/s^2], its twist damped with
+    ``stance_kd`` [1/s]. A flat sole at rest gets no correction (the rows are then the rigid
+    contact's); yaw and horizontal position are not corrected (the sole may have slipped)."""
+    nv = v.shape[0]
+    for a in range(6):
+        s = 0.0
+        for c in range(nv):
+            s += d.jac[a, c] * v[c]
+        d.bias[a] -= d.stance_kd * s
+    b = d.group_body[g]
+    F = d.group_frame[g]
+    R = Rw[b]
+    # the sole's normal in world: R times the frame's z column (F rows 0-2: its rotation)
+    nx = R[0, 0] * F[0, 2] + R[0, 1] * F[1, 2] + R[0, 2] * F[2, 2]
+    ny = R[1, 0] * F[0, 2] + R[1, 1] * F[1, 2] + R[1, 2] * F[2, 2]
+    nz = R[2, 0] * F[0, 2] + R[2, 1] * F[1, 2] + R[2, 2] * F[2, 2]
+    # the rotation taking n to the vertical: axis n x e_z = (ny, -nx, 0), angle atan2(|.|, nz)
+    sn = math.sqrt(nx * nx + ny * ny)
+    if sn > 0.0:
+        th = math.atan2(sn, nz) / sn
+        d.bias[3] += d.stance_kp * th * ny
+        d.bias[4] -= d.stance_kp * th * nx
+    r = F[3]
+    z = R[2, 0] * r[0] + R[2, 1] * r[1] + R[2, 2] * r[2] + pw[b, 2]
+    d.bias[2] -= d.stance_kp * (z - d.group_height[g])
 
 
 @njit(cache=True, error_model="numpy")
@@ -711,6 +891,8 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
         point_bias_filled(Rw, vel, acc, d.group_body[g], F[3], F[0:3], d.local_axes, d.bias)
         for a in range(6):  # J a = -J_dot v: at rest, not accelerating
             d.bias[a] = -d.bias[a]
+        if d.stance_kp > 0.0 or d.stance_kd > 0.0:
+            _flatten_stance(d, g, v, Rw, pw)
         m = _append_rows(d, m, 0, 6, 1.0)
     for c in range(d.point_body.shape[0]):
         g = d.point_group[c]
@@ -853,7 +1035,8 @@ class TaskLayer:
     def __init__(self, model: Any, tasks: Iterable[Mapping[str, Any] | TaskSpec],
                  contacts: Sequence[tuple[str, Any]] = (), tolerance: float = 1e-9,
                  damping: float = 0.0, area_contact_size: float = 0.05,
-                 trajectory_capacity: int = 256) -> None:
+                 trajectory_capacity: int = 256, cop_margin: float = 0.01,
+                 stance_kp: float = 100.0, stance_kd: float = 20.0) -> None:
         self.model = model
         specs = parse_tasks(tasks)
         self.specs = specs
@@ -926,6 +1109,8 @@ class TaskLayer:
             if len(last) == 1 and specs[last[0]].kind == "posture":
                 posture_level, posture_task = len(priorities) - 1, last[0]
         W, SC = workspace(model._nb)
+        if not math.isfinite(float(cop_margin)):
+            raise ValueError(f"cop_margin: expected a finite number [m], got {cop_margin!r}")
         K = int(trajectory_capacity)
         if K < 2:
             raise ValueError(f"trajectory_capacity: at least 2 knots, got {trajectory_capacity}")
@@ -952,7 +1137,8 @@ class TaskLayer:
             point_group=np.array(p_group, dtype=np.int64),
             point_used=np.ones(P, dtype=np.bool_),
             group_body=np.array(g_body, dtype=np.int64), group_frame=g_frame,
-            group_area=np.zeros(G, dtype=np.bool_), group_active=np.zeros(G, dtype=np.int64),
+            group_area=np.zeros(G, dtype=np.bool_), group_height=np.zeros(G),
+            group_active=np.zeros(G, dtype=np.int64),
             link_active=np.ones(len(self.contact_links), dtype=np.bool_),
             acceleration=np.zeros(nv), error=np.zeros((T, 6)), velocity_error=np.zeros((T, 6)),
             level_rank=np.zeros(len(priorities) + 1, dtype=np.int64),
@@ -967,6 +1153,13 @@ class TaskLayer:
             position_leak=0.0, velocity_leak=0.0,
             jac=np.zeros((6, nv)), bias=np.zeros(6), pose=np.zeros((4, 4)), rot=np.zeros((3, 3)),
             subtree_mass=np.zeros(model._nb), subtree_moment=np.zeros((model._nb, 3)),
+            gravity=float(-model._gravity[2]), cop_margin=float(cop_margin),
+            stance_kp=_number("stance_kp", stance_kp), stance_kd=_number("stance_kd", stance_kd),
+            com_command=np.zeros(3), com_cop=np.zeros(2),
+            com_cop_clamped=np.zeros(1, dtype=np.bool_), support_xy=np.zeros((max(P, 1), 2)),
+            support_order=np.zeros(max(P, 1), dtype=np.int64),
+            support_hull=np.zeros(2 * max(P, 1) + 1, dtype=np.int64),
+            support_polygon=np.zeros((2 * max(P, 1) + 1, 2)),
             W=W, SC=SC,
             basis=np.zeros((nv, nv)), rank=np.zeros(1, dtype=np.int64),
             rows=np.zeros((m, nv)), rhs=np.zeros(m), lower=np.zeros((m, m)),
@@ -1216,6 +1409,7 @@ class TaskLayer:
             spread = (float(np.max(np.linalg.norm(pts[:, None] - pts[None], axis=2)))
                       if len(pts) > 1 else 0.0)
             d.group_frame[g, 3] = pts.mean(axis=0)
+            d.group_height[g] = world[support, 2].mean()
             area = len(pts) >= 3 and spread >= self.area_contact_size
             d.group_area[g] = area
             if area:
