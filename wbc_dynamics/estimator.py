@@ -225,7 +225,7 @@ def feet_kinematics(e, topo, tree, Sm, qj, qdj):
 
 @njit(cache=True)
 def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
-    """One estimator tick (:func:`_estimator_tick`), then ``e.v_base = R^T v`` for the
+    """One estimator tick (``_estimator_tick``), then ``e.v_base = R^T v`` for the
     estimate's user (base-frame velocity, the controller's convention). Returns its status."""
     status = _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt)
     R = e.Rtmp[0]

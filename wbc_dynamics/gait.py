@@ -6,7 +6,8 @@ task per foot, the posture). Each tick, before the controller's, it
 
 * advances the gait clock: the diagonal foot pairs (front-left + hind-right, front-right +
   hind-left, found from where the feet stand) swing in turn, each for half the ``period``;
-  the swing feet are the controller's contact schedule (:meth:`set_contact_schedule`);
+  the swing feet are the controller's contact schedule
+  (:meth:`~wbc_dynamics.controller.WholeBodyController.set_contact_schedule`);
 * places each swing foot's touchdown by Raibert's heuristic with velocity feedback
   (Raibert, "Legged Robots That Balance", 1986, ch. 2; the capture-point gain of Pratt et al.,
   "Capture point: a step toward humanoid push recovery", 2006): under its hip at touchdown,
@@ -297,7 +298,7 @@ def _quintic_ramp(u):
 @njit(cache=True, error_model="numpy")
 def walker_tick(w, d, q, v, kin, t):
     """One tick of the trot (module docstring) on the walker record ``w`` (:class:`WalkerData`)
-    and the task layer's record ``d`` (:class:`~wbc_dynamics.tasks.TaskData`: its goals and
+    and the task layer's record ``d`` (``wbc_dynamics.tasks.TaskData``: its goals and
     activation are written) at the controller's state ``q``, ``v`` and time ``t`` [s]. Returns
     1 when the swing schedule (``w.scheduled``) changed, 0 otherwise."""
     dt = max(0.0, t - w.t_last[0])

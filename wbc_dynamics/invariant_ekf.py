@@ -48,7 +48,7 @@ second order in ``dt``.) The discrete noise is [H]'s approximation ``Q_d = Phi A
 Phi^T dt`` (``Ad_X`` the adjoint of SE_{2+K}(3) at the estimate before the step, the bias
 blocks identity), so ``P <- Phi (P + Ad_X Q Ad_X^T dt) Phi^T``. ``Q``:
 gyro and accelerometer white noise (per-sample standard deviations ``s``: ``Q dt = (s dt)^2``,
-as :class:`BaseEstimator` discretizes its accelerometer), foot drift ``contact_drift^2`` in
+as :class:`.BaseEstimator` discretizes its accelerometer), foot drift ``contact_drift^2`` in
 stance and ``swing_drift^2`` in swing [m^2/s] (the paper removes a swing foot from the state;
 a large drift is the same in the limit and keeps the state's size fixed), bias random walks
 ``gyro_bias_walk^2``, ``accelerometer_bias_walk^2``. ``Ad_X Q Ad_X^T`` does not depend on
@@ -57,7 +57,7 @@ a large drift is the same in the limit and keeps the state's size fixed), bias r
 *Rolling feet (not in [H], whose contact point is fixed):* a round foot in stance rolls, its
 anchor (the link origin, ``h_i`` above the ground) moving at ``u_i = (R w_i) x (h_i e_z)``, ``w_i``
 the foot's angular velocity (base frame, from the gyro and the joint rates), exactly as
-:class:`BaseEstimator` moves its anchors. It is a known world-frame input to the feet; the
+:class:`.BaseEstimator` moves its anchors. It is a known world-frame input to the feet; the
 exact linearization of such an input is the ``[u_i]x`` block in the ``(d_i, R)`` entry of ``A``
 (as gravity's ``[g]x`` in ``(v, R)``); ``u_i = 0`` for a flat or point foot.
 
@@ -68,7 +68,7 @@ exact linearization of such an input is the ``[u_i]x`` block in the ``(d_i, R)``
   innovation ``R_hat r_i - (d_hat_i - p_hat)`` is ``H delta`` to first order in the correction
   ``delta`` (``X = Exp(delta) X_hat``; ``delta = -xi``) with ``H = [0, 0, -I, 0.., I (d_i), ..,
   0]`` ([H]), whatever the state: H does not depend on the estimate. Noise isotropic,
-  ``kinematics^2 + (joint_position |r_i|)^2`` per axis (:class:`BaseEstimator`'s), so rotated by
+  ``kinematics^2 + (joint_position |r_i|)^2`` per axis (:class:`.BaseEstimator`'s), so rotated by
   ``R_hat`` it stays diagonal and the three axes are three scalar updates;
 * the ground: the lowest sole point on the ground, ``d_i,z - lift_i(R) = ground`` with
   ``lift_i(R) = max_k (rho_k - e_z^T R s_k)`` (``s_k`` sole sphere k's centre relative to the
@@ -82,7 +82,7 @@ exact linearization of such an input is the ``[u_i]x`` block in the ``(d_i, R)``
   x, y: the contact point's): a rotation about the world origin lifts a point by its lever.
 
 Both are trusted gradually after a touchdown (variance divided by ``(t / trust_ramp)^2``, as
-:class:`BaseEstimator`). A foot whose kinematic innovation is improbable -- its squared
+:class:`.BaseEstimator`). A foot whose kinematic innovation is improbable -- its squared
 Mahalanobis distance ``d^2 = z^T (H P H^T + R)^-1 z`` at the prior beyond ``innovation_gate``
 (chi-square, 3 dof; 16.27: 0.1 %) -- is moving although the schedule says stance (slipping,
 lifting off, not yet down): its four rows' variances are multiplied by ``d^2 /
@@ -102,7 +102,7 @@ An IMU orientation output, when given to :meth:`InvariantEKF.update`, is used **
 initialize** the orientation (its yaw included); without it the first orientation has zero yaw
 and roll / pitch from the accelerometer's gravity direction.
 
-**Initialization** as :class:`BaseEstimator`: the first update with a stance foot puts the
+**Initialization** as :class:`.BaseEstimator`: the first update with a stance foot puts the
 stance feet's lowest sole points on the ground (the base over the origin), at rest, biases zero.
 
 Everything per tick is one compiled call (:func:`invariant_ekf_kernel`), no allocation.
@@ -159,7 +159,7 @@ class InvariantEKFData(NamedTuple):
     each foot in the last update (1: consistent); ``initialized`` (1,) bool.
 
     Workspace: the kinematics buffers of
-    :func:`~wbc_dynamics.estimator.feet_kinematics` (``q0``, ``v0``, ``Xup``,
+    ``wbc_dynamics.estimator.feet_kinematics`` (``q0``, ``v0``, ``Xup``,
     ``Rw``, ``pw``, ``Rtmp``, ``vel``, ``acc``, ``joint_twist``, ``P3``, ``Jfull``, ``r_base``
     (K, 3) the anchors in the base frame [m], ``J_lin``, ``bias``); ``lift`` (K,) [m]
     each anchor's height above its lowest sole point, ``sole_offset`` (K, 3) [m] the lowest
@@ -167,7 +167,7 @@ class InvariantEKFData(NamedTuple):
     rolling velocity (world); ``U`` (3 + K, 3, 3) the noise's cross-product blocks, ``F``
     (7 + 2K, 3, 3) the blocks of Phi, ``delta`` (n,) the correction, ``gain``
     (n,) the scalar updates' ``P h``, ``Rexp`` (3, 3), ``Jl`` (3, 3); one foot's measurement
-    rows (:func:`_foot_rows`): ``row_index`` (4, 3) int64, ``row_coef`` (4, 3), ``row_z`` (4,),
+    rows (``_foot_rows``): ``row_index`` (4, 3) int64, ``row_coef`` (4, 3), ``row_z`` (4,),
     ``row_var`` (4,).
     """
 
@@ -432,8 +432,8 @@ def _transpose_in_place(P):
 
 @njit(cache=True)
 def invariant_ekf_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
-    """One filter tick (:func:`_iekf_tick`) on the record ``e``, after checking that the inputs
-    are finite (a negative status, :data:`INPUT_STATUS`, and nothing changed if not); then
+    """One filter tick (``_iekf_tick``) on the record ``e``, after checking that the inputs
+    are finite (a negative status, ``INPUT_STATUS``, and nothing changed if not); then
     ``e.v_base = R^T v`` and ``e.omega = gyro - b_g``. Returns the status (0 = ok)."""
     if not _finite(qj):
         return -1
@@ -982,7 +982,7 @@ class InvariantEKF:
 
     def measurement_rows(self, foot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Foot ``foot``'s measurement model linearized at the current estimate, with the last
-        update's kinematics (the kernel's own rows, :func:`_foot_rows`): ``H`` (4, 15 + 3K) on
+        update's kinematics (the kernel's own rows, ``_foot_rows``): ``H`` (4, 15 + 3K) on
         the correction ``delta`` (rows: the kinematics' three axes, the ground height), the
         innovations ``z`` (4,), their variances (4,). For tests and diagnostics (allocates)."""
         if not 0 <= int(foot) < len(self.feet):

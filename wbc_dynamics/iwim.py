@@ -99,12 +99,12 @@ def task_space_input(
 ) -> np.ndarray:
     """Least-squares input u for a commanded task acceleration (Krög et al., eq. (3)).
 
-    Minimizes 1/2 |J B_hat u + J qdd_0 + Jdot_v - task_acceleration|^2 + damping/2 |u|^2 with
+    Minimizes ``1/2 |J B_hat u + J qdd_0 + Jdot_v - task_acceleration|^2 + damping/2 |u|^2`` with
     B_hat = :func:`iwim` (q, B) and qdd_0 = :func:`free_acceleration` (q, v).
 
     * ``J`` (k, nv) task Jacobian, ``Jdot_v`` (k,) its bias J̇ v, ``task_acceleration`` (k,)
       the commanded task acceleration, in the same frame/units as J (e.g. rows of
-      :meth:`RobotModel.jacobian` and :meth:`RobotModel.jacobian_dot_times_v`).
+      :meth:`.RobotModel.jacobian` and :meth:`.RobotModel.jacobian_dot_times_v`).
     * ``damping`` >= 0 (Tikhonov): trades task accuracy for smaller inputs and keeps the
       problem well posed when J B_hat is rank deficient (redundant inputs, singular poses).
       With ``damping = 0`` and no bounds the minimum-norm least-squares solution is returned

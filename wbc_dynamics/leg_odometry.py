@@ -164,7 +164,7 @@ class LegOdometry:
 
     def set_imu(self, angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
                 orientation_xyzw: np.ndarray | None, now: float) -> None:
-        """The IMU sample (as :meth:`WholeBodyController.set_imu`): angular rate (3,) [rad/s] and
+        """The IMU sample (as :meth:`.WholeBodyController.set_imu`): angular rate (3,) [rad/s] and
         specific force (3,) [m/s^2] in the base frame, orientation (4,) world-from-base xyzw
         (required with ``imu_orientation``, ignored otherwise), its time ``now`` [s] (after the
         previous sample's). Raises ValueError naming the field; the previous sample is kept."""

@@ -7,7 +7,7 @@ Tangent-space conventions
 -------------------------
 * Configuration tangent ``dq`` (length nv): floating base ``[delta H (6), delta s]`` where
   ``delta H = [linear (m), angular (rad)]`` is the *left-trivialized* (body-frame) perturbation
-  of the base pose, ``H(delta) = H exp(delta)`` -- exactly how :meth:`RobotModel.integrate`
+  of the base pose, ``H(delta) = H exp(delta)`` -- exactly how :meth:`.RobotModel.integrate`
   moves the base and how Pinocchio differentiates its free-flyer joint; then the joint
   positions. Fixed base: just ``delta s``. No Euler angles, no singularities.
 * Velocity ``v`` is the core's: base twist in the base frame [linear; angular], joint rates.
@@ -201,7 +201,7 @@ def linearize(
     (:func:`discretize`); exact for the linearized system, and at an equilibrium the exact
     linearization of the sampled nonlinear flow with the input held over dt.
     ``input_matrix`` S (nv, m), optional: inputs u with tau = S u (underactuation, couplings);
-    then B = [[0], [M^-1 S]] with M^-1 S from the O(n) IWIM recursion (:func:`iwim.iwim`).
+    then B = [[0], [M^-1 S]] with M^-1 S from the O(n) IWIM recursion (:func:`.iwim.iwim`).
     Shapes: A (2 nv, 2 nv), B (2 nv, nv) or (2 nv, m).
     """
     nv = model.nv

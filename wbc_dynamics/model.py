@@ -2,7 +2,7 @@
 
 Conventions (the same as Pinocchio's, so results compare directly):
 
-* Fixed base: ``q`` and ``v`` are the movable joints in :attr:`RobotModel.joint_names` order
+* Fixed base: ``q`` and ``v`` are the movable joints in ``RobotModel.joint_names`` order
   (rad or m; rad/s or m/s).
 * Floating base (``floating_base=True``): ``q = [p (3, m, world), quaternion x y z w (4),
   joints]`` with the quaternion the base orientation in the world; ``v = [linear (3, m/s),
@@ -11,7 +11,7 @@ Conventions (the same as Pinocchio's, so results compare directly):
   and the first six entries of ``tau`` are the wrench [force (N), torque (N m)] on the base in
   the base frame (Saccon et al., Table 4).
 * Gravity is ``gravity`` (m/s^2, world frame), default ``[0, 0, -9.81]``.
-* Quaternions: a non-unit quaternion (| |quat| - 1 | > 1e-6) is rejected with ``ValueError``;
+* Quaternions: a non-unit quaternion (``| |quat| - 1 | > 1e-6``) is rejected with ``ValueError``;
   within the tolerance it is normalized. Callers holding a noisy estimate should normalize first.
 * External wrenches ``f_ext``: ``{link_name: [fx, fy, fz, nx, ny, nz]}`` acting on the link,
   expressed in the link frame about the link origin (N, N m).
@@ -65,7 +65,7 @@ _FRAMES = ("world", "local")
 class KernelArrays(NamedTuple):
     """The model's flat arrays, for compiled extensions (contact geometry, derivatives).
 
-    Layout in :mod:`wbc_dynamics.kernels.dynamics`. Read-only by contract: they are shared by
+    Layout in ``wbc_dynamics.kernels.dynamics``. Read-only by contract: they are shared by
     every copy of the model.
     """
 
@@ -657,7 +657,7 @@ class RobotModel:
         ``links``: k link names; ``points``: (k, 3) offsets (m) in the link frames. Returns world
         positions (k, 3), world-aligned linear Jacobians (k, 3, nv) and linear J̇v (k, 3).
         For a hot loop, resolve the points once with :meth:`link_frame` and call
-        :func:`wbc_dynamics.kernels.kinematics.points_kinematics` directly.
+        ``wbc_dynamics.kernels.kinematics.points_kinematics`` directly.
         """
         if not (
             type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q and q.flags.c_contiguous

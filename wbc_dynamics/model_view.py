@@ -6,8 +6,8 @@ of the same names, so its module imports theirs. What they need of a model is he
 
 * :class:`ModelView` -- the attributes they read (for annotations: a structural type that a
   ``RobotModel`` satisfies);
-* :func:`_vector` -- the core's argument conversion (``RobotModel`` checks its inputs with it
-  too) and :func:`_fast`, its shortcut for arguments that need none;
+* ``_vector`` -- the core's argument conversion (``RobotModel`` checks its inputs with it
+  too) and ``_fast``, its shortcut for arguments that need none;
 * :func:`workspace` -- the model's preallocated arrays of the derivative and IWIM kernels,
   created on first use.
 """

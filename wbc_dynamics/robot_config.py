@@ -51,8 +51,8 @@ __all__ = [
 #: keys of the ``standing`` group
 STANDING_KEYS = ("srdf", "pose", "positions", "base_height", "override_joints",
                  "override_positions")
-#: keys of the ``trot`` group: the gait parameters of :class:`~wbc_dynamics.sim.references.
-#: FootTrot` for this robot (period [s], speed [m/s], height [m], ramp [s])
+#: keys of the ``trot`` group: the gait parameters of ``wbc_dynamics.sim.references.FootTrot``
+#: for this robot (period [s], speed [m/s], height [m], ramp [s])
 TROT_KEYS = ("period", "speed", "height", "ramp")
 #: keys of the ``grasp`` group (a configuration with ``object_urdf``; the node ignores it): the
 #: simulation's set-up of the grasp -- ``hand_link``, ``object_pose`` (the object frame in the

@@ -67,19 +67,19 @@ __all__ = [
 POSITION_LIMIT_MARGIN_FRACTION = 0.1
 #: (rad or m), see POSITION_LIMIT_MARGIN_FRACTION.
 POSITION_LIMIT_MARGIN = 0.1
-#: |q| bound of joints without limits [rad or m]. A continuous joint may wind up (a wheel at
+#: ``|q|`` bound of joints without limits [rad or m]. A continuous joint may wind up (a wheel at
 #: 100 rad/s reaches it after 115 days); beyond it the float64 spacing exceeds 1e-7 rad.
 MAX_UNLIMITED_POSITION = 1e9
-#: |v| bound of joint and base velocities [rad/s or m/s] (95 000 rpm: above any actuator).
+#: ``|v|`` bound of joint and base velocities [rad/s or m/s] (95 000 rpm: above any actuator).
 MAX_VELOCITY = 1e4
-#: |qdd| bound of reference accelerations [rad/s^2 or m/s^2]. Larger values only saturate every
+#: ``|qdd|`` bound of reference accelerations [rad/s^2 or m/s^2]. Larger values only saturate every
 #: joint at its effort limit; they are an upstream bug, not a command.
 MAX_ACCELERATION = 1e6
-#: |p_i| bound of the base position [m] (1000 km; float64 spacing there is 1e-10 m).
+#: ``|p_i|`` bound of the base position [m] (1000 km; float64 spacing there is 1e-10 m).
 MAX_BASE_POSITION = 1e6
-#: |w_i| bound of an IMU's angular rate [rad/s] (5700 deg/s: above any MEMS gyro's range).
+#: ``|w_i|`` bound of an IMU's angular rate [rad/s] (5700 deg/s: above any MEMS gyro's range).
 MAX_IMU_ANGULAR_RATE = 100.0
-#: |f_i| bound of an IMU's specific force [m/s^2] (100 g: above a legged robot's impacts as a
+#: ``|f_i|`` bound of an IMU's specific force [m/s^2] (100 g: above a legged robot's impacts as a
 #: MEMS accelerometer's range measures them).
 MAX_IMU_ACCELERATION = 1000.0
 #: Base quaternions within this distance of unit norm are renormalised, beyond it rejected.
@@ -592,7 +592,7 @@ def imu_cdr_numbers(data: bytes) -> tuple[tuple[int, int], np.ndarray] | None:
 class ImuParser:
     """sensor_msgs/Imu -> (angular velocity (3,) [rad/s], specific force (3,) [m/s^2],
     orientation (4,) xyzw or None), the conventions of REP 145 and of
-    :meth:`WholeBodyController.set_imu`: every vector in the IMU's frame, which must be the
+    :meth:`.WholeBodyController.set_imu`: every vector in the IMU's frame, which must be the
     robot's base frame (the message's ``header.frame_id`` is not read: an IMU mounted elsewhere or
     rotated needs its driver, or a relay, to express its data in the base frame); the
     accelerometer's specific force (+9.81 m/s^2 up at rest, not gravity-compensated); the
@@ -609,8 +609,8 @@ class ImuParser:
     linear acceleration marked as not provided (covariance element 0 = -1), ``non_finite``,
     ``out_of_range`` (``MAX_IMU_ANGULAR_RATE``, ``MAX_IMU_ACCELERATION``), ``quaternion_norm``.
     The covariances are not validated (the estimator uses its own noise model):
-    :attr:`orientation_covariance` holds the last message's (3, 3) orientation covariance
-    [rad^2] and :attr:`has_orientation_covariance` whether it is usable (finite, symmetric
+    ``orientation_covariance`` holds the last message's (3, 3) orientation covariance
+    [rad^2] and ``has_orientation_covariance`` whether it is usable (finite, symmetric
     diagonal >= 0 and not all zero). Outputs are this object's buffers.
     """
 

@@ -81,7 +81,7 @@ class MimicCoupling:
 
 @dataclass
 class ModelData:
-    """Flat arrays of a kinematic tree; see :mod:`wbc_dynamics.kernels.dynamics` for the layout."""
+    """Flat arrays of a kinematic tree; see ``wbc_dynamics.kernels.dynamics`` for the layout."""
 
     name: str
     topo: np.ndarray
@@ -376,10 +376,10 @@ def _check_locked(
 def singular_joints(data: ModelData, q: np.ndarray) -> list[tuple[str, float]]:
     """(name, inertia about the axis (kg m^2 or kg)) of the joints at which the joint-space
     inertia M(q) is singular (or indefinite), in ``joint_names`` order (the floating base
-    first, as :data:`FLOATING_BASE`); empty when M(q) is positive definite.
+    first, as ``FLOATING_BASE``); empty when M(q) is positive definite.
 
     ``q`` (nq,) must be finite; the base pose does not matter. A Python pass in linear time
-    (about 50 us per body), for diagnosis: see :func:`_joints_moving_no_mass`.
+    (about 50 us per body), for diagnosis: see ``_joints_moving_no_mass``.
     """
     body_joint = ([""] if data.floating_base else []) + list(data.joint_names)
     return _joints_moving_no_mass(data.topo, data.tree, data.Sm, data.I6, q, body_joint)

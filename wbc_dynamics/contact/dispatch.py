@@ -33,6 +33,7 @@ from .problem import ContactProblem, ContactResult, MethodState, SolverState, So
 
 __all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id", "warmup"]
 
+#: Each method's module and function (imported by :func:`solve` on the method's first use).
 METHODS: dict[str, tuple[str, str]] = {
     "lcp_noslip": ("wbc_dynamics.contact.lcp_noslip", "solve_lcp_noslip"),
     "lcp_coulomb": ("wbc_dynamics.contact.lcp_coulomb", "solve_lcp_coulomb"),

@@ -18,7 +18,7 @@ computes (Fig. 4):
   box to the sphere centre, contact point midway.
 
 Frame ``(n, s, t)`` (deterministic and stable across ticks): ``s`` is the world x axis projected on
-the tangent plane (world y when |n_x| > 0.9), normalized; ``t = n x s``.
+the tangent plane (world y when ``|n_x| > 0.9``), normalized; ``t = n x s``.
 
 Candidates with ``phi <= margin`` enter the problem; the phi/dt term of eqs. (35)/(36) is applied
 by the solvers. Rows of N, S, T are ``n^T J``, ``s^T J``, ``t^T J`` (Appendix B) with ``J`` the
@@ -858,7 +858,7 @@ class ContactModel:
         return int(self._sph_body.shape[0])
 
     def warmup(self) -> None:
-        """Allocate the tick's :class:`ContactData`, then compile / load the kernels and run them
+        """Allocate the tick's ``ContactData``, then compile / load the kernels and run them
         once (call at start-up, not in a tick)."""
         self._allocate_data()
         q = self.robot.neutral()
@@ -946,7 +946,7 @@ class ContactModel:
     def candidates(self, q: ArrayLike, body_q: Sequence[ArrayLike] = (),
                    margin: float | None = None) -> int:
         """Run the geometry kernel; returns the number of candidates (rows ``0..k-1`` of the
-        ``cand_*`` / ``Ncand`` / ``Scand`` / ``Tcand`` buffers of :attr:`data`). ``margin``
+        ``cand_*`` / ``Ncand`` / ``Scand`` / ``Tcand`` buffers of ``data``). ``margin``
         [m]: pairs with signed distance <= margin are candidates (default: the model's)."""
         q = self._check_q(q)
         margin = self.margin if margin is None else float(margin)
@@ -970,7 +970,7 @@ class ContactModel:
 
     def assemble(self, q: ArrayLike, v: ArrayLike, body_q: Sequence[ArrayLike] = (),
                  dynamics: bool = True) -> int:
-        """One compiled :func:`assemble_kernel` call into :attr:`data` (no free-body blocks, no
+        """One compiled ``assemble_kernel`` call into ``data`` (no free-body blocks, no
         impact); returns nc. Raises ValueError (the core's message) for an invalid q / v."""
         r = self.robot
         bR, bp = self._box_poses(body_q)
@@ -1001,7 +1001,7 @@ class ContactModel:
             Minv, h: optionally precomputed robot M^-1 and C v + g (saves a pass if the caller
                 already has them).
 
-        Kinematics, candidates, M^-1 and h are one compiled call (:func:`assemble_kernel`);
+        Kinematics, candidates, M^-1 and h are one compiled call (``assemble_kernel``);
         the returned problem holds copies (it stays valid after the next build).
         """
         r = self.robot

@@ -2,8 +2,9 @@
 Fig. 11, Sec. 7.2.2), as a controller option (``grasp_force``) and for the in-process arm + box
 loop.
 
-Contacts between the robot's links and a free object (:class:`~wbc_dynamics.contact.geometry.
-FreeBody`) enter the problem as rows on the object's six free-body columns (Sec. 1.5). Any set
+Contacts between the robot's links and a free object
+(:class:`~wbc_dynamics.contact.geometry.FreeBody`) enter the problem as rows on the object's
+six free-body columns (Sec. 1.5). Any set
 of contact forces in the null space of the object's rows (zero net wrench on the object)
 produces the same motion, so every solver returns the minimum-norm / vertex member of that set
 -- (almost) no squeeze, and an object held by friction slips out on a compliant plant.

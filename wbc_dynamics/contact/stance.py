@@ -28,7 +28,7 @@ estimate's error, by far the largest, is removed; joint noise is shared out by i
 The contact problem then sees the stance points touching and at rest, and leaves the other
 contact links out: the filtered decision, not the raw distance, says which contacts exist.
 
-Everything per tick is one compiled call (:func:`stance_update_kernel`: the contact model's
+Everything per tick is one compiled call (``stance_update_kernel``: the contact model's
 candidate kernel, then :func:`stance_filter_kernel`) on named buffers (:class:`StanceData`).
 """
 

@@ -37,7 +37,11 @@ from ._robot_data import ROBOT_DATA
 
 __all__ = ["ROBOT_NAMES", "ROBOTS_DIR", "robot_info", "robot_path"]
 
+#: Directory of the bundled URDF files (in the installed package).
+#:
+#: :meta hide-value:
 ROBOTS_DIR: str = os.path.dirname(os.path.abspath(__file__))
+#: Names of the bundled robots: the valid ``name`` of :func:`robot_path` and :func:`robot_info`.
 ROBOT_NAMES: tuple[str, ...] = ("quadruped", "arm", "box", "small_box", "branched", "humanoid")
 
 

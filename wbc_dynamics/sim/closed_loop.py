@@ -259,9 +259,9 @@ class LoopResult:
         """Table 3-6 metrics over the logged ticks.
 
         ``pos_err`` E[E|q - q_des|] [rad], ``vel_err`` E[E|qd - qd_des|] [rad/s] (Table 3);
-        ``dtau`` E[|dtau/dt|] [N m/s] and ``tau`` E[|tau|] [N m] (Table 4); ``force_abs`` /
-        ``force_rel`` mean |sum predicted normal - sum simulated normal| [N] and that divided by
-        the mean simulated sum (Table 5), ``force_median`` the median of that error [N]
+        ``dtau`` ``E[|dtau/dt|]`` [N m/s] and ``tau`` ``E[|tau|]`` [N m] (Table 4); ``force_abs``
+        / ``force_rel`` mean ``|sum predicted normal - sum simulated normal|`` [N] and that
+        divided by the mean simulated sum (Table 5), ``force_median`` the median of that error [N]
         (robust to the few touchdown ticks where the model predicts an impulse); ``failed``
         (Table 6); tick time mean / p99 / max [s].
         """
@@ -879,9 +879,12 @@ class ClosedLoop:
         return ""
 
     def run(
-        self, progress: Callable[[float, dict], None] | None = None, stop_on_failure: bool = True
+        self, progress: Callable[[float, dict], None] | None = None, stop_on_failure: bool = True,
+        on_step: Callable[[float, MujocoPlant], None] | None = None,
     ) -> LoopResult:
-        """Run for ``cfg.duration``; ``progress(fraction, info)`` is called ~20 times."""
+        """Run for ``cfg.duration``; ``progress(fraction, info)`` is called ~20 times;
+        ``on_step(t, plant)`` after every control tick's plant steps, ``t`` the simulated time
+        reached [s] (an observer, e.g. :class:`~wbc_dynamics.sim.video.VideoRecorder`)."""
         cfg = self.cfg
         dt = 1.0 / cfg.control_rate
         K = int(round(cfg.duration * cfg.control_rate))
@@ -954,6 +957,8 @@ class ClosedLoop:
                 est_log[0][k] = np.concatenate(self.ctl.ctl.base_estimator.base_state())
                 est_log[1][k] = np.concatenate([q[0:7], v[0:6]])
             k_done = k + 1
+            if on_step is not None:
+                on_step(t + dt, self.plant)
             if progress is not None and (k % every == 0 or k == K - 1):
                 progress((k + 1) / K, {"t": t + dt, "base": base[k]})
             if k % 10 == 0 or k == K - 1:

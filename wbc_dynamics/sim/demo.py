@@ -6,7 +6,12 @@ simulated time: the robot stands and sways its weight between the feet (``--refe
 the trot of Zapolsky & Drumwright, "Inverse Dynamics with Rigid Contact and Friction", Sec. 7.6).
 Shows a progress bar, prints a summary (tracking error, torque smoothness, predicted vs simulated
 contact force, controller tick time, and how well the base estimate followed the plant) and
-writes a PNG plot of joint tracking, torques and contact forces.
+writes a PNG plot of joint tracking, torques and contact forces, and beside it a video of the run
+(same stem, ``.mp4``; 320x240 at 20 frames per simulated second by default, a camera following
+the robot: :mod:`wbc_dynamics.sim.video`). The video needs offscreen OpenGL: the demo sets
+``MUJOCO_GL=egl`` with ``EGL_PLATFORM=surfaceless`` (Mesa renders on the CPU, no display) unless
+``MUJOCO_GL`` is set; where no backend works it says so in one line and writes the plot only.
+Without PyAV (``pip install av``) the video is an animated GIF.
 
 By default the controller is fed what a real robot gives it (``--sensing realistic``: 1 mrad
 encoder noise, a MEMS IMU, 1 ms latency each way, +-10 % mass error, a 2 ms torque lag, torque
@@ -20,6 +25,8 @@ Exit code: 0 if the robot did not fall, 1 if it fell, 2 for a usage/set-up error
     python -m wbc_dynamics.sim.demo               # 5 s weight shift, lcp_noslip, rigid ground
     python -m wbc_dynamics.sim.demo --sensing exact --base-state odom   # the simulator's state
     python -m wbc_dynamics.sim.demo --short       # 1.5 s (CI)
+    python -m wbc_dynamics.sim.demo --no-video    # the plot only
+    python -m wbc_dynamics.sim.demo --video-size 640x480 --video-fps 60
     python -m wbc_dynamics.sim.demo --method qp_coulomb --friction low --compliant
     python -m wbc_dynamics.sim.demo --robot go2            # a robot configuration (config/robots)
     python -m wbc_dynamics.sim.demo --robot my.urdf --config my.yaml   # your URDF + parameters
@@ -35,6 +42,8 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+
+from .video import DEFAULT_FPS, VideoRecorder, VideoUnavailableError, prefer_headless_gl
 
 __all__ = ["main", "summarize", "plot"]
 
@@ -55,6 +64,16 @@ def _bar(frac: float, info: dict, t_wall0: float, stream) -> None:
         f"(wall {el:5.1f} s){'' if tty else chr(10)}"
     )
     stream.flush()
+
+
+def _video_size(text: str) -> tuple[int, int] | None:
+    """``"WIDTHxHEIGHT"`` -> (width, height) [pixels]; None unless both are even and >= 16
+    (the MP4 encoders' 4:2:0 chroma halves both)."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+        return None
+    w, h = (int(p) for p in parts)
+    return (w, h) if min(w, h) >= 16 and w % 2 == 0 and h % 2 == 0 else None
 
 
 def _sensing(imp) -> str:
@@ -227,8 +246,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=1000.0, help="control rate [Hz]")
     ap.add_argument("--plot", default="demo_output/wbc_demo.png",
                     help="PNG path ('' = no plot)")
+    ap.add_argument("--no-video", action="store_true",
+                    help="no video (by default one is written beside the plot: same stem, .mp4)")
+    ap.add_argument("--video-size", default="320x240",
+                    help="video frame WIDTHxHEIGHT in pixels, even (default 320x240)")
+    ap.add_argument("--video-fps", type=float, default=DEFAULT_FPS,
+                    help=f"video frames per simulated second (default {DEFAULT_FPS:g})")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
+    video_size = _video_size(args.video_size)
+    if video_size is None:
+        print(f"wbc_demo: --video-size: expected even WIDTHxHEIGHT >= 16, got "
+              f"{args.video_size!r}", file=sys.stderr)
+        return 2
+    if not (math.isfinite(args.video_fps) and args.video_fps > 0):
+        print("wbc_demo: --video-fps must be > 0", file=sys.stderr)
+        return 2
+    video = "" if args.no_video or not args.plot else os.path.splitext(args.plot)[0] + ".mp4"
+    # before anything imports mujoco: it picks its OpenGL backend at import
+    gl_note = prefer_headless_gl() if video else None
     from .closed_loop import BUNDLED_QUADRUPED_OPTIONS, LoopConfig
     from .imperfections import Imperfections
 
@@ -319,9 +355,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"wbc_demo: ready in {time.perf_counter() - t0:.1f} s; simulating {duration:.2f} s",
         flush=True,
     )
+    recorder, video_line = None, "none (--no-video)" if args.no_video else (
+        "none (no --plot path to put it beside)")
+    if video:
+        try:
+            recorder = VideoRecorder(loop.plant.model, loop.plant.data, video,
+                                     fps=args.video_fps, size=video_size)
+        except VideoUnavailableError as exc:
+            video_line = f"{exc}{'; ' + gl_note if gl_note else ''}; plot only"
     t1 = time.perf_counter()
     progress = None if args.quiet else (lambda f, i: _bar(f, i, t1, sys.stdout))
-    res = loop.run(progress=progress)
+    try:
+        res = loop.run(progress=progress, on_step=recorder)
+    finally:
+        if recorder is not None:
+            recorder.close()
+    if recorder is not None:
+        video_line = (f"{os.path.abspath(recorder.path)} ({recorder.frames} frames, "
+                      f"{recorder.fps:g} per simulated second, {video_size[0]}x{video_size[1]}"
+                      f"{'; ' + recorder.note if recorder.note else ''})")
     summarize(res)
     if args.plot:
         path = plot(
@@ -331,6 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(solid: simulated, dashed: reference)",
         )
         print(f"plot            : {os.path.abspath(path)}")
+    print(f"video           : {video_line}")
     return 1 if res.failed else 0
 
 

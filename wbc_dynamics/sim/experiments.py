@@ -15,7 +15,7 @@ Controllers (Sec. 7.3): ``qp_coulomb`` (two-stage, ID(t_i)_QP,mu), ``qp_noslip``
 the simulator's contact forces of the previous step) and ``pid`` (joint PID baseline). All ID
 controllers share the same PD error feedback.
 
-Metrics: Table 3 joint position / velocity tracking error, Table 4 mean |dtau/dt| and |tau|,
+Metrics: Table 3 joint position / velocity tracking error, Table 4 mean ``|dtau/dt|`` and ``|tau|``,
 Table 5 contact normal force prediction error (sum of normal forces, predicted vs simulated),
 Table 6 fell / dropped the box (and when). The command writes a markdown report with the tables
 and PNG plots (default ``docs/experiments.md`` and ``docs/experiments/``).

@@ -253,7 +253,7 @@ class SimEncoders:
 
 
 class SimImu:
-    """The simulated robot's IMU, at the base frame (ROS-free; :class:`SimNode` publishes it).
+    """The simulated robot's IMU, at the base frame (ROS-free; :obj:`.SimNode` publishes it).
 
     A sample of the base state at time ``t`` [s] -- position and orientation ``q`` (7,)
     (world, quaternion xyzw), twist ``v`` (6,) in the base frame -- is

@@ -21,7 +21,7 @@ and the dynamics core to ~1e-9):
 * collision shapes of every kind (sphere, box, cylinder, capsule) are copied; meshes resolved
   by the description (``package://``, relative paths): binary STL and OBJ files are given to
   MuJoCo, Collada ``.dae`` and ASCII STL as the vertices of their convex hull
-  (:mod:`wbc_dynamics.description.meshes`; MuJoCo collides with convex hulls anyway);
+  (``wbc_dynamics.description.meshes``; MuJoCo collides with convex hulls anyway);
   unresolved or unreadable meshes are left out with one warning;
 * joint ``<dynamics damping friction>`` become MuJoCo ``damping`` and ``frictionloss``
   (``joint_dynamics=False`` removes them); armature is zero; position limits are enforced by
@@ -166,8 +166,9 @@ class FreeBody:
 
     @classmethod
     def from_object(cls, body, pose_xyzw, friction: float | None = None) -> FreeBody:
-        """The plant's copy of a controller's object (:class:`wbc_dynamics.contact.geometry.
-        FreeBody`, e.g. ``WholeBodyController.object_body``): its collision box, mass and
+        """The plant's copy of a controller's object
+        (:class:`~wbc_dynamics.contact.geometry.FreeBody`, e.g.
+        ``WholeBodyController.object_body``): its collision box, mass and
         inertia from the same parsed URDF, placed at ``pose_xyzw`` ([x, y, z] m + [qx, qy, qz,
         qw] in world); ``friction`` None = the object's ``mu``.
 
@@ -612,8 +613,8 @@ class MujocoPlant:
             (``RobotModel.description``), so that plant and model come from one parse.
         floating_base: free-flying root link.
         joint_order: joint names in the caller's order (default: URDF depth-first order).
-        ground, free_bodies, collision_links, joint_limits, joint_dynamics, mimic,
-        package_dirs: see :func:`build_mjcf`.
+        ground, free_bodies, collision_links, joint_limits, joint_dynamics, mimic, package_dirs:
+            see :func:`build_mjcf`.
     """
 
     def __init__(

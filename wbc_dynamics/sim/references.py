@@ -177,7 +177,7 @@ class WeightShift(QuadrupedFootReference):
         amplitude: sway amplitude [m] (default 2 cm).
         frequency: [Hz] (default 0.5 Hz).
         direction: unit 3-vector in the base frame (default sideways, +y).
-        (other args: :class:`QuadrupedFootReference`.)
+        **kw: the other arguments of :class:`QuadrupedFootReference`.
     """
 
     def __init__(
@@ -379,8 +379,8 @@ def make_reference(
     Args:
         robot: "quadruped" (kinds "stand", "shift", "trot") or "arm" (kinds "stand", "sinusoid"),
             or a robot configuration (``config/robots`` name, YAML path or a
-            :class:`~wbc_dynamics.robot_config.RobotSetup`; kinds "sway": :class:`BaseSway`,
-            "com_sway": :class:`CoMSway`, "trot": :class:`FootTrot` (quadrupeds),
+            :class:`~wbc_dynamics.robot_config.RobotSetup`; kinds "sway": ``BaseSway``,
+            "com_sway": ``CoMSway``, "trot": ``FootTrot`` (quadrupeds),
             "stand": hold
             its standing pose, "sinusoid": its revolute joints oscillate about it, prismatic
             joints (grippers) held).
