@@ -18,7 +18,9 @@ from wbc_dynamics import RobotModel
 from wbc_dynamics.robots import ROBOT_NAMES, robot_info, robot_path
 
 
-def _best_time(fn, number: int, repeat: int) -> float:
+def best_time(fn, number: int, repeat: int) -> float:
+    """Best mean time [µs] of ``number`` calls of ``fn`` over ``repeat`` repeats (one warm-up
+    call first)."""
     fn()
     best = float("inf")
     for _ in range(repeat):
@@ -29,7 +31,9 @@ def _best_time(fn, number: int, repeat: int) -> float:
     return best * 1e6
 
 
-def bench_robot(name: str, floating: bool, number: int, repeat: int) -> list[tuple]:
+def models_and_state(name: str, floating: bool) -> tuple:
+    """(our model, Pinocchio's model, its data, q, v, a) of a bundled robot: q a random
+    configuration (Pinocchio's, within [-1, 1] where bounded), v and a standard normal (seed 0)."""
     import pinocchio as pin
 
     path = robot_path(name)
@@ -42,6 +46,27 @@ def bench_robot(name: str, floating: bool, number: int, repeat: int) -> list[tup
     rng = np.random.default_rng(0)
     q = pin.randomConfiguration(pmodel, -np.ones(pmodel.nq), np.ones(pmodel.nq))
     v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    return model, pmodel, pdata, q, v, a
+
+
+def time_cases(name: str, floating: bool, nv: int, cases: list, number: int, repeat: int,
+               rounds: int) -> list[tuple]:
+    """Rows (robot, base, nv, label, ours [µs], Pinocchio [µs]) of the ``cases`` (label, ours,
+    theirs), the best of ``rounds`` interleaved rounds (both sides see the same machine load)."""
+    rows = []
+    for label, ours, theirs in cases:
+        t_ours, t_pin = float("inf"), float("inf")
+        for _ in range(rounds):
+            t_ours = min(t_ours, best_time(ours, number, repeat))
+            t_pin = min(t_pin, best_time(theirs, number, repeat))
+        rows.append((name, "floating" if floating else "fixed", nv, label, t_ours, t_pin))
+    return rows
+
+
+def bench_robot(name: str, floating: bool, number: int, repeat: int) -> list[tuple]:
+    import pinocchio as pin
+
+    model, pmodel, pdata, q, v, a = models_and_state(name, floating)
     link = model.collision_spheres[0].link if model.collision_spheres else model.link_names[-1]
     fid = pmodel.getFrameId(link)
     lwa = pin.LOCAL_WORLD_ALIGNED
@@ -56,14 +81,7 @@ def bench_robot(name: str, floating: bool, number: int, repeat: int) -> list[tup
          lambda: (pin.forwardKinematics(pmodel, pdata, q),
                   pin.updateFramePlacement(pmodel, pdata, fid))),
     ]
-    rows = []
-    for label, ours, theirs in cases:
-        t_ours, t_pin = float("inf"), float("inf")
-        for _ in range(3):  # interleave so that both see the same machine load
-            t_ours = min(t_ours, _best_time(ours, number, repeat))
-            t_pin = min(t_pin, _best_time(theirs, number, repeat))
-        rows.append((name, "floating" if floating else "fixed", model.nv, label, t_ours, t_pin))
-    return rows
+    return time_cases(name, floating, model.nv, cases, number, repeat, 3)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,25 +17,13 @@ Rows:
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from bench_core import models_and_state, time_cases
 
-from wbc_dynamics import RobotModel
 from wbc_dynamics.iwim import iwim
 from wbc_dynamics.linearization import aba_derivatives, linearize, rnea_derivatives
-from wbc_dynamics.robots import robot_info, robot_path
-
-
-def _best_time(fn, number: int, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / number)
-    return best * 1e6
+from wbc_dynamics.robots import robot_info
 
 
 def bench_robot(
@@ -43,16 +31,7 @@ def bench_robot(
 ) -> list[tuple]:
     import pinocchio as pin
 
-    path = robot_path(name)
-    model = RobotModel.from_urdf(path, floating_base=floating)
-    if floating:
-        pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
-    else:
-        pmodel = pin.buildModelFromUrdf(path)
-    pdata = pmodel.createData()
-    rng = np.random.default_rng(0)
-    q = pin.randomConfiguration(pmodel, -np.ones(pmodel.nq), np.ones(pmodel.nq))
-    v, a = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    model, pmodel, pdata, q, v, a = models_and_state(name, floating)
     off = 6 if floating else 0
     S = np.zeros((model.nv, model.nv - off))
     S[off:] = np.eye(model.nv - off)
@@ -78,14 +57,7 @@ def bench_robot(
             lambda: pin.computeMinverse(pmodel, pdata, q) @ S,
         ),
     ]
-    rows = []
-    for label, ours, theirs in cases:
-        t_ours, t_pin = float("inf"), float("inf")
-        for _ in range(rounds):  # interleave so that both see the same machine load
-            t_ours = min(t_ours, _best_time(ours, number, repeat))
-            t_pin = min(t_pin, _best_time(theirs, number, repeat))
-        rows.append((name, "floating" if floating else "fixed", model.nv, label, t_ours, t_pin))
-    return rows
+    return time_cases(name, floating, model.nv, cases, number, repeat, rounds)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
 
 import numpy as np
 
-from wbc_dynamics import RobotModel
-from wbc_dynamics.contact import METHODS, SolverState, solve
-from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
-from wbc_dynamics.robots import robot_info, robot_path
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
+from contact_helpers import sway_problems  # noqa: E402  (the tests' four-foot sway problems)
 
-FEET = ["LF_foot", "LH_foot", "RF_foot", "RH_foot"]
+from wbc_dynamics.contact import METHODS, SolverState, solve  # noqa: E402
 
 VARIANTS = [
     ("lcp_noslip", {}),
@@ -38,47 +38,6 @@ VARIANTS = [
     ("qp_noslip", {}),
     ("qp_noslip", {"stage2": False}),
 ]
-
-
-def sway_problems(n: int, dt: float = 1e-3, period: float = 1.0,
-                  amp=(0.01, 0.004, 0.005)):
-    """Consistent four-foot sway problems (see module docstring)."""
-    m = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
-    info = robot_info("quadruped")
-    cm = ContactModel(m, features=[HalfSpace.ground(0.0, mu=1.0)], margin=0.005, dt=dt)
-    radius = info["contact_radius"]
-    q = np.array(info["standing_q"])
-    amp = np.asarray(amp, float)
-    w = 2 * np.pi / period
-    probs = []
-    for k in range(n):
-        t = k * dt
-        vb = np.zeros(6)
-        ab = np.zeros(6)
-        vb[:3] = amp * w * np.cos(w * t)
-        ab[:3] = -amp * w * w * np.sin(w * t)
-        v = np.zeros(m.nv)
-        v[:6] = vb
-        pts = np.array([m.frame_placement(q, f)[:3, :3].T @ [0.0, 0.0, -radius] for f in FEET])
-        _, J, _ = m.points_kinematics(q, v, FEET, pts)
-        for i in range(4):
-            cols = slice(6 + 3 * i, 9 + 3 * i)
-            v[cols] = -np.linalg.solve(J[i][:, cols], J[i][:, :6] @ vb)
-        _, J, bias = m.points_kinematics(q, v, FEET, pts)
-        a = np.zeros(m.nv)
-        a[:6] = ab
-        ad = a.copy()
-        for i in range(4):
-            cols = slice(6 + 3 * i, 9 + 3 * i)
-            a[cols] = -np.linalg.solve(J[i][:, cols], J[i][:, :6] @ ab + bias[i])
-            ad[cols] = -np.linalg.solve(J[i][:, cols], J[i][:, :6] @ ab)
-        p = cm.build(q, v, ad[6:])
-        if p.nc != 4:
-            raise RuntimeError(f"tick {k}: {p.nc} contacts")
-        p.phi[:] = 0.0
-        probs.append(p)
-        q = m.integrate(q, v + 0.5 * dt * a, dt)
-    return probs
 
 
 def measure(probs, method: str, options: dict, warm: bool) -> dict:

@@ -29,6 +29,7 @@ import sys
 import time
 
 import numpy as np
+from docs_pages import cell, drift_cell, publish, rerun_command  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -85,10 +86,6 @@ def _time_estimator(ctl, n: int = 2000) -> float:
     return float(np.median(times) * 1e6)
 
 
-def _cell(v: float, fmt: str) -> str:
-    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
-
-
 def table(results: list[dict]) -> str:
     lines = ["| robot | scenario | orientation | stays up | velocity RMS [m/s] | drift / distance "
              "| height RMS [mm] | roll/pitch RMS [deg] | yaw drift [deg/min] | estimator [us] |",
@@ -100,14 +97,11 @@ def table(results: list[dict]) -> str:
             lines.append(f"| {robot} | {ref} | {ori} | error: {r['error']} |||||||")
             continue
         up = f"**falls {r['t_end']:.2f} s**" if r["fell"] else "yes"
-        dpd = r.get("drift_per_distance", math.nan)
-        drift = (f"{100 * dpd:.1f} % of {r['distance']:.2f} m" if not math.isnan(dpd)
-                 else f"{100 * r.get('drift', math.nan):.1f} cm (standing)")
         lines.append(
-            f"| {robot} | {ref} | {ori} | {up} | {_cell(r.get('velocity_rms'), '.4f')} | "
-            f"{drift} | {_cell(1e3 * r.get('height_rms', math.nan), '.1f')} | "
-            f"{_cell(r.get('tilt_rms'), '.2f')} | {_cell(r.get('yaw_drift_per_min'), '.2f')} | "
-            f"{_cell(r.get('estimator_us'), '.1f')} |")
+            f"| {robot} | {ref} | {ori} | {up} | {cell(r.get('velocity_rms'), '.4f')} | "
+            f"{drift_cell(r)} | {cell(1e3 * r.get('height_rms', math.nan), '.1f')} | "
+            f"{cell(r.get('tilt_rms'), '.2f')} | {cell(r.get('yaw_drift_per_min'), '.2f')} | "
+            f"{cell(r.get('estimator_us'), '.1f')} |")
     return "\n".join(lines)
 
 
@@ -133,20 +127,16 @@ def main(argv=None) -> int:
             results.append(r)
             print(f"[{len(results)}/{len(jobs)}] {r['job'][:3]} done", flush=True)
     wall = time.perf_counter() - t0
-    cmd = "python benchmarks/estimation_eval.py " + " ".join(
-        argv if argv is not None else sys.argv[1:])
+    cmd = rerun_command("estimation_eval.py", argv)
     report = (
         "# Base state estimation\n\n"
         "Written by `benchmarks/estimation_eval.py` (see its docstring); rerun with\n"
-        f"`{cmd.strip()}`.\n"
+        f"`{cmd}`.\n"
         f"{len(jobs)} closed-loop runs of {a.duration:g} s simulated each, {wall / 60:.1f} min "
         "wall on this machine. The controller runs on its own estimate in every run "
         "(`base_state: imu`), under the realistic sensing and actuation of "
         "docs/robustness.md.\n\n" + table(results) + "\n")
-    if a.write:
-        with open(os.path.join(ROOT, "docs", "estimation.md"), "w") as fh:
-            fh.write(report)
-    print(report)
+    publish(report, "estimation.md", a.write)
     return 0
 
 

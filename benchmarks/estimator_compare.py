@@ -37,6 +37,7 @@ import sys
 import time
 
 import numpy as np
+from docs_pages import cell, drift_cell, publish, rerun_command  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -120,10 +121,6 @@ def run_one(robot: str, reference: str, duration: float, seed: int = 0,
     return out
 
 
-def _cell(v, fmt: str) -> str:
-    return "" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
-
-
 def table(results: list[dict]) -> str:
     lines = ["| robot | scenario | filter | velocity RMS [m/s] | drift / distance "
              "| height RMS [mm] | roll/pitch RMS [deg] | yaw drift [deg/min] | update [us] |",
@@ -133,14 +130,11 @@ def table(results: list[dict]) -> str:
                                  f"{r['until']:.2f} s)" if r["fell"] else "")
         for name in FILTERS:
             m = r["filters"][name]
-            dpd = m.get("drift_per_distance", math.nan)
-            drift = (f"{100 * dpd:.1f} % of {m['distance']:.2f} m" if not math.isnan(dpd)
-                     else f"{100 * m.get('drift', math.nan):.1f} cm (standing)")
             lines.append(
-                f"| {r['robot']} | {scen} | {name} | {_cell(m.get('velocity_rms'), '.4f')} | "
-                f"{drift} | {_cell(1e3 * m.get('height_rms', math.nan), '.2f')} | "
-                f"{_cell(m.get('tilt_rms'), '.3f')} | {_cell(m.get('yaw_drift_per_min'), '.2f')}"
-                f" | {_cell(m.get('us'), '.1f')} |")
+                f"| {r['robot']} | {scen} | {name} | {cell(m.get('velocity_rms'), '.4f')} | "
+                f"{drift_cell(m)} | {cell(1e3 * m.get('height_rms', math.nan), '.2f')} | "
+                f"{cell(m.get('tilt_rms'), '.3f')} | {cell(m.get('yaw_drift_per_min'), '.2f')}"
+                f" | {cell(m.get('us'), '.1f')} |")
     return "\n".join(lines)
 
 
@@ -169,8 +163,7 @@ def main(argv=None) -> int:
         r = results[-1]
         print(f"[{len(results)}/{len(pairs)}] {robot} {reference}: {r['wall']:.0f} s wall"
               + (f", fell at {r['t_end']:.2f} s" if r["fell"] else ""), flush=True)
-    args = " ".join(argv if argv is not None else sys.argv[1:])
-    cmd = f"python benchmarks/estimator_compare.py {args}".strip()
+    cmd = rerun_command("estimator_compare.py", argv)
     report = (
         "# Base estimators compared on one sensor stream\n\n"
         f"Written by `benchmarks/estimator_compare.py` (see its docstring); rerun with `{cmd}`. "
@@ -192,10 +185,7 @@ def main(argv=None) -> int:
         "there (the controller's estimator is the same in all rows, so is the fall); its "
         f"metrics cover it up to {a.fall_margin:g} s before the fall.\n\n"
         + table(results) + "\n")
-    if a.write:
-        with open(os.path.join(ROOT, "docs", "estimator_comparison.md"), "w") as fh:
-            fh.write(report)
-    print(report)
+    publish(report, "estimator_comparison.md", a.write)
     return 0
 
 

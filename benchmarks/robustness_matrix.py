@@ -29,6 +29,7 @@ import sys
 import time
 
 import numpy as np
+from docs_pages import publish, rerun_command  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -201,12 +202,11 @@ def main(argv=None) -> int:
             print(f"[{len(results)}/{len(jobs)}] {r['job'][:5]}: {_fmt(r)}", flush=True)
     wall = time.perf_counter() - t0
     body = table(results, a.levels, a.singles)
-    cmd = "python benchmarks/robustness_matrix.py " + " ".join(argv if argv is not None
-                                                                else sys.argv[1:])
+    cmd = rerun_command("robustness_matrix.py", argv)
     report = (
         "# Robustness under realistic sensing and actuation\n\n"
         "Written by `benchmarks/robustness_matrix.py` (see its docstring); rerun with\n"
-        f"`{cmd.strip()}`.\n"
+        f"`{cmd}`.\n"
         f"{len(jobs)} closed-loop runs of {a.duration:g} s simulated each, {wall / 60:.1f} min "
         "wall on this machine.\n\n"
         "Each cell: stays up or falls (time), mean joint tracking error, lowest base height "
@@ -219,10 +219,7 @@ def main(argv=None) -> int:
         "odometry: docs/estimation.md); *effort* = as shipped with effort-only drives; "
         "*before* = without those options (the per-tick contact decision, effort only).\n\n"
         + body + "\n")
-    if a.write:
-        with open(os.path.join(ROOT, "docs", "robustness.md"), "w") as fh:
-            fh.write(report)
-    print(report)
+    publish(report, "robustness.md", a.write)
     return 0
 
 

@@ -30,13 +30,14 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "test"))
 # DDS stays on this machine, on a domain of its own, before rclpy is imported
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = os.path.join(ROOT, "config", "fastdds_localhost.xml")
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 200))
 os.environ.pop("ROS_LOCALHOST_ONLY", None)
 
-import numpy as np  # noqa: E402
+from docs_pages import publish  # noqa: E402
 
 #: robot -> scenarios (sim.launch.py references)
 SCENARIOS = {
@@ -53,6 +54,12 @@ def run_one(robot: str, reference: str, duration: float, tag: str) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from nav_msgs.msg import Odometry
+    from node_harness import (  # (test/)
+        by_stamp,
+        diagnostics_into,
+        odometry_errors,
+        spin_for,
+    )
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
@@ -78,20 +85,10 @@ def run_one(robot: str, reference: str, duration: float, tag: str) -> dict:
     got: dict = {"truth": {}, "est": {}, "sim": None, "ctl": None}
     reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
-    def record(key):
-        def on(m):
-            got[key][m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec] = m
-        return on
-
-    def on_diag(arr):
-        for st in arr.status:
-            if st.name.startswith(ns + "/"):
-                kv = {k.key: k.value for k in st.values}
-                got["sim" if st.name.endswith(": simulator") else "ctl"] = kv
-
-    node.create_subscription(Odometry, "ground_truth/odom", record("truth"), reliable)
-    node.create_subscription(Odometry, "wbc_controller/odom", record("est"), reliable)
-    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 50)
+    node.create_subscription(Odometry, "ground_truth/odom", by_stamp(got["truth"]), reliable)
+    node.create_subscription(Odometry, "wbc_controller/odom", by_stamp(got["est"]), reliable)
+    node.create_subscription(DiagnosticArray, "/diagnostics",
+                             diagnostics_into(got, ns, {": simulator": "sim"}), 50)
     out = {"robot": robot, "reference": reference, "finished": False}
     try:
         deadline = time.monotonic() + 180.0
@@ -101,9 +98,7 @@ def run_one(robot: str, reference: str, duration: float, tag: str) -> dict:
                 out["error"] = "the controller / reference did not come up"
                 return out
             ex.spin_once(timeout_sec=0.1)
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
+        spin_for(ex, 1.0)
         procs["simulator"] = start(sim_plan)
         t0 = time.monotonic()
         deadline = t0 + 60.0 + 30.0 * duration
@@ -114,9 +109,7 @@ def run_one(robot: str, reference: str, duration: float, tag: str) -> dict:
                 break
         wall = time.monotonic() - t0
         out["finished"] = got["sim"] is not None and got["sim"]["state"] == "finished"
-        end = time.monotonic() + 2.0
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
+        spin_for(ex, 2.0)
     finally:
         node.destroy_node()
         rclpy.shutdown()
@@ -140,30 +133,8 @@ def run_one(robot: str, reference: str, duration: float, tag: str) -> dict:
         min_height=float(sim["base_height_min"]) / z0,
         safe=int(ctl.get("safe_ticks", -1)), ticks=int(ctl.get("ticks", 0)),
         mode=ctl.get("mode", "?"), rejected_imu=int(ctl.get("rejected_imu", -1)),
-        **_errors(got["est"], truth))
+        **odometry_errors(got["est"], truth))
     return out
-
-
-def _errors(estimates: dict, truth: dict) -> dict:
-    """The estimate against the ground truth at the same stamps: velocity RMS [m/s] (base
-    frame), horizontal drift at the end [m], height RMS [m], horizontal distance [m]."""
-    common = sorted(set(estimates) & set(truth))
-    if len(common) < 10:
-        return {"samples": len(common)}
-    dv, dz, dxy, xy = [], [], [], []
-    for s in common:
-        e, t = estimates[s], truth[s]
-        ve, vt = e.twist.twist.linear, t.twist.twist.linear
-        dv.append([ve.x - vt.x, ve.y - vt.y, ve.z - vt.z])
-        pe, pt = e.pose.pose.position, t.pose.pose.position
-        dz.append(pe.z - pt.z)
-        dxy.append(math.hypot(pe.x - pt.x, pe.y - pt.y))
-        xy.append((pt.x, pt.y))
-    dv, xy = np.array(dv), np.array(xy)
-    return {"samples": len(common),
-            "velocity_rms": float(np.sqrt(np.mean(np.sum(dv * dv, axis=1)))),
-            "drift": float(dxy[-1]), "height_rms": float(np.sqrt(np.mean(np.square(dz)))),
-            "distance": float(np.sum(np.linalg.norm(np.diff(xy, axis=0), axis=1)))}
 
 
 def table(results: list[dict]) -> str:
@@ -216,10 +187,7 @@ def main(argv=None) -> int:
         "reference and IMU sample). In-process runs of the same scenarios with the latency, "
         "mass error and torque lag of the realistic combination: docs/estimation.md.\n\n"
         + table(results) + "\n")
-    if a.write:
-        with open(os.path.join(ROOT, "docs", "estimation_over_ros.md"), "w") as f:
-            f.write(text)
-    print(text)
+    publish(text, "estimation_over_ros.md", a.write)
     bad = [r for r in results if "error" in r or r["min_height"] <= 0.8 or not r["lockstep_ok"]]
     return 1 if bad else 0
 

@@ -4,6 +4,7 @@
     ros2 launch wbc_dynamics sim.launch.py method:=qp_coulomb reference:=trot friction:=low
     ros2 launch wbc_dynamics sim.launch.py robot:=arm method:=none reference:=sinusoid
     ros2 launch wbc_dynamics sim.launch.py robot:=go2 reference:=walk velocity:=0.3,0.0,0.2
+    ros2 launch wbc_dynamics sim.launch.py robot:=go2 reference:=walk velocity:='0.3,0,0@4;0,0.3,0'
 
 Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom, ground_truth/odom, imu),
 ``wbc_controller`` (config/<robot>.yaml with use_sim_time and the arguments below) and
@@ -28,7 +29,10 @@ Arguments
     reference     quadruped: stand | shift | trot | walk; arm: stand | sinusoid; a configuration:
                   stand | sway | com_sway | trot | walk (quadrupeds) | sinusoid (arms); walk: the
                   controller's trot (gait: trot) from the cmd_vel the reference node publishes
-    velocity      reference walk: that cmd_vel, forward,left,yaw_rate [m/s, m/s, rad/s]
+    velocity      reference walk: that cmd_vel, forward,left,yaw_rate [m/s, m/s, rad/s], or a
+                  velocity profile: such segments each held @duration [s], separated by ';'
+                  (above: 4 s forward, then left); the last one without @duration holds for
+                  ever, after a timed last one the command is zero
     friction      high | low (the simulator's ground; the controller gets the same mu)
     ground        rigid | compliant
     mode          lockstep | realtime (simulator stepping, see above)

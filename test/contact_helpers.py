@@ -125,6 +125,26 @@ def standing_sway(m, q0, n_ticks, dt, amp=(0.01, 0.0, 0.005), period=1.0, feet=N
     return qs, vs, qdds
 
 
+def sway_problems(n, period=1.0, amp=(0.01, 0.004, 0.005)):
+    """Problems along a kinematically consistent four-foot sway of the quadruped on the
+    :func:`quadruped` contact model (dt = 1 ms; indeterminate: rank K = 3 < 4 contacts).
+
+    States from :func:`standing_sway` (velocity-level consistent accelerations); the O(dt^2)
+    per-tick integration drift of the feet (< 10 um) is removed by setting phi = 0, so every
+    tick is exactly consistent and only the indeterminacy is exercised.
+    """
+    m, _pm, cm, q0 = quadruped()
+    qs, vs, qdds = standing_sway(m, q0, n, cm.dt, amp=amp, period=period, discrete=True)
+    probs = []
+    for k, (q, v, qdd) in enumerate(zip(qs, vs, qdds, strict=True)):
+        p = cm.build(q, v, qdd)
+        if p.nc != 4 or np.max(np.abs(p.phi)) >= 1e-5:
+            raise RuntimeError(f"tick {k}: {p.nc} contacts, max |phi| {np.max(np.abs(p.phi))}")
+        p.phi[:] = 0.0
+        probs.append(p)
+    return probs
+
+
 def closed_loop_sway(m, cm, q0, n_ticks, dt, solver, amp=(0.01, 0.004, 0.005), period=1.0,
                      kp=400.0, kd=40.0, extra=()):
     """Closed-loop standing sway: the solver's own first-order model is the plant.

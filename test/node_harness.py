@@ -6,11 +6,13 @@ pytest; launch_testing files call it first), since it imports rclpy."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import rclpy
@@ -63,6 +65,60 @@ def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> str:
             proc.kill()
             proc.wait()
     return proc.stdout.read() if proc.stdout else ""
+
+
+def by_stamp(store: dict) -> Callable[[Any], None]:
+    """A subscription callback keeping each message in ``store`` under its header stamp [ns]."""
+    def on(m: Any) -> None:
+        store[m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec] = m
+    return on
+
+
+def diagnostics_into(got: dict, namespace: str, kinds: dict[str, str],
+                     other: str = "ctl") -> Callable[[DiagnosticArray], None]:
+    """A ``/diagnostics`` callback: the key-value pairs of each status of a node in
+    ``namespace`` into ``got[kinds[suffix]]`` for the first ``suffix`` its name ends with (e.g.
+    ``{": simulator": "sim"}``), else into ``got[other]``."""
+    def on_diag(arr: DiagnosticArray) -> None:
+        for st in arr.status:
+            if not st.name.startswith(namespace + "/"):
+                continue
+            kv = {k.key: k.value for k in st.values}
+            got[next((key for suffix, key in kinds.items() if st.name.endswith(suffix)),
+                     other)] = kv
+    return on_diag
+
+
+def odometry_errors(estimates: dict, truth: dict, min_samples: int = 10) -> dict:
+    """Odometry estimates against the ground truth at the same stamps (both by stamp,
+    :func:`by_stamp`): ``samples``; and with at least ``min_samples`` of them ``span`` [s],
+    ``velocity_rms`` [m/s] (base frame, both), ``height_max`` and ``height_rms`` [m],
+    ``drift`` (horizontal, at the end) [m], ``distance`` (horizontal, travelled) [m]."""
+    common = sorted(set(estimates) & set(truth))
+    if len(common) < max(min_samples, 2):
+        return {"samples": len(common)}
+    dv, dz, dxy, xy = [], [], [], []
+    for s in common:
+        e, t = estimates[s], truth[s]
+        ve, vt = e.twist.twist.linear, t.twist.twist.linear
+        dv.append([ve.x - vt.x, ve.y - vt.y, ve.z - vt.z])
+        pe, pt = e.pose.pose.position, t.pose.pose.position
+        dz.append(pe.z - pt.z)
+        dxy.append(math.hypot(pe.x - pt.x, pe.y - pt.y))
+        xy.append((pt.x, pt.y))
+    dv, xy = np.array(dv), np.array(xy)
+    return {"samples": len(common), "span": (common[-1] - common[0]) * 1e-9,
+            "velocity_rms": float(np.sqrt(np.mean(np.sum(dv * dv, axis=1)))),
+            "height_max": float(np.max(np.abs(dz))),
+            "height_rms": float(np.sqrt(np.mean(np.square(dz)))), "drift": float(dxy[-1]),
+            "distance": float(np.sum(np.linalg.norm(np.diff(xy, axis=0), axis=1)))}
+
+
+def spin_for(executor, seconds: float, step: float = 0.05) -> None:
+    """Spin ``executor`` for ``seconds`` [s] (``spin_once`` at most ``step`` [s] each)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        executor.spin_once(timeout_sec=step)
 
 
 def spin_until(executor, pred: Callable[[], bool], timeout: float) -> bool:

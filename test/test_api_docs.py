@@ -47,7 +47,7 @@ def documented(out: Path) -> set[str]:
 def test_builds_and_indexes_the_main_classes(built):
     index = (built / "genindex.html").read_text()
     for name in ("wbc_dynamics.model.RobotModel", "wbc_dynamics.controller.WholeBodyController",
-                 "wbc_dynamics.controller.ControllerConfig", "wbc_dynamics.tasks.TaskLayer",
+                 "wbc_dynamics.controller_config.ControllerConfig", "wbc_dynamics.tasks.TaskLayer",
                  "wbc_dynamics.contact.dispatch.solve", "wbc_dynamics.node.WbcControllerNode",
                  "wbc_dynamics.sim.closed_loop.ClosedLoop",
                  "wbc_dynamics.sim.closed_loop.LoopConfig"):

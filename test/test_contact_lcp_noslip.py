@@ -15,6 +15,7 @@ from contact_helpers import (
     eq37_residual_mform,
     pin_mass_bias,
     quadruped,
+    sway_problems,
 )
 from contact_helpers import standing_sway as sway
 
@@ -102,24 +103,6 @@ def test_torques_match_rnea_with_predicted_contact_forces():
     np.testing.assert_allclose(tau_full[6:], res.tau, atol=1e-8)
 
 
-def _sway_problems(n, dt, T, amp=(0.01, 0.004, 0.005)):
-    """Problems along a kinematically consistent four-foot sway (indeterminate: rank K = 3 < 4).
-
-    States from :func:`contact_helpers.standing_sway` (velocity-level consistent accelerations);
-    the O(dt^2) per-tick integration drift of the feet (< 10 um) is removed by setting phi = 0,
-    so every tick is exactly consistent and only the indeterminacy is exercised.
-    """
-    m, pm, cm, q0 = quadruped()
-    qs, vs, qdds = sway(m, q0, n, dt, amp=amp, period=T, discrete=True)
-    probs = []
-    for q, v, qdd in zip(qs, vs, qdds, strict=True):
-        p = cm.build(q, v, qdd)
-        assert p.nc == 4 and np.max(np.abs(p.phi)) < 1e-5
-        p.phi[:] = 0.0
-        probs.append(p)
-    return probs
-
-
 def test_warm_start_continuity_along_standing_sway():
     """Sec. 4.6: warm-started Alg. 2 gives continuous torques along an indeterminate trajectory.
 
@@ -131,7 +114,7 @@ def test_warm_start_continuity_along_standing_sway():
     changes joint torques by ~1 N m in one tick.
     """
     dt, T, n = 1e-3, 1.0, 600
-    probs = _sway_problems(n, dt, T)
+    probs = sway_problems(n, period=T)
     st = SolverState()
     res = [solve("lcp_noslip", p, st) for p in probs]
     cold = [solve("lcp_noslip", p, None) for p in probs]

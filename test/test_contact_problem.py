@@ -44,12 +44,17 @@ def test_zero_contacts_fixed_base_equals_rnea(method):
     assert prob.dynamics_residual(res.tau, res.impulses, res.v_next) < 1e-12
 
 
-def test_zero_contacts_floating_base_matches_aba():
-    rng = np.random.default_rng(1)
+def _sample_humanoid(seed):
+    """(rng, model, q, v, act): Pinocchio's random sample humanoid at a random configuration,
+    v standard normal from ``default_rng(seed)``, every joint actuated."""
+    rng = np.random.default_rng(seed)
     model = pin.buildSampleModelHumanoidRandom()
     q = pin.randomConfiguration(model)
-    v = rng.standard_normal(model.nv)
-    act = np.arange(6, model.nv)
+    return rng, model, q, rng.standard_normal(model.nv), np.arange(6, model.nv)
+
+
+def test_zero_contacts_floating_base_matches_aba():
+    rng, model, q, v, act = _sample_humanoid(1)
     qdd = rng.standard_normal(act.size)
     prob = _pin_problem(model, q, v, act, qdd)
     res = solve("lcp_noslip", prob)
@@ -101,11 +106,7 @@ def test_pyramid_edges_and_residual():
 
 
 def test_fallback_is_finite_and_satisfies_dynamics():
-    rng = np.random.default_rng(4)
-    model = pin.buildSampleModelHumanoidRandom()
-    q = pin.randomConfiguration(model)
-    v = rng.standard_normal(model.nv)
-    act = np.arange(6, model.nv)
+    rng, model, q, v, act = _sample_humanoid(4)
     prob = _pin_problem(model, q, v, act, np.zeros(act.size), nc=4, rng=rng).validate()
     res = fallback_result(prob, "lcp_noslip")
     assert res.stats.flags == ("fallback",) and not res.consistent and res.all_finite

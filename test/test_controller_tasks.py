@@ -188,6 +188,31 @@ def test_a_new_contact_model_keeps_the_goals_and_follows_the_new_filter():
     assert ctl.tasks.contact_links == ctl.contact_state.links
 
 
+def _reach(robot, hand, imperfections, after, push=None):
+    """The shipped ``reach`` loop of ``robot`` for 4 s (optionally pushed: ``cfg.push``); asserts
+    that it did not fail. Returns (loop, result, errors): errors (n, 2) the hand's and the CoM's
+    position error norms [m] at the ticks after ``after`` [s]."""
+    cfg = shipped_loop_config(robot, "reach", 4.0, imperfections=imperfections)
+    cfg.reference_options = {"hand": hand}
+    if push is not None:
+        cfg.push = push
+    loop = ClosedLoop(cfg)
+    ctl = loop.ctl.ctl
+    errors = []
+    goals = loop.ctl.goals
+
+    def record(t):
+        goals(t)
+        if ctl.ticks > 0 and t > after:
+            errors.append((np.linalg.norm(ctl.tasks.error("hand")[:3]),
+                           np.linalg.norm(ctl.tasks.error("com")[:3])))
+
+    loop.ctl.goals = record
+    result = loop.run()
+    assert not result.failed, result.failure
+    return loop, result, np.array(errors)
+
+
 @pytest.mark.parametrize("robot,hand,level", [
     ("g1", "left_rubber_hand", 0.0), ("g1", "left_rubber_hand", 1.0),
     ("talos", "gripper_left_base_link", 1.0)])
@@ -197,23 +222,7 @@ def test_humanoid_balances_while_its_hand_circles(robot, hand, level):
     follows the circle to 1 mm, the CoM stays put to 1 mm. Realistic sensing and actuation
     (1x): stays up, the hand within 2 cm and the CoM within 3 cm on average."""
     imp = Imperfections.realistic(level) if level else Imperfections()
-    cfg = shipped_loop_config(robot, "reach", 4.0, imperfections=imp)
-    cfg.reference_options = {"hand": hand}
-    loop = ClosedLoop(cfg)
-    ctl = loop.ctl.ctl
-    errors = []
-    goals = loop.ctl.goals
-
-    def record(t):
-        goals(t)
-        if ctl.ticks > 0 and t > 1.5:
-            errors.append((np.linalg.norm(ctl.tasks.error("hand")[:3]),
-                           np.linalg.norm(ctl.tasks.error("com")[:3])))
-
-    loop.ctl.goals = record
-    result = loop.run()
-    assert not result.failed, result.failure
-    e = np.array(errors)
+    _, _, e = _reach(robot, hand, imp, after=1.5)
     if level == 0.0:
         assert e[:, 0].max() < 1e-3 and e[:, 1].max() < 1e-3, e.max(axis=0)
     else:
@@ -227,25 +236,9 @@ def test_humanoid_holds_its_hand_and_com_through_a_sideways_push(robot, hand, si
     base for 0.1 s with 30 % of its weight (~0.3 m/s): the CoM command's centre of pressure is
     held on the feet and a sole that rolls onto its edge is brought back flat, so it stays up
     and its hand and CoM return to their goals."""
-    cfg = shipped_loop_config(robot, "reach", 4.0, imperfections=Imperfections.realistic(1.0))
-    cfg.reference_options = {"hand": hand}
-    cfg.push = (1.5, 0.1, [0.0, 0.3 * side, 0.0])
-    loop = ClosedLoop(cfg)
-    ctl = loop.ctl.ctl
-    errors = []
-    goals = loop.ctl.goals
-
-    def record(t):
-        goals(t)
-        if ctl.ticks > 0 and t > 3.0:
-            errors.append((np.linalg.norm(ctl.tasks.error("hand")[:3]),
-                           np.linalg.norm(ctl.tasks.error("com")[:3])))
-
-    loop.ctl.goals = record
-    result = loop.run()
-    assert not result.failed, result.failure
+    loop, result, e = _reach(robot, hand, Imperfections.realistic(1.0), after=3.0,
+                             push=(1.5, 0.1, [0.0, 0.3 * side, 0.0]))
     assert result.base_pos[:, 2].min() > 0.95 * loop.q_start[2]
-    e = np.array(errors)
     assert e[:, 0].mean() < 0.02 and e[:, 1].mean() < 0.03, e.mean(axis=0)
 
 

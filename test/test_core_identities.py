@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from model_helpers import random_configuration
 
 from wbc_dynamics import RobotModel
 from wbc_dynamics.robots import robot_path
@@ -22,16 +23,10 @@ def model(request):
 
 
 def _random_q(model, rng):
-    q = model.neutral()
-    off = 7 if model.floating_base else 0
-    if model.floating_base:
-        q[:3] = rng.normal(size=3)
-        quat = rng.normal(size=4)
-        q[3:7] = quat / np.linalg.norm(quat)
+    """Joints within their limits, +-pi where unlimited."""
     lo = np.where(np.isfinite(model.position_lower), model.position_lower, -np.pi)
     hi = np.where(np.isfinite(model.position_upper), model.position_upper, np.pi)
-    q[off:] = rng.uniform(lo, hi)
-    return q
+    return random_configuration(model, rng, lo, hi)
 
 
 def test_identities(model):

@@ -40,19 +40,23 @@ def _random_state(model, rng):
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
-def _fd_rnea(model, q, v, a, delta):
-    """Central geometric finite differences of rnea w.r.t. the tangent of q and w.r.t. v."""
+def _fd(f, model, q, v, x, delta):
+    """Central finite differences of f(q, v, x) w.r.t. the tangent of q (geometric: through
+    ``integrate``), w.r.t. v and w.r.t. x."""
     nv = model.nv
-    dq = np.empty((nv, nv))
-    dv = np.empty((nv, nv))
+    dq, dv, dx = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
     for k in range(nv):
         e = np.zeros(nv)
         e[k] = delta
-        dq[:, k] = model.rnea(model.integrate(q, e), v, a) - model.rnea(
-            model.integrate(q, -e), v, a
-        )
-        dv[:, k] = model.rnea(q, v + e, a) - model.rnea(q, v - e, a)
-    return dq / (2 * delta), dv / (2 * delta)
+        dq[:, k] = f(model.integrate(q, e), v, x) - f(model.integrate(q, -e), v, x)
+        dv[:, k] = f(q, v + e, x) - f(q, v - e, x)
+        dx[:, k] = f(q, v, x + e) - f(q, v, x - e)
+    return dq / (2 * delta), dv / (2 * delta), dx / (2 * delta)
+
+
+def _fd_rnea(model, q, v, a, delta):
+    """:func:`_fd` of rnea w.r.t. q and v."""
+    return _fd(model.rnea, model, q, v, a, delta)[:2]
 
 
 def test_rnea_derivatives_match_finite_differences(model):
@@ -70,30 +74,14 @@ def test_rnea_derivatives_match_finite_differences(model):
 
 def test_aba_derivatives_match_finite_differences(model):
     rng = np.random.default_rng(4)
-    nv = model.nv
     worst = 0.0
     for _ in range(3):
         q, v, a = _random_state(model, rng)
         tau = model.rnea(q, v, a)  # torques of O(1) accelerations: a physically scaled state
         ddq_dq, ddq_dv, Minv = aba_derivatives(model, q, v, tau)
-        d = 1e-5  # central differences: truncation ~ d^2, round-off ~ eps |qdd| / d
-        fdq = np.empty((nv, nv))
-        fdv = np.empty((nv, nv))
-        fdt = np.empty((nv, nv))
-        for k in range(nv):
-            e = np.zeros(nv)
-            e[k] = d
-            fdq[:, k] = model.aba(model.integrate(q, e), v, tau) - model.aba(
-                model.integrate(q, -e), v, tau
-            )
-            fdv[:, k] = model.aba(q, v + e, tau) - model.aba(q, v - e, tau)
-            fdt[:, k] = model.aba(q, v, tau + e) - model.aba(q, v, tau - e)
-        worst = max(
-            worst,
-            _rel(ddq_dq, fdq / (2 * d)),
-            _rel(ddq_dv, fdv / (2 * d)),
-            _rel(Minv, fdt / (2 * d)),
-        )
+        # central differences, d = 1e-5: truncation ~ d^2, round-off ~ eps |qdd| / d
+        fdq, fdv, fdt = _fd(model.aba, model, q, v, tau, 1e-5)
+        worst = max(worst, _rel(ddq_dq, fdq), _rel(ddq_dv, fdv), _rel(Minv, fdt))
     assert worst < 1e-6, worst
 
 

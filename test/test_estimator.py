@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from estimator_helpers import random_quadruped_ticks
 
 from wbc_dynamics.controller import WholeBodyController
 from wbc_dynamics.estimator import BaseEstimator, EstimatorNoise
@@ -234,13 +235,8 @@ def test_filter_update_equals_an_independent_batch_kalman_step():
                       np.ones(4, dtype=bool), dt) == 0
     worst_x = worst_p = 0.0
     stance_sets = set()
-    for k in range(200):
-        stance = np.ones(4, dtype=bool) if k % 50 < 10 else rng.random(4) < 0.7
+    for stance, qj, qdj, gyro, accel in random_quadruped_ticks(rng, q):
         stance_sets.add(tuple(stance))
-        qj = q[7:] + 0.05 * rng.standard_normal(12)
-        qdj = 0.5 * rng.standard_normal(12)
-        gyro = 0.3 * rng.standard_normal(3)
-        accel = np.array([0.0, 0.0, 9.81]) + rng.standard_normal(3)
         quat = Rotation.from_rotvec(0.1 * rng.standard_normal(3)).as_quat()
         x0, P0 = e.x.copy(), e.P.copy()
         assert est.update(qj, qdj, gyro, accel, quat, stance, dt) == 0

@@ -18,7 +18,7 @@ from wbc_dynamics.sim.imperfections import Imperfections
 def _walk(robot: str, velocity, duration: float, push=None, level: float = 0.0):
     imp = Imperfections.realistic(level) if level else Imperfections()
     cfg = shipped_loop_config(robot, "walk", duration, imperfections=imp)
-    cfg.reference_options = {"velocity": list(velocity)}
+    cfg.reference_options = {"velocity": velocity if isinstance(velocity, str) else list(velocity)}
     cfg.push = push
     loop = ClosedLoop(cfg)
     return loop, loop.run()
@@ -58,6 +58,19 @@ def test_quadruped_walks_at_the_commanded_velocity(robot, direction):
         assert abs(yaw_rate * 6.0 - 1.755) < 0.2 * 1.755
     else:
         assert np.linalg.norm(v - np.array(cmd[:2])) < 0.2 * 0.3, v
+
+
+def test_go2_follows_a_velocity_profile():
+    """reference_options velocity as a profile (VelocityProfile text): 0.3 m/s forward for 2 s,
+    then 0.3 m/s left (held): over the second half of each segment the base moves at that
+    segment's command within 20 %, no fall."""
+    loop, r = _walk("go2", "0.3,0,0@2;0,0.3,0", 4.0)
+    assert not r.failed, r.failure
+    assert loop.walker.command.tolist() == [0.0, 0.3, 0.0]
+    for start, end, cmd in ((1.0, 2.0, (0.3, 0.0)), (3.0, 4.0, (0.0, 0.3))):
+        k0, k1 = np.minimum(np.searchsorted(r.t, [start, end]), len(r.t) - 1)
+        v = (r.base_pos[k1] - r.base_pos[k0])[:2] / (r.t[k1] - r.t[k0])
+        assert np.linalg.norm(v - np.array(cmd)) < 0.2 * 0.3, (start, v)
 
 
 def test_go2_recovers_from_a_lateral_push_while_walking():

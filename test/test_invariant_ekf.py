@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from estimator_helpers import random_quadruped_ticks
 from numba import njit
 from scipy.linalg import expm
 from scipy.spatial.transform import Rotation
@@ -218,13 +219,8 @@ def test_tick_equals_an_independent_numpy_implementation():
     worst_x = worst_p = 0.0
     n_gated = 0
     stance_sets = set()
-    for k in range(200):
-        stance = np.ones(4, dtype=bool) if k % 50 < 10 else rng.random(4) < 0.7
+    for stance, qj, qdj, gyro, accel in random_quadruped_ticks(rng, q):
         stance_sets.add(tuple(stance))
-        qj = q[7:] + 0.05 * rng.standard_normal(12)
-        qdj = 0.5 * rng.standard_normal(12)
-        gyro = 0.3 * rng.standard_normal(3)
-        accel = UP + rng.standard_normal(3)
         state, P0 = _state(e), e.P.copy()
         assert f.update(qj, qdj, gyro, accel, None, stance, dt) == 0
         ref, P_ref, gated = _reference_tick(e, state, P0, gyro, accel, stance, dt)

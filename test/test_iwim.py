@@ -115,13 +115,20 @@ def _task(model, rng):
     return q, v, J, jv
 
 
-def test_task_space_input_realizes_the_command():
-    model = RobotModel.from_urdf(robot_path("humanoid"), floating_base=True)
-    rng = np.random.default_rng(23)
+def _actuated_task(robot, seed):
+    """(model, rng, q, v, J, jv, S): :func:`_task` of the floating-base ``robot`` from
+    ``default_rng(seed)``, every joint actuated (S (nv, nv - 6) selects them)."""
+    model = RobotModel.from_urdf(robot_path(robot), floating_base=True)
+    rng = np.random.default_rng(seed)
     q, v, J, jv = _task(model, rng)
     nj = model.nv - 6
     S = np.zeros((model.nv, nj))
     S[6:] = np.eye(nj)
+    return model, rng, q, v, J, jv, S
+
+
+def test_task_space_input_realizes_the_command():
+    model, rng, q, v, J, jv, S = _actuated_task("humanoid", 23)
     cmd = rng.normal(size=J.shape[0])
     info = {}
     u = task_space_input(model, q, v, J, jv, cmd, S, info=info)
@@ -141,12 +148,8 @@ def test_task_space_input_realizes_the_command():
 
 @pytest.mark.parametrize("damping", [0.0, 1e-3])
 def test_task_space_input_with_bounds_matches_bounded_least_squares(damping):
-    model = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
-    rng = np.random.default_rng(24)
-    q, v, J, jv = _task(model, rng)
-    nj = model.nv - 6
-    S = np.zeros((model.nv, nj))
-    S[6:] = np.eye(nj)
+    model, rng, q, v, J, jv, S = _actuated_task("quadruped", 24)
+    nj = S.shape[1]
     cmd = 20.0 * rng.normal(size=J.shape[0])
     u_free = task_space_input(model, q, v, J, jv, cmd, S, damping=damping)
     bound = 0.5 * np.max(np.abs(u_free))

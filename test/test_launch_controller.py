@@ -23,21 +23,10 @@ from ros_test_env import configure_ros_test_env  # noqa: E402
 
 configure_ros_test_env()  # before rclpy is imported (launch_test does not load conftest.py)
 
-import pytest  # noqa: E402
-
-try:
-    import launch  # noqa: E402
-    import launch_testing  # noqa: E402
-    import launch_testing.actions  # noqa: E402
-    import launch_testing.asserts  # noqa: E402
-    from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-except ImportError as exc:  # pragma: no cover - depends on the ROS installation
-    pytest.skip(f"launch_testing is not importable ({exc}); it is not on PyPI -- install the ROS 2 "
-                "launch_testing / launch_testing_ros packages to run this test. The same scenarios "
-                "run in test/test_node.py.", allow_module_level=True)
-
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 import rclpy  # noqa: E402
+from launch_test_env import PythonLaunchDescriptionSource, launch, launch_testing  # noqa: E402
 from node_harness import Client  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 

@@ -24,20 +24,9 @@ from ros_test_env import configure_ros_test_env  # noqa: E402
 configure_ros_test_env()  # before rclpy is imported (launch_test does not load conftest.py)
 
 import pytest  # noqa: E402
-
-try:
-    import launch  # noqa: E402
-    import launch_testing  # noqa: E402
-    import launch_testing.actions  # noqa: E402
-    import launch_testing.asserts  # noqa: E402
-    from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-except ImportError as exc:  # pragma: no cover - depends on the ROS installation
-    pytest.skip(f"launch_testing is not importable ({exc}); it is not on PyPI -- install the ROS 2 "
-                "launch_testing / launch_testing_ros packages to run this test. The same scenario "
-                "runs in test/test_ros_closed_loop.py.", allow_module_level=True)
-
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from launch_test_env import PythonLaunchDescriptionSource, launch, launch_testing  # noqa: E402
 from node_harness import spin_until  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 

@@ -76,12 +76,18 @@ def _flow_jacobian(model, q, v, tau, h, n, eps=1e-6):
     return Phi, Gam
 
 
+def _random_state(model, seed):
+    """(rng, q, v): ``default_rng(seed)`` and a random configuration (neutral moved by up to 1
+    per tangent coordinate) and velocity (standard normal) drawn from it."""
+    rng = np.random.default_rng(seed)
+    q = model.integrate(model.neutral(), rng.uniform(-1.0, 1.0, model.nv))
+    return rng, q, rng.normal(size=model.nv)
+
+
 def test_continuous_matrices_match_the_flow_at_a_moving_state(branched):
     model = branched
     nv = model.nv
-    rng = np.random.default_rng(11)
-    q = model.integrate(model.neutral(), rng.uniform(-1.0, 1.0, nv))
-    v = rng.normal(size=nv)
+    rng, q, v = _random_state(model, 11)
     tau = model.rnea(q, v, rng.normal(size=nv))
     A, B = linearize(model, q, v, tau)
     assert A.shape == (2 * nv, 2 * nv) and B.shape == (2 * nv, nv)
@@ -98,9 +104,7 @@ def test_continuous_matrices_match_the_flow_at_a_moving_state(branched):
 def test_blocks_are_the_aba_derivatives(branched):
     model = branched
     nv = model.nv
-    rng = np.random.default_rng(12)
-    q = model.integrate(model.neutral(), rng.uniform(-1.0, 1.0, nv))
-    v = rng.normal(size=nv)
+    rng, q, v = _random_state(model, 12)
     tau = rng.normal(size=nv)
     A, B = linearize(model, q, v, tau)
     ddq_dq, ddq_dv, Minv = aba_derivatives(model, q, v, tau)

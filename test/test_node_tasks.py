@@ -133,6 +133,37 @@ def test_cmd_vel_commands_the_gait_and_bad_commands_are_counted(ros_env):
         rclpy.shutdown(context=ctx)
 
 
+def test_the_gait_publishes_its_contact_schedule_when_it_changes(ros_env):
+    """``~/gait_schedule``: the walker's scheduled swing feet as std_msgs/UInt8MultiArray in
+    ``contact_links`` order (1 = stance), the ``~/contact_schedule`` format, once per change."""
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    params = dict(robot="quadruped", floating_base=True, method="lcp_noslip",
+                  contact_state_filter=True, kp=[100.0], kd=[20.0], gait="trot")
+    node = WbcControllerNode(context=ctx, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()])
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        ctl = node.controller
+        sent = []
+        node._pub_gait.publish = lambda m: sent.append(list(m.data))
+        links = list(ctl.contact_links)
+        feet = ctl.walker.feet
+        swing = np.zeros(4, dtype=bool)
+        node._publish_gait_schedule(swing)
+        swing[[0, 3]] = True
+        node._publish_gait_schedule(swing)
+        node._publish_gait_schedule(swing.copy())  # unchanged: nothing sent
+        expected = [1] * len(links)
+        for i in (0, 3):
+            expected[links.index(feet[i])] = 0
+        assert sent == [[1] * len(links), expected]
+        assert node._pub_gait.topic_name == "/wbc_controller/gait_schedule"
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+
+
 def test_task_weights_change_at_runtime_over_the_parameter_service(arm_node):
     node = arm_node
     res = node.set_parameters([Parameter("task_weights", value=[3.0, 1.0])])

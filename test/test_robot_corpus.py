@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from model_helpers import random_configuration
 
 from wbc_dynamics import RobotModel, URDFError, URDFWarning
 
@@ -102,15 +103,11 @@ class IndexMap:
 
 
 def random_state(model: RobotModel, rng: np.random.Generator):
-    q = model.neutral()
-    off = 7 if model.floating_base else 0
-    if model.floating_base:
-        q[:3] = rng.normal(size=3)
-        quat = rng.normal(size=4)
-        q[3:7] = quat / np.linalg.norm(quat)
+    """Joints within their limits clipped to +-3, base as :func:`random_configuration`; v and a
+    standard normal."""
     lo = np.maximum(np.where(np.isfinite(model.position_lower), model.position_lower, -3.0), -3.0)
     hi = np.minimum(np.where(np.isfinite(model.position_upper), model.position_upper, 3.0), 3.0)
-    q[off:] = rng.uniform(np.minimum(lo, hi), np.maximum(lo, hi))
+    q = random_configuration(model, rng, np.minimum(lo, hi), np.maximum(lo, hi))
     return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 

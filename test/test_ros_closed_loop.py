@@ -25,7 +25,13 @@ import pytest
 pytest.importorskip("mujoco")
 rclpy = pytest.importorskip("rclpy")
 
-from node_harness import REPO, start_module, stop_process  # noqa: E402
+from node_harness import (  # noqa: E402
+    REPO,
+    diagnostics_into,
+    spin_for,
+    start_module,
+    stop_process,
+)
 
 from wbc_dynamics.robots import robot_info  # noqa: E402
 from wbc_dynamics.sim.launch_plan import sim_launch_plan  # noqa: E402
@@ -70,19 +76,10 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
                          m.pose.pose.position.z))
         got["xy"].append((m.pose.pose.position.x, m.pose.pose.position.y))
 
-    def on_diag(arr):
-        for st in arr.status:
-            if not st.name.startswith(ns + "/"):
-                continue
-            kv = {k.key: k.value for k in st.values}
-            if st.name.endswith(": simulator"):
-                got["sim"] = kv
-            else:
-                got["ctl"] = kv
-
     node.create_subscription(Odometry, "odom", on_odom,
                              QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
-    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics",
+                             diagnostics_into(got, ns, {": simulator": "sim"}), 50)
     try:
         # The launch file starts all three at once; the simulator then runs from the controller's
         # first command, possibly before the reference node is up (the controller commands its safe
@@ -97,9 +94,7 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
         # both ends exist as this client sees them; give their own discovery of each other a
         # moment (a fast simulation -- panda, method none: 3 s simulated in ~1 s wall -- can
         # otherwise finish before the controller's first reference)
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
+        spin_for(ex, 1.0)
         sim = start(sim_plan)
         deadline = time.monotonic() + 300.0  # bounds a hung start (cold compile) and the run
         while time.monotonic() < deadline and not (
@@ -112,9 +107,7 @@ def _run_loop(reference: str, method: str, tag: str, robot: str = "quadruped",
         if not got["finished"]:
             return got
         # the controller's diagnostics of the last second
-        end = time.monotonic() + 2.0
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
+        spin_for(ex, 2.0)
         return got  # (not a copy: the processes' logs are added below)
     finally:
         node.destroy_node()
@@ -326,16 +319,11 @@ def _run_drive_loop(drive: str, sim_params: dict, duration: float) -> dict:
         if t >= t_ref["last"] + 0.005 - 1e-9:  # 200 Hz of simulated time, as wbc_reference
             send_reference(t)
 
-    def on_diag(arr):
-        for st in arr.status:
-            if st.name.startswith(ns + "/"):
-                kv = {k.key: k.value for k in st.values}
-                got["sim" if st.name.endswith(": simulator") else "ctl"] = kv
-
     node.create_subscription(Odometry, "odom", lambda m: got["z"].append(
         (m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec, m.pose.pose.position.z)), reliable)
     node.create_subscription(JointState, "joint_states", on_joint_states, reliable)
-    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 50)
+    node.create_subscription(DiagnosticArray, "/diagnostics",
+                             diagnostics_into(got, ns, {": simulator": "sim"}), 50)
 
     def spin_until(pred, timeout: float, what: str) -> None:
         end = time.monotonic() + timeout
@@ -361,16 +349,12 @@ def _run_drive_loop(drive: str, sim_params: dict, duration: float) -> dict:
         spin_until(lambda: got["q"] and pub_ref.get_subscription_count() > 0, 60.0,
                    "no joint_states from wbc_sim / reference not matched")
         send_reference(0.0)
-        end = time.monotonic() + 0.3
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.02)
+        spin_for(ex, 0.3, 0.02)
         assert transition(Transition.TRANSITION_ACTIVATE)
         spin_until(lambda: got["sim"] is not None and got["sim"]["state"] == "finished",
                    120.0 + 30.0 * duration, "the simulation did not finish")
         got["finished"] = True
-        end = time.monotonic() + 2.0  # the controller's diagnostics of the last second
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
+        spin_for(ex, 2.0)  # the controller's diagnostics of the last second
         return got
     finally:
         node.destroy_node()

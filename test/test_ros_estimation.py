@@ -28,7 +28,16 @@ import pytest
 pytest.importorskip("mujoco")
 rclpy = pytest.importorskip("rclpy")
 
-from node_harness import REPO, Client, start_module, stop_process  # noqa: E402
+from node_harness import (  # noqa: E402
+    REPO,
+    Client,
+    by_stamp,
+    diagnostics_into,
+    odometry_errors,
+    spin_for,
+    start_module,
+    stop_process,
+)
 
 from wbc_dynamics.robots import robot_info  # noqa: E402
 from wbc_dynamics.sim.launch_plan import sim_launch_plan  # noqa: E402
@@ -204,27 +213,11 @@ def _run_loop(tag: str, base_state: str, duration: float, estimator: bool = Fals
                  "estd": None, "finished": False}
     reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
-    def record(key):
-        def on(m):
-            got[key][m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec] = m
-        return on
-
-    def on_diag(arr):
-        for st in arr.status:
-            if not st.name.startswith(ns + "/"):
-                continue
-            kv = {k.key: k.value for k in st.values}
-            if st.name.endswith(": simulator"):
-                got["sim"] = kv
-            elif st.name.endswith(": base estimator"):
-                got["estd"] = kv
-            else:
-                got["ctl"] = kv
-
-    node.create_subscription(Odometry, "ground_truth/odom", record("truth"), reliable)
-    node.create_subscription(Odometry, "wbc_controller/odom", record("ctl_est"), reliable)
-    node.create_subscription(Odometry, "wbc_estimator/odom", record("est"), reliable)
-    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 50)
+    node.create_subscription(Odometry, "ground_truth/odom", by_stamp(got["truth"]), reliable)
+    node.create_subscription(Odometry, "wbc_controller/odom", by_stamp(got["ctl_est"]), reliable)
+    node.create_subscription(Odometry, "wbc_estimator/odom", by_stamp(got["est"]), reliable)
+    node.create_subscription(DiagnosticArray, "/diagnostics", diagnostics_into(
+        got, ns, {": simulator": "sim", ": base estimator": "estd"}), 50)
     try:
         deadline = time.monotonic() + 120.0
         topic = f"{ns}/wbc_controller/reference"
@@ -237,9 +230,7 @@ def _run_loop(tag: str, base_state: str, duration: float, estimator: bool = Fals
             for name, p in procs.items():
                 assert p.poll() is None, (name, stop_process(p))
             ex.spin_once(timeout_sec=0.1)
-        end = time.monotonic() + 1.0  # their own discovery of each other
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
+        spin_for(ex, 1.0)  # their own discovery of each other
         procs["simulator"] = _start(sim_plan, ns, MEMS_IMU)
         deadline = time.monotonic() + 60.0 + 30.0 * duration
         while time.monotonic() < deadline and not (
@@ -248,9 +239,7 @@ def _run_loop(tag: str, base_state: str, duration: float, estimator: bool = Fals
             for name, p in procs.items():
                 assert p.poll() is None, (name, stop_process(p))
         got["finished"] = got["sim"] is not None and got["sim"]["state"] == "finished"
-        end = time.monotonic() + 2.0  # the last diagnostics and estimates
-        while time.monotonic() < end:
-            ex.spin_once(timeout_sec=0.05)
+        spin_for(ex, 2.0)  # the last diagnostics and estimates
         return got
     finally:
         node.destroy_node()
@@ -265,22 +254,10 @@ def _why(got: dict) -> str:
 
 
 def _errors(estimates: dict, truth: dict) -> dict:
-    """The estimates against the ground truth at the same stamps: velocity error RMS [m/s]
-    (base frame, both), height error max [m], horizontal drift [m], samples, time covered."""
-    common = sorted(set(estimates) & set(truth))
-    assert len(common) > 10, (len(estimates), len(truth))
-    dv, dz, dxy = [], [], []
-    for s in common:
-        e, t = estimates[s], truth[s]
-        ve, vt = e.twist.twist.linear, t.twist.twist.linear
-        dv.append([ve.x - vt.x, ve.y - vt.y, ve.z - vt.z])
-        pe, pt = e.pose.pose.position, t.pose.pose.position
-        dz.append(pe.z - pt.z)
-        dxy.append(math.hypot(pe.x - pt.x, pe.y - pt.y))
-    dv = np.array(dv)
-    return {"velocity_rms": float(np.sqrt(np.mean(np.sum(dv * dv, axis=1)))),
-            "height_max": float(np.max(np.abs(dz))), "drift": float(dxy[-1]),
-            "samples": len(common), "span": (common[-1] - common[0]) * 1e-9}
+    """:func:`node_harness.odometry_errors` of more than 10 common stamps."""
+    err = odometry_errors(estimates, truth)
+    assert err["samples"] > 10, (len(estimates), len(truth))
+    return err
 
 
 DURATION = 3.0  # simulated seconds

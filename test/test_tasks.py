@@ -179,13 +179,20 @@ def _rk4_closed_loop(layer, model, q, v, dt, steps, record):
     return q, v
 
 
+def _hand_layer(model, q0, mode, kp=64.0, kd=16.0):
+    """panda's hand frame task (``mode``, gains kp [1/s^2], kd [1/s]: critically damped at
+    8 rad/s by default) over the posture, holding ``q0``."""
+    layer = TaskLayer(model, [
+        dict(name="hand", kind="frame", link="panda_hand", mode=mode, kp=kp, kd=kd),
+        dict(name="posture", kind="posture", priority=1)])
+    layer.hold(q0)
+    return layer
+
+
 def test_frame_position_task_follows_the_pd_error_dynamics(panda):
     model, q0 = panda
     kp, kd = 64.0, 16.0  # critically damped, natural frequency 8 rad/s
-    layer = TaskLayer(model, [
-        dict(name="hand", kind="frame", link="panda_hand", mode="position", kp=kp, kd=kd),
-        dict(name="posture", kind="posture", priority=1)])
-    layer.hold(q0)
+    layer = _hand_layer(model, q0, "position", kp, kd)
     p_goal = layer.goal("hand")[0] + np.array([0.05, -0.03, 0.04])
     layer.set_goal("hand", position=p_goal)
     e0 = model.frame_placement(q0, "panda_hand")[:3, 3] - p_goal
@@ -204,10 +211,7 @@ def test_frame_position_task_follows_the_pd_error_dynamics(panda):
 
 def test_frame_orientation_task_converges_critically_damped(panda):
     model, q0 = panda
-    layer = TaskLayer(model, [
-        dict(name="hand", kind="frame", link="panda_hand", mode="pose", kp=64.0, kd=16.0),
-        dict(name="posture", kind="posture", priority=1)])
-    layer.hold(q0)
+    layer = _hand_layer(model, q0, "pose")
     R0 = layer.goal("hand")[1]
     th = 0.2
     Rz = np.array([[math.cos(th), -math.sin(th), 0], [math.sin(th), math.cos(th), 0], [0, 0, 1]])
@@ -393,10 +397,7 @@ def test_goal_trajectories_sample_hermite_segments_and_slerp(panda):
     from scipy.spatial.transform import Rotation, Slerp
 
     model, q0 = panda
-    layer = TaskLayer(model, [
-        dict(name="hand", kind="frame", link="panda_hand", mode="pose", kp=64.0, kd=16.0),
-        dict(name="posture", kind="posture", priority=1)])
-    layer.hold(q0)
+    layer = _hand_layer(model, q0, "pose")
     p0, R0 = layer.goal("hand")[:2]
     rng = np.random.default_rng(3)
     times = np.array([0.5, 1.0, 1.6])
@@ -488,10 +489,7 @@ def test_a_goal_trajectory_is_tracked_exactly_with_its_feed_forward(panda):
     RK4 closed loop on panda, the layer's clock advanced at every stage (against scipy's cubic
     Hermite spline through the same knots)."""
     model, q0 = panda
-    layer = TaskLayer(model, [
-        dict(name="hand", kind="frame", link="panda_hand", mode="position", kp=64.0, kd=16.0),
-        dict(name="posture", kind="posture", priority=1)])
-    layer.hold(q0)
+    layer = _hand_layer(model, q0, "position")
     p0 = layer.goal("hand")[0]
     times = [0.4, 0.9, 1.2]
     P = p0 + np.array([[0.03, 0.0, 0.02], [0.05, -0.04, 0.03], [0.02, -0.05, 0.0]])

@@ -41,7 +41,7 @@ from numba.experimental import structref
 
 from .kernels.kinematics import points_kinematics
 from .kernels.records import RecordType
-from .kernels.spatial import rotation_from_quaternion
+from .kernels.spatial import quaternion_product_into, rotation_from_quaternion
 
 if TYPE_CHECKING:
     from .model import RobotModel
@@ -192,14 +192,7 @@ def _integrate_quat(q, wx, wy, wz, dt):
         s, c = 0.5 * dt, 1.0
     else:
         s, c = math.sin(0.5 * th) / th * dt, math.cos(0.5 * th)
-    bx, by, bz, bw = wx * s, wy * s, wz * s, c
-    x, y, z, w = q[0], q[1], q[2], q[3]
-    nx = w * bx + x * bw + y * bz - z * by
-    ny = w * by - x * bz + y * bw + z * bx
-    nz = w * bz + x * by - y * bx + z * bw
-    nw = w * bw - x * bx - y * by - z * bz
-    n = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
-    q[0], q[1], q[2], q[3] = nx / n, ny / n, nz / n, nw / n
+    quaternion_product_into(q[0], q[1], q[2], q[3], wx * s, wy * s, wz * s, c, q, 0)
 
 
 @njit(cache=True)
@@ -458,6 +451,54 @@ def _scalar_update(x, P, gain, i1, c1, i2, c2, z, r):
     return True
 
 
+def _feet_and_soles(model: RobotModel, feet, sole_foot, sole_bodies, sole_centres, sole_radii,
+                    who: str) -> dict:
+    """The feet's and sole spheres' fields of an estimator's data record (``foot_body``,
+    ``foot_r``: each foot's anchor, its link frame's origin; ``sole_foot``, ``sole_body``,
+    ``sole_r``, ``sole_radius``), checked: ValueError (prefixed ``who``) unless there is a
+    foot and every foot has a sphere, with one foot, body, centre and radius per sphere."""
+    feet = list(feet)
+    L = len(feet)
+    sole_foot = np.array(sole_foot, dtype=np.int64).reshape(-1)
+    sole_bodies = np.array(sole_bodies, dtype=np.int64).reshape(-1)
+    rs = np.array(sole_centres, dtype=float).reshape(-1, 3)
+    radii = np.array(sole_radii, dtype=float).reshape(-1)
+    P = sole_foot.shape[0]
+    if (L == 0 or sole_bodies.shape[0] != P or rs.shape[0] != P or radii.shape[0] != P
+            or set(sole_foot.tolist()) != set(range(L))):
+        raise ValueError(f"{who}: needs at least one foot, and one foot, body, centre and radius "
+                         "per sole sphere (every foot with a sphere)")
+    anchors = [model.link_frame(ln) for ln in feet]
+    return dict(foot_body=np.array([a[0] for a in anchors], dtype=np.int64),
+                foot_r=np.array([a[2] for a in anchors], dtype=float).reshape(L, 3),
+                sole_foot=sole_foot, sole_body=sole_bodies, sole_r=rs, sole_radius=radii)
+
+
+def _feet_workspace(model: RobotModel, L: int) -> dict:
+    """The workspace fields of an estimator's data record for :func:`feet_kinematics` of
+    ``L`` feet (``q0`` ... ``roll``), zeroed."""
+    nv = int(model.nv)
+    nb = len(model.kernel_arrays.topo)
+    return dict(q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
+                Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
+                vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6),
+                P3=np.zeros(3), Jfull=np.zeros((6, nv)), r_base=np.zeros((L, 3)),
+                J_lin=np.zeros((L, 3, nv)), bias=np.zeros((L, 3)), lift=np.zeros(L),
+                roll=np.zeros((L, 3)))
+
+
+def _feet_of_contact_model(contact_model) -> tuple:
+    """(robot, feet, sole_foot, sole_bodies, sole_centres, sole_radii) of an estimator on a
+    :class:`~wbc_dynamics.contact.geometry.ContactModel`: its contact links as the feet (in the
+    order of ``sphere_ids``), their spheres as the soles."""
+    g = contact_model.geometry
+    links = [sid[0] for sid in contact_model.sphere_ids]
+    feet = list(dict.fromkeys(links))
+    index = {ln: i for i, ln in enumerate(feet)}
+    return (contact_model.robot, feet, [index[ln] for ln in links], g.sph_body, g.sph_r,
+            g.sph_rad)
+
+
 class BaseEstimator:
     """Base pose and twist of a floating-base robot from its IMU and joint encoders.
 
@@ -499,28 +540,14 @@ class BaseEstimator:
         self.model = model
         self.noise = noise
         self.orientation = orientation
-        feet = list(feet)
-        L = len(feet)
-        sole_foot = np.asarray(sole_foot, dtype=np.int64).reshape(-1)
-        sole_bodies = np.asarray(sole_bodies, dtype=np.int64).reshape(-1)
-        rs = np.asarray(sole_centres, dtype=float).reshape(-1, 3)
-        radii = np.asarray(sole_radii, dtype=float).reshape(-1)
-        P = sole_foot.shape[0]
-        if (L == 0 or sole_bodies.shape[0] != P or rs.shape[0] != P or radii.shape[0] != P
-                or set(sole_foot.tolist()) != set(range(L))):
-            raise ValueError("BaseEstimator: needs at least one foot, and one foot, body, centre "
-                             "and radius per sole sphere (every foot with a sphere)")
-        anchors = [model.link_frame(ln) for ln in feet]
         #: the feet (contact links), in the state's order
-        self.feet = feet
+        self.feet = list(feet)
+        L = len(self.feet)
+        feet_and_soles = _feet_and_soles(model, self.feet, sole_foot, sole_bodies, sole_centres,
+                                         sole_radii, "BaseEstimator")
         n = 6 + 3 * L
-        nv = int(model.nv)
-        nb = len(model.kernel_arrays.topo)
         self.data = EstimatorData(
-            foot_body=np.array([a[0] for a in anchors], dtype=np.int64),
-            foot_r=np.array([a[2] for a in anchors], dtype=float).reshape(L, 3),
-            sole_foot=sole_foot.copy(), sole_body=sole_bodies.copy(), sole_r=rs.copy(),
-            sole_radius=radii.copy(),
+            **feet_and_soles, **_feet_workspace(model, L),
             accelerometer_noise=float(noise.accelerometer),
             kinematics_noise=float(noise.kinematics),
             contact_velocity_noise=float(noise.contact_velocity),
@@ -534,13 +561,7 @@ class BaseEstimator:
             x=np.zeros(n), P=np.eye(n), quat=np.array([0.0, 0.0, 0.0, 1.0]), omega=np.zeros(3),
             v_base=np.zeros(3), gated_velocities=np.zeros(1, dtype=np.int64),
             stance=np.ones(L, dtype=np.bool_), stance_time=np.full(L, 1e3),
-            initialized=np.zeros(1, dtype=np.bool_),
-            q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
-            Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
-            vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6), P3=np.zeros(3),
-            Jfull=np.zeros((6, nv)), r_base=np.zeros((L, 3)), J_lin=np.zeros((L, 3, nv)),
-            bias=np.zeros((L, 3)), lift=np.zeros(L), roll=np.zeros((L, 3)),
-            gain=np.zeros(n),
+            initialized=np.zeros(1, dtype=np.bool_), gain=np.zeros(n),
         )
         #: the same arrays as one pointer, what the kernel takes
         self._record = estimator_data_record(self.data)
@@ -551,12 +572,7 @@ class BaseEstimator:
         """The estimator on a :class:`~wbc_dynamics.contact.geometry.ContactModel`: its robot,
         its contact links as the feet (in the order of ``sphere_ids``), their spheres as the
         soles."""
-        g = contact_model.geometry
-        links = [sid[0] for sid in contact_model.sphere_ids]
-        feet = list(dict.fromkeys(links))
-        index = {ln: i for i, ln in enumerate(feet)}
-        return cls(contact_model.robot, feet, [index[ln] for ln in links], g.sph_body, g.sph_r,
-                   g.sph_rad, **kwargs)
+        return cls(*_feet_of_contact_model(contact_model), **kwargs)
 
     def reset(self) -> None:
         """Start over: the next update initializes from the stance points."""
@@ -631,7 +647,7 @@ class ImuEstimator:
 
     @classmethod
     def from_config(cls, contact_model, cfg) -> ImuEstimator:
-        """From a :class:`~wbc_dynamics.controller.ControllerConfig`'s fields: ``imu_*``,
+        """From a :class:`~wbc_dynamics.controller_config.ControllerConfig`'s fields: ``imu_*``,
         ``sensing_joint_position_noise``, ``sensing_joint_velocity_noise``, ``ground_height``,
         ``control_rate``. Raises ValueError naming a field that is not finite and > 0."""
         for name in ("imu_gyro_noise", "imu_accelerometer_noise", "sensing_joint_position_noise",

@@ -50,37 +50,40 @@ from typing import Any
 import rclpy
 import rclpy.signals
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import String, UInt8MultiArray
 
-from .controller import ControllerConfig
+from .controller_config import ControllerConfig
 from .estimate_output import EstimateOutput
 from .leg_odometry import LegOdometry
-from .node import _deserialized, declare_parameters
+from .node import (
+    _deserialized,
+    _ImuInput,
+    declare_parameters,
+    serve_pending,
+    subscribe_robot_description,
+)
 from .parameters import CONTROLLER, ESTIMATOR_PARAMETERS, PARAMETERS, check
 from .ros_conversions import (
     ImuParser,
     InputError,
     JointStateParser,
     contact_schedule_swing_links,
-    imu_cdr_numbers,
-    imu_sample_time,
 )
 
 __all__ = ["ESTIMATOR_PARAMETERS", "WbcEstimatorNode", "main"]
 
 #: Of the estimator's parameters, the fields of
-#: :class:`~wbc_dynamics.controller.ControllerConfig` (its configuration).
+#: :class:`~wbc_dynamics.controller_config.ControllerConfig` (its configuration).
 _CONFIG_FIELDS = tuple(p for p in ESTIMATOR_PARAMETERS if PARAMETERS[p].scope == CONTROLLER)
 _MODEL_SOURCES = ("robot_description", "urdf_path", "robot")
 
 
-class WbcEstimatorNode(Node):
+class WbcEstimatorNode(_ImuInput, Node):
     """The ``wbc_estimator`` node (module docstring). The estimator is built at construction
     (or, without a model parameter, when the URDF arrives on ``robot_description_topic``);
     ValueError for a configuration it cannot use."""
@@ -114,12 +117,8 @@ class WbcEstimatorNode(Node):
         if not topic:
             raise ValueError("robot_description/urdf_path/robot: no robot model given (and no "
                              "robot_description_topic)")
-        self._description_sub = self.create_subscription(
-            String, topic, self._guard(self._on_robot_description),
-            QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                       reliability=ReliabilityPolicy.RELIABLE,
-                       durability=DurabilityPolicy.TRANSIENT_LOCAL))
-        self.get_logger().info(f"no model parameter set: waiting for the URDF on {topic}")
+        self._description_sub = subscribe_robot_description(
+            self, topic, self._guard(self._on_robot_description))
 
     # ------------------------------------------------------------------ set-up
     def _param(self, name: str) -> Any:
@@ -209,46 +208,13 @@ class WbcEstimatorNode(Node):
 
     # ------------------------------------------------------------------ inputs
     def _on_imu(self, msg: Imu | bytes) -> None:
-        core = self.core
-        parser = self._imu_parser
-        now = self._now()
-        try:
-            parsed = imu_cdr_numbers(msg) if isinstance(msg, bytes) else None
-            if parsed is not None:
-                stamp, numbers = parsed
-                w, a, quat = parser.parse_cdr_numbers(numbers)
-            else:
-                if isinstance(msg, bytes):
-                    msg = _deserialized(msg, Imu, "imu")
-                stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
-                w, a, quat = parser.parse(msg)
-            t = imu_sample_time(stamp, now, self._imu_t, core.state_timeout)
-            if t is None:
-                self._imu_repeats += 1
-                return
-            core.set_imu(w, a, quat, t)
-        except ValueError as exc:
-            self._reject("imu", exc)
-            return
-        self._imu_t = t
-        lag = now - t
-        prev = self._imu_lag
-        self._imu_lag = (lag, lag if prev is None else max(prev[1], lag))
+        self._take_imu(msg, self.core)
 
     def _take_pending_imu(self) -> None:
         """Serve the IMU messages already waiting before a step uses the latest sample (as the
         controller node serves odometry before a tick: a simulator's IMU of step k, published
         just before that step's joint_states, would otherwise reach the estimator after it)."""
-        sub = self._imu_sub
-        for _ in range(16):
-            try:
-                with sub.handle:
-                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
-            except InvalidHandle:
-                return
-            if taken is None:
-                return
-            sub.callback(taken[0])
+        serve_pending(self._imu_sub)
 
     def _on_joint_state(self, msg: JointState | bytes) -> None:
         core = self.core

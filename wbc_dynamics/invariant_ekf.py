@@ -1,5 +1,9 @@
 """Contact-aided right-invariant extended Kalman filter (InEKF) for a legged robot's base.
 
+One compiled kernel family: the filter's kernels share the numba-typed
+:class:`InvariantEKFData` record and :class:`InvariantEKF` binds them; a kernel's numba cache
+entry and compile time depend on the module that defines it, so they stay in one module.
+
 :class:`InvariantEKF` follows Hartley, Ghaffari, Eustice, Grizzle, "Contact-aided invariant
 extended Kalman filtering for robot state estimation", IJRR 39(4), 2020, arXiv:1904.09251
 (cited below as [H], by topic: its text was not at hand to check equation numbers), in its
@@ -117,9 +121,19 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from .estimator import GRAVITY, EstimatorNoise, _integrate_quat, _scalar_update, feet_kinematics
+from .estimator import (
+    GRAVITY,
+    EstimatorNoise,
+    _feet_and_soles,
+    _feet_of_contact_model,
+    _feet_workspace,
+    _integrate_quat,
+    _scalar_update,
+    feet_kinematics,
+)
+from .kernels.dynamics import check_vector
 from .kernels.records import RecordType
-from .kernels.spatial import rotation_from_quaternion
+from .kernels.spatial import quaternion_product_into, rotation_from_quaternion, rotvec_quaternion
 
 if TYPE_CHECKING:
     from .model import RobotModel
@@ -262,14 +276,6 @@ def invariant_ekf_data_record(e):
 
 
 @njit(cache=True)
-def _finite(a):
-    for k in range(a.shape[0]):
-        if not math.isfinite(a[k]):
-            return False
-    return True
-
-
-@njit(cache=True)
 def _skew_into(M, x, y, z, scale):
     """M = scale [(x, y, z)]x."""
     M[0, 0] = 0.0
@@ -296,19 +302,8 @@ def _skew_times_add(M, x, y, z, R, scale):
 @njit(cache=True)
 def _quat_left_exp(q, px, py, pz):
     """q <- Exp(phi) q (world-frame rotation vector ``phi``), normalized."""
-    th = math.sqrt(px * px + py * py + pz * pz)
-    if th < 1e-12:
-        s, c = 0.5, 1.0
-    else:
-        s, c = math.sin(0.5 * th) / th, math.cos(0.5 * th)
-    ax, ay, az, aw = px * s, py * s, pz * s, c
-    x, y, z, w = q[0], q[1], q[2], q[3]
-    nx = aw * x + ax * w + ay * z - az * y
-    ny = aw * y - ax * z + ay * w + az * x
-    nz = aw * z + ax * y - ay * x + az * w
-    nw = aw * w - ax * x - ay * y - az * z
-    n = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
-    q[0], q[1], q[2], q[3] = nx / n, ny / n, nz / n, nw / n
+    ax, ay, az, aw = rotvec_quaternion(px, py, pz)
+    quaternion_product_into(ax, ay, az, aw, q[0], q[1], q[2], q[3], q, 0)
 
 
 @njit(cache=True)
@@ -435,16 +430,16 @@ def invariant_ekf_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, has_
     """One filter tick (``_iekf_tick``) on the record ``e``, after checking that the inputs
     are finite (a negative status, ``INPUT_STATUS``, and nothing changed if not); then
     ``e.v_base = R^T v`` and ``e.omega = gyro - b_g``. Returns the status (0 = ok)."""
-    if not _finite(qj):
+    if not check_vector(qj):
         return -1
-    if not _finite(qdj):
+    if not check_vector(qdj):
         return -2
-    if not _finite(gyro):
+    if not check_vector(gyro):
         return -3
-    if not _finite(accel):
+    if not check_vector(accel):
         return -4
     if has_quat:
-        if not _finite(imu_quat):
+        if not check_vector(imu_quat):
             return -5
         nq = imu_quat[0] ** 2 + imu_quat[1] ** 2 + imu_quat[2] ** 2 + imu_quat[3] ** 2
         if not nq > 1e-12:
@@ -835,32 +830,19 @@ class InvariantEKF:
         noise = noise or EstimatorNoise()
         self.model = model
         self.noise = noise
-        feet = list(feet)
-        L = len(feet)
-        sole_foot = np.asarray(sole_foot, dtype=np.int64).reshape(-1)
-        sole_bodies = np.asarray(sole_bodies, dtype=np.int64).reshape(-1)
-        rs = np.asarray(sole_centres, dtype=float).reshape(-1, 3)
-        radii = np.asarray(sole_radii, dtype=float).reshape(-1)
-        S = sole_foot.shape[0]
-        if (L == 0 or sole_bodies.shape[0] != S or rs.shape[0] != S or radii.shape[0] != S
-                or set(sole_foot.tolist()) != set(range(L))):
-            raise ValueError("InvariantEKF: needs at least one foot, and one foot, body, centre "
-                             "and radius per sole sphere (every foot with a sphere)")
+        #: the feet (contact links), in the state's order
+        self.feet = list(feet)
+        L = len(self.feet)
+        feet_and_soles = _feet_and_soles(model, self.feet, sole_foot, sole_bodies, sole_centres,
+                                         sole_radii, "InvariantEKF")
+        rs, radii = feet_and_soles["sole_r"], feet_and_soles["sole_radius"]
         if not (np.all(np.isfinite(rs)) and np.all(np.isfinite(radii)) and np.all(radii >= 0.0)):
             raise ValueError("InvariantEKF: sole centres and radii must be finite (radii >= 0)")
-        anchors = [model.link_frame(ln) for ln in feet]
-        #: the feet (contact links), in the state's order
-        self.feet = feet
         n = 15 + 3 * L
-        nv = int(model.nv)
-        nb = len(model.kernel_arrays.topo)
         #: the joints the updates take (the model's order)
         self.n_joints = int(model.nq) - 7
         self.data = InvariantEKFData(
-            foot_body=np.array([a[0] for a in anchors], dtype=np.int64),
-            foot_r=np.array([a[2] for a in anchors], dtype=float).reshape(L, 3),
-            sole_foot=sole_foot.copy(), sole_body=sole_bodies.copy(), sole_r=rs.copy(),
-            sole_radius=radii.copy(),
+            **feet_and_soles, **_feet_workspace(model, L),
             gyro_noise=float(noise.gyro), accelerometer_noise=float(noise.accelerometer),
             gyro_bias_walk=prior["gyro_bias_walk"],
             accelerometer_bias_walk=prior["accelerometer_bias_walk"],
@@ -878,12 +860,7 @@ class InvariantEKF:
             gyro_bias=np.zeros(3), accel_bias=np.zeros(3), P=np.eye(n), omega=np.zeros(3),
             v_base=np.zeros(3), stance=np.ones(L, dtype=np.bool_), stance_time=np.full(L, 1e3),
             outlier_scale=np.ones(L), initialized=np.zeros(1, dtype=np.bool_),
-            q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
-            Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
-            vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6), P3=np.zeros(3),
-            Jfull=np.zeros((6, nv)), r_base=np.zeros((L, 3)), J_lin=np.zeros((L, 3, nv)),
-            bias=np.zeros((L, 3)), lift=np.zeros(L), sole_offset=np.zeros((L, 3)),
-            roll=np.zeros((L, 3)), U=np.zeros((3 + L, 3, 3)), F=np.zeros((7 + 2 * L, 3, 3)),
+            sole_offset=np.zeros((L, 3)), U=np.zeros((3 + L, 3, 3)), F=np.zeros((7 + 2 * L, 3, 3)),
             delta=np.zeros(n), gain=np.zeros(n), Rexp=np.eye(3), Jl=np.eye(3),
             row_index=np.zeros((4, 3), dtype=np.int64), row_coef=np.zeros((4, 3)),
             row_z=np.zeros(4), row_var=np.zeros(4),
@@ -896,12 +873,7 @@ class InvariantEKF:
     def for_contact_model(cls, contact_model, **kwargs) -> InvariantEKF:
         """The filter on a :class:`~wbc_dynamics.contact.geometry.ContactModel`: its robot, its
         contact links as the feet (in the order of ``sphere_ids``), their spheres as the soles."""
-        g = contact_model.geometry
-        links = [sid[0] for sid in contact_model.sphere_ids]
-        feet = list(dict.fromkeys(links))
-        index = {ln: i for i, ln in enumerate(feet)}
-        return cls(contact_model.robot, feet, [index[ln] for ln in links], g.sph_body, g.sph_r,
-                   g.sph_rad, **kwargs)
+        return cls(*_feet_of_contact_model(contact_model), **kwargs)
 
     def reset(self) -> None:
         """Start over: the next update initializes from the stance feet."""

@@ -1,8 +1,9 @@
 """The controller's base estimator without the controller (ROS-free core of ``wbc_estimator``).
 
 :class:`LegOdometry` loads the robot as :class:`~wbc_dynamics.controller.WholeBodyController`
-does -- from the same :class:`~wbc_dynamics.controller.ControllerConfig` fields, so the node's
-parameter files serve both -- builds the contact model of its contact links (their collision
+does (:mod:`wbc_dynamics.controller_loading`) -- from the same
+:class:`~wbc_dynamics.controller_config.ControllerConfig` fields, so the node's parameter files
+serve both -- builds the contact model of its contact links (their collision
 geometry or declared points: the feet's soles) and runs the same
 :class:`~wbc_dynamics.estimator.BaseEstimator` the controller runs with ``base_state: imu``, on
 the same inputs with the same conventions:
@@ -31,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from .controller import (
-    ControllerConfig,
+from .controller_config import ControllerConfig
+from .controller_loading import (
+    _contact_links,
     _declared_contact_points,
     _load_urdf_text,
     _locked_joints,
@@ -101,18 +103,8 @@ class LegOdometry:
         self.joint_names: list[str] = joints
         self.n = len(joints)
         self._cfg_to_model = np.array([model_joints.index(j) for j in joints], dtype=np.int64)
-        links = [str(x) for x in cfg.contact_links]
-        if not links and cfg.robot.strip():
-            from .robots import robot_info
-
-            links = list(robot_info(cfg.robot.strip())["contact_links"])
         points = _declared_contact_points(cfg)
-        for ln in points:
-            if ln not in links:
-                if cfg.contact_links:
-                    raise ValueError(f"contact_point_links: link '{ln}' is not in contact_links "
-                                     f"({list(cfg.contact_links)})")
-                links.append(ln)
+        links = _contact_links(cfg, points)  # as the controller's
         if not links:
             raise ValueError("contact_links: the estimator needs the feet (at least one contact "
                              "link, or robot set to a bundled robot name)")

@@ -47,6 +47,14 @@ def _check(model: ModelView, st: int, v: str = "v", a: str = "a") -> None:
         model._raise(st, v=v, a=a)
 
 
+def _derivative_call(model: ModelView, q, v, x, x_name: str) -> tuple:
+    """The arguments of a derivatives kernel: q, v and the third vector ``x`` (``x_name``: a or
+    tau) checked and converted, the model's workspace, and three (nv, nv) outputs."""
+    nv = model.nv
+    return (_q(model, q), _fast(v, nv, "v"), _fast(x, nv, x_name), workspace(model),
+            tuple(np.empty((nv, nv)) for _ in range(3)))
+
+
 def rnea_derivatives(
     model: ModelView, q: ArrayLike, v: ArrayLike, a: ArrayLike, *, gravity: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -58,14 +66,7 @@ def rnea_derivatives(
     rates (Table 8); ``M = dtau/da``. Rows are [base wrench (N, N m; base frame); joint torques
     (N m or N)]. ``gravity=False`` differentiates the dynamics without gravity.
     """
-    nv = model.nv
-    q = _q(model, q)
-    v = _fast(v, nv, "v")
-    a = _fast(a, nv, "a")
-    ws = workspace(model)
-    dq = np.empty((nv, nv))
-    dv = np.empty((nv, nv))
-    M = np.empty((nv, nv))
+    q, v, a, ws, (dq, dv, M) = _derivative_call(model, q, v, a, "a")
     st = dk.rnea_derivatives(
         q, v, a, gravity, dq, dv, M, model._topo, model._tree, model._Sm, model.gravity,
         ws.W, ws.DW, ws.SC,
@@ -84,14 +85,7 @@ def aba_derivatives(
     core's ``minverse``). ``dqdd_dq`` is w.r.t. the tangent [delta H, delta s] (1/s^2 units of
     the respective coordinates), ``dqdd_dv`` w.r.t. v (1/s), ``Minv = dqdd/dtau``.
     """
-    nv = model.nv
-    q = _q(model, q)
-    v = _fast(v, nv, "v")
-    tau = _fast(tau, nv, "tau")
-    ws = workspace(model)
-    Minv = np.empty((nv, nv))
-    ddq_dq = np.empty((nv, nv))
-    ddq_dv = np.empty((nv, nv))
+    q, v, tau, ws, (Minv, ddq_dq, ddq_dv) = _derivative_call(model, q, v, tau, "tau")
     st = dk.aba_derivatives(
         q, v, tau, ws.ddq, ws.dq, ws.dv, ws.M, Minv, ddq_dq, ddq_dv, ws.FP, model._topo,
         model._tree, model._Sm, model.gravity, ws.fext, ws.W, ws.DW, ws.SC,

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .description import RobotDescription, URDFError, parse_urdf
-from .model import RobotModel
+from .model import RobotModel, neutral_configuration
 
 
 class MimicModel:
@@ -150,13 +150,8 @@ class MimicModel:
 
     def neutral(self) -> np.ndarray:
         """Base at the origin, independent joints at 0 clipped to their limits."""
-        q = np.zeros(self.nq)
-        base = 0
-        if self.floating_base:
-            q[6] = 1.0
-            base = 7
-        q[base:] = np.clip(0.0, self.position_lower, self.position_upper)
-        return q
+        return neutral_configuration(self.nq, self.floating_base, self.position_lower,
+                                     self.position_upper)
 
     # ------------------------------------------------------------------ dynamics
     def rnea(

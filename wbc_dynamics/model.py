@@ -96,6 +96,20 @@ class _LazyEntry:
         return entry(*args)
 
 
+def neutral_configuration(nq: int, floating_base: bool, lower: np.ndarray,
+                          upper: np.ndarray) -> np.ndarray:
+    """The neutral configuration of ``nq`` coordinates: a floating base at the origin with the
+    identity orientation, the joints at 0 or at the nearest of their limits ``lower``, ``upper``
+    when 0 is outside them."""
+    q = np.zeros(nq)
+    off = 0
+    if floating_base:
+        q[6] = 1.0
+        off = 7
+    q[off:] = np.clip(0.0, lower, upper)
+    return q
+
+
 class RobotModel:
     """Rigid-body model of a robot loaded from URDF, with compiled dynamics algorithms.
 
@@ -349,13 +363,8 @@ class RobotModel:
     def neutral(self) -> np.ndarray:
         """The neutral configuration: base at the origin with identity orientation, joints at 0
         (or at the nearest limit when 0 is outside the limits)."""
-        q = np.zeros(self.nq)
-        off = 0
-        if self.floating_base:
-            q[6] = 1.0
-            off = 7
-        q[off:] = np.clip(0.0, self.position_lower, self.position_upper)
-        return q
+        return neutral_configuration(self.nq, self.floating_base, self.position_lower,
+                                     self.position_upper)
 
     def joint_index(self, joint: str) -> int:
         """Index of a movable joint in ``joint_names`` (its v index is this plus 6 if floating)."""

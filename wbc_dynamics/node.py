@@ -1,5 +1,10 @@
 """ROS 2 lifecycle node ``wbc_controller``: a thin adapter over :class:`WholeBodyController`.
 
+One module for one class: the node's callbacks share its subscriptions, message parsers,
+publishers and the controller they feed; the message conversions
+(:mod:`wbc_dynamics.ros_conversions`) and the parameter schema (:mod:`wbc_dynamics.parameters`)
+are modules of their own.
+
 Interface (names relative, so namespaces and remapping apply; see ``docs/node.md``):
 
 Subscriptions
@@ -142,11 +147,82 @@ def declare_parameters(node: Any, names: Sequence[str]) -> None:
             node.declare_parameter(name, default, d)
 
 
+def subscribe_robot_description(node: Any, topic: str, callback: Callable[[Any], None]) -> Any:
+    """Subscribe ``node`` to the URDF (std_msgs/String) on ``topic`` with the latched QoS
+    robot_state_publisher publishes it with (reliable, transient local, depth 1) and log that
+    it waits for it: the model source of a node whose model parameters are unset."""
+    sub = node.create_subscription(
+        String, topic, callback,
+        QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                   reliability=ReliabilityPolicy.RELIABLE,
+                   durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    node.get_logger().info(f"no model parameter set: waiting for the URDF on {topic}")
+    return sub
+
+
+def serve_pending(sub: Any, limit: int = 16) -> None:
+    """Serve the messages already waiting on the subscription ``sub`` now, through its
+    callback (the guarded one the executor would call), at most ``limit`` (a keep-last queue:
+    one message, a few at most); the executor then finds the queue empty. Nothing for a
+    destroyed subscription."""
+    for _ in range(limit):
+        try:
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+        except InvalidHandle:
+            return
+        if taken is None:
+            return
+        sub.callback(taken[0])
+
+
 def _sanitize(name: str) -> str:
     return "".join(c if (c.isalnum() or c == "_") else "_" for c in name)
 
 
-class WbcControllerNode(LifecycleNode):
+class _ImuInput:
+    """The IMU input of the controller node (``base_state: imu``) and of the estimator node
+    (:mod:`wbc_dynamics.estimator_node`). The node holds the state: ``_imu_parser``
+    (:class:`ImuParser`), ``_imu_t`` (-inf), ``_imu_repeats`` (0), ``_imu_lag`` (None), and
+    provides ``_now()`` and ``_reject(what, exc)``."""
+
+    def _take_imu(self, msg: Imu | bytes, sink: Any) -> bool:
+        """A validated IMU sample to ``sink.set_imu`` at its header stamp
+        (:func:`imu_sample_time` against ``sink.state_timeout``: the node's clock at arrival for
+        a zero stamp; a repeated stamp is skipped and counted as ``imu_repeated_samples``), or a
+        counted rejection. True if the sample was taken.
+
+        ``msg`` is the serialized message (the subscription is raw): little-endian classic CDR
+        is read in place (imu_cdr_numbers), another encapsulation deserialized by the rmw
+        first, a buffer it cannot deserialize rejected as ``malformed``."""
+        parser = self._imu_parser
+        now = self._now()
+        try:
+            parsed = imu_cdr_numbers(msg) if isinstance(msg, bytes) else None
+            if parsed is not None:
+                stamp, numbers = parsed
+                w, a, quat = parser.parse_cdr_numbers(numbers)
+            else:
+                if isinstance(msg, bytes):
+                    msg = _deserialized(msg, Imu, "imu")
+                stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+                w, a, quat = parser.parse(msg)
+            t = imu_sample_time(stamp, now, self._imu_t, sink.state_timeout)
+            if t is None:
+                self._imu_repeats += 1
+                return False
+            sink.set_imu(w, a, quat, t)
+        except ValueError as exc:
+            self._reject("imu", exc)
+            return False
+        self._imu_t = t
+        lag = now - t
+        prev = self._imu_lag
+        self._imu_lag = (lag, lag if prev is None else max(prev[1], lag))
+        return True
+
+
+class WbcControllerNode(_ImuInput, LifecycleNode):
     """Lifecycle node running a :class:`WholeBodyController` (see module docstring)."""
 
     def __init__(self, node_name: str = "wbc_controller", **kwargs: Any) -> None:
@@ -183,12 +259,8 @@ class WbcControllerNode(LifecycleNode):
         self._description_sub = None
         if self._model_from_topic():
             topic = str(self._param("robot_description_topic"))
-            self._description_sub = self.create_subscription(
-                String, topic, self._guard(self._on_robot_description),
-                QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                           reliability=ReliabilityPolicy.RELIABLE,
-                           durability=DurabilityPolicy.TRANSIENT_LOCAL))
-            self.get_logger().info(f"no model parameter set: waiting for the URDF on {topic}")
+            self._description_sub = subscribe_robot_description(
+                self, topic, self._guard(self._on_robot_description))
 
     # ------------------------------------------------------------------ helpers
     def _param(self, name: str) -> Any:
@@ -414,9 +486,22 @@ class WbcControllerNode(LifecycleNode):
                 self._entities.append(self.create_subscription(
                     MultiDOFJointTrajectory, f"~/tasks/{_sanitize(spec.name)}/trajectory",
                     g(self._task_trajectory_callback(spec)), cmd_qos))
+        self._pub_gait = None
         if ctl.walker is not None:  # walking from a velocity command
             self._entities.append(self.create_subscription(
                 Twist, "cmd_vel", g(self._on_cmd_vel), cmd_qos))
+            # the gait's contact schedule, when it changes (latched: a late subscriber gets
+            # the current one), in ~/contact_schedule's format
+            self._pub_gait = self.create_publisher(
+                UInt8MultiArray, "~/gait_schedule",
+                QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                           reliability=ReliabilityPolicy.RELIABLE,
+                           durability=DurabilityPolicy.TRANSIENT_LOCAL))
+            self._entities.append(self._pub_gait)
+            links = list(ctl.contact_links)
+            self._gait_rows = np.array([links.index(f) for f in ctl.walker.feet], dtype=np.int64)
+            self._gait_msg = UInt8MultiArray(data=[1] * len(links))
+            self._gait_sent = None
         self._entities.append(self.create_service(
             Trigger, "~/reset_solver", g(self._on_reset_solver, service=True)))
         # everything built and warmed: move it out of the garbage collector's generations so
@@ -466,11 +551,8 @@ class WbcControllerNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        if self._active:
-            self._publish_stop_command()
-        self._active = False
-        self._release()
-        return TransitionCallbackReturn.SUCCESS
+        """As :meth:`on_shutdown`: the zero command if active, then release everything."""
+        return self.on_shutdown(state)
 
     def _release(self) -> None:
         for t in self._timers:
@@ -739,13 +821,25 @@ class WbcControllerNode(LifecycleNode):
         except ValueError as exc:
             self._reject("cmd_vel", InputError("non_finite", str(exc)))
 
-    def _task_goal_callback(self, spec: Any) -> Callable[[Any], None]:
-        """The goal subscription's callback of a frame task (geometry_msgs/PoseStamped: the
-        parts its mode controls) or the com task (PointStamped), world axes: the header's
-        frame must be ``world_frame``, ``odom_frame`` or empty (the controller's world)."""
+    def _publish_gait_schedule(self, scheduled: np.ndarray) -> None:
+        """``~/gait_schedule`` (std_msgs/UInt8MultiArray, ``contact_links`` order, 1 = stance,
+        0 = swing) when the gait's scheduled swing feet changed since the last message."""
+        if self._gait_sent is not None and np.array_equal(scheduled, self._gait_sent):
+            return
+        self._gait_sent = scheduled.copy()
+        data = [1] * len(self._gait_msg.data)
+        for foot, row in enumerate(self._gait_rows):
+            data[int(row)] = 0 if scheduled[foot] else 1
+        self._gait_msg.data = data
+        self._pub_gait.publish(self._gait_msg)
+
+    def _task_callback(self, spec: Any, apply: Callable[[Any, Any], None]) -> Callable[[Any], None]:
+        """A task subscription's callback: the message's header frame must be ``world_frame``,
+        ``odom_frame`` or empty (the controller's world, whose axes the message is in); then
+        ``apply(controller, msg)``. A ValueError is a ``task_goals`` rejection."""
         frames = {"", str(self._param("world_frame")), str(self._param("odom_frame"))}
 
-        def on_goal(msg: Any) -> None:
+        def on_message(msg: Any) -> None:
             ctl = self.controller
             if ctl is None:
                 return
@@ -754,117 +848,87 @@ class WbcControllerNode(LifecycleNode):
                 if frame not in frames:
                     raise InputError("frame", f"task {spec.name}: header.frame_id {frame!r} is "
                                      f"not the controller's world ({sorted(frames - {''})})")
-                goal: dict[str, Any] = {}
-                if spec.kind == "com":
-                    p = msg.point
-                    goal["position"] = (p.x, p.y, p.z)
-                else:
-                    p, o = msg.pose.position, msg.pose.orientation
-                    if spec.mode in ("pose", "position"):
-                        goal["position"] = (p.x, p.y, p.z)
-                    if spec.mode in ("pose", "orientation"):
-                        goal["orientation"] = (o.x, o.y, o.z, o.w)
-                ctl.set_task_goal(spec.name, **goal)
+                apply(ctl, msg)
             except ValueError as exc:
                 self._reject("task_goals", exc)
 
-        return on_goal
+        return on_message
+
+    def _task_goal_callback(self, spec: Any) -> Callable[[Any], None]:
+        """The goal subscription's callback of a frame task (geometry_msgs/PoseStamped: the
+        parts its mode controls) or the com task (PointStamped), world axes
+        (:meth:`_task_callback`)."""
+
+        def set_goal(ctl: WholeBodyController, msg: Any) -> None:
+            goal: dict[str, Any] = {}
+            if spec.kind == "com":
+                p = msg.point
+                goal["position"] = (p.x, p.y, p.z)
+            else:
+                p, o = msg.pose.position, msg.pose.orientation
+                if spec.mode in ("pose", "position"):
+                    goal["position"] = (p.x, p.y, p.z)
+                if spec.mode in ("pose", "orientation"):
+                    goal["orientation"] = (o.x, o.y, o.z, o.w)
+            ctl.set_task_goal(spec.name, **goal)
+
+        return self._task_callback(spec, set_goal)
 
     def _task_trajectory_callback(self, spec: Any) -> Callable[[Any], None]:
         """The trajectory subscription's callback of a frame or com task
-        (trajectory_msgs/MultiDOFJointTrajectory, world axes, the header's frame as for goals):
-        one transform per point (``joint_names`` empty or the task's name), the parts the task
-        controls; velocities on every point (cubic Hermite segments) or on none (linear);
-        ``time_from_start`` from the header's stamp (zero: the next control tick)."""
-        frames = {"", str(self._param("world_frame")), str(self._param("odom_frame"))}
+        (trajectory_msgs/MultiDOFJointTrajectory, world axes, the header's frame as for goals:
+        :meth:`_task_callback`): one transform per point (``joint_names`` empty or the task's
+        name), the parts the task controls; velocities on every point (cubic Hermite segments)
+        or on none (linear); ``time_from_start`` from the header's stamp (zero: the next
+        control tick)."""
 
-        def on_trajectory(msg: Any) -> None:
-            ctl = self.controller
-            if ctl is None:
-                return
-            try:
-                frame = msg.header.frame_id
-                if frame not in frames:
-                    raise InputError("frame", f"task {spec.name}: header.frame_id {frame!r} is "
-                                     f"not the controller's world ({sorted(frames - {''})})")
-                if list(msg.joint_names) not in ([], [spec.name]):
-                    raise InputError("bad_value", f"task {spec.name}: joint_names "
-                                     f"{list(msg.joint_names)}: expected [] or [{spec.name!r}]")
-                points = msg.points
-                if not points or any(len(p.transforms) != 1 for p in points):
-                    raise InputError("size", f"task {spec.name}: expected one transform per "
-                                     "point and at least one point")
-                with_velocity = [len(p.velocities) == 1 for p in points]
-                if any(with_velocity) and not all(with_velocity):
-                    raise InputError("size", f"task {spec.name}: velocities on every point "
-                                     "or on none")
-                times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec
-                         for p in points]
-                knots: dict[str, Any] = {}
-                tr = [p.transforms[0] for p in points]
-                if spec.kind == "com" or spec.mode in ("pose", "position"):
-                    knots["positions"] = [(t.translation.x, t.translation.y, t.translation.z)
-                                          for t in tr]
-                if spec.kind == "frame" and spec.mode in ("pose", "orientation"):
-                    knots["orientations"] = [(t.rotation.x, t.rotation.y, t.rotation.z,
-                                              t.rotation.w) for t in tr]
-                if all(with_velocity):
-                    tw = [p.velocities[0] for p in points]
-                    knots["linear_velocities"] = [(w.linear.x, w.linear.y, w.linear.z)
-                                                  for w in tw]
-                    knots["angular_velocities"] = [(w.angular.x, w.angular.y, w.angular.z)
-                                                   for w in tw]
-                stamp = msg.header.stamp
-                start = None if (stamp.sec == 0 and stamp.nanosec == 0) else (
-                    stamp.sec + 1e-9 * stamp.nanosec)
-                ctl.set_task_trajectory(spec.name, times, start=start, **knots)
-            except ValueError as exc:
-                self._reject("task_goals", exc)
+        def set_trajectory(ctl: WholeBodyController, msg: Any) -> None:
+            if list(msg.joint_names) not in ([], [spec.name]):
+                raise InputError("bad_value", f"task {spec.name}: joint_names "
+                                 f"{list(msg.joint_names)}: expected [] or [{spec.name!r}]")
+            points = msg.points
+            if not points or any(len(p.transforms) != 1 for p in points):
+                raise InputError("size", f"task {spec.name}: expected one transform per "
+                                 "point and at least one point")
+            with_velocity = [len(p.velocities) == 1 for p in points]
+            if any(with_velocity) and not all(with_velocity):
+                raise InputError("size", f"task {spec.name}: velocities on every point "
+                                 "or on none")
+            times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in points]
+            knots: dict[str, Any] = {}
+            tr = [p.transforms[0] for p in points]
+            if spec.kind == "com" or spec.mode in ("pose", "position"):
+                knots["positions"] = [(t.translation.x, t.translation.y, t.translation.z)
+                                      for t in tr]
+            if spec.kind == "frame" and spec.mode in ("pose", "orientation"):
+                knots["orientations"] = [(t.rotation.x, t.rotation.y, t.rotation.z,
+                                          t.rotation.w) for t in tr]
+            if all(with_velocity):
+                tw = [p.velocities[0] for p in points]
+                knots["linear_velocities"] = [(w.linear.x, w.linear.y, w.linear.z) for w in tw]
+                knots["angular_velocities"] = [(w.angular.x, w.angular.y, w.angular.z)
+                                               for w in tw]
+            stamp = msg.header.stamp
+            start = None if (stamp.sec == 0 and stamp.nanosec == 0) else (
+                stamp.sec + 1e-9 * stamp.nanosec)
+            ctl.set_task_trajectory(spec.name, times, start=start, **knots)
 
-        return on_trajectory
+        return self._task_callback(spec, set_trajectory)
 
     def _on_odom(self, msg: Odometry | bytes) -> None:
         if self.controller is not None:
             self._take_odometry("odom", msg, self._odom_parser, self.controller.set_base_state)
 
     def _on_imu(self, msg: Imu | bytes) -> None:
-        """``base_state: imu``: a validated IMU sample to the controller at its header stamp
-        (:func:`imu_sample_time`: the node's clock at arrival for a zero stamp; a repeated stamp
-        is skipped and counted as ``imu_repeated_samples``), or a counted rejection.
-
-        ``msg`` is the serialized message (the subscription is raw): little-endian classic CDR
-        is read in place (imu_cdr_numbers), another encapsulation deserialized by the rmw
-        first, a buffer it cannot deserialize rejected as ``malformed``."""
+        """``base_state: imu``: a validated IMU sample to the controller
+        (:meth:`_ImuInput._take_imu`), and its orientation covariance if the message has one."""
         ctl = self.controller
-        if ctl is None:
+        if ctl is None or not self._take_imu(msg, ctl):
             return
         parser = self._imu_parser
-        now = self._now()
-        try:
-            parsed = imu_cdr_numbers(msg) if isinstance(msg, bytes) else None
-            if parsed is not None:
-                stamp, numbers = parsed
-                w, a, quat = parser.parse_cdr_numbers(numbers)
-            else:
-                if isinstance(msg, bytes):
-                    msg = _deserialized(msg, Imu, "imu")
-                stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
-                w, a, quat = parser.parse(msg)
-            t = imu_sample_time(stamp, now, self._imu_t, ctl.state_timeout)
-            if t is None:
-                self._imu_repeats += 1
-                return
-            ctl.set_imu(w, a, quat, t)
-        except ValueError as exc:
-            self._reject("imu", exc)
-            return
-        self._imu_t = t
         if parser.has_orientation_covariance:
             self._imu_cov[:] = parser.orientation_covariance
         self._imu_cov_ok = parser.has_orientation_covariance
-        lag = now - t
-        prev = self._imu_lag
-        self._imu_lag = (lag, lag if prev is None else max(prev[1], lag))
 
     def _on_object_odom(self, msg: Odometry | bytes) -> None:
         if self.controller is not None:
@@ -922,15 +986,7 @@ class WbcControllerNode(LifecycleNode):
         the queue empty and skips the callback.
         """
         for sub in self._odometry_subs:
-            for _ in range(16):  # (a keep-last queue: one message, a few at most)
-                try:
-                    with sub.handle:
-                        taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                except InvalidHandle:
-                    break
-                if taken is None:
-                    break
-                sub.callback(taken[0])  # the guarded callback the executor would call
+            serve_pending(sub)
 
     def _on_watchdog(self) -> None:
         """Publish the safe command when ticks stopped (e.g. joint_states stopped arriving)."""
@@ -945,6 +1001,8 @@ class WbcControllerNode(LifecycleNode):
         ctl = self.controller
         out = ctl.update(now)
         self._last_tick = now
+        if self._pub_gait is not None:
+            self._publish_gait_schedule(ctl.walker.data.scheduled)
         if self._hybrid_out:
             self._publish_hybrid(out.stiffness, out.damping, out.position_setpoint,
                                  out.velocity_setpoint)

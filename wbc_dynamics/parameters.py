@@ -1,6 +1,7 @@
 """The parameter schema: every parameter of the ``wbc_controller`` node (and of ``wbc_estimator``)
 in one place -- name, type, default, unit, description, per-field validation, when it may change,
-and whether it is a :class:`~wbc_dynamics.controller.ControllerConfig` field or the node's own.
+and whether it is a :class:`~wbc_dynamics.controller_config.ControllerConfig` field or the node's
+own.
 
 Derived from it: the nodes' parameter declarations (:mod:`wbc_dynamics.node`,
 :mod:`wbc_dynamics.estimator_node`), :data:`RUNTIME_PARAMETERS`, the per-field checks the
@@ -9,8 +10,8 @@ controller and the node run at configure and on a runtime change (:func:`check`,
 
     python -m wbc_dynamics.parameters --markdown docs/parameters.md
 
-:class:`~wbc_dynamics.controller.ControllerConfig` keeps its typed fields and literal defaults
-for readers and IDEs; a test holds them equal to this schema. Checks that relate several
+:class:`~wbc_dynamics.controller_config.ControllerConfig` keeps its typed fields and literal
+defaults for readers and IDEs; a test holds them equal to this schema. Checks that relate several
 parameters (array lengths against the joints or tasks, a contact method needing contact links,
 ...) stay with the code that uses them. No ROS import: the core uses this module without ROS.
 """
@@ -70,7 +71,8 @@ CONFIGURE = "configure"
 #: ``change``: read by the node outside configure (at start-up; ``autostart`` also when a URDF
 #: arrives on the topic); a change is never refused.
 STARTUP = "startup"
-#: ``scope``: a :class:`~wbc_dynamics.controller.ControllerConfig` field (and a node parameter).
+#: ``scope``: a :class:`~wbc_dynamics.controller_config.ControllerConfig` field (and a node
+#: parameter).
 CONTROLLER = "controller"
 #: ``scope``: a parameter of the ROS node only.
 NODE = "node"
@@ -442,7 +444,7 @@ PARAMETERS: Mapping[str, ParameterSpec] = MappingProxyType({s.name: s for s in S
 RUNTIME_PARAMETERS: tuple[str, ...] = tuple(s.name for s in SPECS if s.change == RUNTIME)
 #: Parameters fixed between configure and cleanup (changing them needs cleanup + configure).
 STRUCTURAL_PARAMETERS: tuple[str, ...] = tuple(s.name for s in SPECS if s.change == CONFIGURE)
-#: The fields of :class:`~wbc_dynamics.controller.ControllerConfig`.
+#: The fields of :class:`~wbc_dynamics.controller_config.ControllerConfig`.
 CONTROLLER_PARAMETERS: tuple[str, ...] = tuple(s.name for s in SPECS if s.scope == CONTROLLER)
 #: The ROS node's own parameters (not ControllerConfig fields).
 NODE_PARAMETERS: tuple[str, ...] = tuple(s.name for s in SPECS if s.scope == NODE)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .controller import ControllerConfig
+from .controller_config import ControllerConfig
 
 __all__ = [
     "RobotSetup",
@@ -327,7 +327,7 @@ def robot_setup_state(setup: RobotSetup) -> tuple[Any, list[str], np.ndarray]:
     """(model, configured joint names, standing q) of a configuration without building a
     controller (the simulator's view): the model exactly as the controller loads it (same
     parse, same locked joints), joints in the configured order, the standing configuration."""
-    from .controller import _declared_contact_points, _load_urdf_text, _locked_joints
+    from .controller_loading import _declared_contact_points, _load_urdf_text, _locked_joints
     from .description import parse_urdf
     from .model import RobotModel
 

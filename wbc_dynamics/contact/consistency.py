@@ -25,7 +25,7 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import lu_solve
-from .noslip_kernels import _alg1, lcp_noslip_kernel, min_pivot
+from .noslip_kernels import _alg1, min_pivot, run_on_problem
 from .problem import ContactProblem, ContactResult
 
 __all__ = [
@@ -72,27 +72,8 @@ def consistent_accelerations(
         warm = np.zeros(p.nc, dtype=np.bool_)
     if max_iter is None:
         max_iter = 4 * p.nc + 20
-    out = lcp_noslip_kernel(
-        p.Minv,
-        p.h,
-        p.v,
-        p.actuated,
-        p.qdd_des,
-        p.N,
-        p.S,
-        p.T,
-        p.phi,
-        float(p.dt),
-        warm,
-        int(max_iter),
-        float(rank_tol),
-        float(tol),
-        float(eps),
-        float(dep_tol),
-        float(1e-3 * eps_rel),
-        min_pivot(p, rank_mass_ratio),
-        NO_ARENA,
-    )
+    out = run_on_problem(p, warm, p.qdd_des, max_iter, rank_tol, tol, eps, dep_tol,
+                         1e-3 * eps_rel, min_pivot(p, rank_mass_ratio))
     v_next, status = out[4], out[8]
     qdd = (v_next[p.actuated] - p.v[p.actuated]) / p.dt
     ok = status == 0 and bool(np.all(np.isfinite(qdd)))

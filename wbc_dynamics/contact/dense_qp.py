@@ -1,5 +1,9 @@
 """Exact dense strictly convex QP solver: the Goldfarb-Idnani dual active-set method, compiled.
 
+One compiled kernel family: :func:`dense_qp_kernel` and :func:`psd_finish_kernel` share the
+Givens and factorization helpers and the workspace layout (:func:`work_sizes`) defined here, and
+a kernel's numba cache entry and compile time depend on the module that defines it.
+
 Problem (OSQP's form, so that it is a drop-in for the small dense QPs of :mod:`.qp`)::
 
     minimize    1/2 x^T P x + q^T x

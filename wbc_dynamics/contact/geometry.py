@@ -220,6 +220,37 @@ def _emit(
         out_T[k, c] = Fr[0, 2] * j0 + Fr[1, 2] * j1 + Fr[2, 2] * j2
 
 
+@njit(cache=True, inline="always")
+def _subtract_box_jacobian(k, Rb, bp, col, p, Fr, cl, out_N, out_S, out_T):
+    """Candidate k against a free box (rotation Rb, position bp, first velocity column col):
+    subtract the box point Jacobian [R_b, -R_b [r_l]x] (body-frame free-flyer velocity,
+    Pinocchio convention) of the contact point p from the N/S/T rows (frame Fr); ``cl`` is
+    (3,) scratch."""
+    for a in range(3):
+        cl[a] = Rb[0, a] * (p[0] - bp[0]) + Rb[1, a] * (p[1] - bp[1]) + Rb[2, a] * (p[2] - bp[2])
+    for row in range(3):
+        # direction d (n, s or t) in box axes: dl = R_b^T d.
+        # d . (R_b (v_lin + w x r_l)) = dl . v_lin + w . (r_l x dl)
+        dl0 = Rb[0, 0] * Fr[0, row] + Rb[1, 0] * Fr[1, row] + Rb[2, 0] * Fr[2, row]
+        dl1 = Rb[0, 1] * Fr[0, row] + Rb[1, 1] * Fr[1, row] + Rb[2, 1] * Fr[2, row]
+        dl2 = Rb[0, 2] * Fr[0, row] + Rb[1, 2] * Fr[1, row] + Rb[2, 2] * Fr[2, row]
+        a0 = cl[1] * dl2 - cl[2] * dl1
+        a1 = cl[2] * dl0 - cl[0] * dl2
+        a2 = cl[0] * dl1 - cl[1] * dl0
+        if row == 0:
+            out = out_N
+        elif row == 1:
+            out = out_S
+        else:
+            out = out_T
+        out[k, col] -= dl0
+        out[k, col + 1] -= dl1
+        out[k, col + 2] -= dl2
+        out[k, col + 3] -= a0
+        out[k, col + 4] -= a1
+        out[k, col + 5] -= a2
+
+
 @njit(cache=True)
 def contact_kernel(
     topo,
@@ -281,6 +312,7 @@ def contact_kernel(
     cl = _ar.floats(ar, three)
     ql = _ar.floats(ar, three)
     k = np.int64(0)  # typed, not a literal: one compiled signature of _emit
+    nfeat = nh + ne + nbx
     for s in range(ns):
         b = sph_body[s]
         r = sph_rad[s]
@@ -291,192 +323,96 @@ def contact_kernel(
                 + Rw[b, a, 1] * sph_r[s, 1]
                 + Rw[b, a, 2] * sph_r[s, 2]
             )
-        for f in range(nh):
-            for a in range(3):
-                n[a] = hs[f, a]
-            phi = n[0] * c[0] + n[1] * c[1] + n[2] * c[2] - hs[f, 3] - r
-            if phi > margin:
-                continue
-            for a in range(3):
-                p[a] = c[a] - (r + 0.5 * phi) * n[a]
-            _emit(
-                k,
-                b,
-                c,
-                n,
-                phi,
-                p,
-                hs_mu[f],
-                Rw,
-                pw,
-                topo,
-                Sm,
-                Rf,
-                P,
-                Jfull,
-                rb,
-                Fr,
-                out_phi,
-                out_p,
-                out_F,
-                out_N,
-                out_S,
-                out_T,
-                out_mu,
-            )
-            out_sph[k] = s
-            out_feat[k] = f
-            k += 1
-        for f in range(ne):
-            dx = c[0] - es[f, 0]
-            dy = c[1] - es[f, 1]
-            dz = c[2] - es[f, 2]
-            d = np.sqrt(dx * dx + dy * dy + dz * dz)
-            R = es[f, 3]
-            phi = d - r - R
-            if phi > margin:
-                continue
-            if d > 1e-12:
-                n[0], n[1], n[2] = dx / d, dy / d, dz / d
-            else:
-                n[0], n[1], n[2] = 0.0, 0.0, 1.0
-            for a in range(3):
-                p[a] = es[f, a] + (R + 0.5 * phi) * n[a]
-            _emit(
-                k,
-                b,
-                c,
-                n,
-                phi,
-                p,
-                es_mu[f],
-                Rw,
-                pw,
-                topo,
-                Sm,
-                Rf,
-                P,
-                Jfull,
-                rb,
-                Fr,
-                out_phi,
-                out_p,
-                out_F,
-                out_N,
-                out_S,
-                out_T,
-                out_mu,
-            )
-            out_sph[k] = s
-            out_feat[k] = nh + f
-            k += 1
-        for f in range(nbx):
-            Rb = bx_R[f]
-            for a in range(3):
-                cl[a] = (
-                    Rb[0, a] * (c[0] - bx_p[f, 0])
-                    + Rb[1, a] * (c[1] - bx_p[f, 1])
-                    + Rb[2, a] * (c[2] - bx_p[f, 2])
-                )
-            inside = True
-            for a in range(3):
-                if abs(cl[a]) > bx_a[f, a]:
-                    inside = False
-            if not inside:
-                dist2 = 0.0
+        # one pass over the features in index order (half-spaces, spheres, boxes): each branch
+        # gives phi, normal n, point p and mu of the pair; candidates within the margin are
+        # written by the one _emit below
+        for f in range(nfeat):
+            if f < nh:
                 for a in range(3):
-                    ql[a] = min(max(cl[a], -bx_a[f, a]), bx_a[f, a])
-                    dist2 += (cl[a] - ql[a]) ** 2
-                dist = np.sqrt(dist2)
-                phi = dist - r
+                    n[a] = hs[f, a]
+                phi = n[0] * c[0] + n[1] * c[1] + n[2] * c[2] - hs[f, 3] - r
                 if phi > margin:
                     continue
-                nl0 = (cl[0] - ql[0]) / dist
-                nl1 = (cl[1] - ql[1]) / dist
-                nl2 = (cl[2] - ql[2]) / dist
-            else:
-                best = 0
-                depth = bx_a[f, 0] - abs(cl[0])
-                for a in range(1, 3):
-                    da = bx_a[f, a] - abs(cl[a])
-                    if da < depth:
-                        depth = da
-                        best = a
                 for a in range(3):
-                    ql[a] = cl[a]
-                sg = 1.0 if cl[best] >= 0.0 else -1.0
-                ql[best] = sg * bx_a[f, best]
-                nl0, nl1, nl2 = 0.0, 0.0, 0.0
-                if best == 0:
-                    nl0 = sg
-                elif best == 1:
-                    nl1 = sg
+                    p[a] = c[a] - (r + 0.5 * phi) * n[a]
+                mu = hs_mu[f]
+            elif f < nh + ne:
+                e = f - nh
+                dx = c[0] - es[e, 0]
+                dy = c[1] - es[e, 1]
+                dz = c[2] - es[e, 2]
+                d = np.sqrt(dx * dx + dy * dy + dz * dz)
+                R = es[e, 3]
+                phi = d - r - R
+                if phi > margin:
+                    continue
+                if d > 1e-12:
+                    n[0], n[1], n[2] = dx / d, dy / d, dz / d
                 else:
-                    nl2 = sg
-                phi = -depth - r
-            for a in range(3):
-                n[a] = Rb[a, 0] * nl0 + Rb[a, 1] * nl1 + Rb[a, 2] * nl2
-            # midpoint of box surface point and sphere point
-            for a in range(3):
-                qw = bx_p[f, a] + Rb[a, 0] * ql[0] + Rb[a, 1] * ql[1] + Rb[a, 2] * ql[2]
-                p[a] = 0.5 * (qw + c[a] - r * n[a])
-            _emit(
-                k,
-                b,
-                c,
-                n,
-                phi,
-                p,
-                bx_mu[f],
-                Rw,
-                pw,
-                topo,
-                Sm,
-                Rf,
-                P,
-                Jfull,
-                rb,
-                Fr,
-                out_phi,
-                out_p,
-                out_F,
-                out_N,
-                out_S,
-                out_T,
-                out_mu,
-            )
-            # relative Jacobian: subtract the box point Jacobian [R_b, -R_b [r_l]x] (body-frame
-            # free-flyer velocity, Pinocchio convention)
-            for a in range(3):
-                cl[a] = (
-                    Rb[0, a] * (p[0] - bx_p[f, 0])
-                    + Rb[1, a] * (p[1] - bx_p[f, 1])
-                    + Rb[2, a] * (p[2] - bx_p[f, 2])
-                )
-            col = bx_col[f]
-            for row in range(3):
-                # direction d (n, s or t) in box axes: dl = R_b^T d.
-                # d . (R_b (v_lin + w x r_l)) = dl . v_lin + w . (r_l x dl)
-                dl0 = Rb[0, 0] * Fr[0, row] + Rb[1, 0] * Fr[1, row] + Rb[2, 0] * Fr[2, row]
-                dl1 = Rb[0, 1] * Fr[0, row] + Rb[1, 1] * Fr[1, row] + Rb[2, 1] * Fr[2, row]
-                dl2 = Rb[0, 2] * Fr[0, row] + Rb[1, 2] * Fr[1, row] + Rb[2, 2] * Fr[2, row]
-                a0 = cl[1] * dl2 - cl[2] * dl1
-                a1 = cl[2] * dl0 - cl[0] * dl2
-                a2 = cl[0] * dl1 - cl[1] * dl0
-                if row == 0:
-                    out = out_N
-                elif row == 1:
-                    out = out_S
+                    n[0], n[1], n[2] = 0.0, 0.0, 1.0
+                for a in range(3):
+                    p[a] = es[e, a] + (R + 0.5 * phi) * n[a]
+                mu = es_mu[e]
+            else:
+                x = f - nh - ne
+                Rb = bx_R[x]
+                for a in range(3):
+                    cl[a] = (
+                        Rb[0, a] * (c[0] - bx_p[x, 0])
+                        + Rb[1, a] * (c[1] - bx_p[x, 1])
+                        + Rb[2, a] * (c[2] - bx_p[x, 2])
+                    )
+                inside = True
+                for a in range(3):
+                    if abs(cl[a]) > bx_a[x, a]:
+                        inside = False
+                if not inside:
+                    dist2 = 0.0
+                    for a in range(3):
+                        ql[a] = min(max(cl[a], -bx_a[x, a]), bx_a[x, a])
+                        dist2 += (cl[a] - ql[a]) ** 2
+                    dist = np.sqrt(dist2)
+                    phi = dist - r
+                    if phi > margin:
+                        continue
+                    nl0 = (cl[0] - ql[0]) / dist
+                    nl1 = (cl[1] - ql[1]) / dist
+                    nl2 = (cl[2] - ql[2]) / dist
                 else:
-                    out = out_T
-                out[k, col] -= dl0
-                out[k, col + 1] -= dl1
-                out[k, col + 2] -= dl2
-                out[k, col + 3] -= a0
-                out[k, col + 4] -= a1
-                out[k, col + 5] -= a2
+                    best = 0
+                    depth = bx_a[x, 0] - abs(cl[0])
+                    for a in range(1, 3):
+                        da = bx_a[x, a] - abs(cl[a])
+                        if da < depth:
+                            depth = da
+                            best = a
+                    for a in range(3):
+                        ql[a] = cl[a]
+                    sg = 1.0 if cl[best] >= 0.0 else -1.0
+                    ql[best] = sg * bx_a[x, best]
+                    nl0, nl1, nl2 = 0.0, 0.0, 0.0
+                    if best == 0:
+                        nl0 = sg
+                    elif best == 1:
+                        nl1 = sg
+                    else:
+                        nl2 = sg
+                    phi = -depth - r
+                for a in range(3):
+                    n[a] = Rb[a, 0] * nl0 + Rb[a, 1] * nl1 + Rb[a, 2] * nl2
+                # midpoint of box surface point and sphere point
+                for a in range(3):
+                    qw = bx_p[x, a] + Rb[a, 0] * ql[0] + Rb[a, 1] * ql[1] + Rb[a, 2] * ql[2]
+                    p[a] = 0.5 * (qw + c[a] - r * n[a])
+                mu = bx_mu[x]
+            _emit(k, b, c, n, phi, p, mu, Rw, pw, topo, Sm, Rf, P, Jfull, rb, Fr, out_phi, out_p,
+                  out_F, out_N, out_S, out_T, out_mu)
+            if f >= nh + ne:  # a free box: its velocity enters the rows too
+                x = f - nh - ne
+                _subtract_box_jacobian(k, bx_R[x], bx_p[x], bx_col[x], p, Fr, cl, out_N, out_S,
+                                       out_T)
             out_sph[k] = s
-            out_feat[k] = nh + ne + f
+            out_feat[k] = f
             k += 1
     return k
 

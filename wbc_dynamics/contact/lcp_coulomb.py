@@ -1,6 +1,11 @@
 """``lcp_coulomb``: inverse dynamics with Coulomb friction as an LCP
 (Zapolsky & Drumwright, Sec. 5).
 
+One module for one method: its compiled kernels (the reduction and recovery of the dynamics, the
+LCP assembly, the minimum-norm impulses) are also the compiled ticks' (:mod:`.tick`,
+:mod:`.qp_tick`), and a kernel's numba cache entry and compile time depend on the module that
+defines it.
+
 Model (eqs. (54)-(58)) with a k-edge friction pyramid (Sec. 5.1; edges from
 :meth:`ContactProblem.pyramid`, k = 4 gives ``F = [S; T; -S; -T]`` up to row order)::
 

@@ -37,11 +37,10 @@ import dataclasses
 
 import numpy as np
 
-from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
 from .consistency import consistent_accelerations, min_norm_impulses
 from .dispatch import fallback_result
-from .noslip_kernels import STATUS, lcp_noslip_kernel, min_pivot
+from .noslip_kernels import STATUS, lcp_noslip_kernel, min_pivot, run_on_problem
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
 __all__ = ["solve_lcp_noslip", "lcp_noslip_kernel", "min_pivot", "STATUS"]
@@ -67,29 +66,11 @@ def _run_kernel(
     dep_tol: float = 1e-4,
     floor: float = 0.0,
 ):
-    return lcp_noslip_kernel(
-        p.Minv,
-        p.h,
-        p.v,
-        p.actuated,
-        qdd_des,
-        p.N,
-        p.S,
-        p.T,
-        p.phi,
-        float(p.dt),
-        warm,
-        int(max_iter),
-        float(rank_tol),
-        float(tol_rel),
-        float(eps_p),
-        float(dep_tol),
-        -1.0,  # ppm_rank_tol: passed explicitly so that this call and the Sec. 4.5 correction
-        # (consistency.consistent_accelerations) share one compiled signature (an omitted
-        # default argument is a different numba signature -> compilation inside a tick)
-        float(floor),
-        NO_ARENA,
-    )
+    # ppm_rank_tol -1.0 (the default): passed explicitly so that this call and the Sec. 4.5
+    # correction (consistency.consistent_accelerations) share one compiled signature (an
+    # omitted default argument is a different numba signature -> compilation inside a tick)
+    return run_on_problem(p, warm, qdd_des, max_iter, rank_tol, tol_rel, eps_p, dep_tol, -1.0,
+                          floor)
 
 
 def solve_lcp_noslip(

@@ -303,14 +303,7 @@ def _ppm(N, NK, r, warm, max_iter, rank_tol, tol, dep_tol, ar):
             m += 1
             need_refactor = True
         else:
-            for j in range(m):
-                s = 0.0
-                for c in range(nv):
-                    s += NK[order[j], c] * N[ibest, c]
-                x[j] = s
-            d = 0.0
-            for c in range(nv):
-                d += NK[ibest, c] * N[ibest, c]
+            d = _gram_row(NK, N, order, m, ibest, x)
             if m >= nv or not _chol_append(L, m, x, d, rank_tol, 0.0, y):
                 # Entering row dependent on the non-basic rows (Appendix F): w_i cannot change
                 # while the non-basic set is kept, so exchange it for a non-basic index j with
@@ -510,3 +503,14 @@ def min_pivot(problem: ContactProblem, rank_mass_ratio: float) -> float:
     if problem.total_mass is None or rank_mass_ratio == 0.0:
         return 0.0
     return 1.0 / (rank_mass_ratio * problem.total_mass)
+
+
+def run_on_problem(p: ContactProblem, warm: np.ndarray, qdd_des: np.ndarray, max_iter: int,
+                   rank_tol: float, tol_rel: float, eps_p: float, dep_tol: float,
+                   ppm_rank_tol: float, floor: float) -> tuple:
+    """:func:`lcp_noslip_kernel` on the arrays of the problem ``p`` (the general path: no
+    arena), the scalars converted to the kernel's one compiled signature (float / int)."""
+    return lcp_noslip_kernel(p.Minv, p.h, p.v, p.actuated, qdd_des, p.N, p.S, p.T, p.phi,
+                             float(p.dt), warm, int(max_iter), float(rank_tol), float(tol_rel),
+                             float(eps_p), float(dep_tol), float(ppm_rank_tol), float(floor),
+                             _ar.NO_ARENA)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..kernels.leaf import leaf_kernel
+from ..kernels.dynamics import check_vector
 
 __all__ = [
     "FLAGS",
@@ -73,14 +73,6 @@ FLAGS: dict[str, str] = {
 }
 
 
-@leaf_kernel
-def _finite_1d(a):
-    for i in range(a.shape[0]):
-        if not np.isfinite(a[i]):
-            return False
-    return True
-
-
 @njit(cache=True)
 def _is_partition(act, fr, nv):
     if act.shape[0] + fr.shape[0] != nv:
@@ -99,7 +91,7 @@ def _as_float_array(name: str, x: Any, shape: tuple[int, ...]) -> np.ndarray:
     a = np.ascontiguousarray(x, dtype=np.float64)
     if a.shape != shape:
         raise ValueError(f"ContactProblem.{name}: expected shape {shape}, got {a.shape}")
-    if not _finite_1d(a.reshape(-1)):
+    if not check_vector(a.reshape(-1)):
         raise ValueError(f"ContactProblem.{name}: contains non-finite values")
     return a
 
@@ -408,9 +400,9 @@ class ContactResult:
     def all_finite(self) -> bool:
         """True if every numeric output is finite."""
         return bool(
-            _finite_1d(np.ascontiguousarray(self.tau).reshape(-1))
-            and _finite_1d(np.ascontiguousarray(self.impulses).reshape(-1))
-            and _finite_1d(np.ascontiguousarray(self.v_next).reshape(-1))
+            check_vector(np.ascontiguousarray(self.tau).reshape(-1))
+            and check_vector(np.ascontiguousarray(self.impulses).reshape(-1))
+            and check_vector(np.ascontiguousarray(self.v_next).reshape(-1))
         )
 
 

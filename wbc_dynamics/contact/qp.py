@@ -1,6 +1,10 @@
 """``qp_coulomb`` and ``qp_noslip``: convex two-stage inverse dynamics
 (Zapolsky & Drumwright, Sec. 6).
 
+One module for one method: the compiled kernels that build and finish its two QPs serve both the
+Python stages here and the compiled tick (:mod:`.qp_tick`), and a kernel's numba cache entry and
+separate compilation belong to the module that defines it, so they stay beside their callers.
+
 Stage I (eqs. (69)-(74)): maximal kinetic-energy dissipation without normal complementarity::
 
     min 1/2 v+^T M v+   s.t.  N v+ >= -phi/dt (70),  c_N >= 0, beta >= 0 (71),

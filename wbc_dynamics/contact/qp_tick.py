@@ -1,5 +1,9 @@
 """The ``qp_coulomb`` / ``qp_noslip`` control tick as compiled code.
 
+One compiled kernel family: the stage kernels (:func:`qp_tick_stage1`, :func:`qp_tick_stage2`,
+:func:`qp_tick_finish`, ``qp_tick_active_set``) share the numba-typed :class:`QPWork` record and
+the fixed-argument pack defined here, and :class:`QPTick` binds them for exactly those types.
+
 With the default ``qp_solver="active_set"`` the whole tick is one compiled call,
 :func:`qp_tick_active_set`: steps 1, 3 and 5 below with both QPs solved exactly by the compiled
 Goldfarb-Idnani kernel (:func:`~wbc_dynamics.contact.dense_qp.dense_qp_kernel`) on the dense

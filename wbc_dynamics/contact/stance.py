@@ -45,6 +45,7 @@ from numba.experimental import structref
 from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import chol_solve, cholesky
 from ..kernels.records import RecordType
+from ..kernels.spatial import quaternion_product_into, rotvec_quaternion
 from .geometry import contact_kernel
 
 if TYPE_CHECKING:
@@ -369,19 +370,8 @@ def _retract(q, dq, floating):
     q[0] += R00 * dq[0] + R01 * dq[1] + R02 * dq[2]
     q[1] += R10 * dq[0] + R11 * dq[1] + R12 * dq[2]
     q[2] += R20 * dq[0] + R21 * dq[1] + R22 * dq[2]
-    wx, wy, wz = dq[3], dq[4], dq[5]
-    th = math.sqrt(wx * wx + wy * wy + wz * wz)
-    if th < 1e-12:
-        s, cw = 0.5, 1.0
-    else:
-        s, cw = math.sin(0.5 * th) / th, math.cos(0.5 * th)
-    bx, by, bz, bw = wx * s, wy * s, wz * s, cw
-    nx = qw * bx + qx * bw + qy * bz - qz * by
-    ny = qw * by - qx * bz + qy * bw + qz * bx
-    nz = qw * bz + qx * by - qy * bx + qz * bw
-    nw = qw * bw - qx * bx - qy * by - qz * bz
-    n = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
-    q[3], q[4], q[5], q[6] = nx / n, ny / n, nz / n, nw / n
+    bx, by, bz, bw = rotvec_quaternion(dq[3], dq[4], dq[5])
+    quaternion_product_into(qx, qy, qz, qw, bx, by, bz, bw, q, 3)
     for c in range(6, dq.shape[0]):
         q[c + 1] += dq[c]
 

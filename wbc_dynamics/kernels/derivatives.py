@@ -53,7 +53,6 @@ from numba import njit
 
 from .dynamics import (
     BAD_A,
-    BAD_V,
     IV,
     NVI,
     OK,
@@ -61,7 +60,8 @@ from .dynamics import (
     SINGULAR,
     SUBTREE_END,
     check_configuration,
-    check_vector,
+    check_state,
+    joint_motion,
 )
 from .leaf import leaf_kernel
 from .world import (
@@ -149,15 +149,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
         vec = DW[i, _VEC]
         vel = vec[0]
         acc = vec[1]
-        # v_J = S qd, S qdd
-        for r in range(6):
-            sv = 0.0
-            sa = 0.0
-            for k in range(nvi):
-                sv += Sw[r, k] * v[iv + k]
-                sa += Sw[r, k] * a[iv + k]
-            t1[r] = sv
-            t2[r] = sa
+        joint_motion(Sw, nvi, iv, v, a, t1, t2)  # v_J = S qd, S qdd
         if par < 0:
             for r in range(6):
                 vel[r] = t1[r]
@@ -335,13 +327,9 @@ def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, topo, tree, Sm, gravity, W
 
     ``dq``, ``dv``, ``M`` are (nv, nv) outputs, completely overwritten.
     """
-    st = check_configuration(topo, q)
+    st = check_state(topo, q, v, a)
     if st != OK:
         return st
-    if not check_vector(v):
-        return BAD_V
-    if not check_vector(a):
-        return BAD_A
     kinematics_into(topo, tree, q, W, SC)
     world_quantities(topo, tree, Sm, W, True)
     _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC)

@@ -82,6 +82,34 @@ def check_configuration(topo, q):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def check_state(topo, q, v, a):
+    """:func:`check_configuration`'s status, else BAD_V / BAD_A for a non-finite entry of
+    ``v`` / of the third vector ``a`` (an acceleration or a torque), else OK."""
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    if not check_vector(v):
+        return BAD_V
+    if not check_vector(a):
+        return BAD_A
+    return OK
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def joint_motion(S, nvi, iv, v, a, vJ, aJ):
+    """``vJ = S v[iv:iv+nvi]`` and ``aJ = S a[iv:iv+nvi]`` (6-vectors): a joint's velocity and
+    the part S qdd of its acceleration (``S``: its motion subspace, first ``nvi`` columns)."""
+    for r in range(6):
+        s_v = 0.0
+        s_a = 0.0
+        for k in range(nvi):
+            s_v += S[r, k] * v[iv + k]
+            s_a += S[r, k] * a[iv + k]
+        vJ[r] = s_v
+        aJ[r] = s_a
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _pose_in_parent(topo, tree, q, i, Rj, Rl):
     """Rotation (into Rl) and translation (returned) of body i in its parent's frame."""
     jt = topo[i, JTYPE]

@@ -9,7 +9,10 @@ LOCAL_WORLD_ALIGNED) or in the frame's own axes (``local=True``, Pinocchio's LOC
 
 from __future__ import annotations
 
+from numba import njit
+
 from .dynamics import (
+    BAD_V,
     IV,
     NVI,
     OK,
@@ -160,16 +163,27 @@ def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
                 out[blk + k] = f0 * c0 + f1 * c1 + f2 * c2
 
 
-@leaf_kernel(error_model="numpy")
-def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ, out):
-    """J̇v of a point: forward kinematics, velocity pass, then the classical point acceleration."""
+@njit(cache=True, error_model="numpy", inline="always")
+def _kinematics_pass(topo, tree, Sm, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ):
+    """Check q and v, then forward kinematics and :func:`body_velocities_and_bias`: the pass
+    every point query starts from. Returns OK or the bad input's status (BAD_Q / BAD_QUATERNION,
+    BAD_V)."""
     st = check_configuration(topo, q)
     if st != OK:
         return st
     if not check_vector(v):
-        return 2
+        return BAD_V
     forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
     body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ)
+    return OK
+
+
+@leaf_kernel(error_model="numpy")
+def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ, out):
+    """J̇v of a point: forward kinematics, velocity pass, then the classical point acceleration."""
+    st = _kinematics_pass(topo, tree, Sm, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ)
+    if st != OK:
+        return st
     point_bias_filled(Rw, vel, acc, body, r, Rf, local, out)
     return OK
 
@@ -202,13 +216,9 @@ def points_kinematics(
     world-aligned linear Jacobians ``J_lin`` (k, 3, nv) and linear J̇v ``bias_lin`` (k, 3).
     ``Jfull`` is (6, nv) scratch. Returns a status code.
     """
-    st = check_configuration(topo, q)
+    st = _kinematics_pass(topo, tree, Sm, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ)
     if st != OK:
         return st
-    if not check_vector(v):
-        return 2
-    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
-    body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ)
     Rf = Rtmp[1]
     for a in range(3):
         for b in range(3):

@@ -36,6 +36,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from .leaf import leaf_kernel
 
@@ -88,6 +89,18 @@ def _project_off_basis(row, basis, k):
         if s != 0.0:
             for c in range(n):
                 row[c] -= s * basis[i, c]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _project_out(rows, i, u, n):
+    """rows[i] <- rows[i] - s u with s = rows[i] . u (u a unit vector, first n entries);
+    returns s."""
+    s = 0.0
+    for c in range(n):
+        s += rows[i, c] * u[c]
+    for c in range(n):
+        rows[i, c] -= s * u[c]
+    return s
 
 
 @leaf_kernel(error_model="numpy")
@@ -155,19 +168,10 @@ def prioritized_level(m, rows, rhs, x, basis, rank, lower, pivot, lsq, tolerance
         for i in range(m):
             if pivot[i] >= 0:
                 continue
-            s = 0.0
-            for c in range(n):
-                s += rows[i, c] * u[c]
-            for c in range(n):
-                rows[i, c] -= s * u[c]
+            s = _project_out(rows, i, u, n)
             lower[i, added] += s
             if s * s > 0.5 * norm2[i]:  # cancellation: once more ("twice is enough")
-                s = 0.0
-                for c in range(n):
-                    s += rows[i, c] * u[c]
-                for c in range(n):
-                    rows[i, c] -= s * u[c]
-                lower[i, added] += s
+                lower[i, added] += _project_out(rows, i, u, n)
                 t = 0.0
                 for c in range(n):
                     t += rows[i, c] * rows[i, c]

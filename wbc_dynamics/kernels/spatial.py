@@ -14,6 +14,8 @@ Everything works on preallocated arrays; nothing here allocates.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -39,49 +41,24 @@ def motion_transform(R, p, X):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def row6_dot(A, r, x):
+    """``A[r, :6] @ x[:6]``, summed left to right."""
+    return (
+        A[r, 0] * x[0]
+        + A[r, 1] * x[1]
+        + A[r, 2] * x[2]
+        + A[r, 3] * x[3]
+        + A[r, 4] * x[4]
+        + A[r, 5] * x[5]
+    )
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def apply_motion(X, m, out):
     """``out = X @ m`` for a 6x6 motion transform exploiting its zero block."""
     for r in range(3):
-        out[r] = (
-            X[r, 0] * m[0]
-            + X[r, 1] * m[1]
-            + X[r, 2] * m[2]
-            + X[r, 3] * m[3]
-            + X[r, 4] * m[4]
-            + X[r, 5] * m[5]
-        )
+        out[r] = row6_dot(X, r, m)
         out[r + 3] = X[r + 3, 3] * m[3] + X[r + 3, 4] * m[4] + X[r + 3, 5] * m[5]
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def apply_motion_add(X, m, out):
-    """``out += X @ m``."""
-    for r in range(3):
-        out[r] += (
-            X[r, 0] * m[0]
-            + X[r, 1] * m[1]
-            + X[r, 2] * m[2]
-            + X[r, 3] * m[3]
-            + X[r, 4] * m[4]
-            + X[r, 5] * m[5]
-        )
-        out[r + 3] += X[r + 3, 3] * m[3] + X[r + 3, 4] * m[4] + X[r + 3, 5] * m[5]
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def apply_force_transpose_add(X, f, out):
-    """``out += X^T @ f``: a child-frame force expressed in the parent frame."""
-    for c in range(3):
-        out[c] += X[0, c] * f[0] + X[1, c] * f[1] + X[2, c] * f[2]
-    for c in range(3, 6):
-        out[c] += (
-            X[0, c] * f[0]
-            + X[1, c] * f[1]
-            + X[2, c] * f[2]
-            + X[3, c] * f[3]
-            + X[4, c] * f[4]
-            + X[5, c] * f[5]
-        )
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -153,3 +130,26 @@ def rotation_from_quaternion(qx, qy, qz, qw, R):
     R[2, 0] = 2.0 * (x * z - y * w)
     R[2, 1] = 2.0 * (y * z + x * w)
     R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+# quaternions (x, y, z, w); the default error model, as the estimators' kernels that inline them
+@njit(cache=True, inline="always")
+def rotvec_quaternion(wx, wy, wz):
+    """The unit quaternion Exp(w) of the rotation vector w (half-angle sine, 1e-12 floor)."""
+    th = math.sqrt(wx * wx + wy * wy + wz * wz)
+    if th < 1e-12:
+        s, c = 0.5, 1.0
+    else:
+        s, c = math.sin(0.5 * th) / th, math.cos(0.5 * th)
+    return wx * s, wy * s, wz * s, c
+
+
+@njit(cache=True, inline="always")
+def quaternion_product_into(px, py, pz, pw, rx, ry, rz, rw, q, o):
+    """``q[o:o+4]`` = p r / |p r| (Hamilton product, normalized)."""
+    nx = pw * rx + px * rw + py * rz - pz * ry
+    ny = pw * ry - px * rz + py * rw + pz * rx
+    nz = pw * rz + px * ry - py * rx + pz * rw
+    nw = pw * rw - px * rx - py * ry - pz * rz
+    n = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+    q[o], q[o + 1], q[o + 2], q[o + 3] = nx / n, ny / n, nz / n, nw / n

@@ -48,11 +48,9 @@ import numpy as np
 from numba import njit
 
 from .dynamics import (
-    BAD_A,
     BAD_FEXT,
     BAD_Q,
     BAD_QUATERNION,
-    BAD_V,
     FREE_FLYER,
     IQ,
     IV,
@@ -67,7 +65,9 @@ from .dynamics import (
     _invert_spd,
     check_configuration,
     check_matrix,
+    check_state,
     check_vector,
+    joint_motion,
 )
 from .kinematics import point_bias as _point_bias
 from .kinematics import points_kinematics as _points_kinematics
@@ -76,6 +76,7 @@ from .spatial import (
     cross_force_add,
     cross_motion_add,
     mat6_vec,
+    row6_dot,
 )
 
 # Slots of the workspace W (nb, N_SLOTS, 6, 6), per body; see the module docstring. numba reads
@@ -144,6 +145,67 @@ def workspace(nb: int) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros((nb, N_SLOTS, 6, 6)), np.zeros((N_SCRATCH, 6, 6))
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _motion_subspace_to_world(S, nvi, P, Sw):
+    """``Sw[:, :nvi]`` = the motion subspace ``S`` of a body at world pose ``P`` (rows 0-2 R,
+    row 3 p) at the world origin: a motion [v; w] maps to [R v + p x R w; R w]."""
+    R00, R01, R02 = P[0, 0], P[0, 1], P[0, 2]
+    R10, R11, R12 = P[1, 0], P[1, 1], P[1, 2]
+    R20, R21, R22 = P[2, 0], P[2, 1], P[2, 2]
+    p0, p1, p2 = P[3, 0], P[3, 1], P[3, 2]
+    for k in range(nvi):
+        a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
+        a1 = R10 * S[3, k] + R11 * S[4, k] + R12 * S[5, k]
+        a2 = R20 * S[3, k] + R21 * S[4, k] + R22 * S[5, k]
+        l0 = R00 * S[0, k] + R01 * S[1, k] + R02 * S[2, k]
+        l1 = R10 * S[0, k] + R11 * S[1, k] + R12 * S[2, k]
+        l2 = R20 * S[0, k] + R21 * S[1, k] + R22 * S[2, k]
+        Sw[0, k] = l0 + p1 * a2 - p2 * a1
+        Sw[1, k] = l1 + p2 * a0 - p0 * a2
+        Sw[2, k] = l2 + p0 * a1 - p1 * a0
+        Sw[3, k] = a0
+        Sw[4, k] = a1
+        Sw[5, k] = a2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _world_inertia_parameters(t, P, B, out):
+    """The inertia of a body (``t``: its ``tree`` row; m, h and Ibar about the body origin) at
+    world pose ``P`` (rows 0-2 R, row 3 p), moved to the world origin: returns (m, h_w) with
+    h_w = R h + m p, and writes the upper triangle (00, 01, 02, 11, 12, 22) of
+    Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2 into ``out[:6]``. ``B[:3, :3]``: scratch."""
+    m = t[MASS]
+    hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
+    # Rh
+    g0 = P[0, 0] * hx + P[0, 1] * hy + P[0, 2] * hz
+    g1 = P[1, 0] * hx + P[1, 1] * hy + P[1, 2] * hz
+    g2 = P[2, 0] * hx + P[2, 1] * hy + P[2, 2] * hz
+    # R Ibar R^T via B = Ibar R^T
+    for r in range(3):
+        for c in range(3):
+            B[r, c] = (
+                t[ROT_INERTIA + 3 * r] * P[c, 0]
+                + t[ROT_INERTIA + 3 * r + 1] * P[c, 1]
+                + t[ROT_INERTIA + 3 * r + 2] * P[c, 2]
+            )
+    # - [g][p] - [p][g] - m [p]^2 ; ([a][b])_rc = b_r a_c - (a.b) delta_rc
+    p0, p1, p2 = P[3, 0], P[3, 1], P[3, 2]
+    gp = g0 * p0 + g1 * p1 + g2 * p2
+    pp = p0 * p0 + p1 * p1 + p2 * p2
+    gv = (g0, g1, g2)
+    pv = (p0, p1, p2)
+    n = 0
+    for r in range(3):
+        for c in range(r, 3):
+            rot = P[r, 0] * B[0, c] + P[r, 1] * B[1, c] + P[r, 2] * B[2, c]
+            sh = -(pv[r] * gv[c] + gv[r] * pv[c]) - m * pv[r] * pv[c]
+            if r == c:
+                sh += 2.0 * gp + m * pp
+            out[n] = rot + sh
+            n += 1
+    return m, g0 + m * p0, g1 + m * p1, g2 + m * p2
+
+
 @leaf_kernel(error_model="numpy")
 def world_quantities(topo, tree, Sm, W, with_inertia):
     """World-frame motion subspaces (``W_MOTION_SUBSPACE``) and, if asked, body inertias
@@ -156,64 +218,19 @@ def world_quantities(topo, tree, Sm, W, with_inertia):
     nb = topo.shape[0]
     for i in range(nb):
         P = W[i, W_POSE]
-        R00, R01, R02 = P[0, 0], P[0, 1], P[0, 2]
-        R10, R11, R12 = P[1, 0], P[1, 1], P[1, 2]
-        R20, R21, R22 = P[2, 0], P[2, 1], P[2, 2]
-        p0, p1, p2 = P[3, 0], P[3, 1], P[3, 2]
-        Sw = W[i, W_MOTION_SUBSPACE]
-        S = Sm[i]
-        for k in range(topo[i, NVI]):
-            a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
-            a1 = R10 * S[3, k] + R11 * S[4, k] + R12 * S[5, k]
-            a2 = R20 * S[3, k] + R21 * S[4, k] + R22 * S[5, k]
-            l0 = R00 * S[0, k] + R01 * S[1, k] + R02 * S[2, k]
-            l1 = R10 * S[0, k] + R11 * S[1, k] + R12 * S[2, k]
-            l2 = R20 * S[0, k] + R21 * S[1, k] + R22 * S[2, k]
-            Sw[0, k] = l0 + p1 * a2 - p2 * a1
-            Sw[1, k] = l1 + p2 * a0 - p0 * a2
-            Sw[2, k] = l2 + p0 * a1 - p1 * a0
-            Sw[3, k] = a0
-            Sw[4, k] = a1
-            Sw[5, k] = a2
+        _motion_subspace_to_world(Sm[i], topo[i, NVI], P, W[i, W_MOTION_SUBSPACE])
         if not with_inertia:
             continue
-        t = tree[i]
-        m = t[MASS]
-        hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
-        # Rh
-        g0 = R00 * hx + R01 * hy + R02 * hz
-        g1 = R10 * hx + R11 * hy + R12 * hz
-        g2 = R20 * hx + R21 * hy + R22 * hz
         Iw = W[i, W_BODY_INERTIA]
-        # R Ibar R^T via T = Ibar R^T
         B = W[i, W_SCRATCH]
-        for r in range(3):
-            for c in range(3):
-                B[r, c] = (
-                    t[ROT_INERTIA + 3 * r] * P[c, 0]
-                    + t[ROT_INERTIA + 3 * r + 1] * P[c, 1]
-                    + t[ROT_INERTIA + 3 * r + 2] * P[c, 2]
-                )
+        # Ibar_w's upper triangle into B's row 3 (rows 0-2: the helper's scratch)
+        m, h0, h1, h2 = _world_inertia_parameters(tree[i], P, B, B[3])
+        n = 0
         for r in range(3):
             for c in range(r, 3):
-                s = P[r, 0] * B[0, c] + P[r, 1] * B[1, c] + P[r, 2] * B[2, c]
-                Iw[3 + r, 3 + c] = s
-        # - [g][p] - [p][g] - m [p]^2 ; ([a][b])_rc = b_r a_c - (a.b) delta_rc
-        gp = g0 * p0 + g1 * p1 + g2 * p2
-        pp = p0 * p0 + p1 * p1 + p2 * p2
-        gv = (g0, g1, g2)
-        pv = (p0, p1, p2)
-        for r in range(3):
-            for c in range(r, 3):
-                s = -(pv[r] * gv[c] + gv[r] * pv[c]) - m * pv[r] * pv[c]
-                if r == c:
-                    s += 2.0 * gp + m * pp
-                Iw[3 + r, 3 + c] += s
-                Iw[3 + c, 3 + r] = Iw[3 + r, 3 + c]
-        # h_w = Rh + m p
-        h0 = g0 + m * p0
-        h1 = g1 + m * p1
-        h2 = g2 + m * p2
+                Iw[3 + r, 3 + c] = B[3, n]
+                Iw[3 + c, 3 + r] = B[3, n]
+                n += 1
         for r in range(3):
             for c in range(3):
                 Iw[r, c] = m if r == c else 0.0
@@ -397,57 +414,12 @@ def crba(q, M, topo, tree, Sm, W, SC):
         P[1, 0], P[1, 1], P[1, 2] = R10, R11, R12
         P[2, 0], P[2, 1], P[2, 2] = R20, R21, R22
         P[3, 0], P[3, 1], P[3, 2] = p0, p1, p2
-        # motion subspace at the world origin (W_MOTION_SUBSPACE), as world_quantities
-        Sw = W[i, W_MOTION_SUBSPACE]
-        S = Sm[i]
-        for k in range(topo[i, NVI]):
-            a0 = R00 * S[3, k] + R01 * S[4, k] + R02 * S[5, k]
-            a1 = R10 * S[3, k] + R11 * S[4, k] + R12 * S[5, k]
-            a2 = R20 * S[3, k] + R21 * S[4, k] + R22 * S[5, k]
-            v0 = R00 * S[0, k] + R01 * S[1, k] + R02 * S[2, k]
-            v1 = R10 * S[0, k] + R11 * S[1, k] + R12 * S[2, k]
-            v2 = R20 * S[0, k] + R21 * S[1, k] + R22 * S[2, k]
-            Sw[0, k] = v0 + p1 * a2 - p2 * a1
-            Sw[1, k] = v1 + p2 * a0 - p0 * a2
-            Sw[2, k] = v2 + p0 * a1 - p1 * a0
-            Sw[3, k] = a0
-            Sw[4, k] = a1
-            Sw[5, k] = a2
-        # inertia parameters at the world origin, world_quantities' arithmetic: h_w = R h + m p,
-        # Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2
-        t = tree[i]
-        m = t[MASS]
-        hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
-        g0 = R00 * hx + R01 * hy + R02 * hz
-        g1 = R10 * hx + R11 * hy + R12 * hz
-        g2 = R20 * hx + R21 * hy + R22 * hz
-        B = SC[SC_KERNEL_WORK]
-        for r in range(3):
-            for c in range(3):
-                B[r, c] = (
-                    t[ROT_INERTIA + 3 * r] * P[c, 0]
-                    + t[ROT_INERTIA + 3 * r + 1] * P[c, 1]
-                    + t[ROT_INERTIA + 3 * r + 2] * P[c, 2]
-                )
-        gp = g0 * p0 + g1 * p1 + g2 * p2
-        pp = p0 * p0 + p1 * p1 + p2 * p2
-        gv = (g0, g1, g2)
-        pv = (p0, p1, p2)
+        # motion subspace and inertia parameters at the world origin, as world_quantities
+        _motion_subspace_to_world(Sm[i], topo[i, NVI], P, W[i, W_MOTION_SUBSPACE])
         C = W[i, W_COMPOSITE_INERTIA]
-        C[0, 0] = m
-        C[0, 1] = g0 + m * p0
-        C[0, 2] = g1 + m * p1
-        C[0, 3] = g2 + m * p2
-        # rows 1-2: Ibar_w's upper triangle (00, 01, 02, 11, 12, 22)
-        n = 0
-        for r in range(3):
-            for c in range(r, 3):
-                rot = P[r, 0] * B[0, c] + P[r, 1] * B[1, c] + P[r, 2] * B[2, c]
-                sh = -(pv[r] * gv[c] + gv[r] * pv[c]) - m * pv[r] * pv[c]
-                if r == c:
-                    sh += 2.0 * gp + m * pp
-                C[1, n] = rot + sh
-                n += 1
+        # row 0: m, h_w; row 1: Ibar_w's upper triangle (00, 01, 02, 11, 12, 22)
+        C[0, 0], C[0, 1], C[0, 2], C[0, 3] = _world_inertia_parameters(tree[i], P,
+                                                                       SC[SC_KERNEL_WORK], C[1])
     for i in range(nb - 1, -1, -1):
         par = topo[i, PARENT]
         if par >= 0:
@@ -559,6 +531,19 @@ def _backward_joint_n(topo, i, nvi, W, SC):
     return _invert_spd(D, nvi, W[i, W_S_IA_S_INV], SC[SC_INNER_WORK])
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _transmitted_entry(IA, U, Di, nvi, r, c):
+    """Entry (r, c) of IA - U D^-1 U^T (``Di`` = D^-1, nvi x nvi): the articulated inertia
+    transmitted across a multi-DoF joint."""
+    s = IA[r, c]
+    for k1 in range(nvi):
+        t = 0.0
+        for k2 in range(nvi):
+            t += Di[k1, k2] * U[c, k2]
+        s -= U[r, k1] * t
+    return s
+
+
 @leaf_kernel(error_model="numpy")
 def _add_articulated_to_parent(topo, i, W):
     """IA[parent] += IA - U D^-1 U^T (the part of IA transmitted across joint i)."""
@@ -576,13 +561,19 @@ def _add_articulated_to_parent(topo, i, W):
         return
     for r in range(6):
         for c in range(6):
-            s = IA[r, c]
-            for k1 in range(nvi):
-                t = 0.0
-                for k2 in range(nvi):
-                    t += Di[k1, k2] * U[c, k2]
-                s -= U[r, k1] * t
-            IAp[r, c] += s
+            IAp[r, c] += _transmitted_entry(IA, U, Di, nvi, r, c)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _joint_space_entry(u, U, Di, nvi, k1, x):
+    """Entry k1 of D^-1 (u - U^T x) (``Di`` = D^-1, nvi x nvi; ``x`` a 6-vector)."""
+    s = 0.0
+    for k2 in range(nvi):
+        t = u[k2]
+        for r in range(6):
+            t -= U[r, k2] * x[r]
+        s += Di[k1, k2] * t
+    return s
 
 
 @leaf_kernel(error_model="numpy")
@@ -593,13 +584,9 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
     ``fext`` (nb, 6) holds external wrenches per body in body frame. Returns a status code;
     SINGULAR if some joint's articulated inertia is not positive definite.
     """
-    st = check_configuration(topo, q)
+    st = check_state(topo, q, v, tau)
     if st != OK:
         return st
-    if not check_vector(v):
-        return BAD_V
-    if not check_vector(tau):
-        return BAD_A
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
     kinematics_into(topo, tree, q, W, SC)
@@ -668,12 +655,7 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
             c = vec[VEC_VELOCITY_PRODUCT]
             mat6_vec(W[i, W_ARTICULATED_INERTIA], c, pa)
             for k1 in range(nvi):
-                t = 0.0
-                for k2 in range(nvi):
-                    w = vec[VEC_NET_JOINT_FORCE, k2]
-                    for r in range(6):
-                        w -= U[r, k2] * c[r]
-                    t += Di[k1, k2] * w
+                t = _joint_space_entry(vec[VEC_NET_JOINT_FORCE], U, Di, nvi, k1, c)
                 for r in range(6):
                     pa[r] += U[r, k1] * t
             _add_articulated_to_parent(topo, i, W)
@@ -695,13 +677,7 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
         U = W[i, W_IA_S]
         Di = W[i, W_S_IA_S_INV]
         for k1 in range(nvi):
-            s = 0.0
-            for k2 in range(nvi):
-                t = vec[VEC_NET_JOINT_FORCE, k2]
-                for r in range(6):
-                    t -= U[r, k2] * ap[r]
-                s += Di[k1, k2] * t
-            ddq[iv + k1] = s
+            ddq[iv + k1] = _joint_space_entry(vec[VEC_NET_JOINT_FORCE], U, Di, nvi, k1, ap)
         Sw = W[i, W_MOTION_SUBSPACE]
         for r in range(6):
             s = ap[r]
@@ -766,13 +742,7 @@ def _minv_articulate_ndof(topo, i, W, SC):
         IAp = W[par, W_MINV_ARTICULATED_INERTIA]
         for r in range(6):
             for c in range(r, 6):
-                s = IA1[r, c]
-                for k1 in range(nvi):
-                    t = 0.0
-                    for k2 in range(nvi):
-                        t += Di[k1, k2] * U[c, k2]
-                    s -= U[r, k1] * t
-                IAp[r, c] += s
+                IAp[r, c] += _transmitted_entry(IA1, U, Di, nvi, r, c)
     return True
 
 
@@ -986,14 +956,7 @@ def _xup_motion(X, m, out, add):
     the upper-left block. The terms and their order are apply_motion's (its zero block
     skipped), so the results are the same to the bit."""
     for r in range(3):
-        lin = (
-            X[r, 0] * m[0]
-            + X[r, 1] * m[1]
-            + X[r, 2] * m[2]
-            + X[r, 3] * m[3]
-            + X[r, 4] * m[4]
-            + X[r, 5] * m[5]
-        )
+        lin = row6_dot(X, r, m)
         ang = X[r, 0] * m[3] + X[r, 1] * m[4] + X[r, 2] * m[5]
         if add:
             out[r] += lin
@@ -1024,13 +987,9 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     the extended inverse dynamics of a moving-base robot (Saccon et al., Table 4). Per-call
     arguments come first so that the Python side can append the model's constant tuple.
     """
-    st = check_configuration(topo, q)
+    st = check_state(topo, q, v, a)
     if st != OK:
         return st
-    if not check_vector(v):
-        return BAD_V
-    if not check_vector(a):
-        return BAD_A
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
     nb = topo.shape[0]
@@ -1058,14 +1017,7 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         vec = W[i, W_VECTORS]
         vel = vec[VEC_VELOCITY]
         acc = vec[VEC_ACCELERATION]
-        for r in range(6):
-            s_v = 0.0
-            s_a = 0.0
-            for k in range(nvi):
-                s_v += S[r, k] * v[iv + k]
-                s_a += S[r, k] * a[iv + k]
-            vJ[r] = s_v
-            acc[r] = s_a
+        joint_motion(S, nvi, iv, v, a, vJ, acc)
         if par < 0:
             for r in range(6):
                 vel[r] = vJ[r]
@@ -1177,6 +1129,18 @@ def _kin_check_configuration(kin, q):
     return OK
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _rotation_column(J, c, a0, a1, a2, p0, p1, p2):
+    """Column c of a world-origin Jacobian for a unit rotation about the axis a through the
+    point p: [p x a; a]."""
+    J[0, c] = p1 * a2 - p2 * a1
+    J[1, c] = p2 * a0 - p0 * a2
+    J[2, c] = p0 * a1 - p1 * a0
+    J[3, c] = a0
+    J[4, c] = a1
+    J[5, c] = a2
+
+
 @leaf_kernel(error_model="numpy")
 def frame_jacobian(q, body, F, local, J, kin):
     """Jacobian (6 x nv, rows [linear; angular]) of the frame ``F`` of ``body``.
@@ -1225,25 +1189,14 @@ def frame_jacobian(q, body, F, local, J, kin):
                     a0, a1, a2 = R01, R11, R21
                 else:
                     a0, a1, a2 = R02, R12, R22
-                c = iv + 3 + k
-                J[0, c] = p1 * a2 - p2 * a1
-                J[1, c] = p2 * a0 - p0 * a2
-                J[2, c] = p0 * a1 - p1 * a0
-                J[3, c] = a0
-                J[4, c] = a1
-                J[5, c] = a2
+                _rotation_column(J, iv + 3 + k, a0, a1, a2, p0, p1, p2)
         else:
             t = kin[i]
             a0 = R00 * t[12] + R01 * t[13] + R02 * t[14]
             a1 = R10 * t[12] + R11 * t[13] + R12 * t[14]
             a2 = R20 * t[12] + R21 * t[13] + R22 * t[14]
             if jt == REVOLUTE:
-                J[0, iv] = p1 * a2 - p2 * a1
-                J[1, iv] = p2 * a0 - p0 * a2
-                J[2, iv] = p0 * a1 - p1 * a0
-                J[3, iv] = a0
-                J[4, iv] = a1
-                J[5, iv] = a2
+                _rotation_column(J, iv, a0, a1, a2, p0, p1, p2)
             else:
                 J[0, iv] = a0
                 J[1, iv] = a1

@@ -1,5 +1,8 @@
 """Generator of the bundled robot URDFs and of their nominal poses (developer tool).
 
+One file because it is a script run by its path, with numpy only: the inertia primitives, the
+URDF writer and the robots built with them stay together.
+
 Run ``python wbc_dynamics/robots/_generate.py`` (from the repository root) to rewrite
 ``quadruped.urdf``, ``arm.urdf``, ``box.urdf``, ``small_box.urdf``, ``branched.urdf``,
 ``humanoid.urdf`` and

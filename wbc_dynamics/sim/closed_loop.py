@@ -43,7 +43,7 @@ import numpy as np
 from ..robots import robot_info, robot_path
 from .imperfections import Actuation, Imperfections, Sensing, scale_plant_masses
 from .mujoco_model import FreeBody, GroundOptions, MujocoPlant, pose_in_link
-from .references import make_reference
+from .references import VelocityProfile, make_reference
 
 __all__ = ["CONTROLLERS", "ClosedLoop", "LoopConfig", "LoopResult", "run", "shipped_loop_config"]
 
@@ -492,7 +492,7 @@ class ClosedLoop:
             raise ValueError(f"grasp_force: must be finite and >= 0 N, got {cfg.grasp_force!r}")
         self.setup = None
         self.walker = None
-        self._walk_velocity = (0.0, 0.0, 0.0)
+        self._walk_profile = VelocityProfile.from_value((0.0, 0.0, 0.0))
         self._reach: dict | None = None
         if cfg.reference == "walk":  # the controller's trot (gait), the loop's options over it
             cfg = self._walking_config(cfg)
@@ -596,10 +596,14 @@ class ClosedLoop:
 
     def _walking_config(self, cfg: LoopConfig) -> LoopConfig:
         """``reference: walk``: the controller's trot (``gait``; ``reference_options``:
-        ``velocity`` (forward, left [m/s], yaw rate [rad/s]), ``period`` [s], ``step_height``
-        [m]); the joint reference is the standing pose."""
+        ``velocity`` -- (forward, left [m/s], yaw rate [rad/s]), held, or a
+        :class:`~wbc_dynamics.sim.references.VelocityProfile` (its text such as
+        ``"0.3,0,0@2;0,0.3,0@2"`` or its ``(vx, vy, wz, duration)`` tuples), commanded at the
+        loop's time --, ``period`` [s], ``step_height`` [m]); the joint reference is the
+        standing pose."""
         options = dict(cfg.reference_options)
-        self._walk_velocity = tuple(float(x) for x in options.pop("velocity", (0.0, 0.0, 0.0)))
+        self._walk_profile = VelocityProfile.from_value(options.pop("velocity", (0.0, 0.0, 0.0)),
+                                                        "reference_options velocity")
         gait = {"gait": "trot"}
         for key, name in (("period", "gait_period"), ("step_height", "gait_step_height")):
             if key in options:
@@ -611,13 +615,20 @@ class ClosedLoop:
                                    controller_options={**gait, **cfg.controller_options})
 
     def _start_walking(self) -> None:
-        """The walker's command, once the controller exists (``reference: walk``); the hand's
-        goal schedule (``reference: reach``)."""
+        """The walker's command, once the controller exists (``reference: walk``; a profile
+        that changes: set before every tick, by the controller's goals hook); the hand's goal
+        schedule (``reference: reach``)."""
         if self.cfg.reference == "walk" and isinstance(self.ctl, _WBC):
             self.walker = self.ctl.ctl.walker
-            self.ctl.ctl.set_velocity_command(*self._walk_velocity)
+            self.ctl.ctl.set_velocity_command(*self._walk_profile.sample(0.0))
+            if not self._walk_profile.constant:
+                self.ctl.goals = self._walk_command
         if self._reach is not None and isinstance(self.ctl, _WBC):
             self.ctl.goals = self._reach_goal
+
+    def _walk_command(self, t: float) -> None:
+        """The velocity profile's command at ``t`` [s] (``reference: walk``)."""
+        self.ctl.ctl.set_velocity_command(*self._walk_profile.sample(t))
 
     def _reaching_config(self, cfg: LoopConfig) -> LoopConfig:
         """``reference: reach`` (a floating base): standing balance

@@ -233,7 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "g1: left_rubber_hand)")
     ap.add_argument("--velocity", default="",
                     help="--reference walk: forward,left,yaw_rate [m/s, m/s, rad/s] (default "
-                    "0.3,0,0; the bundled quadruped 0.1,0,0)")
+                    "0.3,0,0; the bundled quadruped 0.1,0,0), or a velocity profile: such "
+                    "segments each held @duration [s], separated by ';' (quote it), e.g. "
+                    "'0.3,0,0@2;0,0.3,0@2' (the last held for ever without @duration, else "
+                    "zero after it)")
     ap.add_argument("--sensing", default="realistic", choices=["realistic", "exact"],
                     help="realistic (default): noisy, late sensing and actuation with model "
                     "error, as a real robot; exact: the simulator's state")
@@ -303,16 +306,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     floating = robot == "quadruped" or bool(setup.controller.floating_base)
     reference_options: dict = {}
     if reference == "walk":
+        from .references import VelocityProfile
+
         text = args.velocity or ("0.1,0,0" if robot == "quadruped" else "0.3,0,0")
         try:
-            velocity = [float(x) for x in text.split(",")]
-        except ValueError:
-            velocity = []
-        if len(velocity) != 3 or not all(math.isfinite(x) for x in velocity):
-            print(f"wbc_demo: --velocity: expected forward,left,yaw_rate, got {text!r}",
-                  file=sys.stderr)
+            profile = VelocityProfile.parse(text, "--velocity")
+        except ValueError as exc:
+            print(f"wbc_demo: {exc}", file=sys.stderr)
             return 2
-        reference_options["velocity"] = velocity
+        reference_options["velocity"] = profile
     if reference == "reach":
         if not args.hand:
             print("wbc_demo: --reference reach needs --hand LINK", file=sys.stderr)

@@ -123,34 +123,26 @@ def run_all(duration: float = 10.0, arm_duration: float = 3.0,
     ``hold_touching_fingers``; ``docs/simulation.md`` "Arm + box"); 0 = both off.
     """
     results: dict[str, dict] = {}
+
+    def scenario(label: str, what: str, seconds: float, **config) -> None:
+        log(f"{label}: {what}, {seconds:g} s")
+        results[label] = {}
+        for c in controllers:
+            cfg = LoopConfig(controller=c, duration=seconds, solver_options=solver_options or {},
+                             **config)
+            res, err = _one(cfg, log)
+            results[label][c] = res if res is not None else err
+
     for label, friction, compliant in shift_cases:
-        log(f"{label}: quadruped weight shift, {shift_duration:g} s")
-        results[label] = {}
-        for c in controllers:
-            cfg = LoopConfig(robot="quadruped", controller=c, reference="shift",
-                             duration=shift_duration, friction=friction, compliant=compliant,
-                             solver_options=solver_options or {})
-            res, err = _one(cfg, log)
-            results[label][c] = res if res is not None else err
+        scenario(label, "quadruped weight shift", shift_duration, robot="quadruped",
+                 reference="shift", friction=friction, compliant=compliant)
     for label, friction, compliant in terrains:
-        log(f"{label}: quadruped trot, {duration:g} s")
-        results[label] = {}
-        for c in controllers:
-            cfg = LoopConfig(robot="quadruped", controller=c, reference="trot",
-                             duration=duration, friction=friction, compliant=compliant,
-                             solver_options=solver_options or {})
-            res, err = _one(cfg, log)
-            results[label][c] = res if res is not None else err
+        scenario(label, "quadruped trot", duration, robot="quadruped", reference="trot",
+                 friction=friction, compliant=compliant)
     for label, friction in arm_cases:
-        log(f"{label}: arm sinusoid with the box, {arm_duration:g} s")
-        results[label] = {}
-        for c in controllers:
-            cfg = LoopConfig(robot="arm", controller=c, reference="sinusoid",
-                             duration=arm_duration, friction=friction, box_mass=box_mass,
-                             solver_options=solver_options or {}, grasp_force=grasp_force,
-                             hold_touching_fingers=grasp_force > 0.0)
-            res, err = _one(cfg, log)
-            results[label][c] = res if res is not None else err
+        scenario(label, "arm sinusoid with the box", arm_duration, robot="arm",
+                 reference="sinusoid", friction=friction, box_mass=box_mass,
+                 grasp_force=grasp_force, hold_touching_fingers=grasp_force > 0.0)
     return results
 
 
@@ -223,54 +215,44 @@ def write_report(results: dict, path: str, figdir: str, settings: dict) -> str:
       "the controller is not available in this build; metrics of runs that fell are over the "
       "time before the fall (Table 6 says when).\n")
 
-    def rows(label):
-        return [(c, r) for c, r in results[label].items()]
+    def per_scenario_tables(columns, cells):
+        """One table per scenario, a row per controller: ``cells(metrics, result)`` gives the
+        row's cells under ``columns``; a dash in each for a controller without a run."""
+        for label in results:
+            a(f"\n**{label}**\n\n| controller | " + " | ".join(columns) + " |\n|---"
+              + "|---" * len(columns) + "|")
+            for c, r in results[label].items():
+                if isinstance(r, LoopResult) and len(r.t):
+                    a(f"| {PAPER_NAMES.get(c, c)} | " + " | ".join(cells(r.metrics(), r)) + " |")
+                else:
+                    a(f"| {PAPER_NAMES.get(c, c)} |" + " – |" * len(columns))
 
     a("\n## Table 3 – joint tracking error\n")
     a("E[E|q − q_des|] [rad] / E[E|q̇ − q̇_des|] [rad/s], all joints, whole run.\n")
-    for label in results:
-        a(f"\n**{label}**\n\n| controller | position error | velocity error | max position "
-          "error |\n|---|---|---|---|")
-        for c, r in rows(label):
-            if isinstance(r, LoopResult) and len(r.t):
-                m = r.metrics()
-                a(f"| {PAPER_NAMES.get(c, c)} | {_fmt(m['pos_err'], '.4f')}"
-                  f"{' (fell)' if r.failed else ''} | {_fmt(m['vel_err'], '.4f')} | "
-                  f"{_fmt(m['pos_err_max'], '.3f')} |")
-            else:
-                a(f"| {PAPER_NAMES.get(c, c)} | – | – | – |")
+    per_scenario_tables(
+        ["position error", "velocity error", "max position error"],
+        lambda m, r: [f"{_fmt(m['pos_err'], '.4f')}{' (fell)' if r.failed else ''}",
+                      _fmt(m["vel_err"], ".4f"), _fmt(m["pos_err_max"], ".3f")])
     a("\n## Table 4 – torque smoothness\n")
     a("E[|Δτ|/Δt] [N m/s] and E[|τ|] [N m], all joints and ticks.\n")
-    for label in results:
-        a(f"\n**{label}**\n\n| controller | E[abs(dτ/dt)] | max abs(dτ/dt) | E[abs(τ)] | "
-          "ticks at effort limit |\n|---|---|---|---|---|")
-        for c, r in rows(label):
-            if isinstance(r, LoopResult) and len(r.t):
-                m = r.metrics()
-                a(f"| {PAPER_NAMES.get(c, c)} | {_fmt(m['dtau'], '.1f')} | "
-                  f"{_fmt(m['dtau_max'], '.0f')} | {_fmt(m['tau'], '.4f')} | "
-                  f"{100 * m['clamp_frac']:.1f}% |")
-            else:
-                a(f"| {PAPER_NAMES.get(c, c)} | – | – | – | – |")
+    per_scenario_tables(
+        ["E[abs(dτ/dt)]", "max abs(dτ/dt)", "E[abs(τ)]", "ticks at effort limit"],
+        lambda m, r: [_fmt(m["dtau"], ".1f"), _fmt(m["dtau_max"], ".0f"), _fmt(m["tau"], ".4f"),
+                      f"{100 * m['clamp_frac']:.1f}%"])
     a("\n## Table 5 – contact normal force prediction\n")
     a("Mean |Σ predicted normal − Σ simulated normal| per tick and its ratio to the mean "
       "simulated Σ (the quadruped weighs 47.09 N); the median column is the same error's "
       "median over the ticks (the mean is dominated by a few touchdown ticks where the model "
       "predicts an impulse). Predicted = the controller's contact forces for the tick; "
       "simulated = MuJoCo's contact forces after the step.\n")
-    for label in results:
-        a(f"\n**{label}**\n\n| controller | absolute error | relative error | median error "
-          "| mean Σ predicted | mean Σ simulated |\n|---|---|---|---|---|---|")
-        for c, r in rows(label):
-            if isinstance(r, LoopResult) and len(r.t):
-                m = r.metrics()
-                a(f"| {PAPER_NAMES.get(c, c)} | {_fmt(m.get('force_abs'), '.3f')} N | "
-                  f"{_fmt(100 * m.get('force_rel', np.nan), '.2f')}% | "
-                  f"{_fmt(m.get('force_median'), '.3f')} N | "
-                  f"{_fmt(m.get('normal_pred_mean'), '.2f')} N | "
-                  f"{_fmt(m.get('normal_sim_mean'), '.2f')} N |")
-            else:
-                a(f"| {PAPER_NAMES.get(c, c)} | – | – | – | – | – |")
+    per_scenario_tables(
+        ["absolute error", "relative error", "median error", "mean Σ predicted",
+         "mean Σ simulated"],
+        lambda m, r: [f"{_fmt(m.get('force_abs'), '.3f')} N",
+                      f"{_fmt(100 * m.get('force_rel', np.nan), '.2f')}%",
+                      f"{_fmt(m.get('force_median'), '.3f')} N",
+                      f"{_fmt(m.get('normal_pred_mean'), '.2f')} N",
+                      f"{_fmt(m.get('normal_sim_mean'), '.2f')} N"])
     a("\n## Table 6 – task success\n")
     a("Quadruped: fell (base below half its standing height, tilted > 60°, or trunk on the "
       "ground). Arm: dropped the box (box moved > 5 cm relative to the hand).\n")

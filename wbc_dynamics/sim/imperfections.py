@@ -39,6 +39,14 @@ _SCALED = ("joint_position_noise", "joint_velocity_noise", "base_position_noise"
            "encoder_resolution")
 
 
+def _check_nonnegative(named) -> None:
+    """ValueError naming the first of the ``(name, value)`` pairs whose value is not a finite
+    number >= 0."""
+    for name, x in named:
+        if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
+            raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+
+
 @dataclass(frozen=True)
 class Imperfections:
     """Sensing, actuation and model error of one run (all zero / 1.0: the exact plant).
@@ -97,12 +105,8 @@ class Imperfections:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            x = getattr(self, f.name)
-            if f.name == "seed":
-                continue
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
-                raise ValueError(f"Imperfections.{f.name}: must be finite and >= 0, got {x!r}")
+        _check_nonnegative((f"Imperfections.{f.name}", getattr(self, f.name))
+                           for f in dataclasses.fields(self) if f.name != "seed")
         if not 0.0 < self.torque_limit_fraction <= 1.0:
             raise ValueError("Imperfections.torque_limit_fraction: must be in (0, 1], got "
                              f"{self.torque_limit_fraction!r}")
@@ -225,11 +229,9 @@ class SimEncoders:
     def __init__(self, position_noise: float = 0.0, velocity_noise: float = 0.0,
                  resolution: float = 0.0, seed: int = 0,
                  rng: np.random.Generator | None = None) -> None:
-        for name, x in (("encoder_position_noise", position_noise),
-                        ("encoder_velocity_noise", velocity_noise),
-                        ("encoder_resolution", resolution)):
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
-                raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+        _check_nonnegative((("encoder_position_noise", position_noise),
+                            ("encoder_velocity_noise", velocity_noise),
+                            ("encoder_resolution", resolution)))
         self.position_noise = float(position_noise)
         self.velocity_noise = float(velocity_noise)
         self.resolution = float(resolution)
@@ -282,14 +284,12 @@ class SimImu:
                  seed: int = 0, rng: np.random.Generator | None = None,
                  gyro_bias_walk: float = 0.0, accelerometer_bias: float = 0.0,
                  accelerometer_bias_walk: float = 0.0) -> None:
-        for name, x in (("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
-                        ("imu_accelerometer_noise", accelerometer_noise),
-                        ("imu_orientation_noise", orientation_noise),
-                        ("imu_gyro_bias_walk", gyro_bias_walk),
-                        ("imu_accelerometer_bias", accelerometer_bias),
-                        ("imu_accelerometer_bias_walk", accelerometer_bias_walk)):
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
-                raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+        _check_nonnegative((("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
+                            ("imu_accelerometer_noise", accelerometer_noise),
+                            ("imu_orientation_noise", orientation_noise),
+                            ("imu_gyro_bias_walk", gyro_bias_walk),
+                            ("imu_accelerometer_bias", accelerometer_bias),
+                            ("imu_accelerometer_bias_walk", accelerometer_bias_walk)))
         self.gyro_noise = float(gyro_noise)
         self.accelerometer_noise = float(accelerometer_noise)
         self.orientation_noise = float(orientation_noise)

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .imperfections import Imperfections
+from .references import VelocityProfile
 
 __all__ = ["SIM_LAUNCH_ARGS", "FRICTION_MU", "NodePlan", "sim_launch_plan", "start_node", "main"]
 
@@ -37,7 +38,10 @@ SIM_LAUNCH_ARGS: tuple[tuple[str, str, str], ...] = (
      "stand with a floating base, sinusoid with a fixed one; legged configurations also sway, "
      "com_sway, trot (quadrupeds); walk: the controller's trot from cmd_vel (quadrupeds))"),
     ("velocity", "0.2,0.0,0.0", "reference walk: the cmd_vel the reference node publishes: "
-     "forward [m/s], left [m/s], yaw rate [rad/s]"),
+     "forward [m/s], left [m/s], yaw rate [rad/s] (a constant command), or a velocity profile "
+     "of such segments each held for @duration [s], separated by ';' (quote it in a shell), "
+     "e.g. '0.3,0,0@4;0,0.3,0@4;0,0,0.3@4': the last held for ever without @duration, "
+     "else zero after it"),
     ("friction", "high", "high | low | a number"),
     ("ground", "rigid", "rigid | compliant"),
     ("mode", "lockstep", "lockstep | realtime"),
@@ -169,13 +173,12 @@ def sim_launch_plan(args: dict[str, str], share_dir: str) -> list[NodePlan]:
         "topic": "wbc_controller/reference", "rate": 200.0, "start_delay": hold}
     if reference == "walk":  # the controller walks; the reference node commands it
         overrides["gait"] = "trot"
-        try:
-            velocity = [float(x) for x in a["velocity"].split(",")]
-        except ValueError:
-            velocity = []
-        if len(velocity) != 3:
-            raise ValueError(f"velocity: expected forward,left,yaw_rate, got {a['velocity']!r}")
-        ref_params.update(velocity=velocity, cmd_vel_topic="cmd_vel")
+        profile = VelocityProfile.parse(a["velocity"], "velocity")
+        if profile.constant:  # the reference node's 3-double ``velocity``
+            ref_params["velocity"] = list(profile.sample(0.0))
+        else:
+            ref_params["velocity_profile"] = profile.to_text()
+        ref_params["cmd_vel_topic"] = "cmd_vel"
     ctl = NodePlan("wbc_controller", "wbc_dynamics.node", "wbc_controller",
                    [params_file, overrides])
     ref = NodePlan("wbc_reference", "wbc_dynamics.sim.references", "wbc_reference", [ref_params])

@@ -22,6 +22,10 @@ Arm (Sec. 7.2.2) -- :class:`ArmSinusoid`: the seven arm joints oscillate about t
 position slightly closed beyond the grasp pose (so position feedback squeezes the box and closes
 the fingers further when not in contact).
 
+Walking (``walk``: the controller's own trot from a velocity command) -- :class:`VelocityProfile`:
+a piecewise-constant command (forward, left [m/s], yaw rate [rad/s]) over time, parsed from
+``"0.3,0,0@4;0,0.3,0@4"`` or built from ``(vx, vy, wz, duration)`` tuples.
+
 :func:`main` is the ``wbc_reference`` console script: a ROS 2 node publishing any of these as a
 one-point ``trajectory_msgs/JointTrajectory`` (positions, velocities, accelerations) at a rate.
 """
@@ -29,6 +33,7 @@ one-point ``trajectory_msgs/JointTrajectory`` (positions, velocities, accelerati
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 import sys
 from collections.abc import Sequence
@@ -42,6 +47,7 @@ __all__ = [
     "Reference",
     "Standing",
     "Trot",
+    "VelocityProfile",
     "WeightShift",
     "make_reference",
     "main",
@@ -731,6 +737,155 @@ class FootTrot(TaskSpaceReference):
         return self._base_x(t_lift + half + 0.5 * half)[0]
 
 
+class VelocityProfile:
+    """A piecewise-constant walking command over time: segments of ``(forward, left, yaw_rate)``
+    -- forward and left [m/s] in the trunk's heading frame, yaw rate [rad/s] -- each held for
+    its duration [s], one after the other from t = 0.
+
+    Text (:meth:`parse`): segments ``forward,left,yaw_rate@duration`` separated by ``;``, e.g.
+    ``"0.3,0,0@4;0,0.3,0@4;0,0,0.3@4"`` (4 s forward, 4 s left, 4 s turning). The last segment
+    may omit ``@duration``: its command then holds for ever, so a single ``"0.2,0,0"`` is the
+    constant command. After a last segment *with* a duration the command is zero (the robot
+    stops). Python (:meth:`from_value`): a list of ``(vx, vy, wz, duration)`` tuples (the last
+    may be ``(vx, vy, wz)`` or have ``duration`` None: held), or three numbers (constant).
+
+    ``sample(t)`` is the command at ``t`` [s] since the start; a segment covers
+    ``[start, start + duration)``, so at a boundary the next segment's command applies; times
+    before 0 give the first segment's. No smoothing between segments: the gait follows a step
+    of the command at its own bounded acceleration (``TrotWalker.max_acceleration``).
+
+    Raises ValueError naming ``field`` and the bad segment (1-based) for a malformed segment, a
+    non-finite number, a duration that is not > 0, or a missing duration before the last.
+    """
+
+    def __init__(self, segments: Sequence[Sequence[float | None]],
+                 field: str = "velocity") -> None:
+        segments = list(segments)
+        if not segments:
+            raise ValueError(f"{field}: no segments (expected forward,left,yaw_rate[@duration_s]"
+                             "[;...])")
+        parsed: list[tuple[float, float, float, float | None]] = []
+        n = len(segments)
+        for i, seg in enumerate(segments, start=1):
+            where = f"{field}: segment {i} of {n} ({_segment_text(seg)})"
+            try:
+                values = list(seg)
+            except TypeError:
+                raise ValueError(f"{where}: expected (forward, left, yaw_rate[, duration])"
+                                 ) from None
+            if len(values) not in (3, 4):
+                raise ValueError(f"{where}: expected forward, left, yaw_rate [m/s, m/s, rad/s] "
+                                 "and an optional duration [s]")
+            duration = values[3] if len(values) == 4 else None
+            try:
+                cmd = [float(x) for x in values[:3]]
+                duration = None if duration is None else float(duration)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where}: not a number") from None
+            if not all(math.isfinite(x) for x in cmd):
+                raise ValueError(f"{where}: forward, left, yaw_rate must be finite")
+            if duration is None:
+                if i != n:
+                    raise ValueError(f"{where}: only the last segment may omit its duration "
+                                     "(@seconds)")
+            elif not (math.isfinite(duration) and duration > 0.0):
+                raise ValueError(f"{where}: the duration must be > 0 s and finite")
+            parsed.append((cmd[0], cmd[1], cmd[2], duration))
+        self.segments = tuple(parsed)
+        #: [s] start time of each segment
+        self.starts = tuple(float(x) for x in np.cumsum(
+            [0.0] + [d for *_, d in parsed[:-1]]))
+        last = parsed[-1][3]
+        #: [s] when the command becomes zero (all segments timed), else inf (the last holds)
+        self.end = math.inf if last is None else self.starts[-1] + last
+
+    @classmethod
+    def parse(cls, text: str, field: str = "velocity") -> VelocityProfile:
+        """The profile of ``"forward,left,yaw_rate[@duration_s][;...]"`` (class docstring)."""
+        if not isinstance(text, str):
+            raise ValueError(f"{field}: expected text forward,left,yaw_rate[@duration_s][;...], "
+                             f"got {text!r}")
+        parts = text.split(";")
+        segments: list[list[str]] = []
+        for i, part in enumerate(parts, start=1):
+            cmd, at, duration = part.strip().partition("@")
+            values = [x.strip() for x in cmd.split(",")]
+            n_cmd = len(values)
+            if at:
+                values.append(duration.strip())
+            if n_cmd != 3 or "" in values or "@" in duration:
+                raise ValueError(f"{field}: segment {i} of {len(parts)} ({part.strip()!r}): "
+                                 "expected forward,left,yaw_rate [m/s, m/s, rad/s] and an "
+                                 "optional @duration [s]")
+            segments.append(values)
+        return cls(segments, field)
+
+    @classmethod
+    def from_value(cls, value, field: str = "velocity") -> VelocityProfile:
+        """A profile from text (:meth:`parse`), three numbers (a constant command), a list of
+        segments ``(vx, vy, wz[, duration])``, or a profile (returned as is)."""
+        if isinstance(value, VelocityProfile):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value, field)
+        try:
+            items = list(value)
+        except TypeError:
+            raise ValueError(f"{field}: expected forward,left,yaw_rate[@duration_s][;...] or a "
+                             f"list of (vx, vy, wz, duration), got {value!r}") from None
+        if items and all(_is_number(x) for x in items):
+            if len(items) != 3:
+                raise ValueError(f"{field}: expected 3 finite numbers forward, left, yaw_rate "
+                                 f"[m/s, m/s, rad/s], got {items!r}")
+            return cls([items], field)
+        return cls(items, field)
+
+    @property
+    def constant(self) -> bool:
+        """A single command held for ever (no duration)."""
+        return len(self.segments) == 1 and self.segments[0][3] is None
+
+    def sample(self, t: float) -> tuple[float, float, float]:
+        """The command (forward, left [m/s], yaw rate [rad/s]) at ``t`` [s] since the start."""
+        if t >= self.end:
+            return (0.0, 0.0, 0.0)
+        i = max(bisect.bisect_right(self.starts, t) - 1, 0)
+        vx, vy, wz, _ = self.segments[i]
+        return (vx, vy, wz)
+
+    def to_text(self) -> str:
+        """The profile as :meth:`parse` reads it (a ROS string parameter, a launch argument)."""
+        return ";".join(f"{vx!r},{vy!r},{wz!r}" + ("" if d is None else f"@{d!r}")
+                        for vx, vy, wz, d in self.segments)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VelocityProfile) and self.segments == other.segments
+
+    def __hash__(self) -> int:
+        return hash(self.segments)
+
+    def __repr__(self) -> str:
+        return f"VelocityProfile.parse({self.to_text()!r})"
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, int | float | np.number) and not isinstance(x, bool)
+
+
+def _segment_text(seg) -> str:
+    """A segment as the user wrote it, for an error message."""
+    if isinstance(seg, str):
+        return repr(seg)
+    try:
+        values = list(seg)
+    except TypeError:
+        return repr(seg)
+    if all(isinstance(x, str) for x in values):  # parsed text
+        text = ",".join(values[:3]) + (f"@{values[3]}" if len(values) == 4 else "")
+        return repr(text)
+    return repr(tuple(values))
+
+
 def _quat_matrix(quat) -> np.ndarray:
     x, y, z, w = quat
     return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
@@ -799,9 +954,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     (std_msgs/UInt8MultiArray, 1 = stance, 0 = swing) on ``schedule_topic``
     (``wbc_controller/contact_schedule``) in the order of ``contact_links`` (default: the
     reference's foot links), which must be the controller's ``contact_links`` order. ``kind``
-    ``walk`` (a controller with ``gait: trot``) also publishes ``velocity`` (forward, left
-    [m/s], yaw rate [rad/s]; default 0.2, 0, 0) as geometry_msgs/Twist on ``cmd_vel_topic``
-    (``cmd_vel``) at the same rate.
+    ``walk`` (a controller with ``gait: trot``) also publishes the walking command as
+    geometry_msgs/Twist on ``cmd_vel_topic`` (``cmd_vel``) at the same rate: ``velocity``
+    (forward, left [m/s], yaw rate [rad/s]; default 0.2, 0, 0), or, when the string parameter
+    ``velocity_profile`` is set, that :class:`VelocityProfile`'s command at the reference's
+    time (e.g. ``"0.3,0,0@4;0,0.3,0@4"``: 4 s forward, 4 s left, then zero).
     """
     ap = argparse.ArgumentParser(prog="wbc_reference", description=main.__doc__,
                                  allow_abbrev=False)
@@ -829,6 +986,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             self.declare_parameter("schedule_topic", args.schedule_topic)
             self.declare_parameter("contact_links", Parameter.Type.STRING_ARRAY)
             self.declare_parameter("velocity", [0.2, 0.0, 0.0])
+            # "" = the constant ``velocity``; else a VelocityProfile text
+            self.declare_parameter("velocity_profile", "")
             self.declare_parameter("cmd_vel_topic", "cmd_vel")
             # [s] hold the reference's t = 0 sample this long first (e.g. while the simulator
             # holds a grasped object in place and the fingers close on it)
@@ -860,11 +1019,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if kind == "walk":
                 from geometry_msgs.msg import Twist
 
-                velocity = [float(x) for x in self.get_parameter("velocity").value]
-                if len(velocity) != 3 or not all(math.isfinite(x) for x in velocity):
-                    raise ValueError(f"velocity: expected 3 finite numbers, got {velocity}")
+                text = str(self.get_parameter("velocity_profile").value).strip()
+                self.profile = (VelocityProfile.parse(text, "velocity_profile") if text else
+                                VelocityProfile.from_value(
+                                    list(self.get_parameter("velocity").value), "velocity"))
                 self.twist = Twist()
-                self.twist.linear.x, self.twist.linear.y, self.twist.angular.z = velocity
                 self.pub_cmd_vel = self.create_publisher(
                     Twist, self.get_parameter("cmd_vel_topic").value, 10)
             self.t0 = None
@@ -881,7 +1040,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 q, qd, qdd = self.ref.sample(t - self.t0)
             if self.pub_cmd_vel is not None and t >= self.t0:
-                self.pub_cmd_vel.publish(self.twist)
+                tw = self.twist
+                tw.linear.x, tw.linear.y, tw.angular.z = self.profile.sample(t - self.t0)
+                self.pub_cmd_vel.publish(tw)
             if self.pub_schedule is not None:
                 swing = self.ref.swing_active(max(t - self.t0, 0.0))
                 self.pub_schedule.publish(UInt8MultiArray(

@@ -1,5 +1,10 @@
 """ROS 2 node ``wbc_sim``: a MuJoCo robot that behaves like a robot driven by ros2_control.
 
+One module for one node: its class is defined inside a factory (``_make_node_class``, so that
+importing this module needs no rclpy) whose callbacks share one closure; the plant
+(:mod:`~wbc_dynamics.sim.mujoco_model`) and the sensor models
+(:mod:`~wbc_dynamics.sim.imperfections`) are modules of their own.
+
 The plant is :class:`~wbc_dynamics.sim.mujoco_model.MujocoPlant`, built from the same URDF the
 controller uses. After every step it publishes the simulated time and the robot state.
 
@@ -368,7 +373,7 @@ def _make_node_class():
                 for j, x in setup.start_positions().items():  # e.g. fingers clear of the object
                     q_model[o + model.joint_index(j)] = x
                 if setup.controller.object_urdf:
-                    from ..controller import _load_object
+                    from ..controller_loading import _load_object
 
                     if not setup.grasp:
                         raise ValueError(f"{setup.path}: object_urdf needs a grasp group "
