@@ -177,3 +177,59 @@ def test_without_offscreen_gl_the_demo_says_so_and_writes_the_plot(tmp_path, mon
     assert "gladLoadGL error" in lines[0] and lines[0].endswith("; plot only")
     assert png.stat().st_size > 10_000 and not (tmp_path / "run.mp4").exists()
     assert "result          : did not fall" in out
+
+
+QUADRUPED = os.path.join(REPO, "wbc_dynamics", "robots", "quadruped.urdf")
+
+
+def test_visual_model_adds_massless_noncolliding_geoms():
+    from wbc_dynamics.sim.mujoco_model import MujocoPlant
+
+    plant = MujocoPlant(QUADRUPED)
+    m = plant.model
+    vis = mujoco.MjModel.from_xml_string(plant.visual_xml())
+    assert vis.ngeom > m.ngeom and (vis.nq, vis.nv, vis.nbody) == (m.nq, m.nv, m.nbody)
+    extra = [g for g in range(vis.ngeom) if vis.geom(g).name.endswith(
+        tuple(f"__vis{k}" for k in range(10)))]
+    assert len(extra) == vis.ngeom - m.ngeom
+    assert all(vis.geom_contype[g] == 0 and vis.geom_conaffinity[g] == 0 for g in extra)
+    assert all(vis.geom_group[g] in (1, 2) for g in extra)
+    for attr in ("body_mass", "body_inertia", "body_ipos", "body_iquat"):
+        np.testing.assert_allclose(getattr(vis, attr), getattr(m, attr), rtol=0, atol=1e-12)
+
+
+#: one frame of the standing quadruped with and without its URDF visuals
+RENDER_VISUALS = f"""
+import json
+from wbc_dynamics.sim.video import VideoRecorder, VideoUnavailableError, prefer_headless_gl
+prefer_headless_gl()
+import mujoco, numpy as np
+from wbc_dynamics.sim.mujoco_model import MujocoPlant
+plant = MujocoPlant({QUADRUPED!r})
+plant.data.qpos[2] = 0.4
+mujoco.mj_forward(plant.model, plant.data)
+out = {{}}
+try:
+    for vis in (False, True):
+        rec = VideoRecorder(plant.model, plant.data, "unused.mp4", distance=1.2,
+                            visual_xml=plant.visual_xml() if vis else None)
+        out[str(vis)] = [rec.visuals, rec.capture().astype(float)]
+        rec.close()
+except VideoUnavailableError as exc:
+    print(json.dumps({{"unavailable": str(exc)}}))
+    raise SystemExit(0)
+print(json.dumps({{"visuals": [out["False"][0], out["True"][0]],
+                  "diff": float(np.abs(out["True"][1] - out["False"][1]).mean())}}))
+"""
+
+
+def test_recorder_draws_the_urdf_visuals(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", RENDER_VISUALS], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if "unavailable" in out:
+        pytest.skip(f"no offscreen rendering here: {out['unavailable']}")
+    assert out["visuals"] == [False, True]
+    # the quadruped's shanks and coloured visuals (1.8 measured) vs its collision shapes
+    assert out["diff"] > 0.8, out

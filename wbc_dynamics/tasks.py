@@ -1,5 +1,9 @@
 """Task-space goals: a prioritized task layer that turns them into desired accelerations.
 
+One module for one compiled kernel family: the task rows, the trajectory sampler and the
+support limit all work on the numba-typed ``TaskData`` record that :class:`TaskLayer`
+builds and binds, and a kernel's cache entry and compile time depend on its module.
+
 A *task* asks for an acceleration of something the robot can move -- a frame's pose (or its
 position or orientation part), the centre of mass, the joint posture -- with PD feedback on its
 error::

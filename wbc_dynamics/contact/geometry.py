@@ -1,6 +1,10 @@
 """Contact geometry and per-tick assembly of :class:`ContactProblem`
 (Zapolsky & Drumwright, Sec. 3.3, App. B).
 
+One module because :class:`ContactModel` owns and binds the buffers its candidate, assembly and
+impact kernels write; splitting the kernels from it would split one record's producers from
+its owner.
+
 Environment features (:class:`HalfSpace`, :class:`SphereObstacle`) are static; a contacted free
 body (:class:`FreeBody`, e.g. the ``box`` robot of Sec. 1.5 / 7.1) is a second
 :class:`~wbc_dynamics.RobotModel` with a free-flyer root whose 6 DoF and inertia are appended to

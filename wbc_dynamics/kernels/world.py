@@ -1,5 +1,9 @@
 """World-frame recursions: CRBA, ABA and analytical M^-1, all quantities at the world origin.
 
+One module for one compiled kernel family over one workspace layout: the recursions share the
+slots of ``W`` and the inlined helpers that read them, and a numba kernel's cache entry and
+compile time depend on the module that defines it.
+
 Expressing motion subspaces, inertias and articulated inertias in the world frame (as Pinocchio
 does) removes the 6x6 congruence transform per body from the backward passes: inertias and
 force sets of children are simply added to their parent's. Each body costs one world-inertia

@@ -1,6 +1,10 @@
 """In-process closed loop: MuJoCo plant + controller, no middleware
 (Zapolsky & Drumwright, Secs. 7-8).
 
+One module for one loop: :class:`LoopConfig`, :class:`ClosedLoop` and :class:`LoopResult`
+describe, run and report the same closed loop, with the shipped configurations' defaults beside
+them.
+
 Used by the demo, the experiments and the CI tests. Each control tick (period ``1 / control_rate``):
 
 1. read the plant state (joint positions/velocities; base pose and base-frame twist, exactly what

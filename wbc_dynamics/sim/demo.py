@@ -361,8 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "none (no --plot path to put it beside)")
     if video:
         try:
+            visual_xml = loop.plant.visual_xml()
+        except (ValueError, OSError):  # no URDF file to read the visuals from: collision shapes
+            visual_xml = None
+        try:
             recorder = VideoRecorder(loop.plant.model, loop.plant.data, video,
-                                     fps=args.video_fps, size=video_size)
+                                     fps=args.video_fps, size=video_size, visual_xml=visual_xml)
         except VideoUnavailableError as exc:
             video_line = f"{exc}{'; ' + gl_note if gl_note else ''}; plot only"
     t1 = time.perf_counter()

@@ -26,7 +26,13 @@ and the dynamics core to ~1e-9):
 * joint ``<dynamics damping friction>`` become MuJoCo ``damping`` and ``frictionloss``
   (``joint_dynamics=False`` removes them); armature is zero; position limits are enforced by
   MuJoCo; effort limits become motor ``ctrlrange``; ``mimic=True`` couples ``<mimic>`` joints
-  to their leaders with joint equality constraints.
+  to their leaders with joint equality constraints;
+* ``visuals=True`` (for rendering only, off for the plant) also emits the URDF's ``<visual>``
+  shapes (box, cylinder, sphere, meshes as for collision) as geoms that neither collide
+  (``contype``/``conaffinity`` 0) nor weigh (``mass`` 0; ``inertiafromgeom`` is off anyway),
+  in group 2 with the URDF material's colour, and moves the collision geoms of links with
+  visuals to group 3 (hidden by MuJoCo's default visibility); bodies, joints, masses and
+  inertias are those of the plant.
 
 Environment (paper Sec. 7.5): a ground plane with Coulomb friction ``mu`` (``"low"`` = 0.1,
 ``"high"`` = :data:`HIGH_FRICTION`, standing in for the paper's infinite friction) and either a
@@ -50,13 +56,17 @@ from pathlib import Path
 import numpy as np
 
 from ..description import (
+    CollisionGeometry,
     Inertial,
     JointDescription,
     LinkDescription,
     RobotDescription,
+    package_roots,
     parse_urdf,
+    resolve_resource,
 )
 from ..description.meshes import MeshError, convex_hull_vertices, geometry_vertices
+from ..description.urdf import read_source, rpy_matrix
 
 __all__ = [
     "HIGH_FRICTION",
@@ -334,6 +344,84 @@ def _body_name(link: str) -> str:
     return "world_link" if link == "world" else link
 
 
+#: Geom group of the URDF visuals (``visuals=True``) and of the collision geoms beside them:
+#: MuJoCo's default visibility draws groups 0-2 and hides 3.
+VISUAL_GROUP, HIDDEN_COLLISION_GROUP = 2, 3
+_DEFAULT_VISUAL_RGBA = (0.7, 0.7, 0.7, 1.0)
+
+
+def _rgba(text: str | None) -> tuple | None:
+    try:
+        vals = tuple(float(x) for x in (text or "").split())
+    except ValueError:
+        return None
+    return vals if len(vals) == 4 and all(math.isfinite(v) for v in vals) else None
+
+
+def _urdf_visuals(
+    p: RobotDescription, source, package_dirs
+) -> dict[str, list[tuple[CollisionGeometry, tuple]]]:
+    """The ``<visual>`` shapes of each link of the URDF ``source`` (path or XML; ``True``: the
+    file the description was read from), as geometry + RGBA. Malformed visuals are skipped."""
+    if source is True:
+        source = p.label
+        if not (isinstance(source, str) and os.path.isfile(source)):
+            raise ValueError("visuals: the description was not read from a file; pass the URDF")
+    xml, _, base_dir = read_source(source)
+    root = ET.fromstring(xml.lstrip())
+    roots = package_roots(package_dirs)
+    materials = {
+        m.get("name"): _rgba(c.get("rgba"))
+        for m in root.findall("material")
+        if (c := m.find("color")) is not None
+    }
+    out: dict[str, list] = {}
+    for link_el in root.findall("link"):
+        name = link_el.get("name")
+        if name not in p.links:
+            continue
+        shapes = []
+        for vis in link_el.findall("visual"):
+            try:
+                geom_el = vis.find("geometry")
+                if geom_el is None or len(geom_el) == 0:
+                    continue
+                o = vis.find("origin")
+                o = o if o is not None else ET.Element("origin")
+                xyz = [float(v) for v in o.get("xyz", "0 0 0").split()]
+                rpy = [float(v) for v in o.get("rpy", "0 0 0").split()]
+                R, c = rpy_matrix(rpy), np.array(xyz, float)
+                g = geom_el[0]
+                if g.tag == "sphere":
+                    geo = CollisionGeometry(name, "sphere", R, c, radius=float(g.get("radius")))
+                elif g.tag in ("cylinder", "capsule"):
+                    geo = CollisionGeometry(name, g.tag, R, c, radius=float(g.get("radius")),
+                                            length=float(g.get("length")))
+                elif g.tag == "box":
+                    size = np.array([float(v) for v in g.get("size").split()])
+                    geo = CollisionGeometry(name, "box", R, c, size=size)
+                elif g.tag == "mesh":
+                    uri = g.get("filename")
+                    scale = np.array([float(v) for v in g.get("scale", "1 1 1").split()])
+                    path = resolve_resource(uri, base_dir, roots) if uri else None
+                    if path is None or scale.size != 3:
+                        continue
+                    geo = CollisionGeometry(name, "mesh", R, c, mesh_uri=uri, mesh_path=path,
+                                            mesh_scale=scale)
+                else:
+                    continue
+            except (TypeError, ValueError, AttributeError):
+                continue  # a malformed visual: nothing to draw
+            rgba = None
+            mat = vis.find("material")
+            if mat is not None:
+                col = mat.find("color")
+                rgba = _rgba(col.get("rgba")) if col is not None else materials.get(mat.get("name"))
+            shapes.append((geo, rgba or _DEFAULT_VISUAL_RGBA))
+        out[name] = shapes
+    return out
+
+
 def build_mjcf(
     urdf: str | os.PathLike | RobotDescription,
     floating_base: bool,
@@ -346,6 +434,7 @@ def build_mjcf(
     joint_dynamics: bool = True,
     mimic: bool = False,
     package_dirs: Sequence[str | os.PathLike] | None = None,
+    visuals: bool | str | os.PathLike = False,
 ) -> str:
     """Translate a robot description into an MJCF string (see the module docstring).
 
@@ -364,8 +453,19 @@ def build_mjcf(
         mimic: couple ``<mimic>`` joints to their leaders with MuJoCo joint equality constraints
             (False: independent joints, like the dynamics core's default).
         package_dirs: directories searched first for ``package://`` meshes.
+        visuals: for rendering: also emit the URDF's ``<visual>`` shapes as non-colliding,
+            massless geoms (group 2; collision geoms of links with visuals move to the hidden
+            group 3). ``True``
+            reads them from ``urdf`` (a path or XML, or the file a description was read from),
+            a path / XML string from that URDF. Default off: the physics plant.
     """
     p = _description(urdf, package_dirs)
+    visual_shapes = {}
+    if visuals is not False:
+        source = visuals
+        if visuals is True and not isinstance(urdf, RobotDescription):
+            source = urdf
+        visual_shapes = _urdf_visuals(p, source, package_dirs)
     g = ground or GroundOptions()
     mu = g.mu
     mj = ET.Element("mujoco", model=p.name)
@@ -479,6 +579,8 @@ def build_mjcf(
                 "conaffinity": str(_ROBOT_CONAFFINITY if collides else 0),
                 "rgba": "0.3 0.4 0.8 1",
             }
+            if visual_shapes.get(link.name):  # drawn by its visuals instead
+                attrs["group"] = str(HIDDEN_COLLISION_GROUP)
             if geo.kind == "mesh":
                 if geo.mesh_path is None:  # the description warned about it already
                     continue
@@ -493,6 +595,30 @@ def build_mjcf(
             elif geo.kind == "box":
                 attrs.update(type="box", size=_fmt(0.5 * geo.size))
             else:  # cylinder, capsule: radius and half-length of the cylindrical part
+                attrs.update(type=geo.kind, size=_fmt([geo.radius, 0.5 * geo.length]))
+            ET.SubElement(body, "geom", **attrs)
+        for k, (geo, rgba) in enumerate(visual_shapes.get(link.name, ())):
+            attrs = {
+                "name": f"{link.name}__vis{k}",
+                "pos": _fmt(geo.center),
+                "quat": _fmt(_mat_to_quat_wxyz(geo.rotation)),
+                "mass": "0",
+                "contype": "0",
+                "conaffinity": "0",
+                "group": str(VISUAL_GROUP),
+                "rgba": _fmt(rgba),
+            }
+            if geo.kind == "mesh":
+                mname = _mesh_asset(asset, f"vmesh{mesh_count}", geo)
+                if mname is None:
+                    continue
+                mesh_count += 1
+                attrs.update(type="mesh", mesh=mname)
+            elif geo.kind == "sphere":
+                attrs.update(type="sphere", size=_fmt([geo.radius]))
+            elif geo.kind == "box":
+                attrs.update(type="box", size=_fmt(0.5 * geo.size))
+            else:
                 attrs.update(type=geo.kind, size=_fmt([geo.radius, 0.5 * geo.length]))
             ET.SubElement(body, "geom", **attrs)
         return body

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -100,16 +101,11 @@ class MujocoPlant:
         self.parsed = self.description  # (former name)
         self.ground = ground or GroundOptions()
         self.floating_base = bool(floating_base)
-        self.xml = build_mjcf(
-            self.description,
-            floating_base,
-            self.ground,
-            free_bodies,
-            collision_links,
-            joint_limits=joint_limits,
-            joint_dynamics=joint_dynamics,
-            mimic=mimic,
-        )
+        self._mjcf_args = dict(
+            urdf=self.description, floating_base=floating_base, ground=self.ground,
+            free_bodies=free_bodies, collision_links=collision_links,
+            joint_limits=joint_limits, joint_dynamics=joint_dynamics, mimic=mimic)
+        self.xml = build_mjcf(**self._mjcf_args)
         self.model = mujoco.MjModel.from_xml_string(self.xml)
         self.data = mujoco.MjData(self.model)
         joints = self.description.joints
@@ -138,6 +134,15 @@ class MujocoPlant:
         self._f6 = np.zeros(6)
         self._M = np.zeros((m.nv, m.nv))
         mujoco.mj_forward(m, self.data)
+
+    def visual_xml(self) -> str:
+        """The plant's MJCF with the URDF's ``<visual>`` geometry added as massless geoms that
+        do not collide (:func:`~wbc_dynamics.sim.mjcf.build_mjcf` ``visuals=True``): the same
+        bodies, joints and inertias, for rendering. Raises ``ValueError`` / ``OSError`` when
+        the visuals cannot be read (a URDF given as a string has no file to read them from)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # warned about when the plant was built
+            return build_mjcf(**self._mjcf_args, visuals=True)
 
     # ---- state conversion -------------------------------------------------------------------
     @property

@@ -1,5 +1,9 @@
 """Reference trajectories (desired joint accelerations with positions and velocities).
 
+One module for every reference the simulations and the ``wbc_reference`` node sample (joint
+space, task space, the velocity profile of walking), so the node, the in-process loop and the
+launch plan resolve a reference ``kind`` in one place.
+
 Every reference has ``joint_names`` and ``sample(t) -> (q_des, qd_des, qdd_des)`` (joint order of
 ``joint_names``; rad, rad/s, rad/s^2) with analytically consistent derivatives, so the controller's
 ``qdd_cmd = qdd_des + Kp (q_des - q) + Kd (qd_des - qd)`` (Zapolsky & Drumwright, Sec. 7.3 error

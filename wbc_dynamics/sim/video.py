@@ -15,7 +15,7 @@ reason.
 Typical use (the demo's)::
 
     prefer_headless_gl()                       # before anything imports mujoco
-    rec = VideoRecorder(plant.model, plant.data, "out/run.mp4")
+    rec = VideoRecorder(plant.model, plant.data, "out/run.mp4", visual_xml=plant.visual_xml())
     loop.run(on_step=rec)                      # ClosedLoop.run calls rec(t, plant) every tick
     path = rec.close()
 
@@ -143,6 +143,11 @@ class VideoRecorder:
         elevation: camera elevation [deg] (negative: looking down).
         multisamples: anti-aliasing samples per pixel (0: none; 4, MuJoCo's default, is smooth
             on a GPU but costs ~3x per frame on a CPU renderer).
+        visual_xml: the MJCF of ``model`` with the robot's URDF ``<visual>`` geometry
+            (:meth:`~wbc_dynamics.sim.mujoco_model.MujocoPlant.visual_xml`): rendered instead
+            of ``model``'s collision geometry, the plant's ``qpos`` copied into it every frame;
+            ignored (a copy of ``model`` is drawn) if it does not load or its bodies, joints or
+            inertias differ from ``model``'s. :attr:`visuals` says which.
 
     The camera looks at the centre of mass of the body's subtree. On a body with joints (a
     floating base) it follows that point horizontally, its height staying where recording
@@ -158,7 +163,7 @@ class VideoRecorder:
                  fps: float = DEFAULT_FPS, size: tuple[int, int] = DEFAULT_SIZE,
                  body: str | int | None = None, distance: float | None = None,
                  azimuth: float = 135.0, elevation: float = -20.0,
-                 multisamples: int = 0) -> None:
+                 multisamples: int = 0, visual_xml: str | None = None) -> None:
         width, height = (int(size[0]), int(size[1]))
         if not (math.isfinite(fps) and fps > 0):
             raise ValueError(f"video fps must be > 0, got {fps}")
@@ -177,7 +182,13 @@ class VideoRecorder:
         self._mujoco = mujoco
         self._body = self._tracked_body(model, body)
 
-        model = copy.copy(model)
+        extent = float(model.stat.extent) if model.stat.extent > 0 else 1.0
+        render_model = self._visual_model(model, visual_xml) if visual_xml else None
+        #: whether the frames show the URDF visuals (else the plant's collision geometry)
+        self.visuals = render_model is not None
+        self._render_model = render_model
+        self._render_data = None if render_model is None else mujoco.MjData(render_model)
+        model = copy.copy(model) if render_model is None else render_model
         glob = model.vis.global_
         glob.offwidth, glob.offheight = max(glob.offwidth, width), max(glob.offheight, height)
         # models without lights get only the dim default headlight
@@ -192,7 +203,7 @@ class VideoRecorder:
             try:
                 renderer = mujoco.Renderer(model, height, width)
                 # a context can open and still fail to draw: one frame proves it (not recorded)
-                renderer.update_scene(data)
+                renderer.update_scene(self._scene_data())
                 renderer.render()
             except Exception as exc:
                 # the GL backends fail with many types (mujoco.FatalError, RuntimeError,
@@ -211,7 +222,6 @@ class VideoRecorder:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         self._renderer: Any = renderer
 
-        extent = float(model.stat.extent) if model.stat.extent > 0 else 1.0
         cam = mujoco.MjvCamera()
         cam.type = mujoco.mjtCamera.mjCAMERA_FREE
         cam.distance = 2.2 * extent if distance is None else float(distance)
@@ -235,6 +245,37 @@ class VideoRecorder:
             self._open_mp4(av, self.codec)
 
     # -- set-up -----------------------------------------------------------------------------
+
+    def _visual_model(self, model: Any, xml: str) -> Any:
+        """The model of ``xml`` (the plant's with its URDF visuals), or None if it does not
+        load or does not match the plant's bodies, joints and inertias."""
+        mujoco = self._mujoco
+        try:
+            vis = mujoco.MjModel.from_xml_string(xml)
+        except Exception:  # any failure: render the plant's own geometry
+            return None
+        same = (vis.nq == model.nq and vis.nv == model.nv and vis.nbody == model.nbody
+                and vis.nmocap == model.nmocap
+                and np.array_equal(vis.body_mass, model.body_mass)
+                and np.array_equal(vis.body_inertia, model.body_inertia))
+        return vis if same else None
+
+    def _scene_data(self) -> Any:
+        """The data to draw: the plant's, or the render model's with the plant's positions."""
+        rd = self._render_data
+        if rd is None:
+            return self._data
+        mujoco, d = self._mujoco, self._data
+        rd.qpos[:] = d.qpos
+        if rd.mocap_pos.size:
+            rd.mocap_pos[:] = d.mocap_pos
+            rd.mocap_quat[:] = d.mocap_quat
+        rd.time = d.time
+        m = self._render_model
+        mujoco.mj_kinematics(m, rd)
+        mujoco.mj_comPos(m, rd)
+        mujoco.mj_camlight(m, rd)
+        return rd
 
     def _tracked_body(self, model: Any, body: str | int | None) -> int:
         mujoco = self._mujoco
@@ -295,7 +336,7 @@ class VideoRecorder:
         if self._follow:
             cam.lookat[:2] = self._data.subtree_com[self._body][:2]
         r = self._renderer
-        r.update_scene(self._data, camera=cam)
+        r.update_scene(self._scene_data(), camera=cam)
         self._add_grid(r.scene, cam.lookat)
         frame = r.render()
         if self.format == "mp4":
