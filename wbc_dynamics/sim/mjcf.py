@@ -422,6 +422,16 @@ def _urdf_visuals(
     return out
 
 
+def _primitive(geo) -> dict[str, str]:
+    """A MuJoCo geom's ``type`` and ``size`` of a URDF sphere, box, cylinder or capsule (a
+    cylinder's: radius and half-length of the cylindrical part)."""
+    if geo.kind == "sphere":
+        return {"type": "sphere", "size": _fmt([geo.radius])}
+    if geo.kind == "box":
+        return {"type": "box", "size": _fmt(0.5 * geo.size)}
+    return {"type": geo.kind, "size": _fmt([geo.radius, 0.5 * geo.length])}
+
+
 def build_mjcf(
     urdf: str | os.PathLike | RobotDescription,
     floating_base: bool,
@@ -590,12 +600,8 @@ def build_mjcf(
                     continue
                 mesh_count += 1
                 attrs.update(type="mesh", mesh=mname)
-            elif geo.kind == "sphere":
-                attrs.update(type="sphere", size=_fmt([geo.radius]))
-            elif geo.kind == "box":
-                attrs.update(type="box", size=_fmt(0.5 * geo.size))
-            else:  # cylinder, capsule: radius and half-length of the cylindrical part
-                attrs.update(type=geo.kind, size=_fmt([geo.radius, 0.5 * geo.length]))
+            else:
+                attrs.update(_primitive(geo))
             ET.SubElement(body, "geom", **attrs)
         for k, (geo, rgba) in enumerate(visual_shapes.get(link.name, ())):
             attrs = {
@@ -614,12 +620,8 @@ def build_mjcf(
                     continue
                 mesh_count += 1
                 attrs.update(type="mesh", mesh=mname)
-            elif geo.kind == "sphere":
-                attrs.update(type="sphere", size=_fmt([geo.radius]))
-            elif geo.kind == "box":
-                attrs.update(type="box", size=_fmt(0.5 * geo.size))
             else:
-                attrs.update(type=geo.kind, size=_fmt([geo.radius, 0.5 * geo.length]))
+                attrs.update(_primitive(geo))
             ET.SubElement(body, "geom", **attrs)
         return body
 
