@@ -378,7 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             recorder.close()
     if recorder is not None:
         video_line = (f"{os.path.abspath(recorder.path)} ({recorder.frames} frames, "
-                      f"{recorder.fps:g} per simulated second, {video_size[0]}x{video_size[1]}"
+                      f"{recorder.fps:g} per simulated second, {video_size[0]}x{video_size[1]}, "
+                      f"{'URDF visuals' if recorder.visuals else 'collision geometry'}"
                       f"{'; ' + recorder.note if recorder.note else ''})")
     summarize(res)
     if args.plot:

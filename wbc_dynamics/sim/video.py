@@ -146,8 +146,8 @@ class VideoRecorder:
         visual_xml: the MJCF of ``model`` with the robot's URDF ``<visual>`` geometry
             (:meth:`~wbc_dynamics.sim.mujoco_model.MujocoPlant.visual_xml`): rendered instead
             of ``model``'s collision geometry, the plant's ``qpos`` copied into it every frame;
-            ignored (a copy of ``model`` is drawn) if it does not load or its bodies, joints or
-            inertias differ from ``model``'s. :attr:`visuals` says which.
+            ignored (a copy of ``model`` is drawn) if it does not load or its bodies or joints
+            differ from ``model``'s. :attr:`visuals` says which.
 
     The camera looks at the centre of mass of the body's subtree. On a body with joints (a
     floating base) it follows that point horizontally, its height staying where recording
@@ -254,10 +254,12 @@ class VideoRecorder:
             vis = mujoco.MjModel.from_xml_string(xml)
         except Exception:  # any failure: render the plant's own geometry
             return None
+        # the same bodies and joints, so the plant's qpos poses it (not the same masses: a
+        # simulation may perturb the plant's, which a drawing does not show)
         same = (vis.nq == model.nq and vis.nv == model.nv and vis.nbody == model.nbody
                 and vis.nmocap == model.nmocap
-                and np.array_equal(vis.body_mass, model.body_mass)
-                and np.array_equal(vis.body_inertia, model.body_inertia))
+                and all(vis.body(b).name == model.body(b).name for b in range(model.nbody))
+                and np.array_equal(vis.jnt_type, model.jnt_type))
         return vis if same else None
 
     def _scene_data(self) -> Any:
