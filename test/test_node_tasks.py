@@ -106,15 +106,20 @@ def test_a_goal_published_over_dds_reaches_the_task(arm_node):
         pub_node.destroy_node()
 
 
-def test_cmd_vel_commands_the_gait_and_bad_commands_are_counted(ros_env):
-    from geometry_msgs.msg import Twist
-
+def _walking_node():
+    """(context, node) of the bundled quadruped with ``gait: trot``, not yet configured."""
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     params = dict(robot="quadruped", floating_base=True, method="lcp_noslip",
                   contact_state_filter=True, kp=[100.0], kd=[20.0], gait="trot")
-    node = WbcControllerNode(context=ctx, parameter_overrides=[
+    return ctx, WbcControllerNode(context=ctx, parameter_overrides=[
         Parameter(k, value=v) for k, v in params.items()])
+
+
+def test_cmd_vel_commands_the_gait_and_bad_commands_are_counted(ros_env):
+    from geometry_msgs.msg import Twist
+
+    ctx, node = _walking_node()
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
         walker = node.controller.walker
@@ -136,12 +141,7 @@ def test_cmd_vel_commands_the_gait_and_bad_commands_are_counted(ros_env):
 def test_the_gait_publishes_its_contact_schedule_when_it_changes(ros_env):
     """``~/gait_schedule``: the walker's scheduled swing feet as std_msgs/UInt8MultiArray in
     ``contact_links`` order (1 = stance), the ``~/contact_schedule`` format, once per change."""
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    params = dict(robot="quadruped", floating_base=True, method="lcp_noslip",
-                  contact_state_filter=True, kp=[100.0], kd=[20.0], gait="trot")
-    node = WbcControllerNode(context=ctx, parameter_overrides=[
-        Parameter(k, value=v) for k, v in params.items()])
+    ctx, node = _walking_node()
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
         ctl = node.controller
