@@ -4,6 +4,8 @@ quaternion is a counted rejection, and /diagnostics reports each task's error.""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -149,11 +151,13 @@ def test_the_gait_publishes_its_contact_schedule_when_it_changes(ros_env):
         node._pub_gait.publish = lambda m: sent.append(list(m.data))
         links = list(ctl.contact_links)
         feet = ctl.walker.feet
-        swing = np.zeros(4, dtype=bool)
-        node._publish_gait_schedule(swing)
-        swing[[0, 3]] = True
-        node._publish_gait_schedule(swing)
-        node._publish_gait_schedule(swing.copy())  # unchanged: nothing sent
+        # the walker's change counter and schedule, as TrotWalker.update leaves them
+        walker = SimpleNamespace(schedule_changes=0, scheduled=np.zeros(4, dtype=bool))
+        node._publish_gait_schedule(walker)  # the first tick: sent whatever it holds
+        walker.scheduled = np.array([True, False, False, True])
+        walker.schedule_changes = 1
+        node._publish_gait_schedule(walker)
+        node._publish_gait_schedule(walker)  # unchanged: nothing sent
         expected = [1] * len(links)
         for i in (0, 3):
             expected[links.index(feet[i])] = 0

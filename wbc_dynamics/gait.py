@@ -117,6 +117,9 @@ class TrotWalker:
         self.command = np.zeros(3)
         self.velocity = np.zeros(3)
         self._started = False
+        #: counts the changes of the scheduled swing feet (``data.scheduled``), so that a
+        #: publisher compares one integer per tick instead of the schedule
+        self.schedule_changes = 0
         #: [fraction of a half-cycle] longest wait for a late touchdown
         self.touchdown_wait = 0.5
 
@@ -202,6 +205,11 @@ class TrotWalker:
         """(4,) bool: the feet (``feet`` order) in their swing phase."""
         return self.data.swing if self._started else np.zeros(4, dtype=bool)
 
+    @property
+    def scheduled(self) -> np.ndarray:
+        """(4,) bool: the feet (``feet`` order) the contact schedule holds in swing."""
+        return self.data.scheduled if self._started else np.zeros(4, dtype=bool)
+
     # ------------------------------------------------------------------ the tick
     def update(self, t: float) -> None:
         """Set this tick's contact schedule and task goals (before the controller's tick at
@@ -215,6 +223,7 @@ class TrotWalker:
         changed = walker_tick(self._record, ctl.tasks._record, ctl._q, ctl._v,
                               ctl.model._kin, float(t))
         if changed:
+            self.schedule_changes += 1
             ctl.set_contact_schedule([f for f, s in zip(self.feet, self.data.scheduled,
                                                         strict=True) if s])
 

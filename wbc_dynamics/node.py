@@ -501,7 +501,7 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
             links = list(ctl.contact_links)
             self._gait_rows = np.array([links.index(f) for f in ctl.walker.feet], dtype=np.int64)
             self._gait_msg = UInt8MultiArray(data=[1] * len(links))
-            self._gait_sent = None
+            self._gait_sent = -1  # publish once at the first tick
         self._entities.append(self.create_service(
             Trigger, "~/reset_solver", g(self._on_reset_solver, service=True)))
         # everything built and warmed: move it out of the garbage collector's generations so
@@ -821,12 +821,13 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
         except ValueError as exc:
             self._reject("cmd_vel", InputError("non_finite", str(exc)))
 
-    def _publish_gait_schedule(self, scheduled: np.ndarray) -> None:
+    def _publish_gait_schedule(self, walker: Any) -> None:
         """``~/gait_schedule`` (std_msgs/UInt8MultiArray, ``contact_links`` order, 1 = stance,
         0 = swing) when the gait's scheduled swing feet changed since the last message."""
-        if self._gait_sent is not None and np.array_equal(scheduled, self._gait_sent):
+        if walker.schedule_changes == self._gait_sent:
             return
-        self._gait_sent = scheduled.copy()
+        self._gait_sent = walker.schedule_changes
+        scheduled = walker.scheduled
         data = [1] * len(self._gait_msg.data)
         for foot, row in enumerate(self._gait_rows):
             data[int(row)] = 0 if scheduled[foot] else 1
@@ -1002,7 +1003,7 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
         out = ctl.update(now)
         self._last_tick = now
         if self._pub_gait is not None:
-            self._publish_gait_schedule(ctl.walker.data.scheduled)
+            self._publish_gait_schedule(ctl.walker)
         if self._hybrid_out:
             self._publish_hybrid(out.stiffness, out.damping, out.position_setpoint,
                                  out.velocity_setpoint)

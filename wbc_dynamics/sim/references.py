@@ -903,6 +903,17 @@ def _rotation_error(R: np.ndarray, R_ref: np.ndarray) -> np.ndarray:
     return 0.5 * np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
 
 
+def _contact_points_of(setup, model):
+    """The contact points of a robot configuration's controller (its ``contact_links``, else
+    the links of its declared ``contact_points``), as the controller places them."""
+    from ..contact.candidates import contact_points
+    from ..controller_loading import _declared_contact_points
+
+    cfg = setup.controller
+    points = _declared_contact_points(cfg)
+    return contact_points(model, list(cfg.contact_links) or list(points), points)
+
+
 def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = None,
                           **options) -> Reference:
     """Reference of a robot configuration (name, path or RobotSetup) about its standing pose
@@ -917,29 +928,12 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
     if kind in ("stand", "walk"):  # walk: the standing posture under the controller's gait
         return Standing(names, q_stand)
     if kind == "sway":
-        from ..contact.candidates import contact_points
-        from ..controller import _declared_contact_points
-
-        cfg = setup.controller
-        points = _declared_contact_points(cfg)
-        pts = contact_points(model, list(cfg.contact_links) or list(points), points)
-        return BaseSway(model, q, pts, names, **options)
+        return BaseSway(model, q, _contact_points_of(setup, model), names, **options)
     if kind == "com_sway":
-        from ..contact.candidates import contact_points
-        from ..controller import _declared_contact_points
-
-        cfg = setup.controller
-        points = _declared_contact_points(cfg)
-        pts = contact_points(model, list(cfg.contact_links) or list(points), points)
-        return CoMSway(model, q, pts, names, **options)
+        return CoMSway(model, q, _contact_points_of(setup, model), names, **options)
     if kind == "trot":
-        from ..contact.candidates import contact_points
-        from ..controller import _declared_contact_points
-
-        cfg = setup.controller
-        points = _declared_contact_points(cfg)
-        pts = contact_points(model, list(cfg.contact_links) or list(points), points)
-        return FootTrot(model, q, pts, names, **{**setup.trot, **options})
+        return FootTrot(model, q, _contact_points_of(setup, model), names,
+                        **{**setup.trot, **options})
     if kind == "sinusoid":
         held = [j for j in names if model.description.joints[j].type == "prismatic"]
         options.setdefault("squeeze", 0.0)
