@@ -39,6 +39,41 @@ def test_first_calls_after_construction_compile_nothing():
         assert not grown, f"kernels compiled after construction: {grown}"
 
 
+def test_a_large_model_is_warmed_up_on_a_probe_and_compiles_nothing_after():
+    """Above WARMUP_PROBE_MAX_NV dofs the warm-up runs on a small chain of the same kind
+    (numba binds per argument type): the large model's first calls, the derivatives included,
+    still compile nothing."""
+    from model_helpers import chain_urdf
+
+    from wbc_dynamics import linearization
+    from wbc_dynamics.model import WARMUP_PROBE_MAX_NV
+
+    for floating in (True, False):
+        model = RobotModel.from_urdf(chain_urdf(WARMUP_PROBE_MAX_NV + 36), floating_base=floating)
+        assert model.nv > WARMUP_PROBE_MAX_NV
+        before = compiled_signature_counts()
+        rng = np.random.default_rng(1)
+        q = model.neutral()
+        joints = 7 if floating else 0  # the joints' first slot of q
+        q[joints:] = 0.1 * rng.standard_normal(model.nq - joints)
+        v, a = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+        link = model.link_names[-1]
+        model.rnea(q, v, a, f_ext={link: np.ones(6)})
+        M = model.mass_matrix(q)
+        np.testing.assert_allclose(model.minverse(q) @ M, np.eye(model.nv), atol=1e-8)
+        model.aba(q, v, a, f_ext={link: np.ones(6)})
+        model.jacobian(q, link)
+        model.jacobian_dot_times_v(q, v, link)
+        model.points_kinematics(q, v, [link], np.zeros((1, 3)))
+        linearization.rnea_derivatives(model, q, v, a)
+        linearization.aba_derivatives(model, q, v, a)
+        linearization.linearize(model, q, v, a)
+        linearization.iwim(model, q, np.eye(model.nv))
+        linearization.free_acceleration(model, q, v)
+        grown = grown_since(before)
+        assert not grown, f"kernels compiled after construction: {grown}"
+
+
 def test_scoped_warmup_binds_the_rest_at_first_call():
     """warmup(scope=...) leaves kernels out (a faster controller start); a kernel left out is
     bound at its first call and gives the same numbers as on a fully warmed model."""

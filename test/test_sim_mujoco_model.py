@@ -199,9 +199,9 @@ def test_plant_keeps_joint_dynamics_fixes_inertias_once_and_couples_mimic():
 def test_long_chains_build_or_are_refused_by_name():
     """Trees are walked without recursion; deeper than MuJoCo's XML nesting limit is a clear
     error, not a RecursionError or a parser failure."""
-    from test_urdf_loading import _chain_urdf  # (test/ is on sys.path: conftest.py)
+    from model_helpers import chain_urdf  # (test/ is on sys.path: conftest.py)
 
-    plant = MujocoPlant(_chain_urdf(400), floating_base=False)
+    plant = MujocoPlant(chain_urdf(400), floating_base=False)
     assert plant.model.njnt == 400
     with pytest.raises(ValueError, match="link 'l2000' is 2001 links deep; MuJoCo's XML parser"):
-        build_mjcf(_chain_urdf(2000), floating_base=False)
+        build_mjcf(chain_urdf(2000), floating_base=False)

@@ -110,6 +110,41 @@ def neutral_configuration(nq: int, floating_base: bool, lower: np.ndarray,
     return q
 
 
+#: models with more velocity dofs than this are warmed up (:meth:`RobotModel.warmup`) on a
+#: small chain of the same kind instead of on themselves, so construction stays linear in links
+WARMUP_PROBE_MAX_NV = 64
+
+_PROBE_URDF = (
+    '<robot name="warmup_probe">'
+    + "".join(
+        f'<link name="l{i}"><inertial><origin xyz="0 0 0.05"/><mass value="1"/>'
+        '<inertia ixx="0.01" iyy="0.02" izz="0.03" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        for i in range(4)
+    )
+    + "".join(
+        f'<joint name="j{i}" type="{kind}"><parent link="l{i}"/><child link="l{i + 1}"/>'
+        f'<origin xyz="0 0 0.1"/><axis xyz="{axis}"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        for i, (kind, axis) in enumerate(
+            (("revolute", "0 1 0"), ("prismatic", "1 0 0"), ("continuous", "0 0 1"))
+        )
+    )
+    + "</robot>"
+)
+_PROBES: dict[bool, RobotModel] = {}
+
+
+def _warmup_probe(floating_base: bool) -> RobotModel:
+    """A 3-joint chain (revolute, prismatic, continuous) with or without a floating base,
+    built once per process: what :meth:`RobotModel.warmup` runs the kernels on for large
+    models."""
+    probe = _PROBES.get(floating_base)
+    if probe is None:
+        probe = RobotModel.from_urdf(_PROBE_URDF, floating_base=floating_base, warmup=False)
+        _PROBES[floating_base] = probe
+    return probe
+
+
 class RobotModel:
     """Rigid-body model of a robot loaded from URDF, with compiled dynamics algorithms.
 
@@ -310,6 +345,11 @@ class RobotModel:
         What is left out compiles at its first call."""
         if scope not in ("all", "dynamics", "control"):
             raise ValueError(f"scope: {scope!r} is not 'all', 'dynamics' or 'control'")
+        if self.nv > WARMUP_PROBE_MAX_NV:
+            # numba compiles per argument type, not per size: a small chain of the same kind
+            # binds the same kernels, while running M^-1 and the dense derivatives on this
+            # model would cost O(nv^2) memory and up to O(nv^3) time at construction
+            return _warmup_probe(self.floating_base).warmup(scope)
         t0 = time.perf_counter()
         q = self.neutral()
         z = np.zeros(self.nv)
