@@ -28,7 +28,7 @@ A control loop's tick does not run back to back: it waits for its next input (1 
 and meanwhile the machine runs other things, so the tick starts with colder caches and branch
 predictors. ``--idle-us 1000`` sleeps that long before every sampled call (tick, reference and
 loop alike) to measure that case: on the 2-core VM both the tick and Pinocchio's reference
-then take 2.3-4x longer than back to back (2026-11-26), their ratio close to the back-to-back
+then take 2.3-4x longer than back to back, their ratio close to the back-to-back
 one.
 
     python benchmarks/bench_tick.py [--robots quadruped humanoid] [--ticks 3000] [--markdown]
