@@ -10,9 +10,11 @@ started (its first state did not reach the controller) and neither node exited o
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EXECUTORS", "make_executor"]
+__all__ = ["EXECUTORS", "make_executor", "spin_until_shutdown"]
 
 #: the executor kinds a node's ``executor`` parameter accepts
 EXECUTORS = ("events", "single_threaded")
@@ -35,3 +37,35 @@ def make_executor(kind: str = "events", logger: Any = None) -> Any:
     elif kind != "single_threaded" and logger is not None:
         logger.warning(f"executor: unknown {kind!r}, using single_threaded")
     return SingleThreadedExecutor()
+
+
+def spin_until_shutdown(program: str, make_node: Callable[[], Any]) -> int:
+    """Build a node with ``make_node`` (after the caller's ``rclpy.init``) and spin it on the
+    single-threaded executor until Ctrl-C or a shutdown from outside.
+
+    Returns the process exit code: 0 after Ctrl-C / SIGTERM (rclpy's signal handler) or an
+    external shutdown, 2 after a ``ValueError`` from building or running the node (a bad
+    parameter: printed as ``<program>: <message>`` on stderr). An exception raised while the
+    context shuts down (a timer firing into a destroyed publisher) is not an error; any other
+    is raised. The node is destroyed and rclpy shut down in every case."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+
+    node = None
+    try:
+        node = make_node()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ValueError as exc:
+        print(f"{program}: {exc}", file=sys.stderr)
+        return 2
+    except Exception:  # noqa: BLE001 - a timer firing while the context shuts down
+        if rclpy.ok():
+            raise
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0

@@ -1053,24 +1053,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             msg.points = [pt]
             self.pub.publish(msg)
 
-    from rclpy.executors import ExternalShutdownException
+    from ..ros_executor import spin_until_shutdown
 
-    node = None
-    try:
-        node = ReferenceNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):  # Ctrl-C: rclpy's handler or ours
-        pass
-    except ValueError as exc:
-        print(f"wbc_reference: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
-
+    return spin_until_shutdown("wbc_reference", ReferenceNode)
 
 if __name__ == "__main__":
     sys.exit(main())

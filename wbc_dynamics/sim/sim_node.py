@@ -939,28 +939,10 @@ def SimNode(**kwargs):  # noqa: N802 - factory so importing this module needs no
 def main(argv: Sequence[str] | None = None) -> int:
     """``wbc_sim`` console script: run the simulation node until interrupted."""
     cls, rclpy = _make_node_class()
-    from rclpy.executors import ExternalShutdownException
+    from ..ros_executor import spin_until_shutdown
 
     rclpy.init(args=list(argv) if argv is not None else sys.argv)
-    node = None
-    try:
-        node = cls()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ValueError as exc:  # a bad parameter, named in the message
-        print(f"wbc_sim: {exc}", file=sys.stderr)
-        return 2
-    except Exception:  # noqa: BLE001 - a timer firing while the context shuts down
-        if rclpy.ok():
-            raise
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
-
+    return spin_until_shutdown("wbc_sim", cls)
 
 if __name__ == "__main__":
     sys.exit(main())
