@@ -32,6 +32,7 @@ then take 2.3-4x longer than back to back, their ratio close to the back-to-back
 one.
 
     python benchmarks/bench_tick.py [--robots quadruped humanoid] [--ticks 3000] [--markdown]
+                                    [--write-readme]
                                     [--idle-us 1000]
     python benchmarks/bench_tick.py --tiny      # smoke mode (used by test/test_bench_tick.py)
 
@@ -294,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="subset of: " + ", ".join(repr(v[0]) for v in VARIANTS))
     parser.add_argument("--ticks", type=int, default=3000, help="sampled ticks per variant")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument("--write-readme", action="store_true",
+                        help="also write the table into README.md (between its markers)")
     parser.add_argument("--idle-us", type=float, default=0.0,
                         help="sleep this long [us] before every sampled call, as between the "
                              "ticks of a control loop (default 0: back to back)")
@@ -303,21 +306,50 @@ def main(argv: list[str] | None = None) -> int:
     ticks, warm = (40, 5) if args.tiny else (args.ticks, 200)
     rows = run(args.robots, args.variants, ticks, warm, echo=not args.markdown,
                idle=args.idle_us * 1e-6)
-    if args.markdown:
-        print("| config | nv | method | contacts | tick median [µs] | tick p99 [µs] | "
-              "Pinocchio median [µs] | median ratio | p99 ratio | same-length loop p99 / "
-              "median | base estimator [µs] (share of the tick) | task layer [µs] (share) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            est = (f"{r['estimator_us']:.1f} ({100 * r['estimator_share']:.0f} %)"
-                   if math.isfinite(r["estimator_us"]) else "—")
-            tasks = (f"{r['tasks_us']:.1f} ({100 * r['tasks_share']:.0f} %)"
-                     if math.isfinite(r["tasks_us"]) else "—")
-            print(f"| {r['robot']}.yaml | {r['nv']} | {r['variant']} | {r['contacts']} | "
-                  f"{r['median_us']:.1f} | {r['p99_us']:.1f} | {r['pin_median_us']:.1f} | "
-                  f"{r['median_ratio']:.1f}× | {r['p99_ratio']:.1f}× | "
-                  f"{r['loop_p99_factor']:.2f} | {est} | {tasks} |")
+    if args.markdown or args.write_readme:
+        table = markdown_table(rows)
+        print(table)
+        if args.write_readme:
+            write_readme_table(table)
     return 0
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """The README's performance table of ``run``'s rows."""
+    lines = ["| config | nv | method | contacts | tick median [µs] | tick p99 [µs] | "
+             "Pinocchio median [µs] | median ratio | p99 ratio | same-length loop p99 / "
+             "median | base estimator [µs] (share of the tick) | task layer [µs] (share) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        est = (f"{r['estimator_us']:.1f} ({100 * r['estimator_share']:.0f} %)"
+               if math.isfinite(r["estimator_us"]) else "—")
+        tasks = (f"{r['tasks_us']:.1f} ({100 * r['tasks_share']:.0f} %)"
+                 if math.isfinite(r["tasks_us"]) else "—")
+        lines.append(f"| {r['robot']}.yaml | {r['nv']} | {r['variant']} | {r['contacts']} | "
+                     f"{r['median_us']:.1f} | {r['p99_us']:.1f} | {r['pin_median_us']:.1f} | "
+                     f"{r['median_ratio']:.1f}× | {r['p99_ratio']:.1f}× | "
+                     f"{r['loop_p99_factor']:.2f} | {est} | {tasks} |")
+    return "\n".join(lines)
+
+
+#: the README lines that enclose the performance table this script writes
+README_MARKERS = ("<!-- bench_tick table: written by benchmarks/bench_tick.py --write-readme -->",
+                  "<!-- end of the bench_tick table -->")
+
+
+def write_readme_table(table: str, path: str | None = None) -> None:
+    """Replace the table between :data:`README_MARKERS` in the README (ValueError if the
+    markers are missing)."""
+    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    begin, end = README_MARKERS
+    i, j = text.find(begin), text.find(end)
+    if i < 0 or j < i:
+        raise ValueError(f"{path}: the markers {README_MARKERS} enclose no table")
+    text = text[:i + len(begin)] + "\n" + table + "\n" + text[j:]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def _imperfections(level: float, single: str, seed: int):
 #: controller variants: as shipped (on the noisy base state); as shipped on its own base
 #: estimate from the simulated IMU and encoders (``base_state: imu``, no odometry); as shipped
 #: with effort-only drives; without the robustness options (no contact state filter, no torque
-#: low-pass, effort only)
+#: low-pass, no joint-state observer, effort only)
 VARIANTS = ("shipped", "estimated", "effort", "before")
 #: the bundled quadruped's robustness options as config/quadruped.yaml ships them
 BUNDLED_SHIPPED = BUNDLED_QUADRUPED_OPTIONS
@@ -89,16 +89,18 @@ def _variant_options(robot: str, variant: str, floating: bool) -> dict:
     off = dict(BUNDLED_SHIPPED) if robot == "quadruped" else {}
     off.update(drive_stiffness=[0.0], drive_damping=[0.0])
     if variant == "before":
-        off.update(contact_state_filter=False, torque_filter_cutoff=0.0)
+        off.update(contact_state_filter=False, torque_filter_cutoff=0.0,
+                   joint_observer_acceleration_noise=0.0)
     return off
 
 
 def run_one(job: tuple) -> dict:
-    """One closed-loop run: ``(robot, reference, level, single, variant, duration, seed)``."""
+    """One closed-loop run: ``(robot, reference, level, single, variant, duration, seed,
+    options)``, ``options`` controller parameters over the variant's."""
     import warnings
 
     warnings.filterwarnings("ignore")  # the corpus URDFs' inertia notes, once per robot
-    robot, reference, level, single, variant, duration, seed = job
+    robot, reference, level, single, variant, duration, seed, extra = job
     from wbc_dynamics.sim.closed_loop import ClosedLoop, LoopConfig
 
     if robot == "quadruped":
@@ -108,7 +110,7 @@ def run_one(job: tuple) -> dict:
 
         method, options = load_robot_setup(robot).controller.method, {}
     floating = robot not in ("panda", "ur10")
-    ctl_opts = _variant_options(robot, variant, floating and method != "none")
+    ctl_opts = {**_variant_options(robot, variant, floating and method != "none"), **extra}
     cfg = LoopConfig(robot=robot, reference=reference, controller=method, duration=duration,
                      imperfections=_imperfections(level, single, seed), solver_options=options,
                      controller_options=ctl_opts)
@@ -181,7 +183,18 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--write", action="store_true", help="write docs/robustness.md")
+    ap.add_argument("--set", action="append", default=[], metavar="PARAMETER=VALUE",
+                    help="a controller parameter over every variant's (YAML value), e.g. "
+                         "joint_observer_acceleration_noise=0; repeatable")
     a = ap.parse_args(argv)
+    import yaml
+
+    extra = {}
+    for item in a.set:
+        name, sep, value = item.partition("=")
+        if not sep:
+            ap.error(f"--set {item!r}: expected PARAMETER=VALUE")
+        extra[name] = yaml.safe_load(value)
     unknown = [r for r in a.robots if r not in SCENARIOS]
     if unknown:
         ap.error(f"unknown robot(s) {unknown}; known: {list(SCENARIOS)}")
@@ -191,9 +204,10 @@ def main(argv=None) -> int:
         for ref in SCENARIOS[robot]:
             for lv in a.levels:
                 for variant in (("shipped",) if fixed else a.variants):
-                    jobs.append((robot, ref, lv, "", variant, a.duration, a.seed))
+                    jobs.append((robot, ref, lv, "", variant, a.duration, a.seed, extra))
             if a.singles:
-                jobs += [(robot, ref, 1.0, s, "shipped", a.duration, a.seed) for s in SINGLES]
+                jobs += [(robot, ref, 1.0, s, "shipped", a.duration, a.seed, extra)
+                         for s in SINGLES]
     t0 = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(max(1, a.jobs)) as pool:
         results = []
@@ -213,8 +227,9 @@ def main(argv=None) -> int:
         "(% of the start), torque chatter (mean |dτ/dt|), and the contact state filter's "
         "decisions changed per second (the first tick's touches included). Columns: the "
         "realistic combination scaled (exact = the simulator's state). Controller: *shipped* = "
-        "the robot's configuration (contact state filter, torque low-pass, hybrid drive "
-        "command where it sets drive gains) on the noisy base state; *estimated* = the same on "
+        "the robot's configuration (contact state filter, joint-state observer, torque "
+        "low-pass, hybrid drive command where it sets drive gains) on the noisy base state; "
+        "*estimated* = the same on "
         "its own base estimate from the simulated IMU and encoders (`base_state: imu`, no "
         "odometry: docs/estimation.md); *effort* = as shipped with effort-only drives; "
         "*before* = without those options (the per-tick contact decision, effort only).\n\n"

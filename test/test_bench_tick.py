@@ -65,3 +65,30 @@ def test_bench_tick_idle_mode_sleeps_untimed_before_every_sampled_call():
     assert np.all(out[2:] < 0.005)  # the sleep is not in the sampled time
     (row,) = bench.run(["quadruped"], ["none"], ticks=4, warm=2, idle=1e-3)
     assert math.isfinite(row["median_ratio"]) and row["median_ratio"] > 0.0
+
+
+def test_the_readme_table_is_the_one_bench_tick_writes(tmp_path):
+    """The README's performance table sits between the markers ``--write-readme`` rewrites, in
+    the script's format; writing replaces exactly that table."""
+    bench = _bench()
+    readme = open(os.path.join(HERE, "..", "README.md"), encoding="utf-8").read()
+    begin, end = bench.README_MARKERS
+    assert readme.count(begin) == 1 and readme.count(end) == 1
+    current = readme[readme.index(begin) + len(begin):readme.index(end)].strip()
+    header = bench.markdown_table([]).splitlines()
+    assert current.splitlines()[:2] == header
+    copy = tmp_path / "README.md"
+    copy.write_text(readme, encoding="utf-8")
+    row = {"robot": "quadruped", "nv": 18, "variant": "none", "contacts": 0, "median_us": 9.0,
+           "p99_us": 20.0, "pin_median_us": 8.0, "median_ratio": 9.0 / 8.0, "p99_ratio": 2.5,
+           "loop_p99_factor": 1.5, "estimator_us": math.nan, "tasks_us": math.nan}
+    bench.write_readme_table(bench.markdown_table([row]), str(copy))
+    written = copy.read_text(encoding="utf-8")
+    assert "| quadruped.yaml | 18 | none | 0 | 9.0 | 20.0 | 8.0 | 1.1× | 2.5× | 1.50 | — | — |" \
+        in written
+    assert written[:written.index(begin)] == readme[:readme.index(begin)]
+    assert written[written.index(end):] == readme[readme.index(end):]
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers", encoding="utf-8")
+    with pytest.raises(ValueError, match="markers"):
+        bench.write_readme_table("x", str(plain))

@@ -81,6 +81,7 @@ from .controller_loading import (
     _passive_joints,
 )
 from .kernels.dynamics import OK as _KERNEL_OK
+from .kernels.dynamics import check_vector
 from .kernels.leaf import leaf_kernel
 from .parameters import (
     CONTACT_METHODS,
@@ -193,14 +194,6 @@ def _gather(src, idx, offset, dst):
         dst[i] = src[offset + idx[i]]
 
 
-@leaf_kernel
-def _all_finite(x):
-    for i in range(x.shape[0]):
-        if not math.isfinite(x[i]):
-            return False
-    return True
-
-
 def _warm_kernels() -> None:
     """Compile (or load from cache) the kernels of this module the controller calls through
     the dispatcher (the constructor binds :func:`_prepare_tick` and :func:`_finish_tick`, which
@@ -208,7 +201,7 @@ def _warm_kernels() -> None:
     a = np.zeros(2)
     i = np.arange(2, dtype=np.int64)
     _gather(a, i, 0, a.copy())
-    _all_finite(a)
+    check_vector(a)
 
 
 # --------------------------------------------------------------------------- validation helpers
@@ -223,7 +216,7 @@ def _write_pose_twist(name: str, position: Any, orientation_xyzw: Any, linear_ve
         a = np.asarray(arr, dtype=np.float64).reshape(-1)
         if a.shape[0] != size:
             raise ValueError(f"{name}.{nm}: expected {size} values, got {a.shape[0]}")
-        if not _all_finite(a):
+        if not check_vector(a):
             raise ValueError(f"{name}.{nm}: contains a non-finite value")
         parts.append(a)
     norm = math.sqrt(float(parts[1] @ parts[1]))
@@ -423,6 +416,19 @@ class WholeBodyController:
         self._shaping = self._torque_step is not None or self._torque_alpha < 1.0
         self._tau_prev = np.zeros(n)
         self._tau_prev_ok = False
+        sigma_a = check("joint_observer_acceleration_noise", cfg.joint_observer_acceleration_noise)
+        #: the joint-state observer (joint_observer_acceleration_noise > 0), None when off
+        self._joint_observer: Any = None
+        if sigma_a > 0.0:
+            from .joint_observer import JointObserver
+
+            self._joint_observer = JointObserver(
+                n, self.dt, check("sensing_joint_position_noise",
+                                  cfg.sensing_joint_position_noise),
+                check("sensing_joint_velocity_noise", cfg.sensing_joint_velocity_noise), sigma_a)
+        #: a joint state arrived since the observer last ran, and the arrival before it [s]
+        self._state_new = False
+        self._t_state_observed = -math.inf
         #: hybrid drive command: configured gains, this tick's gains and set-points
         self._drive_kp = per_joint("drive_stiffness", cfg.drive_stiffness, self.joint_names)
         self._drive_kd = per_joint("drive_damping", cfg.drive_damping, self.joint_names)
@@ -687,6 +693,7 @@ class WholeBodyController:
         self._qdj[:] = velocity
         self._t_state = float(now)
         self._have_state = True
+        self._state_new = True
 
     def set_object_state(
         self,
@@ -802,7 +809,7 @@ class WholeBodyController:
                 f"{name}: expected {self.n} values (configured joints), got "
                 f"{a.shape[0] if a.ndim == 1 else a.shape}"
             )
-        if not _all_finite(a):
+        if not check_vector(a):
             bad = int(np.flatnonzero(~np.isfinite(a))[0])
             raise ValueError(
                 f"{name}: non-finite value {float(a[bad])!r} for joint '{self.joint_names[bad]}'"
@@ -835,6 +842,8 @@ class WholeBodyController:
         Never raises for bad numbers: failures give a flagged safe command.
         """
         t0 = time.perf_counter()
+        if self._joint_observer is not None and self._state_new:
+            self._observe_joints()
         if not self.state_fresh(now):
             out = self._zero_output(MODE_STALE_STATE)
         elif self._tasks is not None or self.reference_fresh(now):
@@ -859,6 +868,21 @@ class WholeBodyController:
         out.compute_time = dtc
         self._record(out, dtc)
         return out
+
+    def _observe_joints(self) -> None:
+        """The joint-state observer's tick on the newest joint state: predicted with the
+        accelerations commanded on the previous tick over the time between the two states,
+        corrected with the encoders; the estimate replaces the measurement the tick uses."""
+        obs = self._joint_observer
+        dt = self._t_state - self._t_state_observed
+        if not 0.0 < dt <= 10.0 * self.dt:  # the first state, or after a gap: start afresh
+            obs.reset()
+            dt = self.dt
+        obs.update(self._qj, self._qdj, self._qdd_cmd, dt)
+        self._qj[:] = obs.position
+        self._qdj[:] = obs.velocity
+        self._t_state_observed = self._t_state
+        self._state_new = False
 
     def _shape_torques(self) -> None:
         """``torque_filter_cutoff`` then ``torque_rate_limit`` on this tick's torques, from the
@@ -1453,6 +1477,10 @@ class WholeBodyController:
         self._task_goals_set.clear()
         self._grip_positions.clear()
         self._tau_prev_ok = False
+        self._state_new = False
+        self._t_state_observed = -math.inf
+        if self._joint_observer is not None:
+            self._joint_observer.reset()
         if self._stance is not None:
             self._stance.reset()
         if self._estimator is not None:

@@ -161,6 +161,12 @@ class ControllerConfig:
         torque_rate_limit: [N m/s] (or N/s) largest change of each commanded torque per second,
             one per joint or a single value; 0 = off. Applied after the effort-limit clamp: a
             contact transition then reaches the drives over a few ticks, not in one step.
+        joint_observer_acceleration_noise: [rad/s^2] > 0: the joint positions and velocities
+            the controller uses are filtered by a Kalman filter per joint whose prediction is
+            the previous tick's commanded acceleration (:mod:`wbc_dynamics.joint_observer`;
+            measurement noise ``sensing_joint_*_noise``), this value being how far the realized
+            acceleration strays from the commanded one. The encoder noise then reaches the
+            torques through the PD gains several times weaker. 0 = off.
         task_names: task-space control (:mod:`wbc_dynamics.tasks`, docs/tasks.md): one name per
             task; empty = the joint-space reference drives the inverse dynamics directly. With
             tasks, the commanded accelerations are those of the prioritized task layer, the
@@ -241,6 +247,7 @@ class ControllerConfig:
     drive_damping: list[float] = field(default_factory=lambda: [0.0])
     torque_filter_cutoff: float = 0.0
     torque_rate_limit: list[float] = field(default_factory=lambda: [0.0])
+    joint_observer_acceleration_noise: float = 0.0
     task_names: list[str] = field(default_factory=list)
     task_kinds: list[str] = field(default_factory=list)
     task_links: list[str] = field(default_factory=list)

@@ -325,6 +325,10 @@ SPECS: tuple[ParameterSpec, ...] = (
     _P("torque_rate_limit", "float[]", (0.0,), "largest change of each commanded torque per "
        "second, after the effort-limit clamp; 0 = off", unit="N m/s", group=_SENSING,
        minimum=0.0, length=PER_JOINT),
+    _P("joint_observer_acceleration_noise", "float", 0.0, "joint-state observer: spread of "
+       "the realized joint acceleration about the commanded one (its process noise; the "
+       "encoders' is sensing_joint_*_noise); 0 = off, the encoders used as measured",
+       unit="rad/s^2", group=_SENSING, minimum=0.0),
     _P("drive_stiffness", "float[]", (0.0,), "hybrid drive command stiffness; 0 = effort only "
        "(any gain > 0: the node publishes the hybrid drive command, docs/node.md)",
        unit="N m/rad", group=_SENSING, minimum=0.0, length=PER_JOINT),

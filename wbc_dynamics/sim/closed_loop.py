@@ -77,6 +77,7 @@ DEFAULT_SOLVER_OPTIONS = {"lcp_noslip": {"noslip_gap": 1e-6}, "qp_noslip": {"nos
 #: loop builds the bundled robots' controllers from its own defaults; pass these as
 #: ``LoopConfig.controller_options`` to run it as configured -- the demo does)
 BUNDLED_QUADRUPED_OPTIONS = {"contact_state_filter": True, "torque_filter_cutoff": 40.0,
+                             "joint_observer_acceleration_noise": 10.0,
                              "drive_stiffness": [3.0], "drive_damping": [0.05]}
 #: Quadruped (ground contact, joint-space PD reference): the Coulomb methods first correct the
 #: desired accelerations to those the touching feet realize while sticking, and qp_coulomb
