@@ -210,6 +210,11 @@ def test_bad_options():
     p = quadruped_problem()
     with pytest.raises(ValueError, match="friction_edges"):
         solve("lcp_coulomb", p, SolverState(), friction_edges=5)
+    with pytest.raises(ValueError, match="max_pivots"):
+        solve("lcp_coulomb", p, SolverState(), max_pivots=-1)
+    for name in ("tol", "sticking_gap", "min_norm_tol"):
+        with pytest.raises(ValueError, match=name):
+            solve("lcp_coulomb", p, SolverState(), **{name: float("nan")})
 
 
 @pytest.mark.parametrize("method", ["lcp_coulomb", "qp_coulomb"])

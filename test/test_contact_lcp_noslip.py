@@ -280,6 +280,30 @@ def test_iteration_limit_gives_flagged_finite_fallback():
     assert res.stats.info["fallback_source"] == "contact_free_id"
 
 
+@pytest.mark.parametrize("name, value", [("max_iter", -1), ("max_iter", 2.5), ("tol", np.nan),
+                                         ("rank_tol", -1.0), ("consistency_tol", np.inf),
+                                         ("min_norm_tol", np.nan), ("noslip_gap", np.nan),
+                                         ("rank_mass_ratio", -1.0)])
+def test_bad_options_name_the_option(name, value):
+    with pytest.raises(ValueError, match=name):
+        solve("lcp_noslip", _standing_problem(), SolverState(), **{name: value})
+
+
+def test_inconsistent_without_correction_gives_flagged_fallback():
+    """``correct_inconsistent=False``: inconsistent desired accelerations are not corrected but
+    answered with the documented fallback (finite, consistent with eq. (37))."""
+    rng = np.random.default_rng(5)
+    p = _standing_problem()
+    p.qdd_des = 30.0 * rng.standard_normal(p.nu)
+    corrected = solve("lcp_noslip", p, SolverState())
+    assert "inconsistent_corrected" in corrected.stats.flags
+    res = solve("lcp_noslip", p, SolverState(), correct_inconsistent=False)
+    assert res.stats.flags == ("fallback",) and res.all_finite and not res.consistent
+    assert res.stats.info["reason"] == "inconsistent desired accelerations"
+    np.testing.assert_array_equal(res.impulses, 0.0)
+    assert p.dynamics_residual(res.tau, res.impulses, res.v_next) < 1e-12
+
+
 def test_bad_inertia_gives_fallback_not_nan():
     p = _standing_problem()
     p.Minv = -p.Minv  # not positive definite: Alg. 1 cannot factor P M^-1 P^T

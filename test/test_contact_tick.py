@@ -1,7 +1,10 @@
-"""The compiled ``lcp_noslip`` tick (wbc_dynamics.contact.tick) equals ContactModel.build +
-solve("lcp_noslip") -- the oracle-tested general path -- tick by tick, warm start included
-(to 1e-8 relative: the same kernels on differently laid out arrays round differently, which
-the ill-conditioned correction QP amplifies).
+"""The compiled ``lcp_noslip`` / ``lcp_coulomb`` ticks (wbc_dynamics.contact.tick) equal
+ContactModel.build + solve -- the oracle-tested general path -- tick by tick, warm start included.
+Both run the method's one solve kernel; the tick assembles the problem itself (kinematics,
+candidates, M^-1, h in its own buffers) and maps the warm start by candidate slot instead of
+contact identity, so the comparison checks that assembly and that mapping (to 1e-8 relative: the
+assembly's arrays are laid out and summed differently, which the ill-conditioned correction QP
+amplifies).
 
 Sequences of random states around the standing pose (joint offsets, base height so that feet
 touch, separate and penetrate, velocities, inconsistent desired accelerations that trigger the
@@ -91,7 +94,7 @@ def test_compiled_tick_equals_build_and_solve(case):
             **({"rank_mass_ratio": ratio[0]} if ratio else {})}
     fused = compiled_tick(cm, "lcp_noslip", opts)
     assert isinstance(fused, NoslipTick)
-    assert fused.options.min_pivot == (1.0 / (100.0 * m.total_mass) if not ratio else 0.0)
+    assert fused.options.solve.min_pivot == (1.0 / (100.0 * m.total_mass) if not ratio else 0.0)
     flags = _compare_sequence("lcp_noslip", fused, m, info, cm, opts, 7)
     # the sequence exercises the correction and (with the option) the min-norm selection
     assert "inconsistent_corrected" in flags
@@ -116,6 +119,51 @@ def test_compiled_coulomb_tick_equals_build_and_solve(case):
     flags = _compare_sequence("lcp_coulomb", fused, m, info, cm, opts, 11)
     if tracking:
         assert {"inconsistent_corrected", "min_norm"} <= flags, flags
+
+
+def _tick_problem(cm, nc, qdd):
+    """The problem the compiled tick just solved, from its own buffers (after its assembly,
+    passive impact and ``noslip_gap`` rows)."""
+    from wbc_dynamics.contact import ContactProblem
+
+    d = cm.data
+    return ContactProblem(
+        dt=cm.dt, Minv=d.Minv.copy(), h=d.h.copy(), v=d.v.copy(), actuated=cm.actuated,
+        free=cm.free, qdd_des=qdd.copy(), N=d.N[:nc].copy(), S=d.S[:nc].copy(),
+        T=d.T[:nc].copy(), phi=d.phi[:nc].copy(), mu=d.mu[:nc].copy(),
+        contact_ids=cm.ids_of(d.slot[:nc]), points=d.points[:nc].copy(),
+        frames=d.frames[:nc].copy(), friction_edges=cm.friction_edges,
+        total_mass=cm.total_mass)
+
+
+@pytest.mark.parametrize("method", ["lcp_noslip", "lcp_coulomb"])
+def test_tick_and_solve_run_one_solve_kernel(method):
+    """On the problem the tick assembled, ``solve`` returns the tick's numbers bitwise (torques,
+    impulses, flags, warm-start use and the next warm start), tick after tick: one solve
+    kernel, the warm start mapped by slot (tick) and by contact identity (solve) alike."""
+    robot, cm_opts = "quadruped", dict(phi_deadband=1e-4, passive_impact=True,
+                                       separation_tolerance=0.05)
+    m, info, cm = _setup(robot, cm_opts)
+    opts = ({"min_norm": True, "noslip_gap": 1e-6} if method == "lcp_noslip"
+            else {"sticking_correction": True, "min_norm": True})
+    fused = compiled_tick(cm, method, opts)
+    st_tick, st_solve = SolverState(), SolverState()
+    rng = np.random.default_rng(3)
+    solved, flags = 0, set()
+    for q, v, qdd in _states(m, np.array(info["standing_q"]), 30, rng):
+        if not fused.run(q, v, qdd, st_tick.get(method)):
+            continue
+        solved += 1
+        ref = solve(method, _tick_problem(cm, fused.nc, qdd), st_solve, **opts)
+        assert fused.flags == ref.stats.flags
+        assert fused.warm_start_used == ref.stats.warm_start_used
+        np.testing.assert_array_equal(fused.out.tau, ref.tau)
+        np.testing.assert_array_equal(fused.out.impulses[:fused.nc], ref.impulses)
+        a, b = st_tick.get(method), st_solve.get(method)
+        assert a.active_ids == b.active_ids and a.contact_ids == b.contact_ids
+        flags.update(ref.stats.flags)
+    assert solved >= 25
+    assert {"inconsistent_corrected", "min_norm"} <= flags, flags
 
 
 def test_no_contact_goes_to_the_general_path():

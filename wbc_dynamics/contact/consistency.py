@@ -12,7 +12,12 @@
   fixed, ``c_N >= 0`` where touching, 0 where separating); its minimum-norm point is computed by
   a compiled dual semismooth Newton method.
 
-Both are compiled (numba) and run only for inconsistent inputs or when requested.
+* :func:`sticking_consistent_problem` (option ``sticking_correction`` of the Coulomb and QP
+  methods) is the same QP with no-slip rows only at the touching contacts.
+
+Each is one compiled kernel (:func:`consistent_qdd_kernel`, :func:`_sticking_qdd`,
+:func:`min_norm_solution_kernel`) that the methods' compiled solves and ticks call; the Python
+functions pack a :class:`~wbc_dynamics.contact.problem.ContactProblem` for them.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import lu_solve
-from .noslip_kernels import _alg1, min_pivot, run_on_problem
+from ..kernels.separate import call_separately
+from .noslip_kernels import _alg1, lcp_noslip_kernel, min_pivot
 from .problem import ContactProblem, ContactResult
 
 __all__ = [
@@ -34,6 +40,7 @@ __all__ = [
     "min_norm_impulse_kernel",
     "projected_inverse_inertia",
     "sticking_consistent_problem",
+    "consistent_qdd_kernel",
 ]
 
 
@@ -65,19 +72,91 @@ def consistent_accelerations(
         (qdd_consistent (nu,) [rad/s^2] = (P v+ - v[actuated]) / dt, ok).
     """
     p = problem
-    if p.nu == 0:
-        return np.zeros(0), True
-    eps = eps_rel * float(np.max(np.diag(p.Minv)[p.actuated]))
+    qdd = np.zeros(p.nu)
     if warm is None:
         warm = np.zeros(p.nc, dtype=np.bool_)
     if max_iter is None:
         max_iter = 4 * p.nc + 20
-    out = run_on_problem(p, warm, p.qdd_des, max_iter, rank_tol, tol, eps, dep_tol,
-                         1e-3 * eps_rel, min_pivot(p, rank_mass_ratio))
-    v_next, status = out[4], out[8]
-    qdd = (v_next[p.actuated] - p.v[p.actuated]) / p.dt
-    ok = status == 0 and bool(np.all(np.isfinite(qdd)))
-    return qdd, ok
+    ok = consistent_qdd_kernel(p.Minv, p.h, p.v, p.actuated, p.qdd_des, p.N, p.S, p.T, p.phi,
+                               float(p.dt), warm, int(max_iter), float(rank_tol), float(tol),
+                               float(dep_tol), float(eps_rel), min_pivot(p, rank_mass_ratio),
+                               qdd, NO_ARENA)
+    return qdd, bool(ok)
+
+
+@njit(cache=True)
+def consistent_qdd_kernel(Minv, h, v, act, qdd_des, N, S, T, phi, dt, warm, max_iter, rank_tol,
+                          tol, dep_tol, eps_rel, min_pivot, qdd, ar):
+    """The Sec. 4.5 correction QP (46)-(51) of :func:`consistent_accelerations`, compiled: the
+    soft-P no-slip MLCP (``eps = eps_rel * max diag(P M^-1 P^T)``, Alg. 2 pivot tolerance
+    ``1e-3 * eps_rel``) solved by :func:`lcp_noslip_kernel`; writes the consistent
+    accelerations ``(P v+ - v[actuated]) / dt`` [rad/s^2] into ``qdd`` (nu,) and returns True
+    if the solve succeeded and they are finite. Temporaries from the arena ``ar``."""
+    nu = act.shape[0]
+    if nu == 0:
+        return True
+    dmax = -np.inf
+    for a in range(nu):
+        dmax = max(dmax, Minv[act[a], act[a]])
+    corr = call_separately(lcp_noslip_kernel, (Minv, h, v, act, qdd_des, N, S, T, phi, dt, warm,
+                                               max_iter, rank_tol, tol, eps_rel * dmax, dep_tol,
+                                               1e-3 * eps_rel, min_pivot, ar))
+    ok = corr[8] == 0
+    vc = corr[4]
+    for a in range(nu):
+        qdd[a] = (vc[act[a]] - v[act[a]]) / dt
+        ok = ok and np.isfinite(qdd[a])
+    return ok
+
+
+@njit(cache=True)
+def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qdd, ar):
+    """:func:`sticking_consistent_problem`, compiled (also the fused ticks' sticking
+    correction): the Sec. 4.5 QP (:func:`consistent_qdd_kernel`, eps_rel 1e-6, dep_tol 1e-4)
+    with no-slip rows only at the touching contacts (``phi <= gap`` [m]), Alg. 1's floor
+    ``min_pivot`` [1/kg], change tolerance 1e-6.
+
+    Writes the accelerations to use into ``qdd`` (nu,) [rad/s^2] and returns 0 (unchanged:
+    none touching or the change is below the tolerance; ``qdd = qdd_des``), 1 (corrected) or 2
+    (the correction failed; ``qdd = qdd_des``, flag ``sticking_correction_failed``).
+    Temporaries from the arena ``ar``.
+    """
+    nc, nv = N.shape
+    nu = act.shape[0]
+    for a in range(nu):
+        qdd[a] = qdd_des[a]
+    S2 = _ar.floats_2d(ar, nc, nv)
+    T2 = _ar.floats_2d(ar, nc, nv)
+    for i in range(nc):
+        for c in range(nv):
+            S2[i, c] = S[i, c]
+            T2[i, c] = T[i, c]
+    touching = 0
+    for i in range(nc):
+        if phi[i] <= gap:
+            touching += 1
+        else:
+            for c in range(nv):
+                S2[i, c] = 0.0
+                T2[i, c] = 0.0
+    if touching == 0 or nu == 0:
+        return 0
+    qdd_c = _ar.floats(ar, nu)
+    ok = call_separately(consistent_qdd_kernel, (Minv, h, v, act, qdd_des, N, S2, T2, phi, dt,
+                                                 _ar.flags_zero(ar, nc), 4 * nc + 20, 1e-6,
+                                                 1e-10, 1e-4, 1e-6, min_pivot, qdd_c, ar))
+    if not ok:
+        return 2
+    change = 0.0
+    qmax = 0.0
+    for a in range(nu):
+        change = max(change, abs(qdd_c[a] - qdd_des[a]))
+        qmax = max(qmax, abs(qdd_des[a]))
+    if change > 1e-6 * (1.0 + qmax):
+        for a in range(nu):
+            qdd[a] = qdd_c[a]
+        return 1
+    return 0
 
 
 def projected_inverse_inertia(problem: ContactProblem, rank_tol: float = 1e-6,
@@ -365,7 +444,7 @@ def min_norm_impulses(
 
 
 def sticking_consistent_problem(
-    problem: ContactProblem, gap: float = 1e-6, tol: float = 1e-6
+    problem: ContactProblem, gap: float = 1e-6
 ) -> tuple[ContactProblem, float, bool]:
     """The problem with its desired accelerations replaced by the nearest ones that the touching
     contacts can realize while *sticking* (option ``sticking_correction`` of the Coulomb and
@@ -384,25 +463,18 @@ def sticking_consistent_problem(
     Returns:
         (problem, max |qdd_corrected - qdd_des| [rad/s^2], changed). Unchanged (0, False) if no
         contact touches, the robot has no actuated dofs or the change is below
-        ``tol * (1 + max |qdd_des|)``; (nan, False) if the correction QP failed (the callers
+        ``1e-6 * (1 + max |qdd_des|)``; (nan, False) if the correction QP failed (the callers
         flag ``sticking_correction_failed`` and solve with the given accelerations).
     """
     p = problem
-    touching = p.phi <= gap
-    if p.nu == 0 or not np.any(touching):
-        return p, 0.0, False
-    S, T = p.S, p.T
-    if not np.all(touching):
-        S, T = S.copy(), T.copy()
-        S[~touching] = 0.0
-        T[~touching] = 0.0
-    pst = dataclasses.replace(p, S=S, T=T)
-    qdd, ok = consistent_accelerations(pst)
-    if not ok:
+    qdd = np.empty(p.nu)
+    st = _sticking_qdd(p.Minv, p.h, p.v, p.actuated, p.qdd_des, p.N, p.S, p.T, p.phi,
+                       float(p.dt), float(gap), min_pivot(p, 100.0), qdd, NO_ARENA)
+    if st == 2:
         return p, float("nan"), False
+    if st == 0:
+        return p, 0.0, False
     change = float(np.max(np.abs(qdd - p.qdd_des)))
-    if change <= tol * (1.0 + float(np.max(np.abs(p.qdd_des)))):
-        return p, change, False
     return dataclasses.replace(p, qdd_des=qdd), change, True
 
 

@@ -25,13 +25,58 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .problem import ContactProblem, ContactResult, MethodState, SolverState, SolverStats
 
-__all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id", "warmup"]
+__all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id", "warmup",
+           "flag_names", "ContactArrays", "contact_arrays"]
+
+# Flag bits of the compiled LCP solves (``lcp_noslip.noslip_solve_kernel``,
+# ``lcp_coulomb.coulomb_solve_kernel``), shared by ``solve`` and the compiled ticks; each
+# method's table (``NOSLIP_FLAGS``, ``COULOMB_FLAGS``) names them in the order of
+# ``stats.flags``.
+(FLAG_ROWS_DROPPED, FLAG_WARM_REJECTED, FLAG_CORRECTED, FLAG_MIN_NORM, FLAG_MIN_NORM_FAILED,
+ FLAG_REGULARIZED, FLAG_STICKING_FAILED) = (1, 2, 4, 8, 16, 32, 64)
+
+
+class ContactArrays(NamedTuple):
+    """The assembled problem of one tick as the compiled LCP solves take it (the fields of
+    :class:`~wbc_dynamics.contact.problem.ContactProblem`, generalized coordinates of the
+    model): ``Minv`` (nv, nv) M^-1, ``h`` (nv,) [N, N m] C v + g, ``v`` (nv,) [m/s, rad/s],
+    ``act`` / ``free`` (nu,) / (nf,) dof indices, ``qdd_des`` (nu,) [rad/s^2] in ``act``'s
+    order, the contact rows ``N``, ``S``, ``T`` (nc, nv) (normal and tangents, contact frames),
+    ``phi`` (nc,) [m] signed distances, ``mu`` (nc,) friction coefficients, ``dt`` [s]."""
+
+    Minv: np.ndarray
+    h: np.ndarray
+    v: np.ndarray
+    act: np.ndarray
+    free: np.ndarray
+    qdd_des: np.ndarray
+    N: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+    phi: np.ndarray
+    mu: np.ndarray
+    dt: float
+
+
+def contact_arrays(problem: ContactProblem, S: np.ndarray | None = None,
+                   T: np.ndarray | None = None) -> ContactArrays:
+    """``problem``'s arrays (not copies) as :class:`ContactArrays`; ``S``, ``T``: other
+    tangent rows to use (the caller's copies, for a solve that modifies them)."""
+    p = problem
+    return ContactArrays(Minv=p.Minv, h=p.h, v=p.v, act=p.actuated, free=p.free,
+                         qdd_des=p.qdd_des, N=p.N, S=p.S if S is None else S,
+                         T=p.T if T is None else T, phi=p.phi, mu=p.mu, dt=float(p.dt))
+
+
+def flag_names(bits: int, table: tuple[tuple[int, str], ...]) -> tuple[str, ...]:
+    """The flag names of ``bits`` in the order of ``table`` ((bit, name) pairs)."""
+    return tuple(name for bit, name in table if bits & bit)
 
 #: Each method's module and function (imported by :func:`solve` on the method's first use).
 METHODS: dict[str, tuple[str, str]] = {
@@ -203,10 +248,4 @@ def warmup(methods: tuple[str, ...] | list[str] | None = None) -> float:
             solve(method, prob, None, min_norm=True)
             bad = ContactProblem(**{**prob.__dict__, "qdd_des": np.array([1e3])})
             solve(method, bad, None)
-            # the min-norm kernel runs only for indeterminate active contacts, which the
-            # synthetic problem need not produce: compile it directly
-            from .consistency import min_norm_impulses
-
-            min_norm_impulses(prob, np.full((nc, 3), 1e-3), np.zeros(prob.nu), prob.v.copy(),
-                              np.zeros(nc), tol=1e-6)
     return time.perf_counter() - t0

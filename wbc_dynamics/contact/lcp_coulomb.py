@@ -38,15 +38,22 @@ identity) and the Tikhonov regularization fallback. ``tau`` and ``v+`` are then 
 closed form from eq. (37)/(90), so eq. (37) and the inverse-dynamics constraint (38) hold to
 rounding error whatever the contact impulses are.
 
-Alg. 3 (MINDIFF) is available as ``mindiff=True`` for small contact counts (see
-:func:`solve_lcp_coulomb`).
+The method is one compiled kernel, :func:`coulomb_solve_kernel` (sticking correction, reduction,
+LCP (64), Lemke with warm start and regularization, recovery, minimum-norm selection, status and
+flags) on named arrays (:class:`CoulombArrays`, :class:`CoulombSolveOptions` ->
+:class:`CoulombSolution`): :func:`solve_lcp_coulomb` validates the options, packs the problem,
+calls it and builds the result; the controller's compiled tick (:mod:`.tick`) calls it after its
+assembly. Alg. 3 (MINDIFF, ``mindiff=True``, for small contact counts) is a separate variant in
+Python (:func:`_mindiff`: 2^nc Lemke solves of sub-LCPs); the kernel then takes its solution as
+``z_given`` instead of running Lemke.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -56,16 +63,30 @@ from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky
 from ..kernels.separate import call_separately
-from .consistency import min_norm_impulse_kernel
-from .dispatch import fallback_result
-from .lemke import PIVOT_LIMIT, STATUS_NAMES, lcp_residual, solve_lcp
+from .consistency import _sticking_qdd, min_norm_impulse_kernel, sticking_consistent_problem
+from .dispatch import (
+    FLAG_CORRECTED,
+    FLAG_MIN_NORM,
+    FLAG_MIN_NORM_FAILED,
+    FLAG_REGULARIZED,
+    FLAG_STICKING_FAILED,
+    FLAG_WARM_REJECTED,
+    contact_arrays,
+    fallback_result,
+    flag_names,
+)
+from .lemke import PIVOT_LIMIT, STATUS_NAMES, SUCCESS, _solve_lcp_kernel, lcp_residual, solve_lcp
+from .noslip_kernels import min_pivot
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
 __all__ = [
     "ReducedDynamics",
     "build_coulomb_lcp",
     "solve_lcp_coulomb",
-    "pyramid_to_local",
+    "coulomb_solve_kernel",
+    "CoulombSolveOptions",
+    "CoulombSolution",
+    "COULOMB_FLAGS",
     "warmup",
 ]
 
@@ -77,6 +98,19 @@ __all__ = [
 #: (0 / 249 / 256 / 7 N on its feet, |tau| 78 N m): the unloaded foot separated at 4 um/s, so
 #: the selection could not load it; now 125 / 125 / 131 / 131 N, |tau| 54 N m.
 MIN_NORM_TOL = 1e-3
+
+#: the flags of :data:`CoulombSolution.bits`, in the order of ``stats.flags`` (the solve's,
+#: then the sticking correction's)
+COULOMB_FLAGS = ((FLAG_WARM_REJECTED, "warm_start_rejected"), (FLAG_REGULARIZED, "regularized"),
+                 (FLAG_MIN_NORM_FAILED, "min_norm_failed"), (FLAG_MIN_NORM, "min_norm"),
+                 (FLAG_CORRECTED, "inconsistent_corrected"),
+                 (FLAG_STICKING_FAILED, "sticking_correction_failed"))
+
+# CoulombSolution.code: solved, or why the documented fallback applies
+SOLVED = 0
+_NOT_PD = 1          # P M^-1 P^T not positive definite (ReducedDynamics.build's LinAlgError)
+_LEMKE_FAILED = 2    # Lemke failed, regularized attempts included (lemke_status says how)
+_NON_FINITE = 3      # a non-finite torque, impulse or velocity
 
 
 # --------------------------------------------------------------------------- numba kernels
@@ -275,6 +309,166 @@ def _recover_into(Minv, act, L, tau0, fstar, dt, J, c, tau, vn, gen, scratch) ->
         vn[i] = fstar[i] + dt * s + mg[i]
 
 
+class CoulombSolveOptions(NamedTuple):
+    """Options of :func:`coulomb_solve_kernel` (those of :func:`solve_lcp_coulomb`): ``D``
+    (k, 2) pyramid edge directions; ``sticking_correction`` with ``sticking_gap`` [m] and
+    ``min_pivot`` [1/kg] (Alg. 1's scale-aware floor); ``min_norm`` with ``min_norm_tol``
+    [m/s]; Lemke's ``tol`` (relative), ``regularize`` and ``max_pivots`` (< 0: 50 n + 10)."""
+
+    D: np.ndarray
+    sticking_correction: bool
+    sticking_gap: float
+    min_pivot: float
+    min_norm: bool
+    min_norm_tol: float
+    tol: float
+    regularize: bool
+    max_pivots: int
+
+
+class CoulombSolution(NamedTuple):
+    """Result of :func:`coulomb_solve_kernel`: ``code`` (:data:`SOLVED` or the reason of the
+    documented fallback), ``bits`` (flags, :data:`COULOMB_FLAGS`), Lemke's ``lcp_status``,
+    ``pivots``, ``warm_used``, ``regularization`` (Tikhonov eps) and ``residual`` (LCP
+    violation [units of q]); ``tau`` (nu,) [N m], ``v_next`` (nv,), local impulses ``c_n``,
+    ``c_s``, ``c_t`` (nc,) [N s]; ``z`` the LCP solution (before the minimum-norm selection),
+    ``basic`` (n,) bool the final basis (the next warm start); ``J`` = [N; F] the rows of the
+    contact variables; ``Q``, ``q`` LCP (64); ``qdd`` (nu,) the accelerations solved for
+    (after the sticking correction) [rad/s^2]."""
+
+    code: int
+    bits: int
+    lcp_status: int
+    pivots: int
+    warm_used: bool
+    regularization: float
+    residual: float
+    tau: np.ndarray
+    v_next: np.ndarray
+    c_n: np.ndarray
+    c_s: np.ndarray
+    c_t: np.ndarray
+    z: np.ndarray
+    basic: np.ndarray
+    J: np.ndarray
+    Q: np.ndarray
+    q: np.ndarray
+    qdd: np.ndarray
+
+
+@njit(cache=True)
+def coulomb_solve_kernel(p, warm, warm_given, z_given, o, ar):
+    """One ``lcp_coulomb`` solve of the assembled problem ``p``
+    (:class:`~wbc_dynamics.contact.dispatch.ContactArrays`) with options ``o``
+    (:class:`CoulombSolveOptions`). Lemke's warm start: ``warm`` (nc (k + 2),) bool, the
+    previous basis by contact identity in LCP (64)'s variable order, used if ``warm_given``;
+    ``z_given``: the LCP solution to use instead of Lemke's (length 0: solve by Lemke;
+    MINDIFF's choice). The steps: the sticking correction (Sec. 4.5 QP,
+    ``consistency._sticking_qdd``), the reduced dynamics, LCP (64), Lemke with the warm basis
+    and the Tikhonov fallback (as :func:`~wbc_dynamics.contact.lemke.solve_lcp`), the recovery
+    of (tau, v+) (eq. (90), (37)), the minimum-norm selection, the local impulses and the
+    checks of the result. Returns a :class:`CoulombSolution` (arrays from the arena ``ar``).
+    The one implementation of the method: ``solve`` and the compiled tick both call it.
+    """
+    N, phi, mu, dt, D = p.N, p.phi, p.mu, p.dt, o.D
+    nc, nv = N.shape
+    nu = p.act.shape[0]
+    kk = D.shape[0]
+    m = nc * (1 + kk)
+    bits = 0
+    qdd = _ar.floats_copy(ar, p.qdd_des)
+    if o.sticking_correction and nu > 0:
+        st = call_separately(_sticking_qdd, (p.Minv, p.h, p.v, p.act, p.qdd_des, N, p.S, p.T,
+                                             phi, dt, o.sticking_gap, o.min_pivot, qdd, ar))
+        if st == 2:
+            bits |= FLAG_STICKING_FAILED
+        elif st == 1:
+            bits |= FLAG_CORRECTED
+    J = call_separately(_coulomb_rows, (N, p.S, p.T, D, ar))
+    red = call_separately(_reduce_kernel, (p.Minv, p.h, p.v, p.act, p.free, qdd, dt, J, ar))
+    L, tau0, fstar, H, Jv0 = red[1], red[2], red[3], red[7], red[8]
+    Q, qv = call_separately(_assemble_lcp, (H, Jv0, phi, dt, mu, kk, ar))
+    n = qv.shape[0]
+    z = _ar.floats_zero(ar, n)
+    basic = _ar.flags_zero(ar, n)
+    tau = _ar.floats_zero(ar, nu)
+    v_next = _ar.floats_copy(ar, p.v)
+    cN = _ar.floats_zero(ar, nc)
+    cS = _ar.floats_zero(ar, nc)
+    cT = _ar.floats_zero(ar, nc)
+    status = SUCCESS
+    pivots = 0
+    warm_used = False
+    eps = 0.0
+    residual = 0.0
+    code = SOLVED
+    if not red[0]:
+        code = _NOT_PD
+    elif z_given.shape[0] > 0:
+        for i in range(n):
+            z[i] = z_given[i]
+            basic[i] = z[i] > 0.0
+    else:
+        qs = 0.0
+        qmin = np.inf
+        for i in range(n):
+            qs = max(qs, abs(qv[i]))
+            qmin = min(qmin, qv[i])
+        if qs > 0.0 and qmin < 0.0:  # else z = 0 solves the LCP
+            qn = _ar.floats(ar, n)
+            for i in range(n):
+                qn[i] = qv[i] / qs
+            w = _ar.floats_zero(ar, n)
+            basis = _ar.ints_zero(ar, n)
+            max_pivots = o.max_pivots if o.max_pivots >= 0 else 50 * n + 10
+            status, pivots, wflag, eps, viol = call_separately(_solve_lcp_kernel, (
+                Q, qn, warm, warm_given, max_pivots, 1e-9, o.tol, o.regularize, 1e-12, 1e-2,
+                100.0, 1e-6, z, w, basis, ar))
+            for i in range(n):
+                z[i] *= qs
+                if n <= basis[i] < 2 * n:
+                    basic[basis[i] - n] = True
+            residual = viol * qs
+            warm_used = wflag == 1
+            if warm_given and wflag == 2:
+                bits |= FLAG_WARM_REJECTED
+            if eps > 0.0:
+                bits |= FLAG_REGULARIZED
+            if status != SUCCESS:
+                code = _LEMKE_FAILED
+    if code == SOLVED:
+        c = _ar.floats_copy(ar, z[:m])
+        tau, v_next, _gen = call_separately(_recover_kernel, (p.Minv, p.act, L, tau0, fstar, dt,
+                                                              J, c, ar))
+        if o.min_norm:
+            c_mn, ok = call_separately(min_norm_coulomb_kernel, (J, N, phi, dt, mu, p.free, c,
+                                                                 v_next, kk, o.min_norm_tol, ar))
+            if ok:
+                c = c_mn
+                tau, v_next, _gen = call_separately(_recover_kernel, (p.Minv, p.act, L, tau0,
+                                                                      fstar, dt, J, c, ar))
+                bits |= FLAG_MIN_NORM
+            else:
+                bits |= FLAG_MIN_NORM_FAILED
+        finite = True
+        for a in range(nu):
+            finite = finite and np.isfinite(tau[a])
+        for col in range(nv):
+            finite = finite and np.isfinite(v_next[col])
+        for i in range(nc):  # the pyramid's edge impulses in the contact frame
+            cN[i] = c[i]
+            for j in range(kk):
+                cS[i] += c[nc + i * kk + j] * D[j, 0]
+                cT[i] += c[nc + i * kk + j] * D[j, 1]
+            finite = finite and np.isfinite(cN[i]) and np.isfinite(cS[i]) and np.isfinite(cT[i])
+        if not finite:
+            code = _NON_FINITE
+    return CoulombSolution(code=code, bits=bits, lcp_status=status, pivots=pivots,
+                           warm_used=warm_used, regularization=eps, residual=residual, tau=tau,
+                           v_next=v_next, c_n=cN, c_s=cS, c_t=cT, z=z, basic=basic, J=J, Q=Q, q=qv,
+                           qdd=qdd)
+
+
 # --------------------------------------------------------------------------- Python helpers
 @dataclass
 class ReducedDynamics:
@@ -339,15 +533,6 @@ class ReducedDynamics:
             np.ascontiguousarray(c, dtype=np.float64),
             NO_ARENA,
         )
-
-
-def pyramid_to_local(cN: np.ndarray, beta: np.ndarray, D: np.ndarray) -> np.ndarray:
-    """(nc, 3) impulses (c_N, c_S, c_T) from normal impulses and (nc, k) pyramid edge impulses."""
-    out = np.empty((cN.shape[0], 3))
-    out[:, 0] = cN
-    out[:, 1] = beta @ D[:, 0]
-    out[:, 2] = beta @ D[:, 1]
-    return out
 
 
 @njit(cache=True)
@@ -590,7 +775,7 @@ def solve_lcp_coulomb(
             QP; :func:`~wbc_dynamics.contact.consistency.sticking_consistent_problem`); flag
             ``inconsistent_corrected``, ``consistent=False`` when that changed them.
         min_norm: among the LCP solutions with Lemke's v+, return the minimum-norm impulses
-            (:func:`min_norm_coulomb_impulses`; flag ``min_norm``, or ``min_norm_failed`` with
+            (:func:`min_norm_coulomb_kernel`; flag ``min_norm``, or ``min_norm_failed`` with
             Lemke's vertex kept). ``min_norm_tol`` [m/s]: separation / slip speed below which
             a contact counts as touching / sticking (default :data:`MIN_NORM_TOL`).
 
@@ -609,30 +794,20 @@ def solve_lcp_coulomb(
         raise ValueError(f"lcp_coulomb: friction_edges must be even and >= 4, got {kk}")
     if mindiff_overflow not in ("lemke", "error"):
         raise ValueError("lcp_coulomb: mindiff_overflow must be 'lemke' or 'error'")
-    corrected, change = False, 0.0
-    if sticking_correction:
-        from .consistency import mark_sticking_correction, sticking_consistent_problem
-
-        problem, change, corrected = sticking_consistent_problem(problem, sticking_gap)
-    res = _solve_lcp_coulomb(problem, mstate, kk, warm_start, max_pivots, tol, regularize,
-                             mindiff, max_mindiff_contacts, mindiff_overflow,
-                             min_norm_tol if min_norm else -1.0)
-    if corrected or change != change:  # applied, or failed (nan)
-        mark_sticking_correction(res, problem, change)
-    return res
-
-
-def _solve_lcp_coulomb(problem: ContactProblem, mstate: MethodState, kk: int, warm_start: bool,
-                       max_pivots: int | None, tol: float, regularize: bool, mindiff: bool,
-                       max_mindiff_contacts: int, mindiff_overflow: str,
-                       min_norm_tol: float) -> ContactResult:
+    if max_pivots is not None and not (isinstance(max_pivots, int | np.integer)
+                                       and max_pivots >= 0):
+        raise ValueError(f"lcp_coulomb: max_pivots must be an int >= 0 or None, got "
+                         f"{max_pivots!r}")
+    for name, val in (("tol", tol), ("sticking_gap", sticking_gap),
+                      ("min_norm_tol", min_norm_tol)):
+        if not np.isfinite(val):
+            raise ValueError(f"lcp_coulomb: {name} must be finite, got {val!r}")
     nc = problem.nc
     ids = tuple(problem.contact_ids)
-    Q, q, red, D = build_coulomb_lcp(problem, kk)
-    m = nc * (1 + kk)
+    D = pyramid_directions(kk)
     stats = SolverStats(method="lcp_coulomb")
-    info: dict[str, Any] = {"friction_edges": kk, "lcp_size": int(Q.shape[0])}
-    z = None
+    info: dict[str, Any] = {"friction_edges": kk, "lcp_size": nc * (kk + 2)}
+    z_given = np.zeros(0)
     use_mindiff = mindiff
     if mindiff and nc > max_mindiff_contacts:
         if mindiff_overflow == "error":
@@ -642,69 +817,93 @@ def _solve_lcp_coulomb(problem: ContactProblem, mstate: MethodState, kk: int, wa
             )
         info["mindiff"] = "skipped"
         use_mindiff = False
-    sol = None
     if use_mindiff:
-        prev_tau = mstate.data.get("tau")
-        x0 = (
-            prev_tau
-            if (prev_tau is not None and prev_tau.shape == (problem.nu,))
-            else np.zeros(problem.nu)
-        )
-        stats.warm_start_used = prev_tau is not None
-        z, nvalid, piv = _mindiff(problem, Q, q, red, kk, x0, tol, max_pivots)
+        z, nvalid, piv = _mindiff_solution(problem, mstate, kk, tol, max_pivots,
+                                           sticking_correction, sticking_gap)
         info["mindiff"] = "used"
         info["mindiff_solutions"] = nvalid
         stats.iterations = piv
-    if z is None:
-        warm = _warm_mask(mstate, ids, kk) if warm_start else None
-        sol = solve_lcp(Q, q, warm_basic=warm, max_pivots=max_pivots, tol=tol,
-                        regularize=regularize, check_input=False)
-        stats.iterations += sol.pivots
-        stats.warm_start_used = sol.warm_used
-        info["lcp_status"] = STATUS_NAMES[sol.status]
-        info["regularization"] = sol.regularization
-        if warm is not None and sol.warm_rejected:
-            stats.add_flag("warm_start_rejected")
-        if sol.regularization > 0.0:
-            stats.add_flag("regularized")
-        if not sol.ok:
-            res = fallback_result(
-                problem, "lcp_coulomb", mstate.data.get("tau"), f"Lemke: {STATUS_NAMES[sol.status]}"
-            )
-            if sol.status == PIVOT_LIMIT:
-                res.stats.add_flag("iteration_limit")
-            res.stats.iterations = stats.iterations
-            res.stats.info.update(info)
-            return res
-        z = sol.z
-    tau, v_next, _ = red.recover(z[:m])
-    zsel = z
-    if min_norm_tol >= 0.0:
-        c_mn = min_norm_coulomb_impulses(problem, red, z[:m], v_next, kk, min_norm_tol)
-        if c_mn is None:
-            stats.add_flag("min_norm_failed")
-        else:
-            zsel = np.concatenate([c_mn, z[m:]])
-            tau, v_next, _ = red.recover(c_mn)
-            stats.add_flag("min_norm")
-    imp = pyramid_to_local(zsel[:nc], zsel[nc:m].reshape(nc, kk), D)
-    stats.residual = sol.residual if sol is not None else lcp_residual(Q, q, z)
-    comp, neg = _model_residuals(red.J, v_next, problem.phi, float(problem.dt), problem.mu, z, kk)
-    info["complementarity"] = comp
-    info["negativity"] = neg
-    stats.info = info
-    if sol is not None:
-        _store_basic(mstate, ids, kk, sol.basic)
+        if z is not None:
+            z_given = z
+            stats.warm_start_used = mstate.data.get("tau") is not None
+    warm = _warm_mask(mstate, ids, kk) if warm_start and not z_given.size else None
+    options = CoulombSolveOptions(
+        D=np.array(D), sticking_correction=bool(sticking_correction),
+        sticking_gap=float(sticking_gap),
+        min_pivot=min_pivot(problem, 100.0), min_norm=bool(min_norm),
+        min_norm_tol=float(min_norm_tol), tol=float(tol), regularize=bool(regularize),
+        max_pivots=-1 if max_pivots is None else int(max_pivots))
+    warm_given = warm is not None
+    if warm is None:
+        warm = np.zeros(nc * (kk + 2), dtype=np.bool_)
+    sol = coulomb_solve_kernel(contact_arrays(problem), warm, warm_given, z_given, options,
+                               NO_ARENA)
+    if sol.code == _NOT_PD:  # solve's documented fallback (as for any LinAlgError)
+        raise np.linalg.LinAlgError(
+            "ContactProblem.Minv: actuated block P M^-1 P^T is not positive definite")
+    stats.iterations += int(sol.pivots)
+    if not z_given.size:
+        stats.warm_start_used = bool(sol.warm_used)
+        info["lcp_status"] = STATUS_NAMES[int(sol.lcp_status)]
+        info["regularization"] = float(sol.regularization)
+    flags = flag_names(sol.bits, COULOMB_FLAGS)
+    if sol.code == _NON_FINITE:  # as solve's net for a non-finite result: the fallback alone
+        return fallback_result(problem, "lcp_coulomb", mstate.data.get("tau"),
+                               "non-finite result")
+    change = 0.0
+    if sol.bits & FLAG_CORRECTED:  # the problem solved (and its fallback's) has the corrected qdd
+        change = float(np.max(np.abs(sol.qdd - problem.qdd_des)))
+        problem = dataclasses.replace(problem, qdd_des=sol.qdd.copy())
+    if sol.code != SOLVED:
+        res = fallback_result(problem, "lcp_coulomb", mstate.data.get("tau"),
+                              f"Lemke: {STATUS_NAMES[int(sol.lcp_status)]}")
+        if sol.lcp_status == PIVOT_LIMIT:
+            res.stats.add_flag("iteration_limit")
+        res.stats.iterations = stats.iterations
+        res.stats.info.update(info)
+        for flag in ("inconsistent_corrected", "sticking_correction_failed"):
+            if flag in flags:  # the sticking correction's
+                res.stats.add_flag(flag)
     else:
-        _store_basic(mstate, ids, kk, z > 0.0)
-    mstate.contact_ids = ids
-    mstate.impulses = imp
-    mstate.active_ids = tuple(cid for i, cid in enumerate(ids) if z[i] > 0.0)
-    return ContactResult.from_impulses(problem, tau, imp, v_next, stats)
+        stats.flags = flags
+        stats.residual = (float(sol.residual) if not z_given.size
+                          else lcp_residual(sol.Q, sol.q, sol.z))
+        comp, neg = _model_residuals(sol.J, sol.v_next, problem.phi, float(problem.dt),
+                                     problem.mu, sol.z, kk)
+        info["complementarity"] = comp
+        info["negativity"] = neg
+        stats.info = info
+        _store_basic(mstate, ids, kk, sol.basic)
+        imp = np.stack([sol.c_n, sol.c_s, sol.c_t], axis=1)
+        mstate.contact_ids = ids
+        mstate.impulses = imp
+        mstate.active_ids = tuple(cid for i, cid in enumerate(ids) if sol.z[i] > 0.0)
+        res = ContactResult.from_impulses(problem, sol.tau, imp, sol.v_next, stats)
+    if sol.bits & FLAG_CORRECTED:
+        res.stats.info["qdd_corrected"] = problem.qdd_des.copy()
+        res.stats.info["qdd_correction"] = change
+        res.consistent = False
+    return res
 
 
-def min_norm_coulomb_impulses(problem: ContactProblem, red: ReducedDynamics, c: np.ndarray,
-                              v_next: np.ndarray, k: int, tol: float) -> np.ndarray | None:
+def _mindiff_solution(problem: ContactProblem, mstate: MethodState, kk: int, tol: float,
+                      max_pivots: int | None, sticking_correction: bool,
+                      sticking_gap: float) -> tuple[np.ndarray | None, int, int]:
+    """The MINDIFF variant's LCP solution (Alg. 3, :func:`_mindiff`, enumerated in Python: 2^nc
+    Lemke solves) for the problem :func:`coulomb_solve_kernel` then solves with it as
+    ``z_given``: the sticking-corrected one if that option is set. Returns (z or None,
+    number of valid solutions, total pivots)."""
+    if sticking_correction:
+        problem = sticking_consistent_problem(problem, sticking_gap)[0]
+    Q, q, red, _D = build_coulomb_lcp(problem, kk)
+    prev_tau = mstate.data.get("tau")
+    x0 = prev_tau if (prev_tau is not None and prev_tau.shape == (problem.nu,)) else np.zeros(
+        problem.nu)
+    return _mindiff(problem, Q, q, red, kk, x0, tol, max_pivots)
+
+
+@njit(cache=True)
+def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol, ar):
     """Minimum-norm LCP (64) impulses with the same v+ (indeterminate contact).
 
     At a fixed ``v+`` the LCP conditions leave free exactly the impulses of the contacts that
@@ -714,21 +913,11 @@ def min_norm_coulomb_impulses(problem: ContactProblem, red: ReducedDynamics, c: 
     ones Lemke's impulses (on the cone boundary, opposing the slip). Among these the minimum of
     ``|c_N|^2 + |beta|^2`` is returned (compiled dual Newton,
     :func:`~wbc_dynamics.contact.consistency.min_norm_impulse_kernel`, with the cone slack as a
-    variable of weight 1e-6); the torques then follow from eq. (90). ``c``: (nc (1 + k),)
-    impulses ``[c_N; beta]`` (contact-major edges). Returns None if it did not converge.
+    variable of weight 1e-6); the torques then follow from eq. (90). ``J`` = [N; F] (rows of
+    the contact variables), ``c``: (nc (1 + k),) impulses ``[c_N; beta]`` (contact-major edges)
+    at ``v_next``; ``tol`` [m/s]. Returns (impulses (nc (1 + k),), converged); results and
+    temporaries from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`).
     """
-    p = problem
-    out, ok = min_norm_coulomb_kernel(red.J, p.N, p.phi, float(p.dt), p.mu, p.free,
-                                      np.ascontiguousarray(c, dtype=np.float64),
-                                      np.ascontiguousarray(v_next, dtype=np.float64), k, tol,
-                                      NO_ARENA)
-    return out if ok else None
-
-
-@njit(cache=True)
-def min_norm_coulomb_kernel(J, N, phi, dt, mu, free, c, v_next, k, tol, ar):
-    """Compiled :func:`min_norm_coulomb_impulses`: returns (impulses (nc (1 + k),), ok).
-    Results and temporaries from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
     nc = N.shape[0]
     nv = N.shape[1]
     free_c = _ar.ints(ar, nc)

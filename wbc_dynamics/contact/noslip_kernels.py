@@ -3,11 +3,10 @@
 with force retrieval and the Sec. 4.5 verification (:func:`lcp_noslip_kernel`), with Alg. 1's
 scale-aware pivot floor (:func:`min_pivot`).
 
-The formulation is described in :mod:`wbc_dynamics.contact.lcp_noslip`, the method's Python
-entry point (``solve_lcp_noslip``). The kernels live here, below it, because the Sec. 4.5
-correction and the minimum-norm selection (:mod:`wbc_dynamics.contact.consistency`), the QP
-methods' rank rule (:mod:`wbc_dynamics.contact.qp`, ``.qp_tick``) and the fused ticks
-(:mod:`wbc_dynamics.contact.tick`) run them too, and the entry point runs those.
+The formulation is described in :mod:`wbc_dynamics.contact.lcp_noslip`, whose solve kernel
+(``noslip_solve_kernel``) runs these. The kernels live here, below it, because the Sec. 4.5
+correction and the sticking correction (:mod:`wbc_dynamics.contact.consistency`) and the QP
+methods' rank rule (:mod:`wbc_dynamics.contact.qp`, ``.qp_tick``) run them too.
 """
 
 from __future__ import annotations
@@ -503,14 +502,3 @@ def min_pivot(problem: ContactProblem, rank_mass_ratio: float) -> float:
     if problem.total_mass is None or rank_mass_ratio == 0.0:
         return 0.0
     return 1.0 / (rank_mass_ratio * problem.total_mass)
-
-
-def run_on_problem(p: ContactProblem, warm: np.ndarray, qdd_des: np.ndarray, max_iter: int,
-                   rank_tol: float, tol_rel: float, eps_p: float, dep_tol: float,
-                   ppm_rank_tol: float, floor: float) -> tuple:
-    """:func:`lcp_noslip_kernel` on the arrays of the problem ``p`` (the general path: no
-    arena), the scalars converted to the kernel's one compiled signature (float / int)."""
-    return lcp_noslip_kernel(p.Minv, p.h, p.v, p.actuated, qdd_des, p.N, p.S, p.T, p.phi,
-                             float(p.dt), warm, int(max_iter), float(rank_tol), float(tol_rel),
-                             float(eps_p), float(dep_tol), float(ppm_rank_tol), float(floor),
-                             _ar.NO_ARENA)

@@ -1,21 +1,22 @@
 """The whole ``lcp_noslip`` / ``lcp_coulomb`` control tick as one compiled call (the
 QP methods' tick, compiled around its OSQP calls, is :mod:`.qp_tick`).
 
-:func:`lcp_noslip_tick` runs, in one numba kernel and for the controller's state: the
+A tick is two kernels: the assembly of the problem for the controller's state -- the
 kinematics pass and every contact candidate with its N/S/T rows, M^-1 and h
 (:func:`~wbc_dynamics.contact.geometry.assemble_kernel`), the passive impact
-(:func:`~wbc_dynamics.contact.geometry.passive_impact_kernel`), the ``noslip_gap`` rows, the warm
-start (previous non-basic set by candidate slot), Alg. 1 + Alg. 2 + force retrieval
-(:func:`~wbc_dynamics.contact.lcp_noslip.lcp_noslip_kernel`), the Sec. 4.5 correction of
-inconsistent accelerations, the minimum-norm selection
-(:func:`~wbc_dynamics.contact.consistency.min_norm_solution_kernel`) and the world contact
-forces. It is the same arithmetic as ``ContactModel.build`` + ``solve("lcp_noslip", ...)``
-(``test_contact_tick.py`` checks equality on random states), without the Python between the
-kernels.
+(:func:`~wbc_dynamics.contact.geometry.passive_impact_kernel`) -- and then the method's solve
+kernel, the same one ``ContactModel.build`` + ``solve`` runs:
+:func:`~wbc_dynamics.contact.lcp_noslip.noslip_solve_kernel` (``noslip_gap`` rows, Alg. 1 +
+Alg. 2, the Sec. 4.5 correction, the minimum-norm selection) or
+:func:`~wbc_dynamics.contact.lcp_coulomb.coulomb_solve_kernel` (sticking correction, LCP
+(64) by Lemke, the minimum-norm selection). Between them the tick maps the warm start from
+candidate slots to rows, and afterwards writes the torques, impulses and world contact forces
+into its output buffers and the warm start back by slot.
 
-The rare cases -- no candidate contact, the pivot limit, a failed correction, a non-finite
-result -- return :data:`TICK_GENERIC`; the caller then runs the general path (``build`` +
-``solve``), whose documented fallbacks apply. :class:`NoslipTick` keeps the warm start in a
+A solve that ends in a documented fallback (pivot limit, failed correction, Lemke failure, a
+non-finite result), and a state without any candidate contact, return :data:`TICK_GENERIC`:
+the caller then runs ``build`` + ``solve``, which returns that fallback.
+:class:`NoslipTick` / :class:`CoulombTick` keep the warm start in a
 :class:`~wbc_dynamics.contact.problem.MethodState` exactly as ``solve`` does, so both paths
 can alternate.
 """
@@ -30,19 +31,24 @@ from numba import njit
 
 from ..kernels import arena as _ar
 from ..kernels.separate import call_separately
-from .consistency import min_norm_solution_kernel
+from .consistency import _sticking_qdd  # noqa: F401 - the compile helper's name (tick module)
+from .dispatch import ContactArrays
 from .geometry import ContactModel
 from .lcp_coulomb import (
+    COULOMB_FLAGS,
     MIN_NORM_TOL,
-    _assemble_lcp,
-    _coulomb_rows,
-    _recover_kernel,
-    _reduce_kernel,
+    CoulombSolveOptions,
+    coulomb_solve_kernel,
     min_norm_coulomb_kernel,
     pyramid_directions,
 )
-from .lemke import SUCCESS, _solve_lcp_kernel
-from .noslip_kernels import lcp_noslip_kernel
+from .lcp_coulomb import SOLVED as COULOMB_SOLVED
+from .lcp_noslip import (
+    NOSLIP_FLAGS,
+    SOLVED,
+    NoslipSolveOptions,
+    noslip_solve_kernel,
+)
 from .problem import MethodState
 from .tick_base import (
     TICK_GENERIC,
@@ -50,7 +56,6 @@ from .tick_base import (
     _assemble_with_impact,
     _CompiledTick,
     _min_pivot,
-    _sticking_qdd,
     _write_result,
     compile_sticking_correction,
 )
@@ -58,66 +63,32 @@ from .tick_base import (
 __all__ = ["NoslipOptions", "NoslipTick", "lcp_noslip_tick", "CoulombTick", "lcp_coulomb_tick",
            "compiled_tick", "TICK_OK", "TICK_GENERIC"]
 
-# solver flag bits (tuple order = the order ``solve_lcp_noslip`` adds them)
-_ROWS_DROPPED = 1
-_WARM_REJECTED = 2
-_CORRECTED = 4
-_MIN_NORM = 8
-_MIN_NORM_FAILED = 16
-_REGULARIZED = 32
-_STICKING_FAILED = 64
-_FLAG_NAMES = ((_ROWS_DROPPED, "rows_dropped"), (_WARM_REJECTED, "warm_start_rejected"),
-               (_CORRECTED, "inconsistent_corrected"), (_MIN_NORM, "min_norm"),
-               (_MIN_NORM_FAILED, "min_norm_failed"))
-# lcp_coulomb's order: the solve's flags, then the sticking correction's (added afterwards)
-_COULOMB_FLAG_NAMES = ((_WARM_REJECTED, "warm_start_rejected"), (_REGULARIZED, "regularized"),
-                       (_MIN_NORM_FAILED, "min_norm_failed"), (_MIN_NORM, "min_norm"),
-                       (_CORRECTED, "inconsistent_corrected"),
-                       (_STICKING_FAILED, "sticking_correction_failed"))
-
 
 class NoslipOptions(NamedTuple):
-    """Options of :func:`lcp_noslip_tick` (those of ``solve_lcp_noslip`` and the contact model).
-
-    ``noslip_gap`` < 0 means None (no-slip rows at every candidate); ``min_norm_tol`` [m/s];
-    ``consistency_tol`` [m/s]; ``rank_tol``, ``tol`` relative; ``min_pivot`` [1/kg] Alg. 1's
-    scale-aware floor (``lcp_noslip.min_pivot``); ``passive_impact`` with
-    ``separation_tolerance`` [m/s]; ``margin``, ``phi_deadband`` [m]; ``dt`` [s].
-    """
+    """Options of :func:`lcp_noslip_tick`: the contact model's ``margin``, ``phi_deadband``
+    [m], ``passive_impact`` with ``separation_tolerance`` [m/s], ``dt`` [s], and ``solve``
+    (:class:`~wbc_dynamics.contact.lcp_noslip.NoslipSolveOptions`, those of
+    ``solve_lcp_noslip``)."""
 
     margin: float
     phi_deadband: float
     passive_impact: bool
     separation_tolerance: float
     dt: float
-    noslip_gap: float
-    min_norm: bool
-    min_norm_tol: float
-    consistency_tol: float
-    rank_tol: float
-    tol: float
-    min_pivot: float
+    solve: NoslipSolveOptions
 
 
 class CoulombOptions(NamedTuple):
-    """Options of :func:`lcp_coulomb_tick` (``solve_lcp_coulomb``'s, mindiff off): ``D`` (k, 2)
-    pyramid edge directions; ``sticking_correction`` with ``sticking_gap`` [m]; ``min_norm``
-    with ``min_norm_tol`` [m/s]; ``tol`` Lemke's relative LCP tolerance; the contact model's
-    ``margin``, ``phi_deadband``, ``passive_impact``, ``separation_tolerance``, ``dt``;
-    ``min_pivot`` [1/kg] the sticking correction's scale-aware rank floor."""
+    """Options of :func:`lcp_coulomb_tick`: the contact model's as in :class:`NoslipOptions`
+    and ``solve`` (:class:`~wbc_dynamics.contact.lcp_coulomb.CoulombSolveOptions`, those of
+    ``solve_lcp_coulomb`` with MINDIFF off)."""
 
     margin: float
     phi_deadband: float
     passive_impact: bool
     separation_tolerance: float
     dt: float
-    D: np.ndarray
-    sticking_correction: bool
-    sticking_gap: float
-    min_norm: bool
-    min_norm_tol: float
-    tol: float
-    min_pivot: float
+    solve: CoulombSolveOptions
 
 
 class NoslipOutput(NamedTuple):
@@ -131,6 +102,14 @@ class NoslipOutput(NamedTuple):
     forces_world: np.ndarray
     warm_slots: np.ndarray
     active_slots: np.ndarray
+
+
+@njit(cache=True, inline="always")
+def _contact_arrays(d, act, free, qdd_des, nc, dt):
+    """The assembled problem in the tick's buffers ``d`` (rows ``0..nc-1``) as the solve
+    kernels take it (:class:`~wbc_dynamics.contact.dispatch.ContactArrays`)."""
+    return ContactArrays(Minv=d.Minv, h=d.h, v=d.v, act=act, free=free, qdd_des=qdd_des,
+                         N=d.N[:nc], S=d.S[:nc], T=d.T[:nc], phi=d.phi[:nc], mu=d.mu[:nc], dt=dt)
 
 
 @njit(cache=True)
@@ -152,96 +131,25 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
                                                  excluded, bx_R, bx_p))
     if nc <= 0:
         return nc, TICK_GENERIC, 0, False, 0
-    dt = o.dt
-    N = d.N[:nc]
-    S = d.S[:nc]
-    T = d.T[:nc]
-    phi = d.phi[:nc]
-    nv = N.shape[1]
-    if o.noslip_gap >= 0.0:  # eq. (34): no-slip rows only at touching candidates
-        for i in range(nc):
-            if phi[i] > o.noslip_gap:
-                for c in range(nv):
-                    S[i, c] = 0.0
-                    T[i, c] = 0.0
-    ar = d.arena
-    warm = _ar.flags_zero(ar, nc)
-    n_warm = 0
+    warm = _ar.flags_zero(d.arena, nc)  # the previous non-basic set by slot (Sec. 4.6)
     if use_warm:
         for i in range(nc):
-            if out.warm_slots[d.slot[i]]:
-                warm[i] = True
-                n_warm += 1
-    max_iter = 4 * nc + 20
-    ctol = o.consistency_tol
-    res = call_separately(lcp_noslip_kernel, (d.Minv, d.h, d.v, act, qdd, N, S, T, phi, dt, warm,
-                                              max_iter, o.rank_tol, o.tol, 0.0, ctol, -1.0,
-                                              o.min_pivot, ar))
-    tau, cN, cS, cT, v_next, w, nb, it, status, warm_used, ndrop, viol = res
-    flags = 0
-    if ndrop > 0:
-        flags |= _ROWS_DROPPED
-    if n_warm > 0 and not warm_used:
-        flags |= _WARM_REJECTED
-    if status == 1 or status == 3:
-        return nc, TICK_GENERIC, flags, warm_used, 0
-    nu = act.shape[0]
-    if status == 2 or viol > ctol:
-        # Sec. 4.5 correction (consistency.consistent_accelerations, eps_rel = 1e-6)
-        qdd_c = _ar.floats_zero(ar, nu)
-        if nu > 0:
-            dmax = -np.inf
-            for a in range(nu):
-                dmax = max(dmax, d.Minv[act[a], act[a]])
-            eps = 1e-6 * dmax
-            corr = call_separately(lcp_noslip_kernel, (d.Minv, d.h, d.v, act, qdd, N, S, T, phi,
-                                                       dt, warm, max_iter, o.rank_tol, o.tol,
-                                                       eps, ctol, 1e-9, o.min_pivot, ar))
-            if corr[8] != 0:
-                return nc, TICK_GENERIC, flags, warm_used, 0
-            vc = corr[4]
-            for a in range(nu):
-                qdd_c[a] = (vc[act[a]] - d.v[act[a]]) / dt
-                if not np.isfinite(qdd_c[a]):
-                    return nc, TICK_GENERIC, flags, warm_used, 0
-        res = call_separately(lcp_noslip_kernel, (d.Minv, d.h, d.v, act, qdd_c, N, S, T, phi, dt,
-                                                  warm, max_iter, o.rank_tol, o.tol, 0.0, ctol,
-                                                  -1.0, o.min_pivot, ar))
-        tau, cN, cS, cT, v_next, w, nb, it2, status, _wu, ndrop, viol = res
-        flags |= _CORRECTED
-        if status != 0 or viol > max(ctol, 1e-6):
-            return nc, TICK_GENERIC, flags, warm_used, 0
-    if o.min_norm:
-        mn = call_separately(min_norm_solution_kernel, (d.Minv, act, free, N, S, T, cN, cS, cT,
-                                                        tau, v_next, w, o.min_norm_tol, dt,
-                                                        np.int64(50), ar))
-        if mn[6]:
-            cN, cS, cT, tau, v_next = mn[0], mn[1], mn[2], mn[3], mn[4]
-            for i in range(nc):
-                nb[i] = cN[i] > 0.0
-            flags |= _MIN_NORM
-        else:
-            flags |= _MIN_NORM_FAILED
-    for a in range(nu):
-        if not np.isfinite(tau[a]):
-            return nc, TICK_GENERIC, flags, warm_used, 0
-    for c in range(nv):
-        if not np.isfinite(v_next[c]):
-            return nc, TICK_GENERIC, flags, warm_used, 0
-    for i in range(nc):
-        if not (np.isfinite(cN[i]) and np.isfinite(cS[i]) and np.isfinite(cT[i])):
-            return nc, TICK_GENERIC, flags, warm_used, 0
-    _write_result(d, out, dt, tau, cN, cS, cT)
+            warm[i] = out.warm_slots[d.slot[i]]
+    sol = call_separately(noslip_solve_kernel, (_contact_arrays(d, act, free, qdd, nc, o.dt),
+                                                warm, o.solve, d.arena))
+    if sol.code != SOLVED:
+        return nc, TICK_GENERIC, sol.bits, sol.warm_used, 0
+    _write_result(d, out, o.dt, sol.tau, sol.c_n, sol.c_s, sol.c_t)
     n_active = 0
     if use_warm:
         out.warm_slots[:] = False
     for i in range(nc):
-        if nb[i]:
+        if sol.nonbasic[i]:
             out.active_slots[n_active] = d.slot[i]
             n_active += 1
             if use_warm:
                 out.warm_slots[d.slot[i]] = True
-    return nc, TICK_OK, flags, warm_used, n_active
+    return nc, TICK_OK, sol.bits, sol.warm_used, n_active
 
 
 class CoulombOutput(NamedTuple):
@@ -260,11 +168,10 @@ class CoulombOutput(NamedTuple):
 
 @njit(cache=True)
 def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
-    """One ``lcp_coulomb`` tick (Sec. 5, LCP (64) by Lemke), as ``build`` + ``solve``: the
-    contact assembly and passive impact of :func:`lcp_noslip_tick`, the sticking correction
-    (``consistency.sticking_consistent_problem``), the reduced dynamics, Lemke with the
-    previous basis by slot, the minimum-norm selection and the world forces; ``a`` packed as
-    for :func:`lcp_noslip_tick` with ``o`` :class:`CoulombOptions`, ``out``
+    """One ``lcp_coulomb`` tick (Sec. 5, LCP (64) by Lemke; see the module doc): the assembly
+    of :func:`lcp_noslip_tick`, the previous Lemke basis by slot, then
+    :func:`~wbc_dynamics.contact.lcp_coulomb.coulomb_solve_kernel`; ``a`` packed as for
+    :func:`lcp_noslip_tick` with ``o`` :class:`CoulombOptions`, ``out``
     :class:`CoulombOutput`.
 
     Returns (nc, code, flag bits, warm_used, n_active) as :func:`lcp_noslip_tick`.
@@ -275,36 +182,11 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
                                                  excluded, bx_R, bx_p))
     if nc <= 0:
         return nc, TICK_GENERIC, 0, False, 0
-    dt = o.dt
-    N = d.N[:nc]
-    S = d.S[:nc]
-    T = d.T[:nc]
-    phi = d.phi[:nc]
-    mu = d.mu[:nc]
-    nv = N.shape[1]
-    nu = act.shape[0]
-    flags = 0
-    qdd = qdd_des
-    if o.sticking_correction and nu > 0:
-        qdd = _ar.floats(d.arena, nu)
-        st = call_separately(_sticking_qdd, (d.Minv, d.h, d.v, act, qdd_des, N, S, T, phi, dt,
-                                             o.sticking_gap, o.min_pivot, qdd, d.arena))
-        if st == 2:
-            flags |= _STICKING_FAILED
-        elif st == 1:
-            flags |= _CORRECTED
-    D = o.D
-    kk = D.shape[0]
-    m = nc * (1 + kk)
     ar = d.arena
-    J = call_separately(_coulomb_rows, (N, S, T, D, ar))
-    red = call_separately(_reduce_kernel, (d.Minv, d.h, d.v, act, free, qdd, dt, J, ar))
-    if not red[0]:
-        return nc, TICK_GENERIC, flags, False, 0
-    L, tau0, fstar, H, Jv0 = red[1], red[2], red[3], red[7], red[8]
-    Q, qv = call_separately(_assemble_lcp, (H, Jv0, phi, dt, mu, kk, ar))
-    n = qv.shape[0]
-    # the previous basis by slot (lcp_coulomb._warm_mask)
+    kk = o.solve.D.shape[0]
+    m = nc * (1 + kk)
+    n = m + nc
+    # the previous basis by slot, in LCP (64)'s variable order (solve maps it by identity)
     warm = _ar.flags_zero(ar, n)
     mask_given = False
     if use_warm:
@@ -323,78 +205,27 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
         mask_given = any_known and any_set
         if not mask_given:
             warm[:] = False
-    z = _ar.floats_zero(ar, n)
-    basic = _ar.flags_zero(ar, n)
-    qs = 0.0
-    qmin = np.inf
-    for i in range(n):
-        qs = max(qs, abs(qv[i]))
-        qmin = min(qmin, qv[i])
-    warm_used = False
-    if qs > 0.0 and qmin < 0.0:  # lemke.solve_lcp
-        qn = _ar.floats(ar, n)
-        for i in range(n):
-            qn[i] = qv[i] / qs
-        w = _ar.floats_zero(ar, n)
-        basis = _ar.ints_zero(ar, n)
-        status, _piv, wflag, eps, _viol = call_separately(_solve_lcp_kernel, (
-            Q, qn, warm, np.bool_(mask_given), 50 * n + 10, 1e-9, o.tol, np.bool_(True), 1e-12,
-            1e-2, 100.0, 1e-6, z, w, basis, ar))
-        if status != SUCCESS:
-            return nc, TICK_GENERIC, flags, False, 0
-        for i in range(n):
-            z[i] *= qs
-            if n <= basis[i] < 2 * n:
-                basic[basis[i] - n] = True
-        warm_used = wflag == 1
-        if mask_given and wflag == 2:
-            flags |= _WARM_REJECTED
-        if eps > 0.0:
-            flags |= _REGULARIZED
-    c = _ar.floats_copy(ar, z[:m])
-    tau, v_next, _gen = call_separately(_recover_kernel, (d.Minv, act, L, tau0, fstar, dt, J, c,
-                                                          ar))
-    if o.min_norm:
-        c_mn, ok = call_separately(min_norm_coulomb_kernel, (J, N, phi, dt, mu, free, c, v_next,
-                                                             kk, o.min_norm_tol, d.arena))
-        if ok:
-            c = c_mn
-            tau, v_next, _gen = call_separately(_recover_kernel, (d.Minv, act, L, tau0, fstar,
-                                                                  dt, J, c, ar))
-            flags |= _MIN_NORM
-        else:
-            flags |= _MIN_NORM_FAILED
-    for a in range(nu):
-        if not np.isfinite(tau[a]):
-            return nc, TICK_GENERIC, flags, warm_used, 0
-    for col in range(nv):
-        if not np.isfinite(v_next[col]):
-            return nc, TICK_GENERIC, flags, warm_used, 0
-    cN = _ar.floats_copy(ar, c[:nc])
-    cS = _ar.floats_zero(ar, nc)  # pyramid_to_local
-    cT = _ar.floats_zero(ar, nc)
-    for i in range(nc):
-        for j in range(kk):
-            cS[i] += c[nc + i * kk + j] * D[j, 0]
-            cT[i] += c[nc + i * kk + j] * D[j, 1]
-        if not (np.isfinite(cN[i]) and np.isfinite(cS[i]) and np.isfinite(cT[i])):
-            return nc, TICK_GENERIC, flags, warm_used, 0
-    _write_result(d, out, dt, tau, cN, cS, cT)
+    sol = call_separately(coulomb_solve_kernel, (
+        _contact_arrays(d, act, free, qdd_des, nc, o.dt), warm, mask_given,
+        _ar.floats(ar, np.int64(0)), o.solve, ar))
+    if sol.code != COULOMB_SOLVED:
+        return nc, TICK_GENERIC, sol.bits, sol.warm_used, 0
+    _write_result(d, out, o.dt, sol.tau, sol.c_n, sol.c_s, sol.c_t)
     n_active = 0
     for i in range(nc):
-        if z[i] > 0.0:
+        if sol.z[i] > 0.0:
             out.active_slots[n_active] = d.slot[i]
             n_active += 1
-    if use_warm:  # lcp_coulomb._store_basic
+    if use_warm:  # this tick's basis by slot
         out.known[:] = False
         for i in range(nc):
             sl = d.slot[i]
             out.known[sl] = True
-            out.basic[sl, 0] = basic[i]
+            out.basic[sl, 0] = sol.basic[i]
             for j in range(kk):
-                out.basic[sl, 1 + j] = basic[nc + i * kk + j]
-            out.basic[sl, 1 + kk] = basic[m + i]
-    return nc, TICK_OK, flags, warm_used, n_active
+                out.basic[sl, 1 + j] = sol.basic[nc + i * kk + j]
+            out.basic[sl, 1 + kk] = sol.basic[m + i]
+    return nc, TICK_OK, sol.bits, sol.warm_used, n_active
 
 
 class NoslipTick(_CompiledTick):
@@ -407,7 +238,7 @@ class NoslipTick(_CompiledTick):
     """
 
     kernel = lcp_noslip_tick
-    flag_names = _FLAG_NAMES
+    flag_names = NOSLIP_FLAGS
 
     def __init__(self, cm: ContactModel, noslip_gap: float | None = None,
                  min_norm: bool = False, rank_mass_ratio: float = 100.0) -> None:
@@ -418,9 +249,11 @@ class NoslipTick(_CompiledTick):
             margin=float(cm.margin), phi_deadband=float(cm.phi_deadband),
             passive_impact=bool(cm.passive_impact),
             separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
-            noslip_gap=-1.0 if noslip_gap is None else float(noslip_gap),
-            min_norm=bool(min_norm), min_norm_tol=ctol, consistency_tol=ctol, rank_tol=1e-6,
-            tol=1e-10, min_pivot=_min_pivot(cm, rank_mass_ratio))
+            solve=NoslipSolveOptions(
+                noslip_gap=-1.0 if noslip_gap is None else float(noslip_gap), max_iter=-1,
+                rank_tol=1e-6, tol=1e-10, consistency_tol=ctol, correct_inconsistent=True,
+                min_norm=bool(min_norm), min_norm_tol=ctol,
+                min_pivot=_min_pivot(cm, rank_mass_ratio)))
         cap = cm.data.N.shape[0]
         out = NoslipOutput(tau=np.zeros(cm.actuated.shape[0]), impulses=np.zeros((cap, 3)),
                            forces_world=np.zeros((cap, 3)),
@@ -452,7 +285,7 @@ class CoulombTick(_CompiledTick):
     """
 
     kernel = lcp_coulomb_tick
-    flag_names = _COULOMB_FLAG_NAMES
+    flag_names = COULOMB_FLAGS
 
     def __init__(self, cm: ContactModel, sticking_correction: bool = False,
                  min_norm: bool = False) -> None:
@@ -461,9 +294,10 @@ class CoulombTick(_CompiledTick):
             margin=float(cm.margin), phi_deadband=float(cm.phi_deadband),
             passive_impact=bool(cm.passive_impact),
             separation_tolerance=float(cm.separation_tolerance), dt=float(cm.dt),
-            D=np.array(pyramid_directions(k)), sticking_correction=bool(sticking_correction),
-            sticking_gap=1e-6, min_norm=bool(min_norm), min_norm_tol=MIN_NORM_TOL, tol=1e-9,
-            min_pivot=_min_pivot(cm, 100.0))
+            solve=CoulombSolveOptions(
+                D=np.array(pyramid_directions(k)), sticking_correction=bool(sticking_correction),
+                sticking_gap=1e-6, min_pivot=_min_pivot(cm, 100.0), min_norm=bool(min_norm),
+                min_norm_tol=MIN_NORM_TOL, tol=1e-9, regularize=True, max_pivots=-1))
         cap = cm.data.N.shape[0]
         nslot = len(cm.slot_ids)
         out = CoulombOutput(tau=np.zeros(cm.actuated.shape[0]), impulses=np.zeros((cap, 3)),

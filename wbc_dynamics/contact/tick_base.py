@@ -1,8 +1,9 @@
 """What every fused compiled tick shares (:mod:`.tick`'s ``lcp_noslip`` / ``lcp_coulomb`` ticks,
 :mod:`.qp_tick`'s QP ticks): the status codes (:data:`TICK_OK`, :data:`TICK_GENERIC`), the first
 stage (problem assembly and passive impact, :func:`_assemble_with_impact`), the result writer
-(:func:`_write_result`), the sticking correction (:func:`_sticking_qdd`, the Sec. 4.5 QP on the
-touching contacts) and the base class :class:`_CompiledTick`, which keeps a method's
+(:func:`_write_result`), the compile step of the sticking correction
+(``consistency._sticking_qdd``, the Sec. 4.5 QP on the touching contacts, which ``solve`` runs
+too) and the base class :class:`_CompiledTick`, which keeps a method's
 :class:`~wbc_dynamics.contact.problem.MethodState` exactly as ``solve`` does.
 
 Both tick modules build on this one, and :func:`wbc_dynamics.contact.tick.compiled_tick` picks a
@@ -18,8 +19,9 @@ from ..kernels import arena as _ar
 from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry
 from ..kernels.separate import call_separately
+from .consistency import _sticking_qdd
+from .dispatch import flag_names
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
-from .noslip_kernels import lcp_noslip_kernel
 from .problem import MethodState
 
 __all__ = ["TICK_OK", "TICK_GENERIC", "compile_sticking_correction"]
@@ -82,63 +84,8 @@ def _plain(x, n: int) -> bool:
             and x.flags.c_contiguous)
 
 
-@njit(cache=True)
-def _sticking_qdd(Minv, h, v, act, qdd_des, N, S, T, phi, dt, gap, min_pivot, qdd, ar):
-    """``consistency.sticking_consistent_problem`` on the tick's rows: the Sec. 4.5 QP with
-    no-slip rows only at the touching contacts (``phi <= gap`` [m]; eps_rel 1e-6, dep_tol
-    1e-4, change tolerance 1e-6, Alg. 1's floor ``min_pivot`` [1/kg]) solved by Alg. 1 + 2.
-
-    Writes the accelerations to use into ``qdd`` (nu,) [rad/s^2] and returns 0 (unchanged:
-    none touching or the change is below the tolerance; ``qdd = qdd_des``), 1 (corrected) or 2
-    (the correction failed; ``qdd = qdd_des``, flag ``sticking_correction_failed``).
-    Temporaries from the tick's arena ``ar``.
-    """
-    nc, nv = N.shape
-    nu = act.shape[0]
-    for a in range(nu):
-        qdd[a] = qdd_des[a]
-    S2 = _ar.floats_2d(ar, nc, nv)
-    T2 = _ar.floats_2d(ar, nc, nv)
-    for i in range(nc):
-        for c in range(nv):
-            S2[i, c] = S[i, c]
-            T2[i, c] = T[i, c]
-    touching = 0
-    for i in range(nc):
-        if phi[i] <= gap:
-            touching += 1
-        else:
-            for c in range(nv):
-                S2[i, c] = 0.0
-                T2[i, c] = 0.0
-    if touching == 0 or nu == 0:
-        return 0
-    dmax = -np.inf
-    for a in range(nu):
-        dmax = max(dmax, Minv[act[a], act[a]])
-    corr = call_separately(lcp_noslip_kernel, (Minv, h, v, act, qdd_des, N, S2, T2, phi, dt,
-                                               _ar.flags_zero(ar, nc), 4 * nc + 20, 1e-6, 1e-10,
-                                               1e-6 * dmax, 1e-4, 1e-9, min_pivot, ar))
-    qdd_c = _ar.floats(ar, nu)
-    ok = corr[8] == 0
-    change = 0.0
-    qmax = 0.0
-    for a in range(nu):
-        qdd_c[a] = (corr[4][act[a]] - v[act[a]]) / dt
-        ok = ok and np.isfinite(qdd_c[a])
-        change = max(change, abs(qdd_c[a] - qdd_des[a]))
-        qmax = max(qmax, abs(qdd_des[a]))
-    if not ok:
-        return 2
-    if change > 1e-6 * (1.0 + qmax):
-        for a in range(nu):
-            qdd[a] = qdd_c[a]
-        return 1
-    return 0
-
-
 def compile_sticking_correction(cm: ContactModel) -> None:
-    """Compile / load :func:`_sticking_qdd` for the argument types of the fused ticks (which
+    """Compile / load ``consistency._sticking_qdd`` for the argument types of the fused ticks (which
     call it with views of ``cm.data`` and C-ordered float64 accelerations), without running it;
     the compile helper does this first (it is the deepest call tree that those ticks add to the
     general path's kernels)."""
@@ -282,7 +229,7 @@ class _CompiledTick:
         tick's)."""
         flags = self._flags.get(bits)
         if flags is None:
-            flags = tuple(name for bit, name in self.flag_names if bits & bit)
+            flags = flag_names(bits, self.flag_names)
             self._flags[bits] = flags
         self.nc = nc
         self.flags = flags
