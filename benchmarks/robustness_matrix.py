@@ -233,6 +233,19 @@ def main(argv=None) -> int:
         "its own base estimate from the simulated IMU and encoders (`base_state: imu`, no "
         "odometry: docs/estimation.md); *effort* = as shipped with effort-only drives; "
         "*before* = without those options (the per-tick contact decision, effort only).\n\n"
+        "Force evidence (`contact_force_observer_gain`, `contact_force_threshold`; off in "
+        "every run here): the contact state filter can also fuse a generalized momentum "
+        "observer's per-foot normal-force estimates "
+        "(`wbc_dynamics.contact.momentum_observer`; the rules in the docstring of "
+        "`wbc_dynamics.contact.stance`). Measured in `test/test_contact_force_observer.py` "
+        "at 50 1/s: against MuJoCo's foot forces through the observer's lag, rms 0.05 N "
+        "exact and 0.46 N at 1x standing (predicted 0.45 N), 0.8 N and 1.3 N trotting "
+        "(bundled quadruped, 12 N per foot on average); with a 20 N threshold the "
+        "quadruped's and go2's trots at 1x and 2x make the same decisions as without it (8 "
+        "N: two false early touch-downs in the quadruped's 2x trot); a go2 foot landing "
+        "mid-swing on a 2 cm box the contact model does not know is touched 11 ticks after "
+        "the landing with a 12 N threshold (24-26 ticks with 20 N). Nominal standing and "
+        "trotting gain nothing from it, so it ships off.\n\n"
         + body + "\n")
     publish(report, "robustness.md", a.write)
     return 0

@@ -1,7 +1,8 @@
 # Sourced by scripts/test.sh and scripts/demo.sh: creates ./.venv with everything the package,
-# its simulation and its tests need (from the package index only), and confines DDS traffic to
-# this machine. Re-running is cheap: installation is skipped while the requirement files are
-# unchanged.
+# its simulation and its tests need (from the package index only), compiles the kernels of the
+# shipped configurations and the demo, and confines DDS traffic to this machine. Re-running is
+# cheap: installation is skipped while the requirement files are unchanged, compiling while the
+# kernel sources, numba and the CPU are (WBC_PRECOMPILE=0 skips it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${WBC_VENV:-$ROOT/.venv}"
@@ -25,6 +26,13 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
 fi
 export PATH="$VENV/bin:$PATH"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+if [ "${WBC_PRECOMPILE:-1}" != "0" ]; then
+  # once per kernel source version (wbc_dynamics/_kernel_cache; ~3 min on 2 cores, 2-3 s to
+  # check): the first demo or node start then loads its kernels instead of compiling them
+  # (a failure here only means the first start compiles)
+  { (cd "$ROOT" && "$VENV/bin/python" -m wbc_dynamics.info --precompile-shipped --if-needed 2>&1) \
+      | sed 's/^/[setup] /'; } || echo "[setup] precompiling failed; the first start compiles"
+fi
 # DDS stays on this machine: localhost discovery, shared memory + UDPv4 on 127.0.0.1 only, and a
 # domain of our own so leftover processes cannot answer for this run.
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST

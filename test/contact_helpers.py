@@ -27,6 +27,19 @@ def quadruped():
     return m, pm, cm, q0
 
 
+def quadruped_on_ground(feet):
+    """(core model, ContactModel of the links ``feet`` on flat ground, the standing q with its
+    lowest foot exactly on the ground, phi = 0): a fresh model each call (filters write the
+    contact model's exclusion mask)."""
+    m = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
+    q = np.array(robot_info("quadruped")["standing_q"], dtype=float)
+    cm = ContactModel(m, contact_links=list(feet), features=[HalfSpace.ground(mu=0.8)],
+                      margin=0.005, dt=1e-3)
+    k = cm.candidates(q, margin=0.1)
+    q[2] -= float(np.min(cm.data.cand_phi[:k]))
+    return m, cm, q
+
+
 @functools.cache
 def arm_box():
     """(arm model, box model, pin arm model, ContactModel with the free box, grasp q, box pose)."""

@@ -269,7 +269,7 @@ def contact_qps(robot: str, method: str = "qp_coulomb", states=None, **options
                 ) -> list[list[tuple[str, tuple]]]:
     """The OSQP problems ``qp.py`` solves (Stage I first pass, Stage I recentred pass,
     Stage II; dense formulation) for each state ``(q, v, qdd_des)`` of ``states`` (default:
-    5 :func:`random_states`), recorded at each OSQP solve through a recording ``_QPSolver``.
+    5 :func:`random_states`), recorded at each OSQP solve through a recording ``OSQPSolver``.
     Cold (``warm_start=False``): every tick sets up its solvers, so each record holds the
     complete data as handed to OSQP (P symmetrized from the upper triangle OSQP reads).
     Returns per tick ``[(label, (P, q, A, l, u)), ...]``, labels ``stage1``, ``stage1_pass2``,
@@ -280,12 +280,14 @@ def contact_qps(robot: str, method: str = "qp_coulomb", states=None, **options
 
     tick: list[tuple[str, tuple]] = []
 
-    class Recorder(qpmod._QPSolver):
-        def __init__(self, Pd, qv, Ad, Amask, lo, up, settings, Pmask=None):
-            super().__init__(Pd, qv, Ad, Amask, lo, up, settings, Pmask)
-            Pu = np.triu(Pd if Pmask is None else np.where(Pmask, Pd, 0.0))
-            self.data = [Pu + np.triu(Pu, 1).T, np.array(qv, float),
-                         np.where(Amask, Ad, 0.0), np.array(lo, float), np.array(up, float)]
+    class Recorder(qpmod.OSQPSolver):
+        def __init__(self, n, p_ptr, p_idx, px, a_ptr, a_idx, ax, qv, lo, settings):
+            super().__init__(n, p_ptr, p_idx, px, a_ptr, a_idx, ax, qv, lo, settings)
+            Pu = sp.csc_matrix((np.array(px, float), p_idx, p_ptr), shape=(n, n)).toarray()
+            A = sp.csc_matrix((np.array(ax, float), a_idx, a_ptr),
+                              shape=(lo.shape[0], n)).toarray()
+            self.data = [Pu + np.triu(Pu, 1).T, np.array(qv, float), A, np.array(lo, float),
+                         np.full(lo.shape[0], np.inf)]
             self.label = "stage1" if not tick else "stage2"
             self.passes = 0
 
@@ -303,8 +305,8 @@ def contact_qps(robot: str, method: str = "qp_coulomb", states=None, **options
     if states is None:
         states = random_states(m, q0, 5, 0)
     out = []
-    orig = qpmod._QPSolver
-    qpmod._QPSolver = Recorder
+    orig = qpmod.OSQPSolver
+    qpmod.OSQPSolver = Recorder
     try:
         for q, v, qdd in states:
             tick.clear()
@@ -312,5 +314,5 @@ def contact_qps(robot: str, method: str = "qp_coulomb", states=None, **options
                   **{"qp_solver": "osqp", **options})
             out.append(list(tick))
     finally:
-        qpmod._QPSolver = orig
+        qpmod.OSQPSolver = orig
     return out

@@ -211,15 +211,19 @@ def test_low_friction_slope(stage2):
 
 def test_solver_objects_are_reused_and_rebuilt_on_contact_change():
     """qp_solver="osqp": one OSQP object per contact set, updated in place."""
+
+    def stage1_solver():  # the OSQP variant's Stage I solver of the four contacts
+        return st.get("qp_coulomb").data["qp_coulomb_flow_osqp"].osqp.s1[4]
+
     st = SolverState()
     p = quadruped_problem(mu=0.7)
     osqp = {"qp_solver": "osqp"}
     r0 = solve("qp_coulomb", p, st, **osqp)
     assert r0.stats.info["setup"] and not r0.stats.warm_start_used
-    s1 = st.get("qp_coulomb").data["qp_coulomb_s1"]
+    s1 = stage1_solver()
     r1 = solve("qp_coulomb", quadruped_problem(mu=0.7, qdd=0.01 * np.ones(12)), st, **osqp)
     assert not r1.stats.info["setup"] and r1.stats.warm_start_used
-    assert st.get("qp_coulomb").data["qp_coulomb_s1"] is s1          # same OSQP object
+    assert stage1_solver() is s1          # same OSQP object
     # contact set changes -> new setup, warm start mapped by identity
     p3 = quadruped_problem(mu=0.7, feet=("LF_foot", "RF_foot", "RH_foot"))
     r3 = solve("qp_coulomb", p3, st, **osqp)
@@ -436,3 +440,31 @@ def test_sparse_lifted_formulation_matches_dense(method):
     assert not r.stats.info["setup"] and r.stats.warm_start_used
     with pytest.raises(ValueError, match="formulation"):
         solve(method, p, SolverState(), formulation="lifted", qp_solver="osqp")
+
+
+def test_sparse_stage2_solver_follows_the_width_of_its_fixed_rows():
+    """formulation="sparse" with the contact-velocity objective: where the linear term varies
+    along the internal forces, Stage II also fixes it (one more equality row in the lifted
+    problem), so its OSQP pattern changes; the solver is then set up anew rather than updated
+    in place with the other pattern (which raised IndexError on the quadruped's third tick)."""
+    from dense_qp_helpers import tick_states
+
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+    from wbc_dynamics.model import RobotModel
+    from wbc_dynamics.robots import robot_info, robot_path
+
+    m = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
+    info = robot_info("quadruped")
+    cm = ContactModel(m, contact_links=info["contact_links"],
+                      features=[HalfSpace.ground(0.0, mu=0.8)], margin=0.005, dt=1e-3,
+                      phi_deadband=1e-4, passive_impact=True, separation_tolerance=0.05)
+    opts = {"formulation": "sparse", "qp_solver": "osqp", "sticking_correction": True,
+            "stage1_objective": "contact_velocity", "friction_gap": 1e-6}
+    st = SolverState()
+    setups = 0
+    for q, v, qdd in tick_states(m, np.array(info["standing_q"]), 6, np.random.default_rng(11)):
+        res = solve("qp_coulomb", cm.build(q, v, qdd), st, **opts)
+        assert "fallback" not in res.stats.flags and np.all(np.isfinite(res.tau))
+        assert res.stats.info["formulation"] == "sparse"
+        setups += bool(res.stats.info.get("setup2"))
+    assert setups >= 2  # the first tick's and at least one on a change of width

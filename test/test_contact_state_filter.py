@@ -8,12 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from contact_helpers import quadruped_on_ground
 
-from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
 from wbc_dynamics.contact.stance import SensingNoise, StanceFilter
 from wbc_dynamics.controller import ControllerConfig, WholeBodyController
-from wbc_dynamics.model import RobotModel
-from wbc_dynamics.robots import robot_info, robot_path
+from wbc_dynamics.robots import robot_info
 
 FEET = ["LF_foot", "RF_foot", "LH_foot", "RH_foot"]
 NOISE = SensingNoise()  # the realistic defaults: 1 mrad, 0.02 rad/s, 5 mm, 0.5 deg, ...
@@ -22,13 +21,7 @@ NOISE = SensingNoise()  # the realistic defaults: 1 mrad, 0.02 rad/s, 5 mm, 0.5 
 @pytest.fixture(scope="module")
 def quadruped():
     """The bundled quadruped standing with its feet exactly on the ground (phi = 0)."""
-    model = RobotModel.from_urdf(robot_path("quadruped"), floating_base=True)
-    q = np.array(robot_info("quadruped")["standing_q"], dtype=float)
-    cm = ContactModel(model, contact_links=FEET, features=[HalfSpace.ground(mu=0.8)],
-                      margin=0.005, dt=1e-3)
-    k = cm.candidates(q, margin=0.1)
-    q[2] -= float(np.min(cm.data.cand_phi[:k]))
-    return model, cm, q
+    return quadruped_on_ground(FEET)
 
 
 def _filter(cm, **kw):

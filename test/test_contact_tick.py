@@ -200,7 +200,6 @@ def test_controller_honours_solver_state_options():
 
 # ---------------------------------------------------------------- the QP methods (qp_tick)
 from wbc_dynamics.contact import qp as qp_module  # noqa: E402
-from wbc_dynamics.contact import qp_tick as qp_tick_module  # noqa: E402
 from wbc_dynamics.contact.qp_tick import QPTick  # noqa: E402
 
 #: the controller's options of the QP methods (config/*.yaml: coulomb_tracking, noslip_gap)
@@ -400,19 +399,14 @@ def test_compiled_qp_tick_stage1_failure_is_the_documented_fallback(monkeypatch)
     q0 = np.array(info["standing_q"])
     st_ref, st_fused = SolverState(), SolverState()
     states = list(_states(m, q0, 4, np.random.default_rng(3)))
-    real_ours, real_ref = qp_tick_module._Solver.solve, qp_module._QPSolver.solve
+    real = qp_module.OSQPSolver.solve  # (both paths' OSQP solves)
     fail = {"on": False}
 
-    def ours(self):
-        status, x = real_ours(self)
-        return (3, x * np.nan) if fail["on"] else (status, x)
+    def failing(self):
+        status, x, it = real(self)
+        return (3, x * np.nan, it) if fail["on"] else (status, x, it)
 
-    def theirs(self):
-        status, it, x = real_ref(self)
-        return (3, it, None) if fail["on"] else (status, it, x)
-
-    monkeypatch.setattr(qp_tick_module._Solver, "solve", ours)
-    monkeypatch.setattr(qp_module._QPSolver, "solve", theirs)
+    monkeypatch.setattr(qp_module.OSQPSolver, "solve", failing)
     for k, (q, v, qdd) in enumerate(states):
         fail["on"] = k == 2
         assert fused.run(q, v, qdd, st_fused.get(method))
@@ -439,34 +433,36 @@ ACTIVE_SET_CASES = {**{f"quadruped_{k}": ("quadruped", *v) for k, v in QP_CASES.
 
 @pytest.mark.parametrize("case", sorted(ACTIVE_SET_CASES))
 def test_compiled_active_set_tick_equals_build_and_solve(case):
-    """qp_solver="active_set" (the default): the whole tick is one compiled call. Both paths
-    solve the same QPs exactly (the warm start -- active sets mapped by candidate slot here,
-    by contact set in the general path -- changes only the path to the optimum), so on every
-    tick, through contact-set changes and a flight phase, warm and cold: the same flags (no
-    iteration limit anywhere), torques and forces to 1e-7 relative (measured <= 3e-8: Stage
-    II's regularization 1e-9 leaves the humanoid's eight corner forces loosely determined)."""
+    """qp_solver="active_set" (the default): the whole tick is one compiled call, and ``solve``
+    runs the same compiled flow (qp.qp_active_set) on the problem ``build`` assembles, its warm
+    start mapped by contact identity as the tick's by candidate slot. On every tick, through
+    contact-set changes and a flight phase, warm and cold: the same flags (no iteration limit
+    anywhere) and warm-start use, bitwise the same torques, world forces to rounding (the tick
+    rotates them with its own loops)."""
     robot, method, cm_opts, opts = ACTIVE_SET_CASES[case]
     for warm, seed, n in ((True, 5, 60), (False, 6, 30)):
         rows, fused = _compare_qp(method, robot, cm_opts, opts, seed, n=n, warm=warm)
         assert fused.options.active_set and not fused._s1  # no OSQP solver was set up
-        for k, ref, _, _, flags in rows:
+        for k, ref, tau, _, flags in rows:
             assert flags == ref.stats.flags, (k, flags, ref.stats.flags)
             assert "iteration_limit" not in flags
-        _assert_close(rows, 1e-7, forces=robot == "quadruped")
+            np.testing.assert_array_equal(tau, ref.tau, err_msg=f"tick {k}")
+        _assert_close(rows, 1e-12)
         assert {f for _, ref, _, _, _ in rows for f in ref.stats.flags} >= {"min_norm"}
 
 
 def test_qp_tick_options():
     """The controller's QP options get the compiled tick; an option without a compiled form
-    (the sparse formulation, a negative gap, an unknown key) or an invalid one leaves the
-    general path to run (and report it)."""
+    (the sparse formulation, an unknown key) or an invalid one leaves the general path to run
+    (and report it). A negative gap (no friction anywhere) is a gap like any other."""
     m, info, cm = _setup("quadruped", SHIPPED_QUADRUPED)
     assert isinstance(compiled_tick(cm, "qp_coulomb", QP_TRACKING), QPTick)
     assert isinstance(compiled_tick(cm, "qp_noslip", {"noslip_gap": 1e-6}), QPTick)
     t = compiled_tick(cm, "qp_coulomb", {"friction_edges": 6, "formulation": "dense"})
     assert t.options.k == 6 and t.options.max_nc == cm.data.N.shape[0]
+    assert compiled_tick(cm, "qp_noslip", {"noslip_gap": -1.0}).options.friction_gap == -1.0
+    assert compiled_tick(cm, "qp_noslip", {}).options.friction_gap == np.inf  # None: none apart
     for method, opts in (("qp_coulomb", {"formulation": "sparse"}),
-                         ("qp_noslip", {"noslip_gap": -1.0}),
                          ("qp_coulomb", {"friction_edges": 5}),
                          ("qp_coulomb", {"stage1_objective": "other"}),
                          ("qp_noslip", {"friction_gap": 1e-6}),

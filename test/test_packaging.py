@@ -53,10 +53,11 @@ def prefix(tmp_path_factory):
     pytest.importorskip("setuptools", reason="building the package needs setuptools")
     out = tmp_path_factory.mktemp("prefix")
     src = _copy_source(tmp_path_factory.mktemp("src"))
+    # (the build step's kernel compilation is tested in test_startup.py: skipped here)
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
          "--disable-pip-version-check", "--prefix", str(out), str(src)],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, env=dict(os.environ, WBC_PRECOMPILE="0"),
     )
     return out
 
@@ -123,6 +124,9 @@ def test_pip_install_in_a_fresh_venv_imports_the_core_runs_wbc_info_and_the_demo
                timeout=120, env=env, cwd=tmp_path).stdout.split()
     assert out[0].startswith(str(venv)), out
     assert out[1] == "False", "the fresh venv sees another site-packages"
+    # the isolated build environment got the runtime requirements and compiled the kernels
+    record = (Path(out[0]).parent / "_kernel_cache" / "precompiled.json").read_text()
+    assert '"quadruped"' in record, record
     info = _run([venv / "bin" / "wbc_info", "arm"], timeout=600, env=env, cwd=tmp_path).stdout
     assert "RobotModel('arm', fixed base, nq=11, nv=11" in info, info
     assert "loaded and compiled" in info
@@ -199,7 +203,7 @@ def test_colcon_build_ament_index_and_colcon_test(tmp_path):
     env.pop("AMENT_PREFIX_PATH", None)
     log = ["--log-base", ws / "log"]
     _run([*colcon, *log, "build", "--base-paths", "src", "--event-handlers", "console_direct-"],
-         timeout=600, env=env, cwd=ws)
+         timeout=1200, env=env, cwd=ws)  # its build step compiles the kernels (minutes)
     install = ws / "install" / "wbc_dynamics"
     old = os.environ.get("AMENT_PREFIX_PATH")
     os.environ["AMENT_PREFIX_PATH"] = str(install)
@@ -226,6 +230,8 @@ def test_colcon_build_ament_index_and_colcon_test(tmp_path):
     out = _run([sys.executable, "-c", "import wbc_dynamics; print(wbc_dynamics.__file__)"],
                timeout=60, env=run_env, cwd=tmp_path).stdout
     assert out.strip().startswith(str(site)), out
+    record = (site / "wbc_dynamics" / "_kernel_cache" / "precompiled.json").read_text()
+    assert '"quadruped"' in record, record  # the build step compiled into the install space
     _run([*colcon, *log, "test", "--base-paths", "src", "--event-handlers", "console_direct-",
           "--pytest-args", "test/test_ros_conversions.py"], timeout=600, env=env, cwd=ws)
     res = subprocess.run([*colcon, "test-result", "--test-result-base", ws / "build"],

@@ -85,12 +85,22 @@ def test_sigint_during_a_cold_start_compile_exits_at_once(ros_env, tmp_path):
 
 
 _CACHE_REPORT = """
-import json, sys, warnings
+import json, sys, time, warnings
 from numba.core.registry import CPUDispatcher
 from wbc_dynamics.controller import WholeBodyController
+from wbc_dynamics.kernel_cache import cache_root
 from wbc_dynamics.robot_config import load_robot_setup
 warnings.simplefilter("ignore")
-WholeBodyController(load_robot_setup(sys.argv[1]).controller)
+t0 = time.perf_counter()
+if sys.argv[1] == "demo":  # the demo's time to ready (its own line), then its short run
+    import contextlib, io, re
+    from wbc_dynamics.sim import demo
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        demo.main(["--short", "--quiet", "--no-video", "--plot", ""])
+    seconds = float(re.search(r"wbc_demo: ready in ([0-9.]+) s", out.getvalue()).group(1))
+else:
+    WholeBodyController(load_robot_setup(sys.argv[1]).controller)
+    seconds = time.perf_counter() - t0
 hits, misses, compiled = 0, [], []
 for mod_name, mod in list(sys.modules.items()):
     if mod_name.startswith("wbc_dynamics") and mod is not None:
@@ -99,7 +109,8 @@ for mod_name, mod in list(sys.modules.items()):
                 hits += sum(obj.stats.cache_hits.values())
                 misses += [f"{mod_name}.{name}"] * sum(obj.stats.cache_misses.values())
                 compiled += [f"{mod_name}.{name}"] * bool(obj.signatures)
-print(json.dumps({"hits": hits, "misses": misses, "compiled": compiled}))
+print(json.dumps({"hits": hits, "misses": misses, "compiled": compiled, "seconds": seconds,
+                  "cache": cache_root()}))
 """
 
 
@@ -163,6 +174,45 @@ def test_precompile_fills_the_cache_a_node_start_then_loads(tmp_path):
     assert unneeded == [], unneeded
     assert "wbc_dynamics.contact.tick.lcp_noslip_tick" in report["compiled"], report
     assert "wbc_dynamics.kernels.free_dof.free_dof_inverse_dynamics" in report["compiled"], report
+
+
+def test_an_installed_package_starts_the_shipped_configurations_without_compiling(tmp_path):
+    """``pip install`` of the package (its build step compiles the shipped configurations into
+    the built package: setup.py, ``wbc_info --precompile-shipped``) into a prefix; then fresh
+    processes importing the installed copy, with numba's default cache settings: a shipped
+    configuration's controller and the demo compile nothing (every kernel they use is a numba
+    cache hit, none a miss) and are ready in seconds."""
+    import json
+
+    from test_packaging import _copy_source
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")  # not the user's numba cache
+    src, prefix = _copy_source(tmp_path / "src"), tmp_path / "prefix"
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--disable-pip-version-check", "--prefix",
+                    str(prefix), str(src)], env=env, cwd=tmp_path, check=True,
+                   capture_output=True, text=True, timeout=1500)
+    install_s = time.monotonic() - t0
+    site = next(prefix.glob("lib/python3*/site-packages"))
+    with open(site / "wbc_dynamics" / "_kernel_cache" / "precompiled.json") as f:
+        record = json.load(f)
+    assert {"quadruped", "humanoid", "arm", "robots/go2", "demo"} <= set(record["configs"]), record
+    assert len(record["configs"]) >= 12, record  # the shipped configurations that load here
+    env["PYTHONPATH"] = str(site)
+    config = prefix / "share" / "wbc_dynamics" / "config"
+    for what in (config / "quadruped.yaml", config / "robots" / "go2.yaml", "demo"):
+        run = subprocess.run([sys.executable, "-c", _CACHE_REPORT, str(what)], env=env,
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout + run.stderr
+        report = json.loads(run.stdout.strip().splitlines()[-1])
+        assert report["cache"] == str(site / "wbc_dynamics" / "_kernel_cache"), report
+        assert report["misses"] == [], (what, report)
+        assert report["hits"] >= 10, (what, report)
+        # target: 5 s to a ready controller / demo (+ 5 s margin for a loaded machine); the
+        # build step compiled for minutes (install_s)
+        assert report["seconds"] < 5.0 + 5.0, (what, report, install_s)
 
 
 def test_compile_helper_kernel_lists_name_cached_kernels():

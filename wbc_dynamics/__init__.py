@@ -4,11 +4,12 @@ The dynamics core (``RobotModel``) needs only numpy and numba; the ROS 2 node li
 ``wbc_dynamics.node`` and is imported only when used.
 """
 
-from .kernel_cache import drop_stale_kernel_caches
+from .kernel_cache import install_cache_locator
 
-# before any kernel is loaded from numba's cache: a kernel whose callee in another module changed
-# must not run the callee's old code (kernel_cache's docstring)
-drop_stale_kernel_caches()
+# before any kernel module is imported (numba picks a kernel's cache locator when it is
+# decorated): the package's kernels are cached content-keyed, in a directory the build step
+# fills and installation keeps (kernel_cache's docstring)
+install_cache_locator()
 
 from .description import CollisionGeometry, URDFWarning  # noqa: E402
 from .mimic import MimicModel  # noqa: E402

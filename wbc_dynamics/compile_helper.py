@@ -5,8 +5,8 @@ The contact methods' general-path kernels (``wbc_dynamics.contact.warmup``) and 
 passive-impact kernel do not depend on the robot -- every kernel takes flat arrays, so their
 numba signatures are the same for any model. While the controller compiles the robot's dynamics
 and contact-geometry kernels, a helper process (``python -m wbc_dynamics.compile_helper``)
-compiles those into the same on-disk cache (``NUMBA_CACHE_DIR``, or ``__pycache__`` beside the
-package); the controller waits for it before its first call of one of them, and then loads them
+compiles those into the same on-disk cache (:func:`wbc_dynamics.kernel_cache.cache_root`);
+the controller waits for it before its first call of one of them, and then loads them
 from the cache instead of compiling them (the fused tick that calls them loads them too).
 
 The fused ticks' own kernels take NamedTuples of arrays, whose numba types do not depend on the

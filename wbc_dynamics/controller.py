@@ -349,6 +349,9 @@ class WholeBodyController:
         self._a = np.zeros(nv)
         self._qj = np.zeros(n)
         self._qdj = np.zeros(n)
+        #: the drives' torque for the last command at the measured state, and its scratch
+        self._tau_applied = np.zeros(n)
+        self._tau_scratch = np.zeros(n)
         self._qdd_ref = np.zeros(n)
         self._q_ref = np.zeros(n)
         self._qd_ref = np.zeros(n)
@@ -978,7 +981,8 @@ class WholeBodyController:
                 if self._estimator is not None:  # base_state: imu
                     self._estimate_base()
                 if self._stance is not None:  # the filtered contact state and its state
-                    self._stance.update(self._q, self._v)
+                    # (force evidence: the observer on this state and the last command)
+                    self._stance.update(self._q, self._v, self._applied_torque())
             if self._tasks is not None and mode == MODE_CONTROL:
                 self._task_step()
             if method == "none" and self._free_dof is not None:
@@ -1135,10 +1139,37 @@ class WholeBodyController:
             return None
         from .contact.stance import StanceFilter
 
-        f = StanceFilter(cm, self._stance_noise, dwell=float(self._cfg.contact_dwell))
+        gain = float(self._cfg.contact_force_observer_gain)
+        observer = None
+        if gain > 0.0:
+            from .contact.momentum_observer import MomentumObserver
+
+            nz = self._stance_noise
+            std = np.full(self.model.nv, nz.joint_velocity)
+            std[0:3], std[3:6] = nz.base_linear_velocity, nz.base_angular_velocity
+            observer = MomentumObserver(cm, gain, std, self._off_v + self._cfg_to_model)
+        f = StanceFilter(cm, self._stance_noise, dwell=float(self._cfg.contact_dwell),
+                         observer=observer,
+                         force_threshold=float(self._cfg.contact_force_threshold))
         cm.excluded_links = frozenset()
         f.set_swing(self._swing_links)
         return f
+
+    def _applied_torque(self) -> np.ndarray | None:
+        """What the drives apply now for the last tick's command [N m or N] (configured
+        order): its torques plus the hybrid drive's impedance at the measured joint state,
+        ``tau + stiffness (position_setpoint - q) + damping (velocity_setpoint - qd)``; the
+        momentum observer's input (None without one)."""
+        if self._stance is None or self._stance.observer is None:
+            return None
+        out, t = self._out, self._tau_applied
+        np.subtract(out.position_setpoint, self._qj, out=t)
+        t *= out.stiffness
+        t += self._tau_out
+        np.subtract(out.velocity_setpoint, self._qdj, out=self._tau_scratch)
+        self._tau_scratch *= out.damping
+        t += self._tau_scratch
+        return t
 
     def _build_contact_model(self, margin: float | None = None) -> Any:
         """ContactModel (Zapolsky & Drumwright, Sec. 3.3) of the contact links against the ground

@@ -132,6 +132,16 @@ class ControllerConfig:
             are left out of the contact problem. For a robot whose base state is an estimate.
         contact_dwell: [s] the filter's minimum time in a stance decision, and how long a stance
             link must stay clear of the ground before it is released.
+        contact_force_observer_gain: [1/s] contact_state_filter: gain K_O of a generalized
+            momentum observer (:class:`~wbc_dynamics.contact.momentum_observer.MomentumObserver`)
+            whose per-link normal-force estimates are force evidence for the filter: a link
+            loaded beyond ``gate`` predicted standard deviations is touched, held against a
+            kinematic release, and a swing link is touched early (a foot landing before the
+            schedule's stance); 0 = off.
+        contact_force_threshold: [N] the least estimated normal force that is evidence of
+            contact (the gate is the larger of this and the filter's 4 predicted standard
+            deviations under the ``sensing_*`` noise, which leave out model and actuation
+            errors).
         sensing_joint_position_noise, sensing_joint_velocity_noise: [rad, rad/s] standard
             deviations of the joint encoders (the filter's prior).
         sensing_base_position_noise, sensing_base_orientation_noise: [m, rad] of the base pose
@@ -233,6 +243,8 @@ class ControllerConfig:
     grasp_hold: bool = False
     contact_state_filter: bool = False
     contact_dwell: float = 0.01
+    contact_force_observer_gain: float = 0.0
+    contact_force_threshold: float = 0.0
     sensing_joint_position_noise: float = 1e-3
     sensing_joint_velocity_noise: float = 0.02
     sensing_base_position_noise: float = 5e-3
@@ -325,6 +337,8 @@ def _stance_settings(cfg: ControllerConfig, floating_base: bool, has_object: boo
     if has_object:
         raise ValueError("contact_state_filter: not available with an object (object_urdf)")
     check("contact_dwell", cfg.contact_dwell)
+    check("contact_force_observer_gain", cfg.contact_force_observer_gain)
+    check("contact_force_threshold", cfg.contact_force_threshold)
     return SensingNoise(*(check(nm, getattr(cfg, nm)) for nm in (
         f"sensing_{name}_noise" for name in (
             "joint_position", "joint_velocity", "base_position", "base_orientation",

@@ -5,8 +5,11 @@ from, mass, load warnings -- then its dynamics and call timings."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -35,9 +38,21 @@ def main(argv: list[str] | None = None) -> int:
         "--precompile",
         action="store_true",
         help="build the controller of a parameter file / robot configuration as the node's "
-        "configure does, filling numba's on-disk cache (NUMBA_CACHE_DIR) for a fast first start",
+        "configure does, filling numba's on-disk cache for a fast first start",
     )
+    parser.add_argument(
+        "--precompile-shipped",
+        action="store_true",
+        help="precompile every shipped configuration (config/*.yaml, config/robots/*.yaml) and "
+        "the demo, as installation does; with --if-needed only if not yet done for these "
+        "sources, this numba and this CPU",
+    )
+    parser.add_argument("--if-needed", action="store_true", help="see --precompile-shipped")
+    parser.add_argument("--config-dir", default="",
+                        help="the shipped config/ directory (default: found beside the package)")
     args = parser.parse_args(argv)
+    if args.precompile_shipped:
+        return precompile_shipped(args.config_dir or None, if_needed=args.if_needed)
     if args.precompile:
         return _precompile(args.robot)
     from .robot_config import robot_config_names
@@ -113,20 +128,95 @@ def _print_contact_candidates(model, links, points=None) -> None:
 
 def _precompile(name: str) -> int:
     """Compile (or load) every kernel the configuration ``name`` needs, printing each stage."""
-    import numba
-
     from .controller import WholeBodyController
+    from .kernel_cache import cache_root
     from .robot_config import load_robot_setup
 
     setup = load_robot_setup(name)
-    print(f"precompiling {setup.path} into the numba cache "
-          f"({numba.config.CACHE_DIR or 'beside the package, __pycache__'})", flush=True)
+    print(f"precompiling {setup.path} into the numba cache ({cache_root()})", flush=True)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # wbc_info CONFIG prints them
         ctl = WholeBodyController(setup.controller, progress=lambda line: print(line, flush=True))
     print(f"precompiled {', '.join(ctl.warmed_methods)} for {ctl.n} joints in "
           f"{time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def shipped_config_dir() -> Path | None:
+    """The shipped ``config`` directory: the source tree's, else the installed
+    ``share/wbc_dynamics/config`` of the Python prefix or of AMENT_PREFIX_PATH."""
+    candidates = [Path(__file__).resolve().parents[1] / "config",
+                  Path(sys.prefix) / "share" / "wbc_dynamics" / "config"]
+    candidates += [Path(p) / "share" / "wbc_dynamics" / "config"
+                   for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    return next((d for d in candidates if (d / "robots").is_dir()), None)
+
+
+def shipped_configurations(config_dir: Path) -> list[Path]:
+    """The node parameter files (``config/*.yaml`` but the ros2_control ``*_controllers.yaml``)
+    and robot configurations (``config/robots/*.yaml``) in ``config_dir``."""
+    params = sorted(p for p in config_dir.glob("*.yaml") if not p.stem.endswith("_controllers"))
+    return params + sorted((config_dir / "robots").glob("*.yaml"))
+
+
+def precompile_shipped(config_dir: str | os.PathLike | None = None,
+                       if_needed: bool = False) -> int:
+    """Compile (or load) the kernels of every shipped configuration and of the demo into the
+    package's kernel cache (:mod:`wbc_dynamics.kernel_cache`) and record it there, one line per
+    configuration with its time [s]. A configuration that cannot be built here (its robot's
+    package, e.g. example-robot-data, or MuJoCo for the demo, not installed) is skipped with
+    its reason: its first start then compiles what the others did not. Returns 0 (nothing here
+    is needed for correctness), 2 if no configuration directory was found."""
+    import contextlib
+    import functools
+    import io
+
+    from .controller import WholeBodyController
+    from .kernel_cache import cache_root, is_precompiled, write_precompiled_marker
+    from .robot_config import load_robot_setup
+
+    root = cache_root()
+    if if_needed and is_precompiled():
+        print(f"kernels of the shipped configurations already cached in {root}")
+        return 0
+    directory = Path(config_dir) if config_dir else shipped_config_dir()
+    if directory is None or not directory.is_dir():
+        print(f"precompile: no shipped configuration directory ({config_dir or 'not found'})")
+        return 2
+    print(f"precompiling the shipped configurations of {directory} into {root}", flush=True)
+
+    def build(path: Path) -> None:
+        WholeBodyController(load_robot_setup(path).controller)
+
+    def run_demo() -> None:  # its estimator, plant coupling and references too; 0.05 s simulated
+        from .sim import demo
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            demo.main(["--duration", "0.05", "--no-video", "--plot", "", "--quiet"])
+
+    # the demo first (the README's first command waits for it), then the configurations, most
+    # of them loading what the demo and the first ones compiled
+    jobs = [("demo", run_demo)] + [
+        (str(p.relative_to(directory).with_suffix("")), functools.partial(build, p))
+        for p in shipped_configurations(directory)]
+    t_all = time.perf_counter()
+    done: list[str] = []
+    for name, job in jobs:
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                job()
+        except Exception as exc:  # noqa: BLE001 - skipped with its reason (e.g. MuJoCo or the
+            # robot's package not installed), the rest goes on
+            print(f"  {name:24s} skipped: {str(exc).splitlines()[0][:120]}", flush=True)
+            continue
+        done.append(name)
+        print(f"  {name:24s} {time.perf_counter() - t0:6.1f} s", flush=True)
+    seconds = time.perf_counter() - t_all
+    write_precompiled_marker(done, seconds)
+    print(f"precompiled {len(done)} configurations in {seconds:.1f} s")
     return 0
 
 

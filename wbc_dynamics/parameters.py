@@ -305,6 +305,16 @@ SPECS: tuple[ParameterSpec, ...] = (
        "state the contact problem sees corrected to it (docs/robustness.md)", group=_SENSING),
     _P("contact_dwell", "float", 0.01, "the stance filter's minimum time in a decision; time "
        "clear of the ground before a release", unit="s", group=_SENSING, minimum=0.0),
+    _P("contact_force_observer_gain", "float", 0.0, "contact_state_filter: gain K_O of the "
+       "generalized momentum observer whose contact-force estimates are the stance filter's "
+       "force evidence (touch when loaded, hold while loaded, early touch-down of a swing "
+       "foot); its time constant is 1/K_O; 0 = off (kinematics and schedule only)",
+       unit="1/s", group=_SENSING, minimum=0.0),
+    _P("contact_force_threshold", "float", 0.0, "contact_force_observer_gain > 0: the least "
+       "estimated normal force that is evidence of contact (the gate is the larger of this "
+       "and the stance filter's gate, 4 predicted standard deviations of the estimate under "
+       "the sensing_* noise; model and actuation errors are not in that noise)", unit="N",
+       group=_SENSING, minimum=0.0),
     _P("sensing_joint_position_noise", "float", 1e-3, "encoder noise std (the stance filter's "
        "prior, the base estimator's noise model)", unit="rad", group=_SENSING, minimum=0.0,
        exclusive_minimum=True, estimator=True),
