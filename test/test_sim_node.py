@@ -8,7 +8,8 @@ gravity through the whole ROS chain (joint errors < 0.02 rad, efforts carry the 
 joint_2, checked against the core's RNEA); a malformed command is rejected (counted) while the
 simulator keeps running; after the controller is stopped the simulator stops waiting (one
 ``lockstep_timeout``), steps in real time and, after ``command_timeout``, applies zero efforts
-(as the module documents).
+(as the module documents). A lockstep step builds no message, and the lockstep timer ticks at
+the step period only while it steps.
 """
 
 from __future__ import annotations
@@ -406,3 +407,72 @@ def test_paused_start_waits_for_the_nodes_on_simulated_time(ros_env):
         rclpy.shutdown()
         out = stop_process(sim)
     assert "Traceback" not in out, out[-2000:]
+
+
+def test_lockstep_steps_publish_preallocated_messages_and_the_timer_idles(ros_env):
+    """Speed of a lockstep step (in process, the commands handed to the node directly): 200
+    steps publish the state through the same two message objects (/clock, joint_states: no
+    message built per step) carrying each step's stamp, joint positions and applied efforts;
+    the lockstep timer ticks at its coarse period (10 ms: re-send and timeout checks) while the
+    simulator waits for a command, at the step period (1 ms) only while it paces a matched
+    command, and back at the coarse one once that step is taken."""
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    from wbc_dynamics.sim.sim_node import SimNode
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    params = {"robot": "quadruped", "mode": "lockstep", "real_time_factor": 0.0,
+              "joint_dynamics": False}
+    node = SimNode(context=ctx, parameter_overrides=[Parameter(k, value=v)
+                                                     for k, v in params.items()])
+    try:
+        sent = []
+        for name in ("pub_clock", "pub_js"):
+            pub = getattr(node, name)
+
+            def record(m, orig=pub.publish, name=name):
+                stamp = m.clock if name == "pub_clock" else m.header.stamp
+                sent.append((name, id(m), stamp.sec * 10**9 + stamp.nanosec,
+                             np.array(getattr(m, "position", ())),
+                             np.array(getattr(m, "effort", ()))))
+                orig(m)
+
+            pub.publish = record
+        names = list(node.plant.joint_names)
+        effort = np.linspace(-1.0, 1.0, len(names))  # [N m] within every effort limit
+
+        def answer():
+            cmd = JointState(name=names, effort=effort.tolist())
+            cmd.header.stamp.sec, cmd.header.stamp.nanosec = divmod(node._state_ns, 10**9)
+            node._on_stamped_command(cmd)
+
+        coarse, fast = 10_000_000, 1_000_000  # [ns]
+        assert node.timer.timer_period_ns == coarse
+        for _ in range(200):
+            answer()
+        assert node.counts["steps"] == 200 and node.counts["matched_commands"] == 200
+        js = [s for s in sent if s[0] == "pub_js"]
+        clock = [s for s in sent if s[0] == "pub_clock"]
+        assert len(js) == len(clock) == 200
+        assert len({s[1] for s in js}) == 1 and len({s[1] for s in clock}) == 1
+        assert [s[2] for s in js] == [s[2] for s in clock] == [k * 10**6 for k in range(1, 201)]
+        for s in js:
+            np.testing.assert_allclose(s[4], effort, atol=1e-12)  # applied in the step
+        q_end = node.plant.get_state()[0][7:]
+        np.testing.assert_array_equal(js[-1][3], q_end)
+        assert np.max(np.abs(js[-1][3] - js[0][3])) > 1e-4  # each step's own positions
+        assert node.timer.timer_period_ns == coarse
+        node.rtf = 1e-3  # paced far below the wall clock: the matched command waits
+        answer()
+        assert node._ready and node.counts["steps"] == 200
+        assert node.timer.timer_period_ns == fast
+        node.rtf = 0.0
+        node._on_lockstep_timer()  # the paced step
+        assert node.counts["steps"] == 201 and not node._ready
+        node._on_lockstep_timer()  # waiting for the next command
+        assert node.timer.timer_period_ns == coarse
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)

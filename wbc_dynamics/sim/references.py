@@ -967,6 +967,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--schedule-topic", default="wbc_controller/contact_schedule")
     args, ros_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
     import rclpy
+    from rclpy.event_handler import PublisherEventCallbacks
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from std_msgs.msg import UInt8MultiArray
@@ -999,7 +1000,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not (math.isfinite(rate) and rate > 0):
                 raise ValueError(f"rate: must be > 0, got {rate}")
             self.ref = make_reference(robot, kind)
-            self.pub = self.create_publisher(JointTrajectory, self.get_parameter("topic").value, 10)
+            # without rclpy's default QoS event handlers on the publishers (incompatible QoS /
+            # type warnings; the subscribers report those): each is rebuilt into the
+            # executor's wait set at every wait, and this node waits at every /clock message
+            quiet = PublisherEventCallbacks(use_default_callbacks=False)
+
+            def publisher(msg_type, topic: str):
+                return self.create_publisher(msg_type, topic, 10, event_callbacks=quiet)
+
+            self.pub = publisher(JointTrajectory, self.get_parameter("topic").value)
+            # the published messages, built once (a tick fills them in place)
+            self.msg = JointTrajectory()
+            self.msg.joint_names = list(self.ref.joint_names)
+            self.msg.points = [JointTrajectoryPoint()]
             self.pub_schedule = None
             if hasattr(self.ref, "swing_active"):
                 feet = list(self.ref.foot_links)
@@ -1011,8 +1024,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise ValueError(f"contact_links: {links} lacks the gait's feet {unknown}")
                 # mask index i = links[i]; links that are not feet of the gait stay in stance
                 self._foot_of = [feet.index(ln) if ln in feet else -1 for ln in links]
-                self.pub_schedule = self.create_publisher(
-                    UInt8MultiArray, self.get_parameter("schedule_topic").value, 10)
+                self.pub_schedule = publisher(
+                    UInt8MultiArray, self.get_parameter("schedule_topic").value)
+                self.schedule = UInt8MultiArray()
             self.pub_cmd_vel = None
             if kind == "walk":
                 from geometry_msgs.msg import Twist
@@ -1022,8 +1036,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 VelocityProfile.from_value(
                                     list(self.get_parameter("velocity").value), "velocity"))
                 self.twist = Twist()
-                self.pub_cmd_vel = self.create_publisher(
-                    Twist, self.get_parameter("cmd_vel_topic").value, 10)
+                self.pub_cmd_vel = publisher(Twist, self.get_parameter("cmd_vel_topic").value)
             self.t0 = None
             self.timer = self.create_timer(1.0 / rate, self.tick)
 
@@ -1043,14 +1056,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 self.pub_cmd_vel.publish(tw)
             if self.pub_schedule is not None:
                 swing = self.ref.swing_active(max(t - self.t0, 0.0))
-                self.pub_schedule.publish(UInt8MultiArray(
-                    data=[0 if i >= 0 and swing[i] else 1 for i in self._foot_of]))
-            msg = JointTrajectory()
-            msg.header.stamp = now.to_msg()
-            msg.joint_names = list(self.ref.joint_names)
-            pt = JointTrajectoryPoint()
+                self.schedule.data = [0 if i >= 0 and swing[i] else 1 for i in self._foot_of]
+                self.pub_schedule.publish(self.schedule)
+            msg = self.msg
+            msg.header.stamp.sec, msg.header.stamp.nanosec = now.seconds_nanoseconds()
+            pt = msg.points[0]
             pt.positions, pt.velocities, pt.accelerations = q.tolist(), qd.tolist(), qdd.tolist()
-            msg.points = [pt]
             self.pub.publish(msg)
 
     from ..ros_executor import spin_until_shutdown

@@ -144,6 +144,7 @@ friction in the plant, true), ``object_hold`` [s simulated] (0), ``object_odom_t
 
 from __future__ import annotations
 
+import array
 import math
 import sys
 import time
@@ -283,6 +284,7 @@ def _make_node_class():
     from geometry_msgs.msg import WrenchStamped
     from nav_msgs.msg import Odometry
     from rcl_interfaces.msg import ParameterDescriptor
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -290,6 +292,7 @@ def _make_node_class():
     from sensor_msgs.msg import Imu, JointState
     from std_msgs.msg import Float64, Float64MultiArray
 
+    from ..node import serve_pending
     from ..robots import ROBOT_NAMES, robot_info, robot_path
     from .mujoco_model import FreeBody, GroundOptions, MujocoPlant, pose_in_link
 
@@ -536,12 +539,23 @@ def _make_node_class():
             qos_cmd = QoSProfile(
                 depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE
             )
-            self.pub_clock = self.create_publisher(Clock, "/clock", 10)
-            self.pub_js = self.create_publisher(JointState, "joint_states", qos_state)
-            self.pub_odom = self.create_publisher(Odometry, "odom", qos_state) if floating else None
-            self.pub_truth = (self.create_publisher(Odometry, "ground_truth/odom", qos_state)
+            # rclpy gives every publisher and subscription two QoS event handlers
+            # (incompatible QoS / type warnings) by default, each added to the executor's wait
+            # set at every wait: they were 2/3 of the entities the single-threaded executor
+            # rebuilds its wait set from per callback (a lockstep step waits up to three
+            # times). The other end of each topic (a controller's publishers and
+            # subscriptions) still reports an incompatible QoS.
+            quiet = PublisherEventCallbacks(use_default_callbacks=False)
+
+            def publisher(msg_type, topic: str, qos):
+                return self.create_publisher(msg_type, topic, qos, event_callbacks=quiet)
+
+            self.pub_clock = publisher(Clock, "/clock", 10)
+            self.pub_js = publisher(JointState, "joint_states", qos_state)
+            self.pub_odom = publisher(Odometry, "odom", qos_state) if floating else None
+            self.pub_truth = (publisher(Odometry, "ground_truth/odom", qos_state)
                               if floating else None)
-            self.pub_imu = self.create_publisher(Imu, "imu", qos_state) if floating else None
+            self.pub_imu = publisher(Imu, "imu", qos_state) if floating else None
             self.imu = SimImu(*(float(p[f"imu_{k}"]) for k in (
                 "gyro_noise", "gyro_bias", "accelerometer_noise", "orientation_noise")),
                 seed=int(p["imu_seed"]), **{k: float(p[f"imu_{k}"]) for k in (
@@ -558,36 +572,65 @@ def _make_node_class():
                              (self._imu_msg.linear_acceleration_covariance,
                               self.imu.accelerometer_noise)):
                 cov[0] = cov[4] = cov[8] = var * var
-            self.pub_object_odom = (None if self.object_name is None else self.create_publisher(
+            self.pub_object_odom = (None if self.object_name is None else publisher(
                 Odometry, str(p["object_odom_topic"]), qos_state))
             self.pub_wrench = {
-                ln: self.create_publisher(WrenchStamped, f"~/contact_wrench/{ln}", 10)
+                ln: publisher(WrenchStamped, f"~/contact_wrench/{ln}", 10)
                 for ln in self.contact_links
             }
-            self.pub_normal = self.create_publisher(Float64, "~/normal_force", 10)
-            self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            self.pub_normal = publisher(Float64, "~/normal_force", 10)
+            self.pub_diag = publisher(DiagnosticArray, "/diagnostics", 10)
+            # the messages published at every step, built once: a step fills their fields in
+            # place (the joint arrays through numpy views of their array.array buffers, which
+            # rclpy serializes without a per-element check) and builds no message
+            self._clock_msg = Clock()
+            self._js_msg = JointState()
+            self._js_msg.name = list(self.plant.joint_names)
+            self._js_msg.position, self._js_msg.velocity, self._js_msg.effort = (
+                array.array("d", bytes(8 * self.n)) for _ in range(3))
+            #: (position, velocity, effort) of ``_js_msg`` as float64 views
+            self._js_views = tuple(np.frombuffer(a, dtype=np.float64) for a in (
+                self._js_msg.position, self._js_msg.velocity, self._js_msg.effort))
+            self._odom_msg = Odometry()
+            self._object_odom_msg = Odometry()
+            for od, child in ((self._odom_msg, self.base_frame),
+                              (self._object_odom_msg, self.object_name or "")):
+                od.header.frame_id, od.child_frame_id = self.world_frame, child
+            self._wrench_msg = {ln: WrenchStamped() for ln in self.contact_links}
+            for w in self._wrench_msg.values():
+                w.header.frame_id = self.world_frame
+            self._normal_msg = Float64()
             hybrid = self.drive == "hybrid"
+            quiet_sub = SubscriptionEventCallbacks(use_default_callbacks=False)
+            #: lockstep, hybrid drive: {gain interface: the subscription served after it}
+            self._next_sub: dict = {}
             if self.mode == "realtime":
                 for iface in INTERFACES if hybrid else ("effort",):
                     self.create_subscription(
                         Float64MultiArray, f"{iface}_controller/commands",
-                        lambda msg, i=iface: self._on_command(msg, i), qos_cmd)
+                        lambda msg, i=iface: self._on_command(msg, i), qos_cmd,
+                        event_callbacks=quiet_sub)
             else:
                 # the hybrid drive's gains (unstamped, as ros2_control's): subscribed before
                 # the stamped record, so the executor takes a tick's gains (published first)
                 # before its record
-                for iface in ("stiffness", "damping") if hybrid else ():
-                    self.create_subscription(
-                        Float64MultiArray, f"{iface}_controller/commands",
-                        lambda msg, i=iface: self._on_command(msg, i), qos_cmd)
+                gains = [self.create_subscription(
+                    Float64MultiArray, f"{iface}_controller/commands",
+                    lambda msg, i=iface: self._on_command(msg, i), qos_cmd,
+                    event_callbacks=quiet_sub) for iface in (
+                        ("stiffness", "damping") if hybrid else ())]
                 # depth 10: a command must not be superseded by the record of a re-sent state
-                self.create_subscription(
+                record = self.create_subscription(
                     JointState, str(p["stamped_command_topic"]), self._on_stamped_command,
                     QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
                                reliability=ReliabilityPolicy.RELIABLE),
-                )
-            self._Clock, self._JointState, self._Odometry = Clock, JointState, Odometry
-            self._WrenchStamped, self._Float64, self._Time = WrenchStamped, Float64, Time
+                    event_callbacks=quiet_sub)
+                if hybrid:
+                    # a tick's stiffness, damping and record arrive back to back: each gain's
+                    # callback serves the next one's waiting message at once (in that order,
+                    # one each), so a step costs the executor one wait instead of three
+                    self._next_sub = {"stiffness": gains[1], "damping": record}
+            self._Time = Time
             self._Diag, self._DiagStatus, self._KeyValue = (
                 DiagnosticArray, DiagnosticStatus, KeyValue)
             self._wall0 = time.monotonic()
@@ -598,8 +641,15 @@ def _make_node_class():
                 self.timer = self.create_timer(max(period, 1e-4), self._on_timer)
             else:
                 # lockstep steps from the command callback; this timer only re-sends, times
-                # out and paces
-                self.timer = self.create_timer(min(0.002, self._step_wall), self._on_lockstep_timer)
+                # out and paces. It ticks at the step period only while it steps (pacing a
+                # matched command, or stepping in real time after a miss), else at a coarse
+                # period: each tick costs the executor a wait-set rebuild, and at the step
+                # period they were most of the simulator's time per lockstep step
+                fast = min(0.002, self._step_wall)
+                self._timer_periods = (max(fast, min(0.01, 0.5 * self.resend_period,
+                                                     0.5 * self.lockstep_timeout)), fast)
+                self._timer_fast = False
+                self.timer = self.create_timer(self._timer_periods[0], self._on_lockstep_timer)
             self.create_timer(1.0 / float(p["diagnostics_rate"]), self._publish_diagnostics)
             self._publish()
             self.get_logger().info(
@@ -664,6 +714,9 @@ def _make_node_class():
             if interface in ("stiffness", "damping") and np.any(data < 0.0):
                 return self._reject(f"{topic}: negative gain")
             self._accept({interface: data})
+            nxt = self._next_sub.get(interface)
+            if nxt is not None:
+                serve_pending(nxt, limit=1)
 
         def _command_by_name(self, msg) -> dict[str, np.ndarray] | None:
             """The stamped record's effort (hybrid drive: and its position / velocity
@@ -721,9 +774,21 @@ def _make_node_class():
                 return False
             return self.plant.time - self._sim0 > (time.monotonic() - self._wall0) * self.rtf
 
+        def _lockstep_timer_fast(self, fast: bool) -> None:
+            """The lockstep timer at the step period (``fast``) or at the coarse one."""
+            if fast == self._timer_fast:
+                return
+            self._timer_fast = fast
+            self.timer.timer_period_ns = int(self._timer_periods[fast] * 1e9)
+            if fast:  # the next tick one step period from now, not at the coarse one's time
+                self.timer.reset()
+
         def _advance_lockstep(self) -> None:
-            if not self._ready or self._ahead_of_wall():
-                return  # paced: the timer steps when wall time has caught up
+            if not self._ready:
+                return
+            if self._ahead_of_wall():
+                self._lockstep_timer_fast(True)  # paced: it steps when wall time caught up
+                return
             self._ready = False
             self.step_once()
 
@@ -750,6 +815,8 @@ def _make_node_class():
             elif now - self._t_sent > self.resend_period:
                 self.counts["resent_states"] += 1
                 self._publish(resend=True)
+            if not self.finished:
+                self._lockstep_timer_fast(self._degraded)
 
         def _on_timer(self) -> None:
             """realtime: catch up with wall time (bounded: never more than 20 steps)."""
@@ -810,12 +877,11 @@ def _make_node_class():
                                                      - self._object_start))
             self._object_slip_max = max(self._object_slip_max, self._object_slip)
 
-        def _odometry(self, stamp, child: str, q: np.ndarray, v: np.ndarray):
-            """nav_msgs/Odometry: pose in ``world_frame``, twist in the child frame."""
-            od = self._Odometry()
+        @staticmethod
+        def _odometry(od, stamp, q: np.ndarray, v: np.ndarray):
+            """``od`` (nav_msgs/Odometry, frames set) filled: pose in ``world_frame``, twist in
+            the child frame."""
             od.header.stamp = stamp
-            od.header.frame_id = self.world_frame
-            od.child_frame_id = child
             pp, qq = od.pose.pose.position, od.pose.pose.orientation
             pp.x, pp.y, pp.z = (float(x) for x in q[0:3])
             qq.x, qq.y, qq.z, qq.w = (float(x) for x in q[3:7])
@@ -824,20 +890,24 @@ def _make_node_class():
             ta.x, ta.y, ta.z = (float(x) for x in v[3:6])
             return od
 
-        def _stamp(self):
+        def _stamp(self, out=None):
+            """The simulated time as builtin_interfaces/Time (``out`` filled if given)."""
             sec, nsec = divmod(int(round(self.plant.time * 1e9)), 1_000_000_000)
-            return self._Time(sec=sec, nanosec=nsec)
+            if out is None:
+                return self._Time(sec=sec, nanosec=nsec)
+            out.sec, out.nanosec = sec, nsec
+            return out
 
         def _publish(self, resend: bool = False) -> None:
-            stamp = self._stamp()
+            # every message of a step carries this one stamp object (each publish serializes
+            # the message at once)
+            stamp = self._stamp(self._clock_msg.clock)
             self._state_ns = _stamp_ns(stamp)
             self._t_sent = time.monotonic()
             if not resend:
                 self._t_published = self._t_sent
             if self.publish_clock:
-                c = self._Clock()
-                c.clock = stamp
-                self.pub_clock.publish(c)
+                self.pub_clock.publish(self._clock_msg)
             q, v = self.plant.get_state()
             o, ov = (7, 6) if self.floating else (0, 0)
             if self.pub_odom is not None:  # before joint_states: the controller ticks on those
@@ -846,7 +916,7 @@ def _make_node_class():
                 odom_out = self.pub_odom.get_subscription_count()
                 truth_out = self.pub_truth.get_subscription_count()
                 if odom_out or truth_out:
-                    od = self._odometry(stamp, self.base_frame, q, v)
+                    od = self._odometry(self._odom_msg, stamp, q, v)
                     if odom_out:
                         self.pub_odom.publish(od)
                     if truth_out:
@@ -862,10 +932,9 @@ def _make_node_class():
                     self.pub_imu.publish(m)
             if self.pub_object_odom is not None:  # likewise
                 bq, bv = self.plant.free_body_state(self.object_name)
-                self.pub_object_odom.publish(self._odometry(stamp, self.object_name, bq, bv))
-            js = self._JointState()
+                self.pub_object_odom.publish(self._odometry(self._object_odom_msg, stamp, bq, bv))
+            js = self._js_msg
             js.header.stamp = stamp
-            js.name = list(self.plant.joint_names)
             if not self.encoders.exact:  # a re-sent state keeps its reading
                 if not resend or self._js_reading is None:
                     qj, vj = q[o:].astype(float), v[ov:].astype(float)
@@ -874,10 +943,10 @@ def _make_node_class():
                 qj, vj = self._js_reading
             else:
                 qj, vj = q[o:], v[ov:]
-            js.position = qj.tolist()
-            js.velocity = vj.tolist()
-            js.effort = (self.plant.applied_torques().tolist() if self.counts["steps"]
-                         else [0.0] * self.n)
+            pos, vel, eff = self._js_views
+            pos[:], vel[:] = qj, vj
+            if self.counts["steps"]:
+                eff[:] = self.plant.applied_torques()
             self.pub_js.publish(js)
             if resend:
                 return
@@ -886,15 +955,14 @@ def _make_node_class():
             if wrench_out:
                 forces = self.plant.link_contact_forces()
                 for ln, pub in wrench_out:
-                    f = forces.get(ln, np.zeros(3))
-                    w = self._WrenchStamped()
+                    f = forces.get(ln, (0.0, 0.0, 0.0))
+                    w = self._wrench_msg[ln]
                     w.header.stamp = stamp
-                    w.header.frame_id = self.world_frame
                     w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(x) for x in f)
                     pub.publish(w)
             if self.pub_normal.get_subscription_count():
-                self.pub_normal.publish(
-                    self._Float64(data=float(self.plant.total_normal_force())))
+                self._normal_msg.data = float(self.plant.total_normal_force())
+                self.pub_normal.publish(self._normal_msg)
 
         # ---- diagnostics -----------------------------------------------------------------
         def _publish_diagnostics(self) -> None:
