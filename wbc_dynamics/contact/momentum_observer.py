@@ -180,8 +180,9 @@ def momentum_observer_kernel(o, q, v, tau):
     alpha = min(o.gain * dt, 1.0)
     for c in range(nv):
         o.accel[c] = (v[c] - o.v_prev[c]) / dt
-    st = rnea(q, v, o.accel, o.fext, False, True, o.tau_id, o.topo, o.tree, o.Sm, o.I6,
-              o.gravity, o.W, o.SC)
+    # np.bool_: typed flags, not literals -- a literal would compile a second rnea
+    st = rnea(q, v, o.accel, o.fext, np.bool_(False), np.bool_(True), o.tau_id, o.topo, o.tree,
+              o.Sm, o.I6, o.gravity, o.W, o.SC)
     if st != OK:
         return st
     for i in range(tau.shape[0]):
