@@ -243,7 +243,7 @@ def main(argv=None) -> int:
         "(bundled quadruped, 12 N per foot on average); with a 20 N threshold the "
         "quadruped's and go2's trots at 1x and 2x make the same decisions as without it (8 "
         "N: two false early touch-downs in the quadruped's 2x trot); a go2 foot landing "
-        "mid-swing on a 2 cm box the contact model does not know is touched 11 ticks after "
+        "mid-swing on a 2 cm box the contact model does not know is touched 11-14 ticks after "
         "the landing with a 12 N threshold (24-26 ticks with 20 N). Nominal standing and "
         "trotting gain nothing from it, so it ships off.\n\n"
         + body + "\n")

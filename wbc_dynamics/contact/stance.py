@@ -62,7 +62,8 @@ state) and 0.46 N (1x realistic sensing; predicted 0.45 N) standing, 0.8 N and 1
 (the bundled quadruped); the realistic model and actuation errors reach ~8 N on a swing foot
 at 2x, hence ``force_threshold``. With 20 N, the quadruped's and go2's trots at 1x and 2x make
 the same decisions as without force evidence; a go2 foot landing mid-swing on a 2 cm box the
-contact model does not know is touched 11 ticks after the landing with 12 N (24-26 with 20 N).
+contact model does not know is touched 11-14 ticks after the landing with 12 N (24-26 with
+20 N).
 Off by default (``contact_force_observer_gain: 0``): nominal standing and trotting gain nothing.
 """
 
