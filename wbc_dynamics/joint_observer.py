@@ -163,26 +163,3 @@ class JointObserver:
     def velocity(self) -> np.ndarray:
         """(n,) the filtered joint velocities [rad/s or m/s] (a view)."""
         return self.data.velocity
-
-    def noise_ratio(self) -> tuple[float, float]:
-        """Steady-state standard deviation of the estimate over the measurement's, position and
-        velocity, for white measurement noise and an exact prediction (the filter's noise
-        transfer, from its closed-loop covariance)."""
-        K = self.data.gain
-        dt = self.dt
-        F = np.array([[1.0, dt], [0.0, 1.0]])
-        A = (np.eye(2) - K) @ F  # estimate error dynamics e+ = A e + K n
-        # discrete Lyapunov: C = A C A^T + K R K^T, relative to each measurement noise alone
-        ratios = []
-        for i in range(2):
-            Rn = np.zeros((2, 2))
-            Rn[i, i] = 1.0
-            B = K @ Rn @ K.T
-            C = np.zeros((2, 2))
-            for _ in range(100000):
-                C_new = A @ C @ A.T + B
-                if np.max(np.abs(C_new - C)) <= 1e-15:
-                    break
-                C = C_new
-            ratios.append(math.sqrt(C_new[i, i]))
-        return ratios[0], ratios[1]
