@@ -44,3 +44,18 @@ def literal_duplicates() -> dict[str, list[str]]:
                         ", ".join(f"arg {i}: {a}" for i, a in enumerate(s)
                                   if isinstance(a, types.Literal)) for s in obj.signatures]
     return dups
+
+
+def dispatcher_calls(monkeypatch, module, name: str) -> list:
+    """Wrap the kernel ``module.name`` so that every call made through that module-level name
+    (numba's dispatcher; a bound entry point does not go through it) is recorded; returns the
+    list of recorded calls (one entry per call)."""
+    kernel = getattr(module, name)
+    calls: list = []
+
+    def recording(*args):
+        calls.append(True)
+        return kernel(*args)
+
+    monkeypatch.setattr(module, name, recording)
+    return calls

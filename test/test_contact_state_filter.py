@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from contact_helpers import quadruped_on_ground
+from numba_helpers import dispatcher_calls
 
 from wbc_dynamics.contact.stance import SensingNoise, StanceFilter
 from wbc_dynamics.controller import ControllerConfig, WholeBodyController
@@ -154,6 +155,39 @@ def _standing_controller(**extra):
            "passive_impact": True, "separation_tolerance": 0.05, "kp": [3000.0], "kd": [110.0],
            **extra}
     return info, WholeBodyController(cfg)
+
+
+def test_the_bound_entry_point_decides_and_corrects_as_the_dispatcher_call(quadruped,
+                                                                           monkeypatch):
+    """``update`` on the buffers given to ``bind`` (the controller's, every tick) calls the
+    kernel's bound entry point, on other arrays numba's dispatcher: the same decisions and
+    corrections, bitwise, through stance, lift-off and touch-down."""
+    import wbc_dynamics.contact.stance as stance_module
+
+    model, cm, q0 = quadruped
+    _, cm_other, _ = quadruped_on_ground(FEET)
+    bound, free = _filter(cm), _filter(cm_other)
+    nv = model.nv
+    q, v = q0.copy(), np.zeros(nv)
+    bound.bind(q, v)
+    rng = np.random.default_rng(7)
+    dispatched = dispatcher_calls(monkeypatch, stance_module, "stance_update_kernel")
+    for k in range(80):
+        qk = q0.copy()
+        qk[2] += 0.03 if 20 <= k < 45 else rng.uniform(-2e-3, 2e-3)  # lift-off, touch-down
+        qk[7:] += rng.normal(0.0, 1e-3, nv - 6)
+        vk = rng.normal(0.0, 0.03, nv)
+        q[:], v[:] = qk, vk
+        q_free, v_free = qk.copy(), vk.copy()
+        assert bound.update(q, v) == free.update(q_free, v_free)
+        np.testing.assert_array_equal(q, q_free)
+        np.testing.assert_array_equal(v, v_free)
+        np.testing.assert_array_equal(bound.data.stance, free.data.stance)
+    assert len(dispatched) == 80  # the free filter's calls only
+    assert bound.decisions_changed == free.decisions_changed >= 8  # 4 releases, 4 touches
+    assert sorted(bound.stance_links) == sorted(FEET)
+    with pytest.raises(ValueError, match="StanceFilter.bind: q and v"):
+        bound.bind(np.zeros(2 * model.nq)[::2], v)
 
 
 def test_controller_keeps_the_stance_force_under_a_base_estimate_off_by_mm(quadruped):

@@ -7,7 +7,12 @@ from types import SimpleNamespace
 import numpy as np
 import pinocchio as pin
 import pytest
-from numba_helpers import compiled_signature_counts, grown_since, literal_duplicates
+from numba_helpers import (
+    compiled_signature_counts,
+    dispatcher_calls,
+    grown_since,
+    literal_duplicates,
+)
 
 from wbc_dynamics.controller import ControllerConfig, WholeBodyController
 from wbc_dynamics.robots import robot_info, robot_path
@@ -328,6 +333,95 @@ def test_ticks_compile_nothing_for_every_method_and_option(quadruped, variant):
     # sees compilations, so it checks on a cold cache (CI's clean clone; test_startup's
     # precompile test checks the shipped configuration on an empty cache every run)
     assert not literal_duplicates(), literal_duplicates()
+
+
+def test_drive_command_and_torque_low_pass_of_every_tick(quadruped):
+    """The command step of every tick (one compiled call): on a control tick the low-pass
+    ``tau = prev + alpha (raw - prev)``, ``alpha = 1 - exp(-2 pi f_c dt)``, of the torques a
+    controller without it commands, and the drive set-points of the reference (the measured
+    state where it gives none); on a damping safe tick those torques unfiltered, the measured
+    position at rest and the drive gains; on the zero safe mode's and a stale state's ticks
+    zero torque and zero gains."""
+    import math
+
+    info, pm, pd = quadruped
+    base = {"robot": "quadruped", "floating_base": True, "method": "none", "kp": [300.0],
+            "kd": [30.0], "drive_stiffness": [5.0], "drive_damping": [0.1]}
+    filtered = WholeBodyController({**base, "torque_filter_cutoff": 40.0})
+    raw = WholeBodyController({**base, "torque_filter_cutoff": 0.0})
+    alpha = 1.0 - math.exp(-2.0 * math.pi * 40.0 * (1.0 / 1000.0))
+    q = np.array(info["standing_q"])
+    q_des = q[7:] + 0.05
+    rng = np.random.default_rng(11)
+    prev = None
+    for k in range(45):
+        t = 1e-3 * k + (1.0 if k >= 30 else 0.0)  # from tick 30 on the reference is stale
+        qj, qd = q[7:] + rng.normal(0.0, 0.01, 12), rng.normal(0.0, 0.1, 12)
+        if k == 40:
+            filtered.set_parameters({"safe_mode": "zero"})
+        for c in (filtered, raw):
+            c.set_base_state(q[:3], q[3:7], np.zeros(3), np.zeros(3), t)
+            c.set_joint_state(qj, qd, t)
+            if k < 30:
+                c.set_reference(np.zeros(12), t, position=q_des if k < 20 else None)
+        tau_raw = raw.update(t).tau.copy()
+        out = filtered.update(t)
+        if k < 30:
+            assert out.mode == "control"
+            expect = tau_raw if prev is None else (tau_raw - prev) * alpha + prev
+            np.testing.assert_array_equal(out.tau, expect)
+            assert prev is None or np.max(np.abs(out.tau - tau_raw)) > 0.0  # it filters
+            np.testing.assert_array_equal(out.position_setpoint, q_des if k < 20 else qj)
+            np.testing.assert_array_equal(out.velocity_setpoint, qd)  # no velocity reference
+        elif k < 40:
+            assert out.mode == "safe_stale_reference"
+            np.testing.assert_array_equal(out.tau, tau_raw)  # safe ticks are not filtered
+            np.testing.assert_array_equal(out.position_setpoint, qj)
+            np.testing.assert_array_equal(out.velocity_setpoint, np.zeros(12))
+        else:
+            assert out.mode == "safe_stale_reference"
+            np.testing.assert_array_equal(out.tau, np.zeros(12))
+        on = k < 40
+        np.testing.assert_array_equal(out.stiffness, np.full(12, 5.0 if on else 0.0))
+        np.testing.assert_array_equal(out.damping, np.full(12, 0.1 if on else 0.0))
+        prev = out.tau.copy()
+    out = filtered.update(2.0)  # no state since tick 44: stale
+    assert out.mode == "safe_stale_state"
+    np.testing.assert_array_equal(out.tau, np.zeros(12))
+    np.testing.assert_array_equal(out.stiffness, np.zeros(12))
+    np.testing.assert_array_equal(out.velocity_setpoint, np.zeros(12))
+
+
+def test_the_shipped_tick_calls_filter_and_observer_through_their_bound_entries(quadruped,
+                                                                             monkeypatch):
+    """config/quadruped.yaml's tick runs the contact state filter and the joint-state observer
+    through the entry points bound at construction: never numba's dispatcher (its typing of
+    every argument costs microseconds a call), on standing and perturbed states alike."""
+    import os
+    import sys
+
+    import wbc_dynamics.contact.stance as stance_module
+    import wbc_dynamics.joint_observer as observer_module
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    from bench_tick import shipped_config
+
+    info, pm, pd = quadruped
+    ctl = WholeBodyController(shipped_config("quadruped"))
+    assert ctl.contact_state is not None and ctl._joint_observer is not None
+    calls = (dispatcher_calls(monkeypatch, stance_module, "stance_update_kernel"),
+             dispatcher_calls(monkeypatch, observer_module, "joint_observer_update"))
+    q = np.array(info["standing_q"])
+    rng = np.random.default_rng(5)
+    for k in range(30):
+        t = 1e-3 * k
+        ctl.set_base_state(q[:3] + [0.0, 0.0, rng.uniform(-2e-3, 2e-3)], q[3:7],
+                           rng.normal(0.0, 0.05, 3), rng.normal(0.0, 0.02, 3), t)
+        ctl.set_joint_state(q[7:] + rng.normal(0.0, 1e-3, 12), rng.normal(0.0, 0.02, 12), t)
+        ctl.set_reference(np.zeros(12), t, position=q[7:], velocity=np.zeros(12))
+        assert ctl.update(t).mode == "control"
+    assert [len(c) for c in calls] == [0, 0]
+    assert len(ctl.contact_state.stance_links) == 4
 
 
 def test_base_state_validation(quadruped):

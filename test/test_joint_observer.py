@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba_helpers import dispatcher_calls
 
 from wbc_dynamics.joint_observer import JointObserver, steady_state_gain
 
@@ -117,3 +118,32 @@ def test_the_controller_filters_its_encoders():
 
     raw, filtered = chatter(0.0), chatter(10.0)
     assert filtered < 0.5 * raw, (raw, filtered)
+
+
+def test_the_bound_entry_point_filters_as_the_dispatcher_call(monkeypatch):
+    """``update`` on the buffers given to ``bind`` calls the kernel's bound entry point, on other
+    arrays numba's dispatcher: the same estimates, bitwise, including gated samples."""
+    import wbc_dynamics.joint_observer as observer_module
+
+    n = 6
+    bound = JointObserver(n, DT, SIGMA_Q, SIGMA_V, 10.0)
+    free = JointObserver(n, DT, SIGMA_Q, SIGMA_V, 10.0)
+    q, v, a = np.zeros(n), np.zeros(n), np.zeros(n)
+    bound.bind(q, v, a)
+    dispatched = dispatcher_calls(monkeypatch, observer_module, "joint_observer_update")
+    rng = np.random.default_rng(2)
+    for k in range(200):
+        t = k * DT
+        q[:] = 0.3 * np.sin(2.0 * np.pi * t) + SIGMA_Q * rng.standard_normal(n)
+        v[:] = 0.6 * np.pi * np.cos(2.0 * np.pi * t) + SIGMA_V * rng.standard_normal(n)
+        if k == 120:
+            q[2] += 0.5  # an impact: gated, taken as measured
+        a[:] = -0.3 * (2.0 * np.pi) ** 2 * np.sin(2.0 * np.pi * t)
+        bound.update(q, v, a)
+        free.update(q.copy(), v.copy(), a.copy())
+        np.testing.assert_array_equal(bound.position, free.position)
+        np.testing.assert_array_equal(bound.velocity, free.velocity)
+    assert len(dispatched) == 200  # the free observer's calls only
+    assert bound.data.resets[0] == free.data.resets[0] >= 1
+    with pytest.raises(ValueError, match="JointObserver.bind: v_meas"):
+        bound.bind(q, np.zeros(n, dtype=np.float32), a)

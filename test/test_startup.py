@@ -309,23 +309,25 @@ def test_helper_free_dof_tick_is_the_one_another_robot_binds():
 
 
 def test_helper_tick_steps_are_the_ones_a_controller_binds():
-    """The compile helper's first job, the controller's per-tick pre- and post-step
+    """The compile helper's first job, the controller's per-tick pre-, post- and command step
     (``compile_tick_steps``) on stand-in buffers, has exactly the signatures a controller binds
     (floating base; a fixed base with passive joints): a cold start loads them."""
     from wbc_dynamics.controller import (
         WholeBodyController,
+        _command_tick,
         _finish_tick,
         _prepare_tick,
         compile_tick_steps,
     )
 
+    steps = (_prepare_tick, _finish_tick, _command_tick)
     compile_tick_steps()
-    before = (set(_prepare_tick.signatures), set(_finish_tick.signatures))
-    assert len(before[0]) == 1 and len(before[1]) == 1, before
+    before = [set(k.signatures) for k in steps]
+    assert [len(s) for s in before] == [1, 1, 1], before
     for cfg in ({"robot": "quadruped", "floating_base": True, "method": "none"},
                 {"robot": "arm", "method": "none", "passive_joints": ["joint_6"]}):
         WholeBodyController(cfg)
-        assert (set(_prepare_tick.signatures), set(_finish_tick.signatures)) == before, cfg
+        assert [set(k.signatures) for k in steps] == before, cfg
 
 
 def test_helper_wait_returns_at_its_contact_line_and_drains_its_stderr():

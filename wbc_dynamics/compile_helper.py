@@ -18,14 +18,14 @@ compiled), while the controller compiles Stage I and the finish (``QPTick.compil
 ``CoulombTick``'s: the minimum-norm selection). The fused tick then calls what both compiled
 through their symbols (:mod:`wbc_dynamics.kernels.separate`), compiling only its own code.
 
-It starts with the controller's per-tick pre- and post-step (``tick_steps.compile_tick_steps``,
-robot-independent as well), which the controller binds right after its core kernels, and the
-contact candidates' kernel, which its contact model runs next; it then prints
-:data:`CONTACT_KERNELS_READY`, at which the controller, waiting to link its fused tick, goes on
-(:meth:`CompileHelper.wait` with ``contact_only``), and ends with ``method: none``'s compiled
-tick (:func:`compile_free_dof`), which the controller binds last -- or binds itself, if the
-helper is still at the contact kernels when the controller has compiled its share
-(:meth:`CompileHelper.contact_ready`).
+It starts with the controller's per-tick pre-, post- and command steps
+(``tick_steps.compile_tick_steps``, robot-independent as well), which the controller binds
+right after its core kernels, and the contact candidates' kernel, which its contact model runs
+next; it then prints :data:`CONTACT_KERNELS_READY`, at which the controller, waiting to link
+its fused tick, goes on (:meth:`CompileHelper.wait` with ``contact_only``), and ends with
+``method: none``'s compiled tick (:func:`compile_free_dof`), which the controller binds last --
+or binds itself, if the helper is still at the contact kernels when the controller has compiled
+its share (:meth:`CompileHelper.contact_ready`).
 
 The helper only saves time; nothing depends on it for correctness. It is not started when every
 kernel it would compile is already cached (a warm start costs nothing), on a single-core machine,
@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
-    # in the order the controller needs them: its per-tick pre- and post-step right after its
+    # in the order the controller needs them: its per-tick steps right after its
     # core kernels, then the contact candidates (its contact model runs them first; the
     # stand-in's types are any model's), then the methods' own kernels, which its fused tick
     # waits for. The passive impact, which its assembly calls before that, it compiles itself

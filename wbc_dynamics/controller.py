@@ -46,8 +46,8 @@ the **base (child) frame** (the nav_msgs/Odometry twist convention, equal to the
 
 The configuration is :mod:`wbc_dynamics.controller_config` (:class:`ControllerConfig`, also
 importable from here), loading the model, joints, contacts and object it describes is
-:mod:`wbc_dynamics.controller_loading`, and the compiled per-tick pre- and post-step are
-``wbc_dynamics.tick_steps``. This module is one class and is long for that reason: the
+:mod:`wbc_dynamics.controller_loading`, and the compiled per-tick pre-, post- and command steps
+are ``wbc_dynamics.tick_steps``. This module is one class and is long for that reason: the
 constructor binds the controller's preallocated buffers into the compiled per-tick kernels, and
 every method (inputs, the tick, the contact, grasp and task steps, the warm-up) reads and writes
 those same buffers.
@@ -96,6 +96,11 @@ from .tick_steps import (
     _CMD_DAMP,
     _CMD_KEEP,
     _CMD_PD,
+    _DRIVE_HOLD,
+    _DRIVE_OFF,
+    _DRIVE_REFERENCE,
+    _DRIVE_TASKS,
+    _command_tick,
     _finish_tick,
     _prepare_tick,
     _TickBuffers,
@@ -453,9 +458,13 @@ class WholeBodyController:
             v=self._v, qdd_model=self._qdd_model,
             act_model=np.zeros(0, dtype=np.int64) if self._act_model is None else self._act_model,
             qdd_act=self._qdd_act, tau=self._tau, tau_model=self._tau_model,
-            tau_out=self._tau_out)
+            tau_out=self._tau_out, position_setpoint=self._out.position_setpoint,
+            velocity_setpoint=self._out.velocity_setpoint, stiffness=self._out.stiffness,
+            damping=self._out.damping, drive_kp=self._drive_kp, drive_kd=self._drive_kd,
+            task_position=self._zeros, task_velocity=self._zeros, tau_prev=self._tau_prev,
+            torque_step=self._zeros if self._torque_step is None else self._torque_step)
         self._pack()
-        # the entry points of the two per-tick kernels for exactly these types (the
+        # the entry points of the three per-tick kernels for exactly these types (the
         # dispatcher's typing per call is skipped: bound_entry); the arrays passed to them are
         # the packed buffers and gains and the (nu,) float64 torques of a compiled tick
         from .kernels.linalg import bound_entry
@@ -464,6 +473,10 @@ class WholeBodyController:
             self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act))
         self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
                                                   self._has_act))
+        self._command = bound_entry(_command_tick, (
+            self._tick_args, _DRIVE_OFF, False, False, False, False, 1.0, False, False))
+        if self._joint_observer is not None:  # on the joint state buffers, every tick
+            self._joint_observer.bind(self._qj, self._qdj, self._qdd_cmd)
         self._free_dof = None  # bound below (_bind_free_dof), after the contact methods
         self._free_dof_bound = False
         self._warmed: set[str] = set()
@@ -675,7 +688,7 @@ class WholeBodyController:
 
     def _pack(self) -> None:
         """Pack the tick buffers and the gains for the per-tick kernels (again whenever a gain
-        array is replaced: _apply)."""
+        array is replaced, _apply, or the task layer is built, _build_task_layer)."""
         from .kernels.fixed_args import fixed_args
 
         self._tick_args = fixed_args(self._bufs, self._gains)
@@ -861,12 +874,7 @@ class WholeBodyController:
             out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
         else:
             out = self._zero_output(MODE_STALE_REFERENCE)
-        self._drive_command(out)
-        if self._shaping:
-            if out.mode == MODE_CONTROL and self._tau_prev_ok:
-                self._shape_torques()
-            self._tau_prev[:] = self._tau_out
-            self._tau_prev_ok = True
+        self._command_step(out.mode)
         dtc = time.perf_counter() - t0
         out.compute_time = dtc
         self._record(out, dtc)
@@ -887,33 +895,24 @@ class WholeBodyController:
         self._t_state_observed = self._t_state
         self._state_new = False
 
-    def _shape_torques(self) -> None:
-        """``torque_filter_cutoff`` then ``torque_rate_limit`` on this tick's torques, from the
-        previous tick's (in place; both keep the torques within the effort limits)."""
-        tau, prev = self._tau_out, self._tau_prev
-        if self._torque_alpha < 1.0:
-            tau -= prev
-            tau *= self._torque_alpha
-            tau += prev
-        if self._torque_step is not None:
-            np.clip(tau, prev - self._torque_step, prev + self._torque_step, out=tau)
-
-    def _drive_command(self, out: ControlOutput) -> None:
-        """The hybrid drive command's set-points and gains of this tick (ControlOutput)."""
-        qs, vs = out.position_setpoint, out.velocity_setpoint
-        if out.mode == MODE_CONTROL and self._tasks is not None:
-            qs[:] = self._tasks.data.drive_position
-            vs[:] = self._tasks.data.drive_velocity
-        elif out.mode == MODE_CONTROL:
-            qs[:] = self._q_ref if self._ref_pos else self._qj
-            vs[:] = self._qd_ref if self._ref_vel else self._qdj
-        else:
-            qs[:] = self._qj
-            vs[:] = 0.0
-        on = out.mode not in (MODE_STALE_STATE, MODE_NONFINITE) and not (
-            out.mode == MODE_STALE_REFERENCE and self._params["safe_mode"] == "zero")
-        out.stiffness[:] = self._drive_kp if on else 0.0
-        out.damping[:] = self._drive_kd if on else 0.0
+    def _command_step(self, mode: str) -> None:
+        """The hybrid drive command's set-points and gains of this tick (ControlOutput), then
+        ``torque_filter_cutoff`` and ``torque_rate_limit`` on a control tick's torques from the
+        previous tick's (in place; both keep the torques within the effort limits): one
+        compiled call (:func:`~wbc_dynamics.tick_steps._command_tick`)."""
+        if mode == MODE_CONTROL:
+            drive = _DRIVE_TASKS if self._tasks is not None else _DRIVE_REFERENCE
+        elif mode == MODE_STALE_REFERENCE and self._params["safe_mode"] != "zero":
+            drive = _DRIVE_HOLD
+        else:  # stale state, non-finite, the zero safe mode
+            drive = _DRIVE_OFF
+        shaping = self._shaping
+        self._command(self._tick_args, drive, self._ref_pos, self._ref_vel,
+                      shaping and mode == MODE_CONTROL and self._tau_prev_ok,
+                      self._torque_alpha < 1.0, self._torque_alpha,
+                      self._torque_step is not None, shaping)
+        if shaping:
+            self._tau_prev_ok = True
 
     def compute(
         self,
@@ -1153,6 +1152,7 @@ class WholeBodyController:
                          force_threshold=float(self._cfg.contact_force_threshold))
         cm.excluded_links = frozenset()
         f.set_swing(self._swing_links)
+        f.bind(self._q, self._v)  # the controller's state buffers, every tick
         return f
 
     def _applied_torque(self) -> np.ndarray | None:
@@ -1380,6 +1380,16 @@ class WholeBodyController:
                           self._qdd_cmd, self.dt, TASK_POSITION_LEAK, TASK_VELOCITY_LEAK,
                           link_active=None if self._stance is None else self._stance.data.stance)
         self._tasks = layer
+        # the command step reads its drive set-points: arrays of the type they replace, so the
+        # entry points bound for the pack stay valid (another type would need binding again)
+        from numba import typeof
+
+        bufs = self._bufs._replace(task_position=layer.data.drive_position,
+                                   task_velocity=layer.data.drive_velocity)
+        if typeof(bufs) != typeof(self._bufs):
+            raise TypeError("task layer: drive set-points of another array type")
+        self._bufs = bufs
+        self._pack()
         a = self.model.kernel_arrays
         self._task_args = (self._q, self._v, a.topo, a.tree, a.Sm, self.model._kin)
         from .kernels.linalg import bound_entry

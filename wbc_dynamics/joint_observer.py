@@ -35,6 +35,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .kernels.linalg import bound_entry
+
 __all__ = ["JointObserver", "JointObserverData", "joint_observer_update", "steady_state_gain"]
 
 
@@ -142,13 +144,32 @@ class JointObserver:
             gain=gain, spread=spread, gate=float(gate), position=np.zeros(n),
             velocity=np.zeros(n), started=np.zeros(1, dtype=np.bool_),
             resets=np.zeros(1, dtype=np.int64))
+        #: the entry point bound by :meth:`bind` and the buffers it was bound for
+        self._entry: object = None
+        self._bound: tuple = (None, None, None)
 
     def update(self, q_meas: np.ndarray, v_meas: np.ndarray, a_pred: np.ndarray,
                dt: float | None = None) -> None:
         """One tick (:func:`joint_observer_update`) over ``dt`` [s] since the previous
         measurement (default: the control period)."""
-        joint_observer_update(self.data, q_meas, v_meas, a_pred,
-                              self.dt if dt is None else float(dt))
+        bound = self._bound
+        call = (self._entry if q_meas is bound[0] and v_meas is bound[1] and a_pred is bound[2]
+                else joint_observer_update)
+        call(self.data, q_meas, v_meas, a_pred, self.dt if dt is None else float(dt))
+
+    def bind(self, q_meas: np.ndarray, v_meas: np.ndarray, a_pred: np.ndarray) -> None:
+        """Bind the kernel's entry point for the (n,) C-contiguous float64 buffers that
+        :meth:`update` will be given every tick (the controller's): the dispatcher's typing of
+        the arguments is then skipped. Compiles or loads the kernel now, without running it."""
+        n = self.data.position.shape[0]
+        for name, x in (("q_meas", q_meas), ("v_meas", v_meas), ("a_pred", a_pred)):
+            if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,)
+                    and x.flags.c_contiguous):
+                raise ValueError(f"JointObserver.bind: {name} must be a C-contiguous float64 "
+                                 f"({n},) array")
+        self._entry = bound_entry(joint_observer_update,
+                                  (self.data, q_meas, v_meas, a_pred, self.dt))
+        self._bound = (q_meas, v_meas, a_pred)
 
     def reset(self) -> None:
         """Forget the estimate: the next update takes its measurement as it is."""

@@ -1,13 +1,15 @@
-"""The controller's per-tick pre- and post-step: two compiled calls around the inverse dynamics.
+"""The controller's per-tick pre- and post-steps: compiled calls around the inverse dynamics.
 
 :func:`_prepare_tick` (the commanded accelerations, the joint state and the accelerations in
 the model's order) and :func:`_finish_tick` (the actuated torques gathered into the configured
-order, clamped to the effort limits) on the buffers of :class:`_TickBuffers`, which
+order, clamped to the effort limits) on the buffers of :class:`_TickBuffers`, and
+:func:`_command_tick` (the hybrid drive command and the torque shaping of every tick, safe ones
+included) on the same buffers, which
 :class:`~wbc_dynamics.controller.WholeBodyController` binds once and calls every tick.
 
 They depend on no dimension of the robot, so the compile helper
 (:mod:`wbc_dynamics.compile_helper`) compiles them first on a cold start
-(:func:`compile_tick_steps`) and the controller then loads both from the cache. They live here,
+(:func:`compile_tick_steps`) and the controller then loads them from the cache. They live here,
 below both, so that the helper need not import the controller that starts it.
 """
 
@@ -60,13 +62,21 @@ def _clamp_count(tau, limit):
 
 
 class _TickBuffers(NamedTuple):
-    """The controller's fixed per-tick buffers (packed with the gains for :func:`_prepare_tick`
-    and :func:`_finish_tick`: ``WholeBodyController._pack``). Configured joint order (n,):
-    ``qdd_ref``, ``q_ref``, ``qd_ref``, ``qj``, ``qdj``, ``qdd_cmd``, ``tau``, ``tau_out``;
-    ``cfg_to_model`` (n,) model index of each configured joint; model order: ``q`` (nq,),
-    ``v`` (nv,), ``qdd_model`` (n,), ``tau_model`` (n,); ``act_model`` (nu,) model indices of
-    the actuated joints (empty when every joint is actuated) and ``qdd_act`` (nu,) their
-    desired accelerations."""
+    """The controller's fixed per-tick buffers (packed with the gains for :func:`_prepare_tick`,
+    :func:`_finish_tick` and :func:`_command_tick`: ``WholeBodyController._pack``). Configured
+    joint order (n,): ``qdd_ref``, ``q_ref``, ``qd_ref``, ``qj``, ``qdj``, ``qdd_cmd``, ``tau``,
+    ``tau_out``; ``cfg_to_model`` (n,) model index of each configured joint; model order:
+    ``q`` (nq,), ``v`` (nv,), ``qdd_model`` (n,), ``tau_model`` (n,); ``act_model`` (nu,)
+    model indices of the actuated joints (empty when every joint is actuated) and ``qdd_act``
+    (nu,) their desired accelerations.
+
+    The command step's, configured order (n,): the hybrid drive command's outputs
+    ``position_setpoint`` [rad or m], ``velocity_setpoint`` [rad/s or m/s], ``stiffness``
+    [N m/rad], ``damping`` [N m s/rad] (``ControlOutput``'s arrays); the configured drive gains
+    ``drive_kp``, ``drive_kd``; the task layer's drive set-points ``task_position``,
+    ``task_velocity`` (zeros without a task layer); the previous tick's torques ``tau_prev``
+    [N m] and ``torque_step`` [N m] the largest change per tick (inf: no limit on that
+    joint)."""
 
     qdd_ref: np.ndarray
     q_ref: np.ndarray
@@ -83,6 +93,16 @@ class _TickBuffers(NamedTuple):
     tau: np.ndarray
     tau_model: np.ndarray
     tau_out: np.ndarray
+    position_setpoint: np.ndarray
+    velocity_setpoint: np.ndarray
+    stiffness: np.ndarray
+    damping: np.ndarray
+    drive_kp: np.ndarray
+    drive_kd: np.ndarray
+    task_position: np.ndarray
+    task_velocity: np.ndarray
+    tau_prev: np.ndarray
+    torque_step: np.ndarray
 
 
 #: _prepare_tick's ``command``: keep ``qdd_cmd`` as it is (compute(), warm-up)
@@ -141,21 +161,70 @@ def _finish_tick(p, tau_act, gather, has_act):
     return _clamp_count(b.tau_out, limit)
 
 
+# _command_tick's ``drive``: _DRIVE_REFERENCE a control tick's set-points, the reference's
+# positions and velocities where given, else the measured ones; _DRIVE_TASKS a control tick of
+# the task layer, its drive set-points; _DRIVE_HOLD a safe tick that still commands (damping),
+# the measured position at rest; _DRIVE_OFF zero torque (stale state, non-finite, the zero
+# safe mode), as _DRIVE_HOLD with the gains 0
+_DRIVE_REFERENCE, _DRIVE_TASKS, _DRIVE_HOLD, _DRIVE_OFF = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _command_tick(p, drive, use_pos, use_vel, shape, low_pass, alpha, rate_limit, keep):
+    """The tick's last step, in one call: the hybrid drive command of ``drive``
+    (:data:`_DRIVE_REFERENCE` ... :data:`_DRIVE_OFF`) into the set-point and gain buffers,
+    then, if ``shape``, the torque shaping of ``b.tau_out`` from ``b.tau_prev`` in place: the
+    first-order low-pass ``tau = prev + alpha (tau - prev)`` (``low_pass``) and the rate limit
+    ``|tau - prev| <= torque_step`` (``rate_limit``); if ``keep``, ``b.tau_prev = b.tau_out``.
+    ``p`` as in :func:`_prepare_tick`."""
+    b = p.head
+    on = drive != _DRIVE_OFF
+    for i in range(b.qj.shape[0]):
+        if drive == _DRIVE_TASKS:
+            b.position_setpoint[i] = b.task_position[i]
+            b.velocity_setpoint[i] = b.task_velocity[i]
+        elif drive == _DRIVE_REFERENCE:
+            b.position_setpoint[i] = b.q_ref[i] if use_pos else b.qj[i]
+            b.velocity_setpoint[i] = b.qd_ref[i] if use_vel else b.qdj[i]
+        else:
+            b.position_setpoint[i] = b.qj[i]
+            b.velocity_setpoint[i] = 0.0
+        b.stiffness[i] = b.drive_kp[i] if on else 0.0
+        b.damping[i] = b.drive_kd[i] if on else 0.0
+    tau = b.tau_out
+    prev = b.tau_prev
+    if shape:
+        for i in range(tau.shape[0]):
+            t = tau[i]
+            if low_pass:
+                t = (t - prev[i]) * alpha + prev[i]
+            if rate_limit:
+                lo = prev[i] - b.torque_step[i]
+                hi = prev[i] + b.torque_step[i]
+                # np.clip's order and comparisons: min(max(t, lo), hi)
+                t = t if t > lo else lo
+                t = t if t < hi else hi
+            tau[i] = t
+    if keep:
+        for i in range(tau.shape[0]):
+            prev[i] = tau[i]
+
+
 def compile_tick_steps() -> None:
-    """Compile / load :func:`_prepare_tick` and :func:`_finish_tick` for the argument types a
-    controller binds them with
+    """Compile / load :func:`_prepare_tick`, :func:`_finish_tick` and :func:`_command_tick`
+    for the argument types a controller binds them with
     (:meth:`~wbc_dynamics.controller.WholeBodyController._construct`), on stand-in buffers,
     without running them. Their types depend on no dimension of the robot, so the compile
     helper (:mod:`wbc_dynamics.compile_helper`) does this first on a cold start and the
-    controller then loads both (~1.3 s of its critical path)."""
+    controller then loads them (~1.3 s of its critical path)."""
     from .kernels.fixed_args import fixed_args
     from .kernels.linalg import bound_entry
 
     z = np.zeros(1)
     zi = np.zeros(1, dtype=np.int64)
-    bufs = _TickBuffers(qdd_ref=z, q_ref=z, qd_ref=z, qj=z, qdj=z, qdd_cmd=z, cfg_to_model=zi,
-                        q=z, v=z, qdd_model=z, act_model=zi, qdd_act=z, tau=z, tau_model=z,
-                        tau_out=z)
+    bufs = _TickBuffers(**{name: zi if name in ("cfg_to_model", "act_model") else z
+                           for name in _TickBuffers._fields})
     args = fixed_args(bufs, (z, z, z, z))  # the gains: kp, kd, safe_damping, effort_limit
     bound_entry(_prepare_tick, (args, _CMD_KEEP, False, False, 0, 0, False))
     bound_entry(_finish_tick, (args, z, False, False))
+    bound_entry(_command_tick, (args, _DRIVE_OFF, False, False, False, False, 1.0, False, False))

@@ -77,11 +77,13 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from ..kernels.arena import NO_ARENA
-from ..kernels.linalg import chol_solve, cholesky
+from ..kernels import arena as _ar
+from ..kernels.fixed_args import fixed_args
+from ..kernels.linalg import bound_entry, chol_solve, cholesky
 from ..kernels.records import RecordType
 from ..kernels.spatial import quaternion_product_into, rotvec_quaternion
 from .geometry import contact_kernel
+from .tick_base import _plain
 
 if TYPE_CHECKING:
     from .geometry import ContactModel
@@ -227,11 +229,25 @@ def _weighted_correction(J, m, res, prior, r, A, delta):
     if m == 0:
         return True
     for i in range(m):
-        for j in range(i + 1):
+        # four entries of row i per pass over the columns: four independent sums (each in
+        # column order, so the same numbers) instead of one long chain of dependent additions
+        j = 0
+        while j + 3 <= i:
+            s0 = s1 = s2 = s3 = 0.0
+            for c in range(nv):
+                w = J[i, c] * prior[c]
+                s0 += w * J[j, c]
+                s1 += w * J[j + 1, c]
+                s2 += w * J[j + 2, c]
+                s3 += w * J[j + 3, c]
+            A[i, j], A[i, j + 1], A[i, j + 2], A[i, j + 3] = s0, s1, s2, s3
+            j += 4
+        while j <= i:
             s = 0.0
             for c in range(nv):
                 s += J[i, c] * prior[c] * J[j, c]
             A[i, j] = s
+            j += 1
         A[i, i] += r
     Am = A[:m, :m]
     if not cholesky(Am, Am, 0.0):  # in place: the lower triangle holds A
@@ -250,12 +266,20 @@ def _weighted_correction(J, m, res, prior, r, A, delta):
 
 
 @njit(cache=True)
-def stance_update_kernel(f, topo, tree, Sm, g, d, q, v, bR, bp, margin, swing, floating, ar):
-    """One tick of the :class:`StanceFilter` as one compiled call: the contact candidates
-    within ``margin`` [m] at ``q`` (:func:`~wbc_dynamics.contact.geometry.contact_kernel` into
-    the contact model's record ``d`` with its geometry ``g``, free bodies ``bR`` / ``bp``),
-    then :func:`stance_filter_kernel`. Returns the number of stance links (or the geometry
-    kernel's negative status)."""
+def stance_update_kernel(p, q, v):
+    """One tick of the :class:`StanceFilter` as one compiled call on its packed fixed arguments
+    ``p`` (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`: one pointer to unbox per call;
+    ``p.head`` = (``f`` :class:`StanceDataRecord`, topo, tree, Sm, ``g`` the contact model's
+    geometry, ``d`` its record, ``bR`` / ``bp`` free-body poses, ``swing`` (L,) bool, ``ar``
+    the contact model's scratch arena), ``p.tail`` = (``margin`` [m], ``floating``)): the
+    contact candidates within ``margin`` at ``q``
+    (:func:`~wbc_dynamics.contact.geometry.contact_kernel` into ``d``), then
+    :func:`stance_filter_kernel`. Its scratch vectors come from the arena, handed out from the
+    start (the contact tick that follows resets it again). Returns the number of stance links
+    (or the geometry kernel's negative status)."""
+    f, topo, tree, Sm, g, d, bR, bp, swing, ar = p.head
+    margin, floating = p.tail
+    _ar.reset(ar)
     k = contact_kernel(topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, g.sph_body,
                        g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, bR, bp, g.bx_a,
                        g.bx_mu, g.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand,
@@ -566,11 +590,19 @@ class StanceFilter:
         self.observer = observer
         #: the same arrays as one pointer, what the kernel takes
         self._record = stance_data_record(self.data)
-        self._no_boxes_R = np.zeros((0, 3, 3))  # (no free bodies: checked above)
-        self._no_boxes_p = np.zeros((0, 3))
         #: (L,) bool: links the gait schedule holds in swing (:meth:`set_swing`)
         self.swing = np.zeros(L, dtype=np.bool_)
         self._index = index
+        a = robot.kernel_arrays
+        # the kernel's fixed arguments, packed once (no free bodies: checked above)
+        self._packed = fixed_args(
+            (self._record, a.topo, a.tree, a.Sm, cm.geometry, cm.kernel_data,
+             np.zeros((0, 3, 3)), np.zeros((0, 3)), self.swing, cm.data.arena),
+            (float(self.margin), bool(self.floating)))
+        #: the entry point bound by :meth:`bind` and the buffers it was bound for
+        self._entry: object = None
+        self._bound_q: object = None
+        self._bound_v: object = None
 
     def set_swing(self, links) -> None:
         """The gait schedule: ``links`` are in swing (released at once, not touched)."""
@@ -586,12 +618,23 @@ class StanceFilter:
         observer, it first runs on the uncorrected ``q`` / ``v`` and these torques."""
         if self.observer is not None and tau is not None:
             self.observer.update(q, v, tau)
-        cm = self.contact_model
-        a = cm.robot.kernel_arrays
-        return int(stance_update_kernel(self._record, a.topo, a.tree, a.Sm, cm.geometry,
-                                        cm.kernel_data, q, v, self._no_boxes_R,
-                                        self._no_boxes_p, self.margin, self.swing,
-                                        self.floating, NO_ARENA))
+        # the bound entry point for the buffers it was bound for (the controller's, every
+        # tick); other arrays through the dispatcher, which checks and converts them
+        call = (self._entry if q is self._bound_q and v is self._bound_v
+                else stance_update_kernel)
+        return int(call(self._packed, q, v))
+
+    def bind(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Bind the kernel's entry point for the state buffers ``q`` (nq,) and ``v`` (nv,)
+        (C-contiguous float64) that :meth:`update` will be given every tick: the dispatcher's
+        typing of each argument (~4 us a tick) is then skipped. Compiles or loads the kernel
+        now (start-up), without running it."""
+        nq, nv = int(self.contact_model.robot.nq), int(self.contact_model.robot.nv)
+        if not (_plain(q, nq) and _plain(v, nv)):
+            raise ValueError("StanceFilter.bind: q and v must be C-contiguous float64 arrays "
+                             f"of the model's sizes ({nq},) and ({nv},)")
+        self._entry = bound_entry(stance_update_kernel, (self._packed, q, v))
+        self._bound_q, self._bound_v = q, v
 
     def reset(self) -> None:
         """Forget the decisions (no link in stance; the next tick decides afresh)."""
