@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import multiprocessing
 import os
 import sys
 import time
 
 import numpy as np
-from docs_pages import cell, drift_cell, publish, rerun_command  # noqa: E402
+from docs_pages import estimate_row, estimate_table_head, publish, rerun_command, run_jobs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -87,9 +86,7 @@ def _time_estimator(ctl, n: int = 2000) -> float:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| robot | scenario | orientation | stays up | velocity RMS [m/s] | drift / distance "
-             "| height RMS [mm] | roll/pitch RMS [deg] | yaw drift [deg/min] | estimator [us] |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = estimate_table_head(["robot", "scenario", "orientation", "stays up"], "estimator [us]")
     order = list(SCENARIOS)
     for r in sorted(results, key=lambda r: (order.index(r["job"][0]), r["job"][1], r["job"][2])):
         robot, ref, ori = r["job"][:3]
@@ -97,11 +94,7 @@ def table(results: list[dict]) -> str:
             lines.append(f"| {robot} | {ref} | {ori} | error: {r['error']} |||||||")
             continue
         up = f"**falls {r['t_end']:.2f} s**" if r["fell"] else "yes"
-        lines.append(
-            f"| {robot} | {ref} | {ori} | {up} | {cell(r.get('velocity_rms'), '.4f')} | "
-            f"{drift_cell(r)} | {cell(1e3 * r.get('height_rms', math.nan), '.1f')} | "
-            f"{cell(r.get('tilt_rms'), '.2f')} | {cell(r.get('yaw_drift_per_min'), '.2f')} | "
-            f"{cell(r.get('estimator_us'), '.1f')} |")
+        lines.append(estimate_row([robot, ref, ori, up], r, "estimator_us"))
     return "\n".join(lines)
 
 
@@ -120,13 +113,7 @@ def main(argv=None) -> int:
         ap.error(f"unknown robot(s) {unknown}; known: {list(SCENARIOS)}")
     jobs = [(r, ref, o, a.duration, a.seed) for r in a.robots for ref in SCENARIOS[r]
             for o in a.orientations]
-    t0 = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(max(1, a.jobs)) as pool:
-        results = []
-        for r in pool.imap_unordered(run_one, jobs):
-            results.append(r)
-            print(f"[{len(results)}/{len(jobs)}] {r['job'][:3]} done", flush=True)
-    wall = time.perf_counter() - t0
+    results, wall = run_jobs(run_one, jobs, a.jobs, lambda r: f"{r['job'][:3]} done")
     cmd = rerun_command("estimation_eval.py", argv)
     report = (
         "# Base state estimation\n\n"

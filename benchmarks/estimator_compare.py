@@ -37,7 +37,7 @@ import sys
 import time
 
 import numpy as np
-from docs_pages import cell, drift_cell, publish, rerun_command  # noqa: E402
+from docs_pages import estimate_row, estimate_table_head, publish, rerun_command  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -122,19 +122,14 @@ def run_one(robot: str, reference: str, duration: float, seed: int = 0,
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| robot | scenario | filter | velocity RMS [m/s] | drift / distance "
-             "| height RMS [mm] | roll/pitch RMS [deg] | yaw drift [deg/min] | update [us] |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = estimate_table_head(["robot", "scenario", "filter"], "update [us]")
     for r in results:
         scen = r["reference"] + (f" (**falls at {r['t_end']:.2f} s**; metrics to "
                                  f"{r['until']:.2f} s)" if r["fell"] else "")
         for name in FILTERS:
             m = r["filters"][name]
-            lines.append(
-                f"| {r['robot']} | {scen} | {name} | {cell(m.get('velocity_rms'), '.4f')} | "
-                f"{drift_cell(m)} | {cell(1e3 * m.get('height_rms', math.nan), '.2f')} | "
-                f"{cell(m.get('tilt_rms'), '.3f')} | {cell(m.get('yaw_drift_per_min'), '.2f')}"
-                f" | {cell(m.get('us'), '.1f')} |")
+            lines.append(estimate_row([r["robot"], scen, name], m, "us", height_fmt=".2f",
+                                      tilt_fmt=".3f"))
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ import time
 import warnings
 
 import numpy as np
+from docs_pages import row, table_head
 
 METHODS = ("lcp_noslip", "lcp_coulomb", "qp_coulomb", "qp_noslip")
 
@@ -51,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS))
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    print("| robot | method | reference | result | mean / max \\|q − q_des\\| [rad] | lowest base "
-          "height / start | tick mean / p99 [µs] | other solver flags |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(table_head(["robot", "method", "reference", "result",
+                                "mean / max \\|q − q_des\\| [rad]", "lowest base height / start",
+                                "tick mean / p99 [µs]", "other solver flags"])))
     for robot in args.robots.split(","):
         setup = load_robot_setup(robot)
         legged = setup.controller.floating_base
@@ -62,9 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         for method, reference in runs:
             r = run_one(robot, method, reference, args.duration)
             z = f"{r['z_min']:.3f}" if np.isfinite(r["z_min"]) else "fixed base"
-            print(f"| {robot} | {method} | {reference} | {r['result']} | {r['pos_err']:.4f} / "
-                  f"{r['pos_err_max']:.3f} | {z} | {1e6 * r['tick_mean']:.0f} / "
-                  f"{1e6 * r['tick_p99']:.0f} | {r['flags'] or '–'} |", flush=True)
+            print(row([robot, method, reference, r["result"],
+                       f"{r['pos_err']:.4f} / {r['pos_err_max']:.3f}", z,
+                       f"{1e6 * r['tick_mean']:.0f} / {1e6 * r['tick_p99']:.0f}",
+                       r["flags"] or "–"]), flush=True)
     return 0
 
 

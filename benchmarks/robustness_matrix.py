@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import multiprocessing
 import os
 import sys
 import time
 
 import numpy as np
-from docs_pages import publish, rerun_command  # noqa: E402
+from docs_pages import publish, rerun_command, run_jobs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -208,13 +207,7 @@ def main(argv=None) -> int:
             if a.singles:
                 jobs += [(robot, ref, 1.0, s, "shipped", a.duration, a.seed, extra)
                          for s in SINGLES]
-    t0 = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(max(1, a.jobs)) as pool:
-        results = []
-        for r in pool.imap_unordered(run_one, jobs):
-            results.append(r)
-            print(f"[{len(results)}/{len(jobs)}] {r['job'][:5]}: {_fmt(r)}", flush=True)
-    wall = time.perf_counter() - t0
+    results, wall = run_jobs(run_one, jobs, a.jobs, lambda r: f"{r['job'][:5]}: {_fmt(r)}")
     body = table(results, a.levels, a.singles)
     cmd = rerun_command("robustness_matrix.py", argv)
     report = (

@@ -37,7 +37,7 @@ os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = os.path.join(ROOT, "config", "fast
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 200))
 os.environ.pop("ROS_LOCALHOST_ONLY", None)
 
-from docs_pages import publish  # noqa: E402
+from docs_pages import publish, table_head  # noqa: E402
 
 #: robot -> scenarios (sim.launch.py references)
 SCENARIOS = {
@@ -138,9 +138,9 @@ def run_one(robot: str, reference: str, duration: float, tag: str) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| robot | scenario | stays up (lowest base height) | every step had its command "
-             "| safe ticks | velocity RMS [m/s] | drift | height RMS [mm] | simulated / wall |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = table_head(["robot", "scenario", "stays up (lowest base height)",
+                        "every step had its command", "safe ticks", "velocity RMS [m/s]", "drift",
+                        "height RMS [mm]", "simulated / wall"])
     for r in results:
         if "error" in r:
             lines.append(f"| {r['robot']} | {r['reference']} | error: {r['error'][:300]} "

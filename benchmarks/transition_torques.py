@@ -18,6 +18,7 @@ import sys
 import warnings
 
 import numpy as np
+from docs_pages import row, table_head
 
 DEFAULT = "lcp_noslip_mn,lcp_coulomb,qp_coulomb,qp_noslip,qp_noslip_paper,id_prev,pid"
 
@@ -56,14 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--controllers", default=DEFAULT)
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    print("| controller | result | transitions | max / p99 \\|Δτ\\| at transitions [N m/tick] | "
-          "max / p99 \\|Δτ\\| steady [N m/tick] | max predicted Σ normal / m g |")
-    print("|---|---|---|---|---|---|")
+    print("\n".join(table_head(["controller", "result", "transitions",
+                                "max / p99 \\|Δτ\\| at transitions [N m/tick]",
+                                "max / p99 \\|Δτ\\| steady [N m/tick]",
+                                "max predicted Σ normal / m g"])))
     for c in args.controllers.split(","):
         r = measure(c, args.duration)
-        print(f"| {c} | {r['result']} | {r['transitions']} | {r['max_transition']:.2f} / "
-              f"{r['p99_transition']:.2f} | {r['max_steady']:.2f} / {r['p99_steady']:.2f} | "
-              f"{r['max_normal_over_mg']:.2f} |", flush=True)
+        print(row([c, r["result"], str(r["transitions"]),
+                   f"{r['max_transition']:.2f} / {r['p99_transition']:.2f}",
+                   f"{r['max_steady']:.2f} / {r['p99_steady']:.2f}",
+                   f"{r['max_normal_over_mg']:.2f}"]), flush=True)
     return 0
 
 

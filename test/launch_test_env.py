@@ -3,13 +3,16 @@ test module with the reason: launch_testing is not on PyPI (it comes with the RO
 launch_testing / launch_testing_ros packages); every launch test's scenarios also run without it
 (its docstring says where).
 
-A launch test calls :func:`ros_test_env.configure_ros_test_env` first (``launch_test`` runs a
-test file without ``conftest.py``; this module calls it too, it is idempotent), then::
+A launch test imports this module before rclpy: it calls
+:func:`ros_test_env.configure_ros_test_env` (``launch_test`` runs a test file without
+``conftest.py``), then::
 
-    from launch_test_env import PythonLaunchDescriptionSource, launch, launch_testing
+    from launch_test_env import launch_test_description, launch_testing
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 from ros_test_env import configure_ros_test_env
@@ -28,4 +31,18 @@ except ImportError as exc:  # pragma: no cover - depends on the ROS installation
                 "also run without launch_testing (see the module's docstring).",
                 allow_module_level=True)
 
-__all__ = ["PythonLaunchDescriptionSource", "launch", "launch_testing"]
+__all__ = ["PythonLaunchDescriptionSource", "REPO", "launch", "launch_test_description",
+           "launch_testing"]
+
+#: the repository's root (``launch/``, ``config/``)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def launch_test_description(launch_file: str, arguments: dict[str, str]):
+    """What a launch test's ``generate_test_description`` returns: ``launch/<launch_file>``
+    included with the launch ``arguments``, then ReadyToTest (no test context)."""
+    include = launch.actions.IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(os.path.join(REPO, "launch", launch_file)),
+        launch_arguments=arguments.items(),
+    )
+    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()]), {}

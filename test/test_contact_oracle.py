@@ -34,12 +34,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-import clarabel
 import numpy as np
 import pinocchio as pin
 import pytest
-import scipy.sparse as sp
 from contact_methods_helpers import tilted_q
+from dense_qp_helpers import clarabel_qp
 
 from wbc_dynamics import RobotModel
 from wbc_dynamics.contact import SolverState, solve
@@ -108,30 +107,15 @@ def _oracle_dynamics(pm, q, v, p):
 
 # ----------------------------------------------------------------------------- Clarabel
 def _qp(P, q, A_eq, b_eq, A_in, b_in):
-    """min 1/2 x^T P x + q^T x s.t. A_eq x = b_eq, A_in x <= b_in (Clarabel, tight gaps)."""
+    """min 1/2 x^T P x + q^T x s.t. A_eq x = b_eq, A_in x <= b_in (Clarabel, tight gaps:
+    :func:`dense_qp_helpers.clarabel_qp`)."""
     n = q.shape[0]
-    A_eq = A_eq.reshape(-1, n)
-    if b_eq.size:  # Clarabel needs independent equality rows: keep an orthogonal row basis
-        U, sv, Vt = np.linalg.svd(A_eq, full_matrices=False)
-        r = int(np.sum(sv > 1e-12 * max(sv[0], 1e-300)))
-        A_eq, b_eq = sv[:r, None] * Vt[:r], U[:, :r].T @ b_eq
-    A = np.vstack([A_eq, A_in.reshape(-1, n)])
-    b = np.concatenate([b_eq, b_in])
-    cones = []
-    if b_eq.size:
-        cones.append(clarabel.ZeroConeT(b_eq.size))
-    if b_in.size:
-        cones.append(clarabel.NonnegativeConeT(b_in.size))
-    for tol in (1e-12, 1e-10):  # 1e-12 stalls (InsufficientProgress) on a few problems
-        s = clarabel.DefaultSettings()
-        s.verbose = False
-        s.tol_gap_abs = s.tol_gap_rel = s.tol_feas = tol
-        s.max_iter = 400
-        sol = clarabel.DefaultSolver(sp.csc_matrix(np.triu(P)), q, sp.csc_matrix(A), b, cones,
-                                     s).solve()
-        if str(sol.status) == "Solved":
-            return np.array(sol.x)
-    raise AssertionError(f"Clarabel: {sol.status}")
+    A = np.vstack([A_eq.reshape(-1, n), A_in.reshape(-1, n)])
+    lower = np.concatenate([b_eq, np.full(b_in.size, -np.inf)])
+    status, x = clarabel_qp(P, q, A, lower, np.concatenate([b_eq, b_in]))
+    if status != "Solved":
+        raise AssertionError(f"Clarabel: {status}")
+    return x
 
 
 class Oracle:

@@ -1,17 +1,21 @@
 """kernels.linalg: psd_pinv_solve equals numpy's lstsq (SVD) on PSD matrices of every rank;
-lu_solve equals np.linalg.solve; left_nullspace, cholesky and chol_solve_columns against numpy."""
+lu_solve equals np.linalg.solve; left_nullspace, cholesky, chol_solve_columns and the small
+helpers (matvec, add_sparse_product, swap_rows) against numpy."""
 
 import numpy as np
 import pytest
 
 from wbc_dynamics.kernels.arena import NO_ARENA
 from wbc_dynamics.kernels.linalg import (
+    add_sparse_product,
     chol_solve,
     chol_solve_columns,
     cholesky,
     left_nullspace,
     lu_solve,
+    matvec,
     psd_pinv_solve,
+    swap_rows,
 )
 
 
@@ -113,3 +117,29 @@ def test_cholesky_and_column_solves_equal_numpy(n, p):
         assert np.array_equal(col, Y[:, c])
     A[n - 1, n - 1] = -1.0  # not positive definite
     assert not cholesky(A, L, 0.0)
+
+
+def test_matvec_sparse_product_and_row_swap_equal_numpy():
+    """Contact-row-like operands (exact zeros where joints of other branches are): the sums
+    run in numpy's naive order, so the match is to rounding of a few terms."""
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((5, 9))
+    A[rng.random(A.shape) < 0.5] = 0.0
+    x = rng.standard_normal(9)
+    y = np.full(6, np.nan)  # longer than A's rows: the tail is left alone
+    matvec(A, x, y)
+    np.testing.assert_allclose(y[:5], A @ x, rtol=0, atol=1e-14)
+    assert np.isnan(y[5])
+    B = rng.standard_normal((9, 7))
+    out = rng.standard_normal((5, 7))
+    expected = out.copy()
+    expected[:, :4] += A @ B[:, :4]  # only the first 4 columns
+    add_sparse_product(A, B, out, 4)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-14)
+    M = np.arange(20.0).reshape(4, 5)
+    swap_rows(M, 0, 2, 3)  # the first 3 entries of rows 0 and 2
+    np.testing.assert_array_equal(M, [[10, 11, 12, 3, 4], [5, 6, 7, 8, 9],
+                                      [0, 1, 2, 13, 14], [15, 16, 17, 18, 19]])
+    swap_rows(M.T, 1, 3, 4)  # columns 1 and 3
+    np.testing.assert_array_equal(M[:, 1], [3, 8, 13, 18])
+    np.testing.assert_array_equal(M[:, 3], [11, 6, 1, 16])

@@ -19,35 +19,27 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ros_test_env import configure_ros_test_env  # noqa: E402
-
-configure_ros_test_env()  # before rclpy is imported (launch_test does not load conftest.py)
+# first: it configures the ROS test environment before rclpy is imported
+from launch_test_env import launch_test_description, launch_testing  # noqa: E402, I001
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import rclpy  # noqa: E402
-from launch_test_env import PythonLaunchDescriptionSource, launch, launch_testing  # noqa: E402
 from node_harness import Client  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from wbc_dynamics.model import RobotModel  # noqa: E402
 from wbc_dynamics.robots import robot_info, robot_path  # noqa: E402
 
-REPO = os.path.dirname(HERE)
-LAUNCH_FILE = os.path.join(REPO, "launch", "wbc_controller.launch.py")
-CONFIG = os.path.join(REPO, "config", "arm.yaml")
+CONFIG = os.path.join(os.path.dirname(HERE), "config", "arm.yaml")
 NS = "launch_test_arm"
 KP = 100.0  # config/arm.yaml
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    include = launch.actions.IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(LAUNCH_FILE),
-        launch_arguments={"robot": "arm", "config_file": CONFIG, "namespace": NS,
-                          "log_level": "info"}.items(),
-    )
-    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()]), {}
+    return launch_test_description("wbc_controller.launch.py", {
+        "robot": "arm", "config_file": CONFIG, "namespace": NS, "log_level": "info"})
 
 
 def _expected(model, q, v, acc, q_des=None):

@@ -19,33 +19,25 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from ros_test_env import configure_ros_test_env  # noqa: E402
-
-configure_ros_test_env()  # before rclpy is imported (launch_test does not load conftest.py)
+# first: it configures the ROS test environment before rclpy is imported
+from launch_test_env import launch_test_description, launch_testing  # noqa: E402, I001
 
 import pytest  # noqa: E402
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from launch_test_env import PythonLaunchDescriptionSource, launch, launch_testing  # noqa: E402
 from node_harness import spin_until  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
 from wbc_dynamics.robots import robot_info  # noqa: E402
 
-REPO = os.path.dirname(HERE)
-LAUNCH_FILE = os.path.join(REPO, "launch", "sim.launch.py")
 NS = "launch_test_sim"
 DURATION = 5.0
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    include = launch.actions.IncludeLaunchDescription(
-        PythonLaunchDescriptionSource(LAUNCH_FILE),
-        launch_arguments={"namespace": NS, "duration": str(DURATION),
-                          "real_time_factor": "0"}.items(),
-    )
-    return launch.LaunchDescription([include, launch_testing.actions.ReadyToTest()]), {}
+    return launch_test_description("sim.launch.py", {
+        "namespace": NS, "duration": str(DURATION), "real_time_factor": "0"})
 
 
 class TestSimLaunch(unittest.TestCase):

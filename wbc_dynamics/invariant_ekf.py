@@ -132,7 +132,8 @@ from .estimator import (
     feet_kinematics,
 )
 from .kernels.dynamics import check_vector
-from .kernels.records import RecordType
+from .kernels.linalg import cholesky
+from .kernels.records import RecordType, define_record
 from .kernels.spatial import quaternion_product_into, rotation_from_quaternion, rotvec_quaternion
 
 if TYPE_CHECKING:
@@ -260,8 +261,7 @@ class InvariantEKFDataRecord(structref.StructRefProxy):
     the same arrays; :mod:`wbc_dynamics.kernels.records`)."""
 
 
-structref.define_proxy(InvariantEKFDataRecord, InvariantEKFDataRecordType,
-                       list(InvariantEKFData._fields))
+define_record(InvariantEKFDataRecord, InvariantEKFDataRecordType, InvariantEKFData)
 
 
 @njit(cache=True)
@@ -574,17 +574,8 @@ def _kinematic_distance(e, i):
             S[a, b] = (e.P[di + a, di + b] - e.P[di + a, 6 + b] - e.P[6 + a, di + b]
                        + e.P[6 + a, 6 + b])
         S[a, a] += e.row_var[a]
-    for a in range(3):  # S = L L^T in place (lower)
-        for b in range(a + 1):
-            t = S[a, b]
-            for c in range(b):
-                t -= S[a, c] * S[b, c]
-            if a == b:
-                if not t > 0.0:
-                    return np.inf
-                S[a, a] = math.sqrt(t)
-            else:
-                S[a, b] = t / S[b, b]
+    if not cholesky(S, S, 0.0):  # S = L L^T in place (lower)
+        return np.inf
     y0 = e.row_z[0] / S[0, 0]
     y1 = (e.row_z[1] - S[1, 0] * y0) / S[1, 1]
     y2 = (e.row_z[2] - S[2, 0] * y0 - S[2, 1] * y1) / S[2, 2]

@@ -86,12 +86,20 @@ def aba_derivatives(
     the respective coordinates), ``dqdd_dv`` w.r.t. v (1/s), ``Minv = dqdd/dtau``.
     """
     q, v, tau, ws, (Minv, ddq_dq, ddq_dv) = _derivative_call(model, q, v, tau, "tau")
+    _aba_derivatives_into(model, q, v, tau, ws, Minv, ddq_dq, ddq_dv)
+    return ddq_dq, ddq_dv, Minv
+
+
+def _aba_derivatives_into(model: ModelView, q: np.ndarray, v: np.ndarray, tau: np.ndarray, ws,
+                          Minv: np.ndarray, ddq_dq: np.ndarray, ddq_dv: np.ndarray) -> None:
+    """The derivatives kernel of :func:`aba_derivatives` on checked inputs into the (nv, nv)
+    outputs ``Minv``, ``ddq_dq``, ``ddq_dv``, with the model's workspace ``ws``; a bad state
+    raises ValueError naming it."""
     st = dk.aba_derivatives(
         q, v, tau, ws.ddq, ws.dq, ws.dv, ws.M, Minv, ddq_dq, ddq_dv, ws.FP, model._topo,
         model._tree, model._Sm, model.gravity, ws.fext, ws.W, ws.DW, ws.SC,
     )  # fmt: skip
     _check(model, st, a="tau")
-    return ddq_dq, ddq_dv, Minv
 
 
 def tangent_velocity_map(model: ModelView, v: ArrayLike) -> np.ndarray:
@@ -206,12 +214,8 @@ def linearize(
     A = np.zeros((2 * nv, 2 * nv))
     with_b = input_matrix is None
     B = np.zeros((2 * nv, nv)) if with_b else ws.empty_b
-    st = dk.linearize_continuous(
-        q, v, tau, model.floating_base, with_b, A, B, ws.ddq, ws.dq, ws.dv, ws.M, ws.Minv,
-        ws.ddq_dq, ws.ddq_dv, ws.FP, model._topo, model._tree, model._Sm, model.gravity, ws.fext,
-        ws.W, ws.DW, ws.SC,
-    )  # fmt: skip
-    _check(model, st, a="tau")
+    _aba_derivatives_into(model, q, v, tau, ws, ws.Minv, ws.ddq_dq, ws.ddq_dv)
+    dk.continuous_matrices(v, model.floating_base, with_b, A, B, ws.Minv, ws.ddq_dq, ws.ddq_dv)
     if not with_b:
         Bhat = iwim(model, q, input_matrix)
         B = np.zeros((2 * nv, Bhat.shape[1]))

@@ -250,7 +250,11 @@ class _JointMessageParser:
         self.velocity = np.zeros(n)
         self.position_bounds = joint_position_bounds(position_lower, position_upper, n)
         self.velocity_bounds = (np.full(n, -MAX_VELOCITY), np.full(n, MAX_VELOCITY))
+        self._add_buffers(n)
         _first_outside(self.position, *self.position_bounds)  # compile / load at start-up
+
+    def _add_buffers(self, n: int) -> None:
+        """The buffers and bounds of a parser's further per-joint fields (``n`` joints)."""
 
 
 class JointStateParser(_JointMessageParser):
@@ -347,14 +351,7 @@ class ReferenceParser(_JointMessageParser):
 
     _names_field = "reference.joint_names"
 
-    def __init__(
-        self,
-        joints: Sequence[str],
-        position_lower: Sequence[float] | None = None,
-        position_upper: Sequence[float] | None = None,
-    ) -> None:
-        super().__init__(joints, position_lower, position_upper)
-        n = len(self.joints)
+    def _add_buffers(self, n: int) -> None:
         self.acceleration = np.zeros(n)
         self.acceleration_bounds = (np.full(n, -MAX_ACCELERATION), np.full(n, MAX_ACCELERATION))
 
@@ -392,6 +389,20 @@ class ReferenceParser(_JointMessageParser):
 
 _XYZ = ("x", "y", "z")
 _XYZW = ("x", "y", "z", "w")
+
+
+def _normalize_quaternion(q: np.ndarray, field: str, hint: str = "") -> bool:
+    """Scale the quaternion ``q`` (4,) to unit norm in place. Raises :class:`InputError`
+    ``quaternion_norm`` naming ``field`` (``hint`` appended to the message) if its norm differs
+    from 1 by more than ``QUATERNION_NORM_TOLERANCE``; returns whether it differed by more than
+    ``QUATERNION_NORM_SILENT`` (a renormalization larger than float32 round-off)."""
+    nq = math.sqrt(float(q @ q))
+    dev = abs(nq - 1.0)
+    if dev > QUATERNION_NORM_TOLERANCE:
+        raise InputError("quaternion_norm", f"{field}: quaternion norm {nq:.9g} differs from 1 by "
+                         f"more than {QUATERNION_NORM_TOLERANCE:g}{hint}")
+    q /= nq
+    return dev > QUATERNION_NORM_SILENT
 
 
 class OdometryParser:
@@ -455,18 +466,7 @@ class OdometryParser:
             self._fields, self._field_bounds, strict=True
         ):
             _check_range(buf, lo, hi, f"odom.{field}", axes, unit, kind="axis")
-        q = self.orientation
-        nq = math.sqrt(float(q @ q))
-        dev = abs(nq - 1.0)
-        if dev > QUATERNION_NORM_TOLERANCE:
-            raise InputError(
-                "quaternion_norm",
-                f"odom.pose.pose.orientation: quaternion norm {nq:.9g} differs from 1 by more "
-                f"than {QUATERNION_NORM_TOLERANCE:g}",
-            )
-        if dev > QUATERNION_NORM_SILENT:
-            self.renormalized += 1
-        q /= nq
+        self.renormalized += _normalize_quaternion(self.orientation, "odom.pose.pose.orientation")
         return self.position, self.orientation, self.linear, self.angular
 
 
@@ -677,17 +677,9 @@ class ImuParser:
                              "integrate the angular rate instead)")
         q = self.orientation
         _check_range(q, *self._quat_bounds, "imu.orientation", _XYZW, "", kind="axis")
-        nq = math.sqrt(float(q @ q))
-        dev = abs(nq - 1.0)
-        if dev > QUATERNION_NORM_TOLERANCE:
-            raise InputError(
-                "quaternion_norm",
-                f"imu.orientation: quaternion norm {nq:.9g} differs from 1 by more than "
-                f"{QUATERNION_NORM_TOLERANCE:g} (an IMU without an orientation output marks it "
-                "with orientation_covariance[0] = -1; then set imu_orientation: false)")
-        if dev > QUATERNION_NORM_SILENT:
-            self.renormalized += 1
-        q /= nq
+        self.renormalized += _normalize_quaternion(
+            q, "imu.orientation", " (an IMU without an orientation output marks it with "
+            "orientation_covariance[0] = -1; then set imu_orientation: false)")
         raw = cov.tobytes()
         if raw != self._cov_bytes:  # judged again only when it changed
             self._cov_bytes = raw

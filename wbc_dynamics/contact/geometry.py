@@ -48,8 +48,8 @@ from ..kernels.arena import NO_ARENA, Arena
 from ..kernels.dynamics import OK, forward_kinematics
 from ..kernels.kinematics import point_jacobian_filled
 from ..kernels.leaf import leaf_kernel
-from ..kernels.linalg import psd_pinv_solve
-from ..kernels.records import RecordType
+from ..kernels.linalg import add_sparse_product, psd_pinv_solve
+from ..kernels.records import RecordType, define_record
 from ..kernels.separate import call_separately
 from .candidates import contact_points
 from .problem import ContactProblem
@@ -505,7 +505,7 @@ class ContactDataRecord(structref.StructRefProxy):
     same arrays; :mod:`wbc_dynamics.kernels.records`): ``ContactModel.kernel_data``."""
 
 
-structref.define_proxy(ContactDataRecord, ContactDataRecordType, list(ContactData._fields))
+define_record(ContactDataRecord, ContactDataRecordType, ContactData)
 
 
 @njit(cache=True)
@@ -1077,12 +1077,7 @@ def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v
             for k in range(r):
                 W[c, k] += mcj * J[k, j]
     G = _ar.floats_2d_zero(ar, r, r)
-    for i in range(r):
-        for c in range(nv):
-            jic = J[i, c]
-            if jic != 0.0:
-                for k in range(r):
-                    G[i, k] += jic * W[c, k]
+    add_sparse_product(J, W, G, r)
     for i in range(r):  # exactly symmetric
         for j in range(i + 1, r):
             g = 0.5 * (G[i, j] + G[j, i])

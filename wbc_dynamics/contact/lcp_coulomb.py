@@ -61,7 +61,7 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
-from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky
+from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky, matvec
 from ..kernels.separate import call_separately
 from .consistency import _sticking_qdd, min_norm_impulse_kernel, sticking_consistent_problem
 from .dispatch import (
@@ -171,11 +171,9 @@ def _reduce_into(Minv, h, v, act, fr, qdd, dt, J, L, tau0, fstar, v0, Kff, Jf, H
     nu = act.shape[0]
     nf = fr.shape[0]
     m = J.shape[0]
+    matvec(Minv, h, fstar)  # f* = v - dt M^-1 h
     for i in range(nv):
-        s = 0.0
-        for j in range(nv):
-            s += Minv[i, j] * h[j]
-        fstar[i] = v[i] - dt * s
+        fstar[i] = v[i] - dt * fstar[i]
     for i in range(nu):
         for j in range(nu):
             G[i, j] = Minv[act[i], act[j]]

@@ -53,7 +53,7 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
-from ..kernels.linalg import lu_solve
+from ..kernels.linalg import lu_solve, matvec, swap_rows
 from ..kernels.separate import call_separately
 
 __all__ = [
@@ -110,13 +110,8 @@ def _invert(B: np.ndarray, out: np.ndarray, work: np.ndarray) -> bool:
         if best <= 1e-13 * scale:
             return False
         if p != c:
-            for j in range(n):
-                t = work[c, j]
-                work[c, j] = work[p, j]
-                work[p, j] = t
-                t = out[c, j]
-                out[c, j] = out[p, j]
-                out[p, j] = t
+            swap_rows(work, c, p, n)
+            swap_rows(out, c, p, n)
         inv = 1.0 / work[c, c]
         for j in range(n):
             work[c, j] *= inv
@@ -146,17 +141,6 @@ def _column(Q: np.ndarray, d: np.ndarray, var: int, out: np.ndarray) -> None:
     else:
         for i in range(n):
             out[i] = -d[i]
-
-
-@leaf_kernel
-def _matvec(A: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
-    n = A.shape[0]
-    m = A.shape[1]
-    for i in range(n):
-        s = 0.0
-        for j in range(m):
-            s += A[i, j] * x[j]
-        out[i] = s
 
 
 @leaf_kernel
@@ -229,7 +213,7 @@ def _lemke_run(
     z0 = 2 * n
     # --- first pivot: bring z0 in, leaving row = lexicographic max of [x_i, Binv_i] / col_i
     _column(Q, d, z0, tmp)
-    _matvec(Binv, tmp, col)
+    matvec(Binv, tmp, col)
     best = -np.inf
     for i in range(n):
         if x[i] < 0.0 and col[i] >= 0.0:
@@ -269,9 +253,9 @@ def _lemke_run(
                 for i in range(n):
                     for j in range(n):
                         Binv[i, j] = Bi[i, j]
-                _matvec(Binv, q, x)
+                matvec(Binv, q, x)
         _column(Q, d, entering, tmp)
-        _matvec(Binv, tmp, col)
+        matvec(Binv, tmp, col)
         best = np.inf
         for i in range(n):
             if col[i] > piv_tol:
@@ -336,7 +320,7 @@ def _extract(
 @leaf_kernel
 def _violation(Q: np.ndarray, q: np.ndarray, z: np.ndarray, w: np.ndarray) -> float:
     n = q.shape[0]
-    _matvec(Q, z, w)
+    matvec(Q, z, w)
     viol = 0.0
     for i in range(n):
         w[i] += q[i]
@@ -463,7 +447,7 @@ def _lemke_once(
                     return SUCCESS, 0, 1, viol
             _basis_matrix(Q, basis, Bm)
             if _invert(Bm, Binv, work):
-                _matvec(Binv, q, x)
+                matvec(Binv, q, x)
                 if not solved:
                     viol = _accept_basic(Q, q, basis, x, z, w, tol)
                     if viol >= 0.0:
@@ -536,7 +520,7 @@ def _finish(
     wr = _ar.floats(ar, n)
     _basis_matrix(Q, basis, Bm)
     if _invert(Bm, Binv2, work):
-        _matvec(Binv2, q, xr)
+        matvec(Binv2, q, xr)
         viol_r = _extract(Q, q, basis, xr, zr, wr)
         if viol_r < viol:
             viol = viol_r

@@ -45,7 +45,7 @@ from numba.experimental import structref
 
 from ..kernels.dynamics import IV, NVI, OK, PARENT
 from ..kernels.kinematics import point_jacobian_filled
-from ..kernels.records import RecordType
+from ..kernels.records import RecordType, define_record
 from ..kernels.world import W_POSE, crba, rnea, workspace
 
 if TYPE_CHECKING:
@@ -124,8 +124,7 @@ class MomentumObserverRecord(structref.StructRefProxy):
     names, the same arrays; :mod:`wbc_dynamics.kernels.records`)."""
 
 
-structref.define_proxy(MomentumObserverRecord, MomentumObserverRecordType,
-                       list(MomentumObserverData._fields))
+define_record(MomentumObserverRecord, MomentumObserverRecordType, MomentumObserverData)
 
 
 @njit(cache=True)

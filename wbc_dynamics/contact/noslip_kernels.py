@@ -16,6 +16,7 @@ from numba import njit
 
 from ..kernels import arena as _ar
 from ..kernels.leaf import leaf_kernel
+from ..kernels.linalg import add_sparse_product
 from ..kernels.linalg import chol_solve as _chol_solve
 from ..kernels.separate import call_separately
 from .problem import ContactProblem
@@ -425,14 +426,9 @@ def lcp_noslip_kernel(
     # W^T, without forming the nv x nv K (nc << nv rows are all the LCP needs)
     Y = _ar.floats_2d_zero(ar, nc, nG)
     NK = _ar.floats_2d_zero(ar, nc, nv)
+    add_sparse_product(N, W, Y, nG)
+    add_sparse_product(N, Minv, NK, nv)
     for i in range(nc):
-        for c in range(nv):
-            nic = N[i, c]
-            if nic != 0.0:
-                for j in range(nG):
-                    Y[i, j] += nic * W[c, j]
-                for col in range(nv):
-                    NK[i, col] += nic * Minv[c, col]
         _chol_solve(L, nG, Y[i], Y[i])
         for c in range(nv):
             s = 0.0

@@ -157,7 +157,7 @@ from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA, Arena
 from ..kernels.leaf import leaf_kernel
 from ..kernels.linalg import left_nullspace
-from ..kernels.records import RecordType
+from ..kernels.records import RecordType, define_record
 from ..kernels.separate import call_separately
 from .dense_qp import dense_qp_kernel, psd_finish_kernel, work_sizes
 from .dispatch import fallback_result
@@ -726,11 +726,11 @@ def _solve_two_stage(problem: ContactProblem, mstate: MethodState, method: str, 
                      sparse_above: int = 8, stage1_objective: str = "kinetic_energy",
                      stage1_recenter: bool = True, sticking_correction: bool = False,
                      sticking_gap: float = 1e-6, friction_gap: float | None = None,
-                     rank_mass_ratio: float = 0.0, qp_solver: str = "active_set"
-                     ) -> ContactResult:
-    """Validate the options, then the compiled flow (``qp_solver="active_set"``,
-    :func:`qp_active_set`) or the OSQP variants (:func:`_solve_osqp_dense`,
-    :func:`_solve_osqp_sparse`)."""
+                     rank_mass_ratio: float = 0.0, qp_solver: str = "active_set",
+                     **_unused: Any) -> ContactResult:
+    """Validate the options (those of another method, in ``_unused``, are ignored), then the
+    compiled flow (``qp_solver="active_set"``, :func:`qp_active_set`) or the OSQP variants
+    (:func:`_solve_osqp_dense`, :func:`_solve_osqp_sparse`)."""
     if qp_solver not in QP_SOLVERS:
         raise ValueError(f"{method}: qp_solver must be one of {QP_SOLVERS}, got {qp_solver!r}")
     if qp_solver == "active_set" and formulation == "sparse":
@@ -1204,7 +1204,7 @@ class QPWorkRecord(structref.StructRefProxy):
     arrays; :mod:`wbc_dynamics.kernels.records`): ``QPTick.w_kernel``."""
 
 
-structref.define_proxy(QPWorkRecord, QPWorkRecordType, list(QPWork._fields))
+define_record(QPWorkRecord, QPWorkRecordType, QPWork)
 
 
 @njit(cache=True)
@@ -2422,33 +2422,19 @@ def solve_qp_noslip(
     problem: ContactProblem,
     mstate: MethodState,
     *,
-    stage2: bool = True,
-    warm_start: bool = True,
-    eps: float = 1e-7,
-    max_iter: int = 1500,
-    polish: bool = False,
-    stage2_reg: float = 1e-9,
-    rank_tol: float = 1e-9,
-    stage1_reg: float = 1e-7,
-    stage2_eps: float | None = None,
-    formulation: str = "auto",
-    sparse_above: int = 8,
     noslip_gap: float | None = None,
-    stage1_objective: str = "kinetic_energy",
-    stage1_recenter: bool = True,
-    sticking_correction: bool = False,
-    sticking_gap: float = 1e-6,
     rank_mass_ratio: float = 0.0,
-    qp_solver: str = "active_set",
-    **_unused: Any,
+    **options: Any,
 ) -> ContactResult:
     """Two-stage convex inverse dynamics with unbounded friction (no-slip; Sec. 6 with mu = inf).
 
-    Same options as :func:`solve_qp_coulomb` (no pyramid): tangential impulses are free
-    variables, normal impulses ``>= 0``. ``noslip_gap`` [m] (as for ``lcp_noslip``): the free
-    tangential impulses exist only at contacts with ``phi <= noslip_gap`` (eq. (34)); a
-    separated candidate gets no friction (its S, T rows are zeroed, so its tangential impulses
-    leave the objective and Stage II sets them to zero). ``None`` (default): every candidate.
+    Same ``options`` as :func:`solve_qp_coulomb`, with the same defaults (no pyramid:
+    ``friction_edges`` and ``friction_gap`` are ignored, like any option of another method):
+    tangential impulses are free variables, normal impulses ``>= 0``. ``noslip_gap`` [m] (as
+    for ``lcp_noslip``): the free tangential impulses exist only at contacts with
+    ``phi <= noslip_gap`` (eq. (34)); a separated candidate gets no friction (its S, T rows are
+    zeroed, so its tangential impulses leave the objective and Stage II sets them to zero).
+    ``None`` (default): every candidate.
 
     ``rank_mass_ratio`` (default 0 = off, Sec. 6 as written; the quadruped closed loop uses
     100): the scale-aware rank rule of ``lcp_noslip`` (Alg. 1,
@@ -2470,30 +2456,10 @@ def solve_qp_noslip(
     exactly dependent tangential rows are dropped too, and the friction that holds the object
     goes with them (the arm + box loop with the finger hold dropped the box within 1.4 s).
     """
-    return _solve_two_stage(
-        problem,
-        mstate,
-        "qp_noslip",
-        False,
-        stage2=stage2,
-        warm_start=warm_start,
-        eps=eps,
-        max_iter=max_iter,
-        polish=polish,
-        stage2_reg=stage2_reg,
-        rank_tol=rank_tol,
-        stage1_reg=stage1_reg,
-        stage2_eps=stage2_eps,
-        formulation=formulation,
-        sparse_above=sparse_above,
-        stage1_objective=stage1_objective,
-        stage1_recenter=stage1_recenter,
-        sticking_correction=sticking_correction,
-        sticking_gap=sticking_gap,
-        friction_gap=noslip_gap,
-        rank_mass_ratio=rank_mass_ratio,
-        qp_solver=qp_solver,
-    )
+    options.pop("friction_edges", None)
+    options.pop("friction_gap", None)
+    return _solve_two_stage(problem, mstate, "qp_noslip", False, friction_gap=noslip_gap,
+                            rank_mass_ratio=rank_mass_ratio, **options)
 
 
 def warmup() -> None:

@@ -135,47 +135,38 @@ def reset(ar):
     ar.flag_top = 0
 
 
+@njit(cache=True, inline="always")
+def _claim(ar, buf, top, high, n):
+    """(view, new top, new high) of a request of ``n`` entries of ``buf`` whose next free entry
+    is ``top``; a request that does not fit is allocated on the heap and counted in
+    ``ar.spills``, the buffer's top and high unchanged. Compiled into each claim function
+    (``inline="always"``): one bookkeeping, no call and no branch on the buffer's kind."""
+    if top + n > buf.shape[0]:
+        ar.spills += 1
+        return np.empty(n, dtype=buf.dtype), top, high
+    return buf[top:top + n], top + n, max(high, top + n)
+
+
 # One claim function per buffer, on scalar fields: no array indexing, no branch on the kind.
 @njit(cache=True)
 def floats(ar, n):
     """(n,) float64, uninitialized (``np.empty(n)``)."""
-    t = ar.float_top
-    buf = ar.float_buf
-    if t + n > buf.shape[0]:
-        ar.spills += 1
-        return np.empty(n)
-    ar.float_top = t + n
-    if t + n > ar.float_high:
-        ar.float_high = t + n
-    return buf[t:t + n]
+    x, ar.float_top, ar.float_high = _claim(ar, ar.float_buf, ar.float_top, ar.float_high, n)
+    return x
 
 
 @njit(cache=True)
 def ints(ar, n):
     """(n,) int64, uninitialized."""
-    t = ar.int_top
-    buf = ar.int_buf
-    if t + n > buf.shape[0]:
-        ar.spills += 1
-        return np.empty(n, dtype=np.int64)
-    ar.int_top = t + n
-    if t + n > ar.int_high:
-        ar.int_high = t + n
-    return buf[t:t + n]
+    x, ar.int_top, ar.int_high = _claim(ar, ar.int_buf, ar.int_top, ar.int_high, n)
+    return x
 
 
 @njit(cache=True)
 def flags(ar, n):
     """(n,) bool, uninitialized."""
-    t = ar.flag_top
-    buf = ar.flag_buf
-    if t + n > buf.shape[0]:
-        ar.spills += 1
-        return np.empty(n, dtype=np.bool_)
-    ar.flag_top = t + n
-    if t + n > ar.flag_high:
-        ar.flag_high = t + n
-    return buf[t:t + n]
+    x, ar.flag_top, ar.flag_high = _claim(ar, ar.flag_buf, ar.flag_top, ar.flag_high, n)
+    return x
 
 
 @njit(cache=True)

@@ -64,6 +64,7 @@ from .dynamics import (
     joint_motion,
 )
 from .leaf import leaf_kernel
+from .spatial import cross_force, cross_motion, set6
 from .world import (
     SC_DERIVATIVE_WORK,
     SC_INNER_WORK,
@@ -86,28 +87,6 @@ from .world import (
 _IC, _BC, _ICS, _BCTS, _VEC = 0, 1, 2, 3, 4
 # rows of slot _VEC: 0 v, 1 a, 2 h, 3 F (composite force), 4 scratch
 N_DSLOTS = 5
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _cross(v, m, out):
-    """out = v x m (spatial motion cross product)."""
-    out[0] = v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4]
-    out[1] = v[5] * m[0] - v[3] * m[2] + v[2] * m[3] - v[0] * m[5]
-    out[2] = v[3] * m[1] - v[4] * m[0] + v[0] * m[4] - v[1] * m[3]
-    out[3] = v[4] * m[5] - v[5] * m[4]
-    out[4] = v[5] * m[3] - v[3] * m[5]
-    out[5] = v[3] * m[4] - v[4] * m[3]
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _cross_force(v, f, out):
-    """out = v x* f (spatial force cross product)."""
-    out[0] = v[4] * f[2] - v[5] * f[1]
-    out[1] = v[5] * f[0] - v[3] * f[2]
-    out[2] = v[3] * f[1] - v[4] * f[0]
-    out[3] = v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
-    out[4] = v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
-    out[5] = v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -162,7 +141,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
             pa = DW[par, _VEC, 1]
             for r in range(6):
                 vel[r] = pv[r] + t1[r]
-            _cross(vel, t1, t3)
+            set6(t3, cross_motion(vel, t1))
             for r in range(6):
                 acc[r] = pa[r] + t2[r] + t3[r]
         h = vec[2]
@@ -173,7 +152,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
             h[r] = s
         # f = I a + v x* h, the composite force starts from it
         F = vec[3]
-        _cross_force(vel, h, F)
+        set6(F, cross_force(vel, h))
         for r in range(6):
             s = 0.0
             for c in range(6):
@@ -201,7 +180,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
             Bc[off_r + 2, off_c + 0] = x1
             Bc[off_r + 2, off_c + 1] = -x0
         for c in range(6):
-            _cross_force(vel, I[c], t3)  # column c of C (I[c] is column c of symmetric I)
+            set6(t3, cross_force(vel, I[c]))  # column c of C (I[c] is column c of symmetric I)
             for r in range(6):
                 Bc[r, c] += t3[r]
                 Bc[c, r] += t3[r]
@@ -278,13 +257,13 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
             for r in range(6):
                 Sk[r] = Swb[r, kk]
             # w = S_k x v_p ; beta = S_k x a_p - w x v_p ; u = (v_b + v_p) x S_k
-            _cross(Sk, vp, w)
-            _cross(Sk, ap, beta)
-            _cross(w, vp, t1)
+            set6(w, cross_motion(Sk, vp))
+            set6(beta, cross_motion(Sk, ap))
+            set6(t1, cross_motion(w, vp))
             for r in range(6):
                 beta[r] -= t1[r]
                 t1[r] = vb[r] + vp[r]
-            _cross(t1, Sk, u)
+            set6(u, cross_motion(t1, Sk))
             # bodies of the subtree of b (pre-order: contiguous from b while iv < end)
             j = b
             while j < nb and topo[j, IV] < end:
@@ -302,7 +281,7 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
                     M[k, row] = mm
                 j += 1
             # strict ancestors: z = S_k x* F_b - Ic_b beta - Bc_b w ; yv = Bc_b S_k + Ic_b u
-            _cross_force(Sk, Fb, z)
+            set6(z, cross_force(Sk, Fb))
             for r in range(6):
                 s = 0.0
                 sv = 0.0
@@ -388,59 +367,13 @@ def aba_derivatives(
 
 
 @leaf_kernel(error_model="numpy")
-def linearize_continuous(
-    q,
-    v,
-    tau,
-    floating,
-    with_b,
-    A,
-    B,
-    ddq,
-    dq,
-    dv,
-    M,
-    Minv,
-    ddq_dq,
-    ddq_dv,
-    FP,
-    topo,
-    tree,
-    Sm,
-    gravity,
-    fext,
-    W,
-    DW,
-    SC,
-):
-    """Fill zeroed A (2nv, 2nv) and, if ``with_b``, B (2nv, nv) of the continuous linearization.
+def continuous_matrices(v, floating, with_b, A, B, Minv, ddq_dq, ddq_dv):
+    """Fill zeroed A (2nv, 2nv) and, if ``with_b``, B (2nv, nv) of the continuous linearization
+    from the forward-dynamics derivatives of :func:`aba_derivatives` at the velocity ``v``.
 
     A = [[A_qq, I], [dFD/dq, dFD/dv]], B = [[0], [M^-1]], with A_qq = -ad(v_base) on the base
     block of a floating base (see :func:`wbc_dynamics.linearization.tangent_velocity_map`).
     """
-    st = aba_derivatives(
-        q,
-        v,
-        tau,
-        ddq,
-        dq,
-        dv,
-        M,
-        Minv,
-        ddq_dq,
-        ddq_dv,
-        FP,
-        topo,
-        tree,
-        Sm,
-        gravity,
-        fext,
-        W,
-        DW,
-        SC,
-    )
-    if st != OK:
-        return st
     nv = Minv.shape[0]
     for r in range(nv):
         A[r, nv + r] = 1.0
@@ -465,7 +398,6 @@ def linearize_continuous(
         A[1, 5] = l0
         A[2, 3] = l1
         A[2, 4] = -l0
-    return OK
 
 
 @leaf_kernel(error_model="numpy")

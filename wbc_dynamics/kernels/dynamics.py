@@ -96,9 +96,21 @@ def check_state(topo, q, v, a):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def joint_velocity(S, nvi, iv, v, vJ):
+    """``vJ = S v[iv:iv+nvi]`` (a 6-vector): a joint's velocity (``S``: its motion subspace,
+    first ``nvi`` columns), each entry summed over k = 0, 1, ..."""
+    for r in range(6):
+        s = 0.0
+        for k in range(nvi):
+            s += S[r, k] * v[iv + k]
+        vJ[r] = s
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def joint_motion(S, nvi, iv, v, a, vJ, aJ):
     """``vJ = S v[iv:iv+nvi]`` and ``aJ = S a[iv:iv+nvi]`` (6-vectors): a joint's velocity and
-    the part S qdd of its acceleration (``S``: its motion subspace, first ``nvi`` columns)."""
+    the part S qdd of its acceleration (``S``: its motion subspace, first ``nvi`` columns); both
+    products in one pass over ``S`` (each entry summed as :func:`joint_velocity` sums it)."""
     for r in range(6):
         s_v = 0.0
         s_a = 0.0

@@ -20,9 +20,10 @@ from .dynamics import (
     check_configuration,
     check_vector,
     forward_kinematics,
+    joint_velocity,
 )
 from .leaf import leaf_kernel
-from .spatial import apply_motion, cross_motion_add
+from .spatial import add6, add_cross, apply_motion, cross_motion, rotate
 
 
 @leaf_kernel(error_model="numpy")
@@ -56,22 +57,14 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
             w1 = Sm[j, 4, k]
             w2 = Sm[j, 5, k]
             # world-aligned twist of the joint's motion at the joint origin
-            vx = Rj[0, 0] * s0 + Rj[0, 1] * s1 + Rj[0, 2] * s2
-            vy = Rj[1, 0] * s0 + Rj[1, 1] * s1 + Rj[1, 2] * s2
-            vz = Rj[2, 0] * s0 + Rj[2, 1] * s1 + Rj[2, 2] * s2
-            wx = Rj[0, 0] * w0 + Rj[0, 1] * w1 + Rj[0, 2] * w2
-            wy = Rj[1, 0] * w0 + Rj[1, 1] * w1 + Rj[1, 2] * w2
-            wz = Rj[2, 0] * w0 + Rj[2, 1] * w1 + Rj[2, 2] * w2
+            vx, vy, vz = rotate(Rj, s0, s1, s2)
+            wx, wy, wz = rotate(Rj, w0, w1, w2)
             dx = P[0] - pw[j, 0]
             dy = P[1] - pw[j, 1]
             dz = P[2] - pw[j, 2]
             c = iv + k
-            J[0, c] = vx + wy * dz - wz * dy
-            J[1, c] = vy + wz * dx - wx * dz
-            J[2, c] = vz + wx * dy - wy * dx
-            J[3, c] = wx
-            J[4, c] = wy
-            J[5, c] = wz
+            J[0, c], J[1, c], J[2, c] = add_cross(vx, vy, vz, wx, wy, wz, dx, dy, dz)
+            J[3, c], J[4, c], J[5, c] = wx, wy, wz
         j = topo[j, PARENT]
     if local:
         # express in the frame's axes: multiply by (Rw[body] Rf)^T
@@ -82,21 +75,7 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
                 a2 = J[blk + 2, c]
                 for k in range(3):
                     # column k of Rw Rf
-                    f0 = (
-                        Rw[body, 0, 0] * Rf[0, k]
-                        + Rw[body, 0, 1] * Rf[1, k]
-                        + Rw[body, 0, 2] * Rf[2, k]
-                    )
-                    f1 = (
-                        Rw[body, 1, 0] * Rf[0, k]
-                        + Rw[body, 1, 1] * Rf[1, k]
-                        + Rw[body, 1, 2] * Rf[2, k]
-                    )
-                    f2 = (
-                        Rw[body, 2, 0] * Rf[0, k]
-                        + Rw[body, 2, 1] * Rf[1, k]
-                        + Rw[body, 2, 2] * Rf[2, k]
-                    )
+                    f0, f1, f2 = rotate(Rw[body], Rf[0, k], Rf[1, k], Rf[2, k])
                     J[blk + k, c] = f0 * a0 + f1 * a1 + f2 * a2
 
 
@@ -108,11 +87,7 @@ def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
-        for r_ in range(6):
-            s = 0.0
-            for k in range(nvi):
-                s += Sm[i, r_, k] * v[iv + k]
-            vJ[r_] = s
+        joint_velocity(Sm[i], nvi, iv, v, vJ)
         if par < 0:
             for r_ in range(6):
                 vel[i, r_] = vJ[r_]
@@ -122,7 +97,7 @@ def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
             for r_ in range(6):
                 vel[i, r_] += vJ[r_]
             apply_motion(Xup[i], acc[par], acc[i])
-        cross_motion_add(vel[i], vJ, acc[i])
+        add6(acc[i], cross_motion(vel[i], vJ))
 
 
 @leaf_kernel(error_model="numpy")
@@ -157,9 +132,7 @@ def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
             c1 = out[blk + 1]
             c2 = out[blk + 2]
             for k in range(3):
-                f0 = R[0, 0] * Rf[0, k] + R[0, 1] * Rf[1, k] + R[0, 2] * Rf[2, k]
-                f1 = R[1, 0] * Rf[0, k] + R[1, 1] * Rf[1, k] + R[1, 2] * Rf[2, k]
-                f2 = R[2, 0] * Rf[0, k] + R[2, 1] * Rf[1, k] + R[2, 2] * Rf[2, k]
+                f0, f1, f2 = rotate(R, Rf[0, k], Rf[1, k], Rf[2, k])
                 out[blk + k] = f0 * c0 + f1 * c1 + f2 * c2
 
 

@@ -13,8 +13,43 @@ from numba import njit
 from . import arena as _ar
 from .leaf import leaf_kernel
 
-__all__ = ["bound_entry", "cholesky", "chol_solve", "chol_solve_columns", "left_nullspace",
-           "lu_solve", "pivoted_cholesky", "psd_pinv_solve"]
+__all__ = ["add_sparse_product", "bound_entry", "cholesky", "chol_solve", "chol_solve_columns",
+           "left_nullspace", "lu_solve", "matvec", "pivoted_cholesky", "psd_pinv_solve",
+           "swap_rows"]
+
+
+@njit(cache=True, inline="always")
+def swap_rows(A, i, j, n):
+    """Exchange the first ``n`` entries of rows ``i`` and ``j`` of the 2-D ``A`` in place (a
+    pivoting step; ``A.T``: columns); compiled into the caller (``inline="always"``)."""
+    for c in range(n):
+        A[i, c], A[j, c] = A[j, c], A[i, c]
+
+
+@leaf_kernel
+def matvec(A, x, out):
+    """``out = A @ x`` for ``A`` (n, m), ``x`` (m,), ``out`` (>= n,): one dot product per row,
+    summed in the order j = 0, 1, ... (the rounding of the plain loop)."""
+    for i in range(A.shape[0]):
+        s = 0.0
+        for j in range(A.shape[1]):
+            s += A[i, j] * x[j]
+        out[i] = s
+
+
+@njit(cache=True, inline="always")
+def add_sparse_product(A, B, out, ncols):
+    """``out[:, :ncols] += A @ B[:, :ncols]`` for ``A`` (n, m) with many zero entries (contact
+    rows: the joints of other branches), ``B`` (m, >= ncols), ``out`` (n, >= ncols). Row by row
+    in axpy form (a contiguous, independent inner loop along rows of ``B`` and ``out``), zero
+    entries of ``A`` skipped; each entry of ``out`` receives its terms in the order
+    c = 0, 1, ... (the rounding of the plain triple loop). Compiled into the caller."""
+    for i in range(A.shape[0]):
+        for c in range(A.shape[1]):
+            a = A[i, c]
+            if a != 0.0:
+                for k in range(ncols):
+                    out[i, k] += a * B[c, k]
 
 
 @leaf_kernel
@@ -92,13 +127,8 @@ def lu_solve(A, b, min_pivot):
         if not amax > min_pivot:
             return False
         if p != k:
-            for c in range(n):
-                t = A[k, c]
-                A[k, c] = A[p, c]
-                A[p, c] = t
-            t2 = b[k]
-            b[k] = b[p]
-            b[p] = t2
+            swap_rows(A, k, p, n)
+            b[k], b[p] = b[p], b[k]
         piv = A[k, k]
         for i in range(k + 1, n):
             f = A[i, k] / piv
@@ -248,17 +278,9 @@ def pivoted_cholesky(A, n, perm, piv_tol):
         if not (A[j, j] > piv_tol):
             break
         if j != k:  # symmetric swap of rows/columns k and j
-            for c in range(n):
-                t = A[k, c]
-                A[k, c] = A[j, c]
-                A[j, c] = t
-            for c in range(n):
-                t = A[c, k]
-                A[c, k] = A[c, j]
-                A[c, j] = t
-            t2 = perm[k]
-            perm[k] = perm[j]
-            perm[j] = t2
+            swap_rows(A, k, j, n)
+            swap_rows(A.T, k, j, n)
+            perm[k], perm[j] = perm[j], perm[k]
         piv = np.sqrt(A[k, k])
         A[k, k] = piv
         for i in range(k + 1, n):
@@ -314,15 +336,10 @@ def psd_pinv_solve(A, b, rcond, out, ar):
             for i in range(a, n):
                 s += A[i, a] * A[i, c]
             C[a, c] = s
-    for a in range(r):
-        for c in range(a + 1):
-            s = C[a, c]
-            for k in range(c):
-                s -= C[a, k] * C[c, k]
-            if a == c:
-                C[a, a] = np.sqrt(s) if s > 0.0 else np.nan
-            else:
-                C[a, c] = s / C[c, c]
+    if not cholesky(C, C, 0.0):  # in place; L^T L of a rank-r L: fails only to rounding
+        for c in range(n):
+            out[c] = np.nan
+        return r
     # u = C^-1 C^-1 y
     chol_solve(C, r, y, y)
     chol_solve(C, r, y, y)

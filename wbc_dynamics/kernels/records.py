@@ -12,7 +12,7 @@ of the tick.
 A *record* is a StructRef with the same field names holding the same arrays (no copy): the
 kernels read ``d.N`` exactly as before, but the record itself is one reference-counted pointer.
 Each NamedTuple that the kernels take gets a record type next to it, declared with
-:class:`RecordType` and ``structref.define_proxy(Proxy, Type, NamedTupleClass._fields)``, and a
+:class:`RecordType` and bound to its NamedTuple's fields by :func:`define_record`, and a
 compiled, cached constructor ``record_of(nt)`` (``Proxy(*nt)``). Build the record once, where
 the NamedTuple is built, and pass it -- not the NamedTuple -- to every kernel (general path and
 ticks alike: one numba signature, compiled once).
@@ -21,8 +21,9 @@ ticks alike: one numba signature, compiled once).
 from __future__ import annotations
 
 from numba import types
+from numba.experimental import structref
 
-__all__ = ["RecordType"]
+__all__ = ["RecordType", "define_record"]
 
 
 class RecordType(types.StructRef):
@@ -31,3 +32,10 @@ class RecordType(types.StructRef):
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+def define_record(proxy: type, record_type: type, named_tuple: type) -> None:
+    """Make ``proxy`` (a ``StructRefProxy`` subclass) the Python class of ``record_type`` (a
+    registered :class:`RecordType`) with the fields of the NamedTuple class ``named_tuple``, in
+    its order: the field list is the NamedTuple's, never written twice."""
+    structref.define_proxy(proxy, record_type, list(named_tuple._fields))

@@ -41,6 +41,22 @@ def motion_transform(R, p, X):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def rotate(R, x, y, z):
+    """``R[:3, :3] @ (x, y, z)`` as a tuple, each row summed left to right (the rounding of the
+    written-out products it replaces). ``R`` may be a pose (rows 0-2 the rotation)."""
+    return (R[0, 0] * x + R[0, 1] * y + R[0, 2] * z,
+            R[1, 0] * x + R[1, 1] * y + R[1, 2] * z,
+            R[2, 0] * x + R[2, 1] * y + R[2, 2] * z)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def add_cross(v0, v1, v2, a0, a1, a2, b0, b1, b2):
+    """``v + a x b`` as a tuple (a motion's linear part moved to another point: ``v + w x r``),
+    each entry ``v_i + a_j b_k - a_k b_j`` summed left to right."""
+    return (v0 + a1 * b2 - a2 * b1, v1 + a2 * b0 - a0 * b2, v2 + a0 * b1 - a1 * b0)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def row6_dot(A, r, x):
     """``A[r, :6] @ x[:6]``, summed left to right."""
     return (
@@ -62,25 +78,40 @@ def apply_motion(X, m, out):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def cross_motion_add(v, m, out):
-    """``out += v x m`` (spatial motion cross product)."""
-    out[0] += v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4]
-    out[1] += v[5] * m[0] - v[3] * m[2] + v[2] * m[3] - v[0] * m[5]
-    out[2] += v[3] * m[1] - v[4] * m[0] + v[0] * m[4] - v[1] * m[3]
-    out[3] += v[4] * m[5] - v[5] * m[4]
-    out[4] += v[5] * m[3] - v[3] * m[5]
-    out[5] += v[3] * m[4] - v[4] * m[3]
+def cross_motion(v, m):
+    """``v x m`` (spatial motion cross product) as a 6-tuple."""
+    return (v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4],
+            v[5] * m[0] - v[3] * m[2] + v[2] * m[3] - v[0] * m[5],
+            v[3] * m[1] - v[4] * m[0] + v[0] * m[4] - v[1] * m[3],
+            v[4] * m[5] - v[5] * m[4],
+            v[5] * m[3] - v[3] * m[5],
+            v[3] * m[4] - v[4] * m[3])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def cross_force_add(v, f, out):
-    """``out += v x* f`` (spatial force cross product)."""
-    out[0] += v[4] * f[2] - v[5] * f[1]
-    out[1] += v[5] * f[0] - v[3] * f[2]
-    out[2] += v[3] * f[1] - v[4] * f[0]
-    out[3] += v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
-    out[4] += v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
-    out[5] += v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
+def cross_force(v, f):
+    """``v x* f`` (spatial force cross product) as a 6-tuple."""
+    return (v[4] * f[2] - v[5] * f[1],
+            v[5] * f[0] - v[3] * f[2],
+            v[3] * f[1] - v[4] * f[0],
+            v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1],
+            v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2],
+            v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0])
+
+
+# (written out, not a loop over the entries: constant tuple indices, nothing left to unroll)
+@njit(cache=True, inline="always")
+def set6(out, x):
+    """``out[:6] = x`` for a 6-tuple ``x`` (a cross product above: ``out`` may be one of its
+    operands, every entry is computed before the first is stored)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = x
+
+
+@njit(cache=True, inline="always")
+def add6(out, x):
+    """``out[:6] += x`` for a 6-tuple ``x`` (as :func:`set6`)."""
+    out[0], out[1], out[2], out[3], out[4], out[5] = (
+        out[0] + x[0], out[1] + x[1], out[2] + x[2], out[3] + x[3], out[4] + x[4], out[5] + x[5])
 
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -72,14 +72,18 @@ from .dynamics import (
     check_state,
     check_vector,
     joint_motion,
+    joint_velocity,
 )
 from .kinematics import point_bias as _point_bias
 from .kinematics import points_kinematics as _points_kinematics
 from .leaf import leaf_kernel
 from .spatial import (
-    cross_force_add,
-    cross_motion_add,
+    add6,
+    add_cross,
+    cross_force,
+    cross_motion,
     mat6_vec,
+    rotate,
     row6_dot,
 )
 
@@ -153,6 +157,7 @@ def workspace(nb: int) -> tuple[np.ndarray, np.ndarray]:
 def _motion_subspace_to_world(S, nvi, P, Sw):
     """``Sw[:, :nvi]`` = the motion subspace ``S`` of a body at world pose ``P`` (rows 0-2 R,
     row 3 p) at the world origin: a motion [v; w] maps to [R v + p x R w; R w]."""
+    # R and p in locals: read once per body, not again after each store into Sw
     R00, R01, R02 = P[0, 0], P[0, 1], P[0, 2]
     R10, R11, R12 = P[1, 0], P[1, 1], P[1, 2]
     R20, R21, R22 = P[2, 0], P[2, 1], P[2, 2]
@@ -164,12 +169,8 @@ def _motion_subspace_to_world(S, nvi, P, Sw):
         l0 = R00 * S[0, k] + R01 * S[1, k] + R02 * S[2, k]
         l1 = R10 * S[0, k] + R11 * S[1, k] + R12 * S[2, k]
         l2 = R20 * S[0, k] + R21 * S[1, k] + R22 * S[2, k]
-        Sw[0, k] = l0 + p1 * a2 - p2 * a1
-        Sw[1, k] = l1 + p2 * a0 - p0 * a2
-        Sw[2, k] = l2 + p0 * a1 - p1 * a0
-        Sw[3, k] = a0
-        Sw[4, k] = a1
-        Sw[5, k] = a2
+        Sw[0, k], Sw[1, k], Sw[2, k] = add_cross(l0, l1, l2, p0, p1, p2, a0, a1, a2)
+        Sw[3, k], Sw[4, k], Sw[5, k] = a0, a1, a2
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -181,9 +182,7 @@ def _world_inertia_parameters(t, P, B, out):
     m = t[MASS]
     hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
     # Rh
-    g0 = P[0, 0] * hx + P[0, 1] * hy + P[0, 2] * hz
-    g1 = P[1, 0] * hx + P[1, 1] * hy + P[1, 2] * hz
-    g2 = P[2, 0] * hx + P[2, 1] * hy + P[2, 2] * hz
+    g0, g1, g2 = rotate(P, hx, hy, hz)
     # R Ibar R^T via B = Ibar R^T
     for r in range(3):
         for c in range(3):
@@ -402,15 +401,10 @@ def crba(q, M, topo, tree, Sm, W, SC):
             p0, p1, p2 = l0, l1, l2
         else:
             Pp = W[par, W_POSE]
-            R00 = Pp[0, 0] * L00 + Pp[0, 1] * L10 + Pp[0, 2] * L20
-            R01 = Pp[0, 0] * L01 + Pp[0, 1] * L11 + Pp[0, 2] * L21
-            R02 = Pp[0, 0] * L02 + Pp[0, 1] * L12 + Pp[0, 2] * L22
-            R10 = Pp[1, 0] * L00 + Pp[1, 1] * L10 + Pp[1, 2] * L20
-            R11 = Pp[1, 0] * L01 + Pp[1, 1] * L11 + Pp[1, 2] * L21
-            R12 = Pp[1, 0] * L02 + Pp[1, 1] * L12 + Pp[1, 2] * L22
-            R20 = Pp[2, 0] * L00 + Pp[2, 1] * L10 + Pp[2, 2] * L20
-            R21 = Pp[2, 0] * L01 + Pp[2, 1] * L11 + Pp[2, 2] * L21
-            R22 = Pp[2, 0] * L02 + Pp[2, 1] * L12 + Pp[2, 2] * L22
+            # R = R_parent L, column by column
+            R00, R10, R20 = rotate(Pp, L00, L10, L20)
+            R01, R11, R21 = rotate(Pp, L01, L11, L21)
+            R02, R12, R22 = rotate(Pp, L02, L12, L22)
             p0 = Pp[3, 0] + Pp[0, 0] * l0 + Pp[0, 1] * l1 + Pp[0, 2] * l2
             p1 = Pp[3, 1] + Pp[1, 0] * l0 + Pp[1, 1] * l1 + Pp[1, 2] * l2
             p2 = Pp[3, 2] + Pp[2, 0] * l0 + Pp[2, 1] * l1 + Pp[2, 2] * l2
@@ -604,11 +598,8 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
         nvi = topo[i, NVI]
         Sw = W[i, W_MOTION_SUBSPACE]
         vec = W[i, W_VECTORS]
+        joint_velocity(Sw, nvi, iv, v, vJ)
         for r in range(6):
-            s = 0.0
-            for k in range(nvi):
-                s += Sw[r, k] * v[iv + k]
-            vJ[r] = s
             vec[VEC_VELOCITY_PRODUCT, r] = 0.0
             vec[VEC_BIAS_FORCE, r] = 0.0
         if par < 0:
@@ -617,19 +608,15 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
         else:
             for r in range(6):
                 vec[VEC_VELOCITY, r] = W[par, W_VECTORS, VEC_VELOCITY, r] + vJ[r]
-            cross_motion_add(vec[VEC_VELOCITY], vJ, vec[VEC_VELOCITY_PRODUCT])
+            add6(vec[VEC_VELOCITY_PRODUCT], cross_motion(vec[VEC_VELOCITY], vJ))
         _copy6(W[i, W_BODY_INERTIA], W[i, W_ARTICULATED_INERTIA])
         mat6_vec(W[i, W_BODY_INERTIA], vec[VEC_VELOCITY], Iv)
-        cross_force_add(vec[VEC_VELOCITY], Iv, vec[VEC_BIAS_FORCE])
+        add6(vec[VEC_BIAS_FORCE], cross_force(vec[VEC_VELOCITY], Iv))
         if use_fext:
             # body-frame wrench to the world origin: [R f; R n + p x R f]
             P = W[i, W_POSE]
-            fx = P[0, 0] * fext[i, 0] + P[0, 1] * fext[i, 1] + P[0, 2] * fext[i, 2]
-            fy = P[1, 0] * fext[i, 0] + P[1, 1] * fext[i, 1] + P[1, 2] * fext[i, 2]
-            fz = P[2, 0] * fext[i, 0] + P[2, 1] * fext[i, 1] + P[2, 2] * fext[i, 2]
-            nx = P[0, 0] * fext[i, 3] + P[0, 1] * fext[i, 4] + P[0, 2] * fext[i, 5]
-            ny = P[1, 0] * fext[i, 3] + P[1, 1] * fext[i, 4] + P[1, 2] * fext[i, 5]
-            nz = P[2, 0] * fext[i, 3] + P[2, 1] * fext[i, 4] + P[2, 2] * fext[i, 5]
+            fx, fy, fz = rotate(P, fext[i, 0], fext[i, 1], fext[i, 2])
+            nx, ny, nz = rotate(P, fext[i, 3], fext[i, 4], fext[i, 5])
             px, py, pz = P[3, 0], P[3, 1], P[3, 2]
             vec[VEC_BIAS_FORCE, 0] -= fx
             vec[VEC_BIAS_FORCE, 1] -= fy
@@ -1032,11 +1019,11 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
             for r in range(6):
                 vel[r] += vJ[r]
             _xup_motion(X, W[par, W_VECTORS, VEC_ACCELERATION], acc, True)
-            cross_motion_add(vel, vJ, acc)
+            add6(acc, cross_motion(vel, vJ))
         frc = vec[VEC_FORCE]
         _inertia_vec(I6[i], acc, frc)
         _inertia_vec(I6[i], vel, Iv)
-        cross_force_add(vel, Iv, frc)
+        add6(frc, cross_force(vel, Iv))
         if use_fext:
             for r in range(6):
                 frc[r] -= fext[i, r]

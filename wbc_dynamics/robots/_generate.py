@@ -360,6 +360,32 @@ class Robot:
             assert ev[0] + ev[1] >= ev[2] * (1 - 1e-12), lk.name
 
 
+def gazebo(reference: str | None, *elements: str) -> str:
+    """A ``<gazebo>`` extension block of the URDF (what Gazebo reads beyond URDF): for the link
+    ``reference`` (None: the whole robot), one line per child element in ``elements``."""
+    ref = f' reference="{reference}"' if reference else ""
+    return f"  <gazebo{ref}>\n" + "".join(f"    {e}\n" for e in elements) + "  </gazebo>\n"
+
+
+def gazebo_contact(link: str, mu: float, kp: float | None = None, kd: float | None = None,
+                   min_depth: float | None = None, material: str | None = None) -> str:
+    """Gazebo's contact properties of ``link``: friction coefficient ``mu`` (both directions),
+    and where given contact stiffness ``kp`` [N/m], damping ``kd`` [N s/m], penetration
+    ``min_depth`` [m] before contact forces act, and the display ``material``."""
+    elements = [f"<mu1>{mu}</mu1>", f"<mu2>{mu}</mu2>"]
+    for tag, value in (("kp", kp), ("kd", kd), ("minDepth", min_depth), ("material", material)):
+        if value is not None:
+            elements.append(f"<{tag}>{value}</{tag}>")
+    return gazebo(link, *elements)
+
+
+def gazebo_plugin(name: str, filename: str, **parameters: object) -> str:
+    """A robot-wide ``<gazebo>`` block loading the Gazebo plugin ``filename`` as ``name`` with
+    these parameters (one element each, in order)."""
+    return gazebo(None, f'<plugin name="{name}" filename="{filename}">',
+                  *(f"  <{k}>{v}</{k}>" for k, v in parameters.items()), "</plugin>")
+
+
 # --------------------------------------------------------------------------------------------
 # 1. quadruped (Zapolsky & Drumwright, Sec. 7 / Fig. 8: 16 cm tall, 3-DoF legs, spherical feet)
 # --------------------------------------------------------------------------------------------
@@ -433,23 +459,11 @@ def quadruped() -> tuple[Robot, dict]:
                comment=f"{leg} foot: origin = centre of the contact sphere")
         r.joint(f"{leg}_foot_fixed", "fixed", f"{leg}_shank", f"{leg}_foot",
                 xyz=(0.0, 0.0, -Q_L_SHANK))
-    r.gazebo = """  <gazebo reference="base_link">
-    <material>Gazebo/Orange</material>
-  </gazebo>
-""" + "".join(f"""  <gazebo reference="{leg}_foot">
-    <mu1>0.8</mu1>
-    <mu2>0.8</mu2>
-    <kp>1000000.0</kp>
-    <kd>100.0</kd>
-    <minDepth>0.0005</minDepth>
-  </gazebo>
-""" for leg in ("LF", "LH", "RF", "RH")) + """  <gazebo>
-    <plugin name="p3d_base_controller" filename="libgazebo_ros_p3d.so">
-      <body_name>base_link</body_name>
-      <update_rate>1000</update_rate>
-    </plugin>
-  </gazebo>
-"""
+    r.gazebo = (gazebo("base_link", "<material>Gazebo/Orange</material>")
+                + "".join(gazebo_contact(f"{leg}_foot", 0.8, kp=1e6, kd=100.0, min_depth=0.0005)
+                          for leg in ("LF", "LH", "RF", "RH"))
+                + gazebo_plugin("p3d_base_controller", "libgazebo_ros_p3d.so",
+                                body_name="base_link", update_rate=1000))
     # standing pose: front hfe = +a, kfe = -2a; hind mirrored (hfe = -a, kfe = +2a)
     a = Q_STAND_ANGLE
     qj = []
@@ -554,14 +568,8 @@ def arm() -> tuple[Robot, dict]:
                collisions=[Geom("sphere", (TIP_R,))],
                comment=f"{fn} fingertip: origin = centre of the contact sphere")
         r.joint(f"{fn}_tip_fixed", "fixed", f"{fn}_link", f"{fn}_tip", xyz=(0, 0, FINGER_LEN))
-    r.gazebo = """  <gazebo>
-    <static>false</static>
-  </gazebo>
-""" + "".join(f"""  <gazebo reference="F{k}_tip">
-    <mu1>1.0</mu1>
-    <mu2>1.0</mu2>
-  </gazebo>
-""" for k in range(1, 5))
+    r.gazebo = (gazebo(None, "<static>false</static>")
+                + "".join(gazebo_contact(f"F{k}_tip", 1.0) for k in range(1, 5)))
     # grasp: tip centre at |y| = box half-width + tip radius
     alpha = math.asin((FINGER_BASE_Y - (BOX_SIZE[1] / 2 + TIP_R)) / FINGER_LEN)
     grasp_q = list(ARM_GRASP) + [alpha] * 4
@@ -610,12 +618,7 @@ def _cube_object(name: str, size: tuple, mass: float, purpose: str,
     r.link(name, mass, (0, 0, 0), inertia_box(mass, *size),
            visuals=[Geom("box", size, material="wood")],
            collisions=[Geom("box", size, name=f"{name}_collision")])
-    r.gazebo = f"""  <gazebo reference="{name}">
-    <mu1>1.0</mu1>
-    <mu2>1.0</mu2>
-    <material>Gazebo/Wood</material>
-  </gazebo>
-"""
+    r.gazebo = gazebo_contact(name, 1.0, material="Gazebo/Wood")
     info = {
         "floating_base": True,
         "base_link": name,
@@ -919,19 +922,9 @@ def humanoid() -> tuple[Robot, dict]:
     r.joint("neck_pitch", "revolute", "neck_link", "head", xyz=(0, 0, 0.06), axis=(0, 1, 0),
             lower=-0.6, upper=0.8, velocity=5.0, effort=10.0, damping=0.02, friction=0.01)
     arm_side("r")
-    r.gazebo = "".join(f"""  <gazebo reference="{p}_foot">
-    <mu1>1.0</mu1>
-    <mu2>1.0</mu2>
-    <kp>1000000.0</kp>
-    <kd>100.0</kd>
-  </gazebo>
-""" for p in ("l", "r")) + """  <gazebo>
-    <plugin name="imu_plugin" filename="libgazebo_ros_imu_sensor.so">
-      <bodyName>pelvis</bodyName>
-      <updateRateHZ>500.0</updateRateHZ>
-    </plugin>
-  </gazebo>
-"""
+    r.gazebo = ("".join(gazebo_contact(f"{p}_foot", 1.0, kp=1e6, kd=100.0) for p in ("l", "r"))
+                + gazebo_plugin("imu_plugin", "libgazebo_ros_imu_sensor.so", bodyName="pelvis",
+                                updateRateHZ=500.0))
     names = [j.name for j in r.movable]
     b = H_KNEE_BEND
     pose = {n: 0.0 for n in names}

@@ -39,12 +39,20 @@ _SCALED = ("joint_position_noise", "joint_velocity_noise", "base_position_noise"
            "encoder_resolution")
 
 
-def _check_nonnegative(named) -> None:
-    """ValueError naming the first of the ``(name, value)`` pairs whose value is not a finite
-    number >= 0."""
+def _nonnegative(named) -> list[float]:
+    """The values of the ``(name, value)`` pairs as floats; ValueError naming the first whose
+    value is not a finite number >= 0."""
+    values = []
     for name, x in named:
         if not (isinstance(x, (int, float)) and math.isfinite(x) and x >= 0.0):
             raise ValueError(f"{name}: must be finite and >= 0, got {x!r}")
+        values.append(float(x))
+    return values
+
+
+def _generator(rng: np.random.Generator | None, seed: int) -> np.random.Generator:
+    """``rng`` if given (a stream shared with the caller), else a new one seeded with ``seed``."""
+    return rng if rng is not None else np.random.default_rng(int(seed))
 
 
 @dataclass(frozen=True)
@@ -105,8 +113,8 @@ class Imperfections:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check_nonnegative((f"Imperfections.{f.name}", getattr(self, f.name))
-                           for f in dataclasses.fields(self) if f.name != "seed")
+        _nonnegative((f"Imperfections.{f.name}", getattr(self, f.name))
+                     for f in dataclasses.fields(self) if f.name != "seed")
         if not 0.0 < self.torque_limit_fraction <= 1.0:
             raise ValueError("Imperfections.torque_limit_fraction: must be in (0, 1], got "
                              f"{self.torque_limit_fraction!r}")
@@ -229,13 +237,10 @@ class SimEncoders:
     def __init__(self, position_noise: float = 0.0, velocity_noise: float = 0.0,
                  resolution: float = 0.0, seed: int = 0,
                  rng: np.random.Generator | None = None) -> None:
-        _check_nonnegative((("encoder_position_noise", position_noise),
-                            ("encoder_velocity_noise", velocity_noise),
-                            ("encoder_resolution", resolution)))
-        self.position_noise = float(position_noise)
-        self.velocity_noise = float(velocity_noise)
-        self.resolution = float(resolution)
-        self.rng = rng if rng is not None else np.random.default_rng(int(seed))
+        self.position_noise, self.velocity_noise, self.resolution = _nonnegative((
+            ("encoder_position_noise", position_noise), ("encoder_velocity_noise", velocity_noise),
+            ("encoder_resolution", resolution)))
+        self.rng = _generator(rng, seed)
 
     @property
     def exact(self) -> bool:
@@ -284,23 +289,19 @@ class SimImu:
                  seed: int = 0, rng: np.random.Generator | None = None,
                  gyro_bias_walk: float = 0.0, accelerometer_bias: float = 0.0,
                  accelerometer_bias_walk: float = 0.0) -> None:
-        _check_nonnegative((("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
-                            ("imu_accelerometer_noise", accelerometer_noise),
-                            ("imu_orientation_noise", orientation_noise),
-                            ("imu_gyro_bias_walk", gyro_bias_walk),
-                            ("imu_accelerometer_bias", accelerometer_bias),
-                            ("imu_accelerometer_bias_walk", accelerometer_bias_walk)))
-        self.gyro_noise = float(gyro_noise)
-        self.accelerometer_noise = float(accelerometer_noise)
-        self.orientation_noise = float(orientation_noise)
-        self.rng = rng if rng is not None else np.random.default_rng(int(seed))
+        (self.gyro_noise, gyro_bias, self.accelerometer_noise, self.orientation_noise,
+         self.gyro_bias_walk, accelerometer_bias, self.accelerometer_bias_walk) = _nonnegative((
+             ("imu_gyro_noise", gyro_noise), ("imu_gyro_bias", gyro_bias),
+             ("imu_accelerometer_noise", accelerometer_noise),
+             ("imu_orientation_noise", orientation_noise), ("imu_gyro_bias_walk", gyro_bias_walk),
+             ("imu_accelerometer_bias", accelerometer_bias),
+             ("imu_accelerometer_bias_walk", accelerometer_bias_walk)))
+        self.rng = _generator(rng, seed)
         #: [rad/s] the gyro's bias of this run (base frame)
         self.gyro_bias = self.rng.normal(0.0, gyro_bias, 3) if gyro_bias > 0.0 else np.zeros(3)
         #: [m/s^2] the accelerometer's bias now (base frame)
         self.accelerometer_bias = (self.rng.normal(0.0, accelerometer_bias, 3)
                                    if accelerometer_bias > 0.0 else np.zeros(3))
-        self.gyro_bias_walk = float(gyro_bias_walk)
-        self.accelerometer_bias_walk = float(accelerometer_bias_walk)
         self._t = -math.inf
         self._vw = np.zeros(3)
         self._sample: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None

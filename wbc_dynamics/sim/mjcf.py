@@ -87,6 +87,16 @@ LOW_FRICTION = 0.1
 _ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 1, 2  # robot links never collide with each other
 _ENV_CONTYPE, _ENV_CONAFFINITY = 2, 3  # environment collides with robot and with free bodies
 
+#: MJCF ``<compiler>``: the URDF's numbers as they are -- angles in radians, inertias from the
+#: inertial elements (never from geoms, never rebalanced or bounded), a joint limited wherever
+#: it has a range
+_COMPILER = {"angle": "radian", "inertiafromgeom": "false", "autolimits": "true",
+             "balanceinertia": "false", "boundmass": "0", "boundinertia": "0"}
+#: MJCF ``<option>`` but the timestep: implicit-in-velocity integration, elliptic friction
+#: cones and the Newton solver run to a tight tolerance
+_OPTION = {"gravity": "0 0 -9.81", "integrator": "implicitfast", "cone": "elliptic",
+           "solver": "Newton", "iterations": "100", "tolerance": "1e-10"}
+
 
 @dataclass
 class GroundOptions:
@@ -339,6 +349,16 @@ def plant_description(
     return replace(p, links=links), adjusted, massless
 
 
+def _environment_contact(g: GroundOptions, mu: float, conaffinity: int) -> dict[str, str]:
+    """Contact attributes of an environment geom (the ground, a free body): Coulomb coefficient
+    ``mu`` (MuJoCo's default torsional and rolling friction), priority over the robot's geoms
+    (its friction and solver parameters apply), the ground's soft-contact parameters ``g``,
+    the environment's collision type and the affinity bits ``conaffinity``."""
+    return {"friction": f"{mu!r} 0.005 0.0001", "priority": "1", "solref": _fmt(g.solref()),
+            "solimp": _fmt(g.solimp()), "contype": str(_ENV_CONTYPE),
+            "conaffinity": str(conaffinity)}
+
+
 def _body_name(link: str) -> str:
     """MuJoCo body of a URDF link ("world" is MuJoCo's reserved world body)."""
     return "world_link" if link == "world" else link
@@ -479,27 +499,8 @@ def build_mjcf(
     g = ground or GroundOptions()
     mu = g.mu
     mj = ET.Element("mujoco", model=p.name)
-    ET.SubElement(
-        mj,
-        "compiler",
-        angle="radian",
-        inertiafromgeom="false",
-        autolimits="true",
-        balanceinertia="false",
-        boundmass="0",
-        boundinertia="0",
-    )
-    ET.SubElement(
-        mj,
-        "option",
-        timestep=repr(g.timestep),
-        gravity="0 0 -9.81",
-        integrator="implicitfast",
-        cone="elliptic",
-        solver="Newton",
-        iterations="100",
-        tolerance="1e-10",
-    )
+    ET.SubElement(mj, "compiler", _COMPILER)
+    ET.SubElement(mj, "option", {"timestep": repr(g.timestep), **_OPTION})
     size_el = ET.SubElement(mj, "size")
     size_el.set("memory", "8M")
     asset = ET.SubElement(mj, "asset")
@@ -512,12 +513,7 @@ def build_mjcf(
             type="plane",
             size="0 0 1",
             pos=f"0 0 {g.height!r}",
-            friction=f"{mu!r} 0.005 0.0001",
-            priority="1",
-            solref=_fmt(g.solref()),
-            solimp=_fmt(g.solimp()),
-            contype=str(_ENV_CONTYPE),
-            conaffinity=str(_ENV_CONAFFINITY),
+            **_environment_contact(g, mu, _ENV_CONAFFINITY),
             rgba="0.8 0.8 0.8 1",
         )
     skipped: list[str] = []
@@ -535,7 +531,6 @@ def build_mjcf(
     mesh_count = 0
 
     def add_link(parent_el, link: LinkDescription, pos, quat, joint: JointDescription | None):
-        nonlocal mesh_count
         if joint is None and not floating_base and link.name == "world":
             body = parent_el  # a fixed-base URDF's "world" link is MuJoCo's worldbody
         else:
@@ -578,52 +573,38 @@ def build_mjcf(
                 attrs["fullinertia"] = _fmt(full[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]])
             ET.SubElement(body, "inertial", **attrs)
         collides = collision_links is None or link.name in collision_links
+        hidden = {"group": str(HIDDEN_COLLISION_GROUP)} if visual_shapes.get(link.name) else {}
         for k, geo in enumerate(link.collisions):
-            attrs = {
-                "name": f"{link.name}__col{k}",
-                "pos": _fmt(geo.center),
-                "quat": _fmt(_mat_to_quat_wxyz(geo.rotation)),
-                "mass": "0",
-                "friction": f"{mu!r} 0.005 0.0001",
-                "contype": str(_ROBOT_CONTYPE if collides else 0),
-                "conaffinity": str(_ROBOT_CONAFFINITY if collides else 0),
-                "rgba": "0.3 0.4 0.8 1",
-            }
-            if visual_shapes.get(link.name):  # drawn by its visuals instead
-                attrs["group"] = str(HIDDEN_COLLISION_GROUP)
-            if geo.kind == "mesh":
-                if geo.mesh_path is None:  # the description warned about it already
-                    continue
-                mname = _mesh_asset(asset, f"mesh{mesh_count}", geo)
-                if mname is None:
-                    skipped.append(f"link '{link.name}' {geo.mesh_uri!r}")
-                    continue
-                mesh_count += 1
-                attrs.update(type="mesh", mesh=mname)
-            else:
-                attrs.update(_primitive(geo))
-            ET.SubElement(body, "geom", **attrs)
+            if geo.kind == "mesh" and geo.mesh_path is None:  # the description warned already
+                continue
+            if not add_geom(body, geo, f"{link.name}__col{k}", "mesh",
+                            friction=f"{mu!r} 0.005 0.0001",
+                            contype=str(_ROBOT_CONTYPE if collides else 0),
+                            conaffinity=str(_ROBOT_CONAFFINITY if collides else 0),
+                            rgba="0.3 0.4 0.8 1", **hidden):  # (hidden: drawn by its visuals)
+                skipped.append(f"link '{link.name}' {geo.mesh_uri!r}")
         for k, (geo, rgba) in enumerate(visual_shapes.get(link.name, ())):
-            attrs = {
-                "name": f"{link.name}__vis{k}",
-                "pos": _fmt(geo.center),
-                "quat": _fmt(_mat_to_quat_wxyz(geo.rotation)),
-                "mass": "0",
-                "contype": "0",
-                "conaffinity": "0",
-                "group": str(VISUAL_GROUP),
-                "rgba": _fmt(rgba),
-            }
-            if geo.kind == "mesh":
-                mname = _mesh_asset(asset, f"vmesh{mesh_count}", geo)
-                if mname is None:
-                    continue
-                mesh_count += 1
-                attrs.update(type="mesh", mesh=mname)
-            else:
-                attrs.update(_primitive(geo))
-            ET.SubElement(body, "geom", **attrs)
+            add_geom(body, geo, f"{link.name}__vis{k}", "vmesh", contype="0", conaffinity="0",
+                     group=str(VISUAL_GROUP), rgba=_fmt(rgba))
         return body
+
+    def add_geom(body, geo, name: str, mesh_prefix: str, **attrs: str) -> bool:
+        """A massless geom ``name`` of the shape ``geo`` (at its pose in the link) with the
+        attributes ``attrs`` in ``body``; a mesh becomes the asset ``<mesh_prefix><n>``. False
+        (no geom) for a mesh without volume."""
+        nonlocal mesh_count
+        attrs = {"name": name, "pos": _fmt(geo.center),
+                 "quat": _fmt(_mat_to_quat_wxyz(geo.rotation)), "mass": "0", **attrs}
+        if geo.kind == "mesh":
+            mname = _mesh_asset(asset, f"{mesh_prefix}{mesh_count}", geo)
+            if mname is None:
+                return False
+            mesh_count += 1
+            attrs.update(type="mesh", mesh=mname)
+        else:
+            attrs.update(_primitive(geo))
+        ET.SubElement(body, "geom", **attrs)
+        return True
 
     # depth-first with an explicit stack (no recursion limit on long chains), children in
     # document order
@@ -650,12 +631,7 @@ def build_mjcf(
             type="box",
             size=_fmt(0.5 * np.asarray(fb.size)),
             mass="0",
-            priority="1",
-            friction=f"{fb.friction!r} 0.005 0.0001",
-            solref=_fmt(g.solref()),
-            solimp=_fmt(g.solimp()),
-            contype=str(_ENV_CONTYPE),
-            conaffinity=str(_ENV_CONAFFINITY | 1),
+            **_environment_contact(g, fb.friction, _ENV_CONAFFINITY | 1),
             rgba="0.8 0.5 0.2 1",
         )
     movable = [j for j in p.joints_in_tree_order() if j.movable]
