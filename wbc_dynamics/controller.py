@@ -505,7 +505,8 @@ class WholeBodyController:
             check("gait", cfg.gait)
             self._walker = TrotWalker(
                 self, period=check("gait_period", cfg.gait_period) or None,
-                step_height=check("gait_step_height", cfg.gait_step_height) or None)
+                step_height=check("gait_step_height", cfg.gait_step_height) or None,
+                double_support=check("contact_unload_ramp", cfg.contact_unload_ramp))
 
         # statistics
         self.ticks = 0
@@ -1147,9 +1148,12 @@ class WholeBodyController:
             std = np.full(self.model.nv, nz.joint_velocity)
             std[0:3], std[3:6] = nz.base_linear_velocity, nz.base_angular_velocity
             observer = MomentumObserver(cm, gain, std, self._off_v + self._cfg_to_model)
-        f = StanceFilter(cm, self._stance_noise, dwell=float(self._cfg.contact_dwell),
-                         observer=observer,
-                         force_threshold=float(self._cfg.contact_force_threshold))
+        cfg = self._cfg
+        f = StanceFilter(cm, self._stance_noise, dwell=float(cfg.contact_dwell),
+                         observer=observer, force_threshold=float(cfg.contact_force_threshold),
+                         load_ramp=float(cfg.contact_load_ramp),
+                         unload_ramp=float(cfg.contact_unload_ramp),
+                         max_weight=float(cfg.contact_ramp_max_weight))
         cm.excluded_links = frozenset()
         f.set_swing(self._swing_links)
         f.bind(self._q, self._v)  # the controller's state buffers, every tick
@@ -1467,16 +1471,23 @@ class WholeBodyController:
         """Forget the contact solver's warm start (every method); next tick is a cold start."""
         self.solver_state.reset()
 
-    def set_contact_schedule(self, swing_links: Sequence[str] = ()) -> None:
+    def set_contact_schedule(self, swing_links: Sequence[str] = (),
+                             lift_off_in: Mapping[str, float] | None = None) -> None:
         """The gait's contact schedule: links in swing are not contact candidates.
 
         Their spheres are left out of the contact problem until the next call (Zapolsky &
         Drumwright, Sec. 7.6: the planner knows which feet are in stance), so a swing foot passing
         close to the ground is not held to it. Empty = every contact link is a candidate.
-        Raises ValueError naming links that are not contact links.
+
+        ``lift_off_in`` announces releases: stance link -> time [s] until the schedule will put
+        it in swing. With the contact state filter and ``contact_unload_ramp`` > 0 such a link
+        is unloaded over the last ``contact_unload_ramp`` seconds before it (its load shifted to
+        the other stance links where they can carry it) instead of in one tick; each call
+        replaces the announcements. Raises ValueError naming links that are not contact links
+        or a time that is not finite and >= 0.
         """
         links = frozenset(str(x) for x in swing_links)
-        unknown = sorted(links - set(self._contact_links))
+        unknown = sorted((links | set(lift_off_in or ())) - set(self._contact_links))
         if unknown:
             raise ValueError(
                 f"contact schedule: {unknown} are not contact links ({self._contact_links})"
@@ -1486,7 +1497,7 @@ class WholeBodyController:
             for ln in self._tasks.contact_links:
                 self._tasks.set_contact_active(ln, ln not in links)
         if self._stance is not None:
-            self._stance.set_swing(links)
+            self._stance.set_swing(links, lift_off_in)
         elif self._contact_model is not None:
             self._contact_model.excluded_links = links
 

@@ -142,6 +142,15 @@ class ControllerConfig:
             contact (the gate is the larger of this and the filter's 4 predicted standard
             deviations under the ``sensing_*`` noise, which leave out model and actuation
             errors).
+        contact_load_ramp: [s] contact_state_filter with ``lcp_noslip`` and minimum-norm
+            impulses: a touched link's load rises over this time instead of in one tick where
+            the other stance links can carry it (its weight in the minimum-norm selection falls
+            from ``contact_ramp_max_weight`` to 1; docs/real_robots.md "Load ramps"); 0 = off.
+        contact_unload_ramp: [s] as ``contact_load_ramp`` over the time before an announced
+            release (the trot's lift-off; ``lift_off_in`` of
+            :meth:`~wbc_dynamics.controller.WholeBodyController.set_contact_schedule`); the
+            trot stands on both pairs this long at each half-cycle's start; 0 = off.
+        contact_ramp_max_weight: [-] >= 1, the ramps' weight at a touch and at a release.
         sensing_joint_position_noise, sensing_joint_velocity_noise: [rad, rad/s] standard
             deviations of the joint encoders (the filter's prior).
         sensing_base_position_noise, sensing_base_orientation_noise: [m, rad] of the base pose
@@ -245,6 +254,9 @@ class ControllerConfig:
     contact_dwell: float = 0.01
     contact_force_observer_gain: float = 0.0
     contact_force_threshold: float = 0.0
+    contact_load_ramp: float = 0.0
+    contact_unload_ramp: float = 0.0
+    contact_ramp_max_weight: float = 100.0
     sensing_joint_position_noise: float = 1e-3
     sensing_joint_velocity_noise: float = 0.02
     sensing_base_position_noise: float = 5e-3
@@ -339,6 +351,8 @@ def _stance_settings(cfg: ControllerConfig, floating_base: bool, has_object: boo
     check("contact_dwell", cfg.contact_dwell)
     check("contact_force_observer_gain", cfg.contact_force_observer_gain)
     check("contact_force_threshold", cfg.contact_force_threshold)
+    for name in ("contact_load_ramp", "contact_unload_ramp", "contact_ramp_max_weight"):
+        check(name, getattr(cfg, name))
     return SensingNoise(*(check(nm, getattr(cfg, nm)) for nm in (
         f"sensing_{name}_noise" for name in (
             "joint_position", "joint_velocity", "base_position", "base_orientation",

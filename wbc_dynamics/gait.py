@@ -16,6 +16,10 @@ task per foot, the posture). Each tick, before the controller's, it
 * moves the swing feet along a quintic in the ground plane (position, velocity and acceleration
   continuous at lift-off and touchdown) and a ``64 u^3 (1 - u)^3`` lift of ``step_height``, as
   frame-task goals with their velocities and accelerations;
+* with a double support (``double_support``: the controller's ``contact_unload_ramp``) keeps
+  the pair about to swing standing for that long at each half-cycle's start, announcing its
+  lift-off (``set_contact_schedule``'s ``lift_off_in``) so that the pair that just landed takes
+  the load over the contact load ramps instead of in one tick; the swing is that much shorter;
 * moves the centre-of-mass goal at the commanded velocity (at its standing height, held within
   ``com_leash`` of the measured CoM so a blocked robot does not wind it up) and turns the trunk's
   goal at the commanded yaw rate, roll and pitch level.
@@ -91,12 +95,18 @@ class TrotWalker:
         feedback_gain: [s] Raibert's velocity feedback on the touchdown; None: computed.
         max_acceleration: [m/s^2, rad/s^2] the command is followed at most this fast.
         com_leash: [m] largest distance of the CoM goal ahead of the measured CoM.
+        double_support: [s] each half-cycle starts with both pairs standing this long: the
+            pair that landed takes the load from the pair about to swing, whose lift-off is
+            announced to the controller (``lift_off_in``; with ``contact_load_ramp`` /
+            ``contact_unload_ramp`` the handover is a ramp, not a step); its swing is that
+            much shorter. At most a quarter of the half-cycle. The controller passes its
+            ``contact_unload_ramp``.
     """
 
     def __init__(self, controller: Any, feet: Sequence[str] | None = None,
                  period: float | None = None, step_height: float | None = None,
                  feedback_gain: float | None = None, max_acceleration: float = 1.0,
-                 com_leash: float = 0.03) -> None:
+                 com_leash: float = 0.03, double_support: float = 0.0) -> None:
         ctl = controller
         if not ctl.floating_base or ctl.tasks is None:
             raise ValueError("TrotWalker: needs a floating-base controller with tasks "
@@ -113,6 +123,10 @@ class TrotWalker:
         self._period_arg, self._height_arg, self._gain_arg = period, step_height, feedback_gain
         self.max_acceleration = float(max_acceleration)
         self.com_leash = float(com_leash)
+        if not (math.isfinite(double_support) and double_support >= 0.0):
+            raise ValueError(f"TrotWalker.double_support: must be finite and >= 0, got "
+                             f"{double_support!r}")
+        self.double_support = float(double_support)
         #: the command (x, y [m/s] heading frame, yaw rate [rad/s]) and the one followed now
         self.command = np.zeros(3)
         self.velocity = np.zeros(3)
@@ -192,6 +206,7 @@ class TrotWalker:
             feedback_gain=float(self.feedback_gain), max_step=0.6 * float(spacing),
             com_height=float(c[2]), com_leash=self.com_leash,
             max_acceleration=self.max_acceleration, touchdown_wait=self.touchdown_wait,
+            double_support=min(self.double_support / (0.5 * self.period), 0.25),
             command=self.command, velocity=self.velocity, com_goal=c[:2].copy(),
             yaw_goal=np.array([yaw]), t0=np.array([t]), t_last=np.array([t]),
             swing_end=np.array([t]), half=np.array([-1], dtype=np.int64),
@@ -224,8 +239,20 @@ class TrotWalker:
                               ctl.model._kin, float(t))
         if changed:
             self.schedule_changes += 1
-            ctl.set_contact_schedule([f for f, s in zip(self.feet, self.data.scheduled,
-                                                        strict=True) if s])
+            d = self.data
+            # the lift-offs, announced for the unload ramp: the pair of this half-cycle's
+            # swing at the end of the double support, the other one double_support into the
+            # next half-cycle (a late swing: the clock waits, so the release is due now)
+            half = 0.5 * d.period
+            ds = d.double_support * half
+            end = float(d.swing_end[0])
+            lift = {}
+            for f, s, sw in zip(self.feet, d.scheduled, d.swing, strict=True):
+                due = (end - half if sw else end) + ds - float(t)
+                if not s and due >= -1e-9:  # (a late pair's is past: it lands, not lifts)
+                    lift[f] = max(due, 0.0)
+            ctl.set_contact_schedule(
+                [f for f, s in zip(self.feet, d.scheduled, strict=True) if s], lift)
 
 
 class WalkerData(NamedTuple):
@@ -237,7 +264,8 @@ class WalkerData(NamedTuple):
     ``ground`` (4,) [m] each foot point's standing height; ``com_task``, ``trunk_task``;
     ``period`` [s], ``step_height`` [m], ``feedback_gain`` [s], ``max_step`` [m],
     ``com_height`` [m], ``com_leash`` [m], ``max_acceleration`` [m/s^2, rad/s^2],
-    ``touchdown_wait`` [fraction of a half-cycle].
+    ``touchdown_wait`` [fraction of a half-cycle], ``double_support`` [fraction of a
+    half-cycle] both pairs stand at its start.
 
     State: ``command``, ``velocity`` (3,) commanded and followed (forward, left [m/s], yaw rate
     [rad/s]); ``com_goal`` (2,) [m] world; ``yaw_goal`` (1,) [rad]; ``t0`` (1,) [s] the clock's
@@ -261,6 +289,7 @@ class WalkerData(NamedTuple):
     com_leash: float
     max_acceleration: float
     touchdown_wait: float
+    double_support: float
     command: np.ndarray
     velocity: np.ndarray
     com_goal: np.ndarray
@@ -376,9 +405,16 @@ def walker_tick(w, d, q, v, kin, t):
                 frame_placement(q, d.body[f], d.frame[f], d.pose, kin)
                 for a in range(3):
                     w.lift[i, a] = d.pose[a, 3]
+    # the half-cycle's double support: its swing pair stands until u = dsf, then swings over
+    # the rest (us from 0 to 1)
+    dsf = w.double_support
+    standing = u < dsf
+    us = 0.0 if standing else (u - dsf) / (1.0 - dsf)
+    span = half * (1.0 - dsf)  # [s] the swing's duration
     changed = 0
     for i in range(4):
-        scheduled = w.swing[i] and not late  # a late pair is scheduled to stand
+        # a late pair is scheduled to stand, as is the swing pair in the double support
+        scheduled = w.swing[i] and not late and not standing
         if scheduled != w.scheduled[i]:
             w.scheduled[i] = scheduled
             changed = 1
@@ -395,11 +431,11 @@ def walker_tick(w, d, q, v, kin, t):
     yaw_td = yaw_goal + wz * remaining
     ct, st = math.cos(yaw_td), math.sin(yaw_td)
     bx, by = q[0] + vwx * remaining, q[1] + vwy * remaining
-    s, ds, dds = _quintic_ramp(u)
-    ds, dds = ds / half, dds / (half * half)
-    uw = u * (1.0 - u)
-    z, dz = 64.0 * uw ** 3, 192.0 * uw * uw * (1.0 - 2.0 * u) / half
-    ddz = 64.0 * (6.0 * uw * (1.0 - 2.0 * u) ** 2 - 6.0 * uw * uw) / (half * half)
+    s, ds, dds = _quintic_ramp(us)
+    ds, dds = ds / span, dds / (span * span)
+    uw = us * (1.0 - us)
+    z, dz = 64.0 * uw ** 3, 192.0 * uw * uw * (1.0 - 2.0 * us) / span
+    ddz = 64.0 * (6.0 * uw * (1.0 - 2.0 * us) ** 2 - 6.0 * uw * uw) / (span * span)
     if late:  # reach down for the ground
         z, dz, ddz = -(t - w.swing_end[0]) / half, -1.0 / half, 0.0
     shx = 0.5 * half * vwx + w.feedback_gain * (mvx - vwx)
@@ -409,7 +445,7 @@ def walker_tick(w, d, q, v, kin, t):
         shx, shy = shx * w.max_step / norm, shy * w.max_step / norm
     for i in range(4):
         f = w.foot_task[i]
-        if not w.swing[i] or (late and d.link_active[w.foot_link[i]]):
+        if not w.swing[i] or (late and d.link_active[w.foot_link[i]]) or (standing and not late):
             d.active[f] = False
             continue
         ox, oy = w.offsets[i, 0], w.offsets[i, 1]

@@ -315,6 +315,18 @@ SPECS: tuple[ParameterSpec, ...] = (
        "and the stance filter's gate, 4 predicted standard deviations of the estimate under "
        "the sensing_* noise; model and actuation errors are not in that noise)", unit="N",
        group=_SENSING, minimum=0.0),
+    _P("contact_load_ramp", "float", 0.0, "contact_state_filter, lcp_noslip with "
+       "noslip_min_norm: a touched contact link's load rises over this time instead of in one "
+       "tick, where the other stance links can carry it (its weight in the minimum-norm "
+       "selection falls from contact_ramp_max_weight to 1); 0 = off", unit="s",
+       group=_SENSING, minimum=0.0),
+    _P("contact_unload_ramp", "float", 0.0, "as contact_load_ramp, for a release the gait "
+       "schedule announces (the trot's lift-off; set_contact_schedule's lift_off_in): the link "
+       "is unloaded over this time before it; 0 = off", unit="s", group=_SENSING,
+       minimum=0.0),
+    _P("contact_ramp_max_weight", "float", 100.0, "the contact load ramps' weight at a touch "
+       "and at a release (a link's share of a load the others can carry is ~1/weight)",
+       group=_SENSING, minimum=1.0),
     _P("sensing_joint_position_noise", "float", 1e-3, "encoder noise std (the stance filter's "
        "prior, the base estimator's noise model)", unit="rad", group=_SENSING, minimum=0.0,
        exclusive_minimum=True, estimator=True),

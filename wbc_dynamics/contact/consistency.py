@@ -23,6 +23,7 @@ functions pack a :class:`~wbc_dynamics.contact.problem.ContactProblem` for them.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from numba import njit
@@ -32,7 +33,7 @@ from ..kernels.arena import NO_ARENA
 from ..kernels.linalg import lu_solve
 from ..kernels.separate import call_separately
 from .noslip_kernels import _alg1, lcp_noslip_kernel, min_pivot
-from .problem import ContactProblem, ContactResult
+from .problem import ContactProblem, ContactResult, contact_weights
 
 __all__ = [
     "consistent_accelerations",
@@ -318,12 +319,13 @@ def min_norm_impulse_kernel(A, b, kind, max_iter, tol, ar):
 
 
 @njit(cache=True)
-def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, w, touch_tol,
-                             dt, max_iter, ar):
-    """Minimum-norm impulses among all no-slip solutions with the same v+ (see
-    :func:`min_norm_impulses`). Returns (cN, cS, cT, tau, v_next, iterations, converged);
-    on failure the inputs are returned unchanged (copies). Results and temporaries from the
-    arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
+def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, w, weight,
+                             touch_tol, dt, max_iter, ar):
+    """Minimum weighted-norm impulses among all no-slip solutions with the same v+ (see
+    :func:`min_norm_impulses`): ``argmin sum_i weight_i |c_i|^2``, ``weight`` (nc,) >= 1 per
+    contact (all 1: the minimum-norm impulses). Returns (cN, cS, cT, tau, v_next, iterations,
+    converged); on failure the inputs are returned unchanged (copies). Results and
+    temporaries from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
     nc = N.shape[0]
     nf = free.shape[0]
     nu = act.shape[0]
@@ -333,6 +335,12 @@ def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, 
     c0 = _ar.floats_zero(ar, n)
     cmax = 0.0
     amax = 0.0
+    # the weighted problem is the unweighted one in c' = sqrt(weight) c: contact i's columns
+    # scaled by 1 / sqrt(weight_i) (positive: the sign constraints are unchanged); weight 1
+    # scales by exactly 1.0, so all-ones weights give the unweighted numbers bit for bit
+    sq = _ar.floats(ar, nc)
+    for i in range(nc):
+        sq[i] = math.sqrt(weight[i])
     for i in range(nc):
         st_row = False
         for c in range(N.shape[1]):
@@ -358,10 +366,19 @@ def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, 
         for j in range(n):
             s += A[f, j] * c0[j]
         b[f] = s
+    for i in range(nc):
+        if sq[i] != 1.0:
+            for f in range(nf):
+                for r in range(3):
+                    A[f, 3 * i + r] /= sq[i]
     # free rows of eq. (37) to 1e-10 relative (the tests' eq. (37) bound is 1e-8); tighter is
     # not reachable when the active columns are nearly rank deficient (sole corners: cond ~1e14)
     tol = 1e-10 * max(amax * cmax, 1e-300)
     c, it, ok = min_norm_impulse_kernel(A, b, kind, max_iter, tol, ar)
+    for i in range(nc):
+        if sq[i] != 1.0:
+            for r in range(3):
+                c[3 * i + r] /= sq[i]
     if not ok:
         return (_ar.floats_copy(ar, cN), _ar.floats_copy(ar, cS), _ar.floats_copy(ar, cT),
                 _ar.floats_copy(ar, tau), _ar.floats_copy(ar, v_next), it, False)
@@ -402,6 +419,7 @@ def min_norm_impulses(
     w: np.ndarray,
     tol: float = 1e-6,
     max_iter: int = 50,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, int]:
     """Minimum-norm contact impulses among all no-slip solutions (indeterminate contact).
 
@@ -422,22 +440,31 @@ def min_norm_impulses(
     subset, which for nearly dependent tangential rows gave internal tangential impulses of up to
     1e5 m g.
 
+    With ``weights`` the selection is ``argmin sum_i weights_i |c_i|^2`` over the same set
+    (``c_i`` contact i's impulse): a contact of weight w carries about 1/w of the share it
+    would carry with weight 1 where other contacts can take it, and what it must carry (a
+    single support) it still carries -- the set, and so v+, does not change. The contact load
+    ramps set them (``contact_load_ramp``, ``contact_unload_ramp``: docs/real_robots.md).
+
     Args:
         impulses: (nc, 3) a solution ``c*`` [N s]; tau: (nu,) its torques [N m];
         v_next: (nv,) its v+; w: (nc,) ``N v+ + phi/dt`` [m/s].
         tol: [m/s] contacts with ``w_i <= tol`` count as touching.
+        weights: (nc,) per-contact weights >= 1 (None: the problem's ``weights``, all 1 if it
+            has none). ValueError if not finite and >= 1.
 
     Returns:
         (impulses, tau, v_next, converged, iterations); the inputs (copied) if not converged.
     """
     p = problem
+    weight = contact_weights(p.nc, p.weights if weights is None else weights)
     imp = np.ascontiguousarray(impulses, dtype=np.float64)
     out = min_norm_solution_kernel(
         p.Minv, p.actuated, p.free, p.N, p.S, p.T,
         np.ascontiguousarray(imp[:, 0]), np.ascontiguousarray(imp[:, 1]),
         np.ascontiguousarray(imp[:, 2]), np.ascontiguousarray(tau, dtype=np.float64),
         np.ascontiguousarray(v_next, dtype=np.float64), np.ascontiguousarray(w, dtype=np.float64),
-        float(tol), float(p.dt), int(max_iter), NO_ARENA,
+        weight, float(tol), float(p.dt), int(max_iter), NO_ARENA,
     )
     cN, cS, cT, tau_n, v_n, it, ok = out
     return np.stack([cN, cS, cT], axis=1), tau_n, v_n, bool(ok), int(it)

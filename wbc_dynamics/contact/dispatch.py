@@ -29,7 +29,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .problem import ContactProblem, ContactResult, MethodState, SolverState, SolverStats
+from .problem import (
+    ContactProblem,
+    ContactResult,
+    MethodState,
+    SolverState,
+    SolverStats,
+    contact_weights,
+)
 
 __all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof_id", "warmup",
            "flag_names", "ContactArrays", "contact_arrays"]
@@ -48,7 +55,9 @@ class ContactArrays(NamedTuple):
     model): ``Minv`` (nv, nv) M^-1, ``h`` (nv,) [N, N m] C v + g, ``v`` (nv,) [m/s, rad/s],
     ``act`` / ``free`` (nu,) / (nf,) dof indices, ``qdd_des`` (nu,) [rad/s^2] in ``act``'s
     order, the contact rows ``N``, ``S``, ``T`` (nc, nv) (normal and tangents, contact frames),
-    ``phi`` (nc,) [m] signed distances, ``mu`` (nc,) friction coefficients, ``dt`` [s]."""
+    ``phi`` (nc,) [m] signed distances, ``mu`` (nc,) friction coefficients, ``dt`` [s],
+    ``weight`` (nc,) >= 1 the per-contact weights of ``lcp_noslip``'s minimum-norm selection
+    (all 1: unweighted)."""
 
     Minv: np.ndarray
     h: np.ndarray
@@ -62,6 +71,7 @@ class ContactArrays(NamedTuple):
     phi: np.ndarray
     mu: np.ndarray
     dt: float
+    weight: np.ndarray
 
 
 def contact_arrays(problem: ContactProblem, S: np.ndarray | None = None,
@@ -71,7 +81,8 @@ def contact_arrays(problem: ContactProblem, S: np.ndarray | None = None,
     p = problem
     return ContactArrays(Minv=p.Minv, h=p.h, v=p.v, act=p.actuated, free=p.free,
                          qdd_des=p.qdd_des, N=p.N, S=p.S if S is None else S,
-                         T=p.T if T is None else T, phi=p.phi, mu=p.mu, dt=float(p.dt))
+                         T=p.T if T is None else T, phi=p.phi, mu=p.mu, dt=float(p.dt),
+                         weight=contact_weights(p.nc, p.weights))
 
 
 def flag_names(bits: int, table: tuple[tuple[int, str], ...]) -> tuple[str, ...]:

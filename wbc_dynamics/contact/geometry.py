@@ -454,8 +454,11 @@ class ContactData(NamedTuple):
     ``v`` (nv,) (post-impact if the passive impact is on), ``N``/``S``/``T`` (cap, nv), ``phi``
     (after the dead band), ``mu``, ``points`` (cap, 3) world [m], ``frames`` (cap, 3, 3)
     columns (n, s, t), ``slot`` (cap,) candidate identity (see :class:`ContactGeometry`),
-    ``impact`` (cap, 3) passive-impact impulses [N s]. ``Minv_robot``/``h_robot`` are the robot
-    blocks: the same arrays as ``Minv``/``h`` when no free body is appended.
+    ``impact`` (cap, 3) passive-impact impulses [N s], ``weight`` (cap,) each row's weight in
+    the minimum-norm selection, copied from its sphere's entry of ``sphere_weight``
+    (n_spheres,) >= 1 (all 1 unless the contact state filter's load ramps write it).
+    ``Minv_robot``/``h_robot`` are the robot blocks: the same arrays as ``Minv``/``h`` when no
+    free body is appended.
     """
 
     W: np.ndarray
@@ -492,6 +495,8 @@ class ContactData(NamedTuple):
     frames: np.ndarray
     slot: np.ndarray
     impact: np.ndarray
+    weight: np.ndarray
+    sphere_weight: np.ndarray
     arena: Arena
 
 
@@ -562,6 +567,7 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
         d.phi[nc] = phi
         d.mu[nc] = d.cand_mu[i]
         d.slot[nc] = s * nfeat + d.cand_feat[i]
+        d.weight[nc] = d.sphere_weight[s]
         for a in range(3):
             d.points[nc, a] = d.cand_p[i, a]
             d.impact[nc, a] = 0.0
@@ -832,8 +838,9 @@ class ContactModel:
             N=np.zeros((cap, nv)), S=np.zeros((cap, nv)), T=np.zeros((cap, nv)),
             phi=np.zeros(cap), mu=np.zeros(cap), points=np.zeros((cap, 3)),
             frames=np.zeros((cap, 3, 3)), slot=np.zeros(cap, dtype=np.int64),
-            impact=np.zeros((cap, 3)), arena=tick_arena(nv, self.actuated.shape[0], cap,
-                                                        self.friction_edges))
+            impact=np.zeros((cap, 3)), weight=np.ones(cap),
+            sphere_weight=np.ones(self.n_spheres),
+            arena=tick_arena(nv, self.actuated.shape[0], cap, self.friction_edges))
         #: the same buffers as one pointer, what the compiled kernels take (kernels/records.py)
         self.kernel_data = contact_data_record(self.data)
         nfeat = len(self.feature_names)
@@ -993,6 +1000,7 @@ class ContactModel:
             friction_edges=self.friction_edges,
             dof_names=self.dof_names,
             total_mass=self.total_mass,
+            weights=d.weight[:k].copy(),
             # every array above comes from validated inputs (q, v checked by the core kernels,
             # qdd_des by the caller) through this model's own kernels
             validated=True,

@@ -140,10 +140,10 @@ def noslip_solve_kernel(p, warm, o, ar):
     non-basic set, Sec. 4.6: the previous tick's, by contact identity) with options ``o``
     (:class:`NoslipSolveOptions`): the ``noslip_gap`` rows (eq. (34)), Alg. 1 +
     Alg. 2 + force retrieval (:func:`lcp_noslip_kernel`), the Sec. 4.5 correction of
-    inconsistent accelerations and re-solve, the minimum-norm selection and the checks of the
-    result. Returns a :class:`NoslipSolution`; its arrays come from the arena ``ar``
-    (:mod:`wbc_dynamics.kernels.arena`). The one implementation of the method: ``solve`` and
-    the compiled tick both call it.
+    inconsistent accelerations and re-solve, the minimum-norm selection (weighted by
+    ``p.weight``) and the checks of the result. Returns a :class:`NoslipSolution`; its arrays
+    come from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`). The one implementation of
+    the method: ``solve`` and the compiled tick both call it.
     """
     N, S, T, phi, dt = p.N, p.S, p.T, p.phi, p.dt
     nc, nv = N.shape
@@ -198,8 +198,8 @@ def noslip_solve_kernel(p, warm, o, ar):
                 code = _INFEASIBLE
     if code == SOLVED and o.min_norm:
         mn = call_separately(min_norm_solution_kernel, (p.Minv, p.act, p.free, N, S, T, cN, cS,
-                                                        cT, tau, v_next, w, o.min_norm_tol, dt,
-                                                        np.int64(50), ar))
+                                                        cT, tau, v_next, w, p.weight,
+                                                        o.min_norm_tol, dt, np.int64(50), ar))
         mn_it = mn[5]
         if mn[6]:
             cN, cS, cT, tau, v_next = mn[0], mn[1], mn[2], mn[3], mn[4]
@@ -274,7 +274,8 @@ def solve_lcp_noslip(
         correct_inconsistent: if the desired accelerations are inconsistent, solve the correction
             QP (46)-(51) and re-solve; otherwise return the flagged fallback.
         min_norm: resolve indeterminacy by the minimum-norm impulses ``|(c_N, c_S, c_T)|`` among
-            all solutions with the same (unique) v+ (``min_norm`` flag;
+            all solutions with the same (unique) v+, weighted per contact by the problem's
+            ``weights`` if it has them (``min_norm`` flag;
             :func:`~wbc_dynamics.contact.consistency.min_norm_impulses`) instead of the pivoting
             solver's vertex solution. If that projection does not converge the vertex solution
             is returned, flagged ``min_norm_failed``.

@@ -48,6 +48,7 @@ __all__ = [
     "FLAGS",
     "ContactProblem",
     "ContactResult",
+    "contact_weights",
     "SolverStats",
     "SolverState",
     "MethodState",
@@ -96,6 +97,18 @@ def _as_float_array(name: str, x: Any, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
+def contact_weights(nc: int, weights: Any) -> np.ndarray:
+    """``weights`` as the (nc,) float64 per-contact weights of the minimum-norm selection
+    (None: all 1). Raises ValueError naming ``ContactProblem.weights`` unless every weight is
+    finite and >= 1."""
+    if weights is None:
+        return np.ones(nc)
+    a = _as_float_array("weights", weights, (nc,))
+    if nc and a.min() < 1.0:
+        raise ValueError(f"ContactProblem.weights: must be >= 1, got min {a.min()!r}")
+    return a
+
+
 @dataclass
 class ContactProblem:
     """One control tick of contact-aware inverse dynamics, fully assembled.
@@ -122,6 +135,10 @@ class ContactProblem:
         total_mass: [kg] mass of the robot (and free bodies) the problem describes: the scale of
             the no-slip methods' rank decisions (``rank_mass_ratio``). ``None``: unknown, only
             the relative rank test applies. ``ContactModel.build`` sets it.
+        weights: (nc,) per-contact weights >= 1 of the minimum-norm selection (``lcp_noslip``
+            with ``min_norm``: ``argmin sum_i weights_i |c_i|^2`` among the impulses of the same
+            v+); None: all 1. ``ContactModel.build`` copies its ``sphere_weight`` (the contact
+            load ramps of the contact state filter).
     """
 
     dt: float
@@ -142,6 +159,7 @@ class ContactProblem:
     friction_edges: int = 4
     dof_names: tuple[str, ...] | None = None
     total_mass: float | None = None
+    weights: np.ndarray | None = None
     #: set by :meth:`validate` (and by ``ContactModel.build``, whose problems are valid by
     #: construction) so that ``solve`` does not check a problem twice; reset it to False after
     #: modifying a problem's arrays in place.
@@ -234,6 +252,8 @@ class ContactProblem:
             self.points = _as_float_array("points", np.reshape(self.points, (nc, 3)), (nc, 3))
         if self.frames is not None:
             self.frames = _as_float_array("frames", np.reshape(self.frames, (nc, 3, 3)), (nc, 3, 3))
+        if self.weights is not None:
+            self.weights = contact_weights(nc, self.weights)
         k = int(self.friction_edges)
         if k < 4 or k % 2:
             raise ValueError(f"ContactProblem.friction_edges: must be even and >= 4, got {k}")

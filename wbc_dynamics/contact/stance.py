@@ -51,6 +51,12 @@ estimate's error, by far the largest, is removed; joint noise is shared out by i
 The contact problem then sees the stance points touching and at rest, and leaves the other
 contact links out: the filtered decision, not the raw distance, says which contacts exist.
 
+**Load ramps** (``load_ramp``, ``unload_ramp``; ``_ramp_weights``): each stance link's
+spheres get a weight in ``lcp_noslip``'s minimum-norm selection (the contact model's
+``sphere_weight``), high just after its touch and just before its announced release
+(:meth:`StanceFilter.set_swing`'s ``lift_off_in``), so that where the other stance links can
+carry its load it is loaded and unloaded over the ramp instead of in one tick.
+
 Everything per tick is one compiled call (``stance_update_kernel``: the contact model's
 candidate kernel, then :func:`stance_filter_kernel`) on named buffers (:class:`StanceData`); the
 observer is one more (:func:`~wbc_dynamics.contact.momentum_observer.momentum_observer_kernel`),
@@ -70,6 +76,8 @@ Off by default (``contact_force_observer_gain: 0``): nominal standing and trotti
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -153,6 +161,11 @@ class StanceData(NamedTuple):
     it has been loaded / not loaded; ``armed`` (L,) bool a swing link whose estimate has dropped
     below the gate since lift-off; ``early`` (L,) bool a swing link touched on force evidence
     (early touch-down); ``early_touchdowns`` (1,) int64 counter.
+
+    Load ramps (``_ramp_weights``): ``load_ramp`` / ``unload_ramp`` [s] (0: off),
+    ``max_weight`` [-] >= 1; ``release_in`` (L,) [s] the time until a stance link's announced
+    release (inf: none; counts down each tick); ``weight`` (n_spheres,) written: each sphere's
+    weight in the minimum-norm selection, its link's (the contact model's ``sphere_weight``).
     """
 
     sphere_link: np.ndarray
@@ -189,6 +202,11 @@ class StanceData(NamedTuple):
     armed: np.ndarray
     early: np.ndarray
     early_touchdowns: np.ndarray
+    load_ramp: float
+    unload_ramp: float
+    max_weight: float
+    release_in: np.ndarray
+    weight: np.ndarray
 
 
 @structref.register
@@ -452,7 +470,35 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
         li = f.sphere_link[s]
         if li >= 0:
             f.excluded[s] = not f.stance[li]
+    _ramp_weights(f)
     return n_stance
+
+
+@njit(cache=True)
+def _ramp_weights(f):
+    """The contact load ramps: each stance link's weight in the minimum-norm selection of the
+    contact impulses (``lcp_noslip``, which minimizes ``sum_i w_i |c_i|^2`` among the impulses
+    of the same v+) into ``f.weight`` per sphere. A link touched ``t = f.timer`` ago
+    (``t < load_ramp``) and a link whose announced release is ``t = f.release_in`` away
+    (``t < unload_ramp``) get ``w = 1 / max(t / ramp, 1 / max_weight)`` (the larger of the
+    two), else 1. Where the other contacts can carry the load, a contact's share of it goes
+    as ~1/w: from ~0 at the touch (or at the release) linearly to its full share over the
+    ramp, instead of a step. What a contact must carry it still carries: the weights only
+    choose among the impulses that give the same motion. Counts ``release_in`` down."""
+    floor = 1.0 / f.max_weight
+    for s in range(f.sphere_link.shape[0]):
+        li = f.sphere_link[s]
+        if li < 0:
+            continue
+        w = 1.0
+        if f.stance[li]:
+            if f.timer[li] < f.load_ramp:
+                w = 1.0 / max(f.timer[li] / f.load_ramp, floor)
+            if f.release_in[li] < f.unload_ramp:
+                w = max(w, 1.0 / max(max(f.release_in[li], 0.0) / f.unload_ramp, floor))
+        f.weight[s] = w
+    for li in range(f.stance.shape[0]):
+        f.release_in[li] -= f.dt
 
 
 @njit(cache=True)
@@ -520,12 +566,20 @@ class StanceFilter:
             every tick; :meth:`update` runs it first when given the previous torques), or None.
         force_threshold: [N] the least normal force that is evidence of contact (what the
             sensing noise's gate leaves out: model and actuation errors).
+        load_ramp: [s] a touched link's load rises over this time instead of in one tick
+            (its weight in the minimum-norm selection of ``lcp_noslip`` falls from
+            ``max_weight`` to 1; ``_ramp_weights``); 0 = off.
+        unload_ramp: [s] a stance link whose release is announced (:meth:`set_swing`'s
+            ``lift_off_in``) is unloaded over the last ``unload_ramp`` before it; 0 = off.
+        max_weight: [-] >= 1, the weight at the start of a load ramp and at the end of an
+            unload ramp (its share of a load the others can carry is then ~1/max_weight).
     """
 
     def __init__(self, contact_model: ContactModel, noise: SensingNoise, dwell: float = 0.01,
                  gate: float = 4.0, touch_floor: float = 3e-4,
                  position_tolerance: float = 1e-4, velocity_tolerance: float = 1e-3,
-                 observer: MomentumObserver | None = None, force_threshold: float = 0.0
+                 observer: MomentumObserver | None = None, force_threshold: float = 0.0,
+                 load_ramp: float = 0.0, unload_ramp: float = 0.0, max_weight: float = 100.0
                  ) -> None:
         cm = contact_model
         if cm.bodies:
@@ -533,9 +587,13 @@ class StanceFilter:
         for name, x in (("dwell", dwell), ("gate", gate), ("touch_floor", touch_floor),
                         ("position_tolerance", position_tolerance),
                         ("velocity_tolerance", velocity_tolerance),
-                        ("force_threshold", force_threshold)):
+                        ("force_threshold", force_threshold), ("load_ramp", load_ramp),
+                        ("unload_ramp", unload_ramp)):
             if not (math.isfinite(x) and x >= 0.0):
                 raise ValueError(f"StanceFilter.{name}: must be finite and >= 0, got {x!r}")
+        if not (math.isfinite(max_weight) and max_weight >= 1.0):
+            raise ValueError(f"StanceFilter.max_weight: must be finite and >= 1, got "
+                             f"{max_weight!r}")
         self.contact_model = cm
         self.noise = noise
         robot = cm.robot
@@ -585,6 +643,9 @@ class StanceFilter:
             loaded_time=np.zeros(L), unloaded_time=np.full(L, dwell),
             armed=np.zeros(L, dtype=np.bool_), early=np.zeros(L, dtype=np.bool_),
             early_touchdowns=np.zeros(1, dtype=np.int64),
+            load_ramp=float(load_ramp), unload_ramp=float(unload_ramp),
+            max_weight=float(max_weight), release_in=np.full(L, np.inf),
+            weight=cm.data.sphere_weight,
         )
         #: the force evidence's source (None: kinematics and schedule only)
         self.observer = observer
@@ -604,11 +665,28 @@ class StanceFilter:
         self._bound_q: object = None
         self._bound_v: object = None
 
-    def set_swing(self, links) -> None:
-        """The gait schedule: ``links`` are in swing (released at once, not touched)."""
+    def set_swing(self, links, lift_off_in: Mapping[str, float] | None = None) -> None:
+        """The gait schedule: ``links`` are in swing (released at once, not touched).
+
+        ``lift_off_in``: announced releases, link -> time [s] until the schedule puts it in
+        swing (finite, >= 0): a stance link is unloaded over the last ``unload_ramp`` before
+        it. Each call replaces the announcements (links not named: none). ValueError for an
+        unknown link or a bad time."""
+        rel = self.data.release_in
+        rel[:] = np.inf
+        for ln, t in (lift_off_in or {}).items():
+            if ln not in self._index:
+                rel[:] = np.inf
+                raise ValueError(f"lift_off_in: {ln!r} is not a contact link ({self.links})")
+            x = float(t) if isinstance(t, numbers.Real) else math.nan
+            if not (math.isfinite(x) and x >= 0.0):
+                rel[:] = np.inf
+                raise ValueError(f"lift_off_in[{ln!r}]: must be finite and >= 0 [s], got {t!r}")
+            rel[self._index[ln]] = x
         self.swing[:] = False
         for ln in links:
             self.swing[self._index[ln]] = True
+            rel[self._index[ln]] = np.inf
 
     def update(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray | None = None) -> int:
         """One tick: decide, correct ``q`` (nq,) and ``v`` (nv,) in place (core conventions,
@@ -649,6 +727,8 @@ class StanceFilter:
         f.unloaded_time[:] = f.dwell
         f.armed[:] = False
         f.early[:] = False
+        f.release_in[:] = np.inf
+        f.weight[:] = 1.0
         if self.observer is not None:
             self.observer.reset()
 
@@ -681,6 +761,17 @@ class StanceFilter:
         observer)."""
         f = self.data
         return [ln for ln, t in zip(self.links, f.loaded_time, strict=True) if t > 0.0]
+
+    @property
+    def link_weights(self) -> dict[str, float]:
+        """Each link's weight in the minimum-norm selection this tick (1: no ramp; see
+        ``load_ramp``)."""
+        f = self.data
+        out = dict.fromkeys(self.links, 1.0)
+        for s, li in enumerate(f.sphere_link):
+            if li >= 0:
+                out[self.links[li]] = float(f.weight[s])
+        return out
 
     @property
     def failed_projections(self) -> int:

@@ -109,7 +109,8 @@ def _contact_arrays(d, act, free, qdd_des, nc, dt):
     """The assembled problem in the tick's buffers ``d`` (rows ``0..nc-1``) as the solve
     kernels take it (:class:`~wbc_dynamics.contact.dispatch.ContactArrays`)."""
     return ContactArrays(Minv=d.Minv, h=d.h, v=d.v, act=act, free=free, qdd_des=qdd_des,
-                         N=d.N[:nc], S=d.S[:nc], T=d.T[:nc], phi=d.phi[:nc], mu=d.mu[:nc], dt=dt)
+                         N=d.N[:nc], S=d.S[:nc], T=d.T[:nc], phi=d.phi[:nc], mu=d.mu[:nc], dt=dt,
+                         weight=d.weight[:nc])
 
 
 @njit(cache=True)

@@ -349,6 +349,8 @@ class _WBC:
         self.object_name = self.ctl.object_body.name if self.ctl.has_object else None
         self.predicts = method != "none"
         self.schedule = None  # callable t -> set of links planned in swing
+        #: callable t -> {stance link: time [s] until its planned lift-off} (or None)
+        self.lift_off = None
         self.goals = None  # callable t -> None: sets task goals before each tick
         #: hybrid drive commands configured (drive_stiffness / drive_damping)
         self.hybrid = bool(np.any(self.ctl.config.drive_stiffness)
@@ -363,7 +365,8 @@ class _WBC:
     def __call__(self, t, q, v, ref, plant):
         c = self.ctl
         if self.predicts and self.schedule is not None:
-            c.set_contact_schedule(self.schedule(t))
+            c.set_contact_schedule(self.schedule(t),
+                                   None if self.lift_off is None else self.lift_off(t))
         if self.floating:
             if self.estimating:
                 if self.imu is None:  # the settle: an IMU of the exact state at rest
@@ -820,6 +823,12 @@ class ClosedLoop:
             return {f for f, s in zip(feet, ref.swing_active(t), strict=True) if s}
 
         self.ctl.schedule = swing
+        if hasattr(ref, "lift_off_in"):
+            def lift_off_in(t: float) -> dict:
+                return {f: x for f, x in zip(feet, ref.lift_off_in(t), strict=True)
+                        if math.isfinite(x)}
+
+            self.ctl.lift_off = lift_off_in
 
     def _settle(self, duration: float) -> None:
         """Let the robot come to rest on its contacts under the PID baseline holding the

@@ -287,6 +287,20 @@ class Trot(QuadrupedFootReference):
             out[i] = ph >= self.duty
         return out
 
+    def lift_off_in(self, t: float) -> np.ndarray:
+        """(4,) [s]: the time from t until each foot's next planned lift-off (inf while it
+        swings; before ``start`` the feet stand: a foot that swings at ``start`` lifts off
+        then)."""
+        out = np.full(len(self.foot_links), np.inf)
+        wait = max(self.start - t, 0.0)
+        for i, td in enumerate(self.touchdown):
+            ph = ((t + wait - self.start) / self.period - td) % 1.0
+            if ph < self.duty:
+                out[i] = (self.duty - ph) * self.period + wait
+            elif wait > 0.0:
+                out[i] = wait
+        return out
+
     def foot_targets(self, t):
         p = self.p_nominal.copy()
         pd = np.zeros_like(p)
@@ -695,6 +709,19 @@ class FootTrot(TaskSpaceReference):
         phase = math.fmod(max(t, 0.0), self.gait_period) / self.gait_period
         swinging = 0 if phase < 0.5 else 1
         return self.pair == swinging
+
+    def lift_off_in(self, t: float) -> np.ndarray:
+        """(4,) [s]: the time from t until each foot's next lift-off (inf while it swings;
+        before t = 0 the first pair lifts off at 0)."""
+        half = 0.5 * self.gait_period
+        swing = self.swing_active(t)
+        out = np.full(len(self.foot_links), np.inf)
+        for i in range(len(out)):
+            if t < 0.0 or not swing[i]:
+                offset = self.pair[i] * half
+                m = math.ceil((max(t, 0.0) - offset) / self.gait_period)
+                out[i] = offset + m * self.gait_period - t
+        return out
 
     def targets(self, t: float):
         x, vx, ax = self._base_x(t)
