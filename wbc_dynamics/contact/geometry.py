@@ -256,15 +256,25 @@ def _subtract_box_jacobian(k, Rb, bp, col, p, Fr, cl, out_N, out_S, out_T):
 
 
 @njit(cache=True)
-def contact_kernel(
+def contact_kernel(topo, tree, Sm, q, Xup, Rw, pw, Rtmp, P, Jfull, sph_body, sph_r, sph_rad, hs,
+                   hs_mu, es, es_mu, bx_R, bx_p, bx_a, bx_mu, bx_col, margin, out_phi, out_p,
+                   out_F, out_N, out_S, out_T, out_mu, out_sph, out_feat, ar):
+    """All candidate contacts after one forward-kinematics pass (into ``Xup``, ``Rw``, ``pw``;
+    ``Rtmp`` (2, 3, 3) scratch): :func:`candidates_kernel` on its world poses."""
+    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
+    return candidates_kernel(topo, Sm, Rw, pw, P, Jfull, sph_body, sph_r, sph_rad, hs, hs_mu, es,
+                             es_mu, bx_R, bx_p, bx_a, bx_mu, bx_col, margin, out_phi, out_p,
+                             out_F, out_N, out_S, out_T, out_mu, out_sph, out_feat, ar)
+
+
+# inlined into contact_kernel (a call there made it ~0.3 us slower: ~30 array arguments
+# passed); the assembly, after dynamics_terms, calls it on its own
+@njit(cache=True, inline="always")
+def candidates_kernel(
     topo,
-    tree,
     Sm,
-    q,
-    Xup,
     Rw,
     pw,
-    Rtmp,
     P,
     Jfull,
     sph_body,
@@ -291,7 +301,8 @@ def contact_kernel(
     out_feat,
     ar,
 ):
-    """All candidate contacts after one forward-kinematics pass.
+    """All candidate contacts at the world poses of the robot's bodies: ``Rw`` (nb, 3, 3)
+    rotations and ``pw`` (nb, 3) positions [m] (body to world, from one forward-kinematics pass).
 
     sph_body (ns,), sph_r (ns, 3) body-frame centres, sph_rad (ns,); hs (nh, 4) [n, d];
     es (ne, 4) [centre, R]; boxes: bx_R (nbx, 3, 3), bx_p (nbx, 3), bx_a (nbx, 3) half extents,
@@ -299,7 +310,6 @@ def contact_kernel(
     0..nh-1, spheres nh..nh+ne-1, boxes nh+ne... Returns the number of candidates written.
     Scratch vectors from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`).
     """
-    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
     ns = sph_body.shape[0]
     nh = hs.shape[0]
     ne = es.shape[0]
@@ -524,36 +534,49 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
                     phi_deadband, dynamics, ar):
     """Candidates, M^-1 and h of one tick into ``d`` (:class:`ContactDataRecord`), compiled.
 
-    One forward-kinematics pass gives every candidate (:func:`contact_kernel`); the candidates
-    on ``excluded`` spheres (bool per sphere) are dropped and the rest packed into rows
+    One forward-kinematics pass gives every candidate (:func:`candidates_kernel`); the
+    candidates on ``excluded`` spheres (bool per sphere) are dropped and the rest packed into rows
     ``0..nc-1`` of ``d.N`` ... ``d.slot`` with the dead band applied to phi. With ``dynamics``,
     ``d.Minv_robot`` = M^-1 (Carpentier Alg. 1 / Saccon et al. IMMAmb) and ``d.h_robot`` = C v + g
-    (RNEA) are computed and ``d.v[:nv_robot] = v``. Returns nc >= 0, or ``-status`` of the
-    dynamics kernels (:data:`wbc_dynamics.model.STATUS_MESSAGES`) for invalid q / v. ``ar``:
-    the scratch arena (:mod:`wbc_dynamics.kernels.arena`).
+    (RNEA) are computed and ``d.v[:nv_robot] = v``, all three from the same pass
+    (:func:`~wbc_dynamics.kernels.world.dynamics_terms`, whose world poses are copied to
+    ``d.Rw``, ``d.pw``; ``d.Xup`` is then not written); without, the pass is
+    :func:`contact_kernel`'s. Returns nc >= 0, or
+    ``-status`` of the dynamics kernels (:data:`wbc_dynamics.model.STATUS_MESSAGES`) for invalid
+    q / v. ``ar``: the scratch arena (:mod:`wbc_dynamics.kernels.arena`).
     """
     if dynamics:
-        # q[::1] etc.: strided ('A') vector types, those of RobotModel's bound entry points, so
-        # that one compiled minverse / rnea serves both (a second one costs seconds to compile)
-        # called separately (wbc_dynamics.kernels.separate): their call trees are not
-        # compiled into this kernel once more
-        st = call_separately(world.minverse, (q[::1], d.Minv_robot, d.FP, topo, tree, Sm, d.W,
-                                              d.SC))
-        if st != OK:
-            return -st
-        # np.bool_: typed flags, not literals -- a literal would compile a second rnea (~2.5 s)
-        st = call_separately(world.rnea, (q[::1], v[::1], d.a_zero[::1], d.fext, np.bool_(False),
-                                          np.bool_(True), d.h_robot, topo, tree, Sm, I6, gravity,
-                                          d.W, d.SC))
+        # one kinematics pass for M^-1, h and the candidates: dynamics_terms leaves the world
+        # poses in d.W, which the candidates read instead of evaluating every joint's pose
+        # once more. q[::1] etc. and np.bool_: strided vectors and typed flags, not literals
+        # (each literal or other layout compiles the kernel once more, seconds at start-up)
+        st = call_separately(world.dynamics_terms, (
+            q[::1], v[::1], d.a_zero[::1], d.fext, np.bool_(False), np.bool_(True), d.Minv_robot,
+            d.FP, d.h_robot, topo, tree, Sm, I6, gravity, d.W, d.SC))
         if st != OK:
             return -st
         for c in range(v.shape[0]):
             d.v[c] = v[c]
-    k = call_separately(contact_kernel, (
-        topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body, geo.sph_r,
-        geo.sph_rad, geo.hs, geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p, geo.bx_a, geo.bx_mu,
-        geo.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand, d.Tcand, d.cand_mu,
-        d.cand_sph, d.cand_feat, ar))
+        # the world poses into the contiguous d.Rw / d.pw (12 numbers a body): the candidates'
+        # Jacobian loops then index without strides, and d.Rw / d.pw hold this tick's poses
+        # as after contact_kernel
+        for b in range(topo.shape[0]):
+            pose = d.W[b, world.W_POSE]
+            for r in range(3):
+                d.pw[b, r] = pose[3, r]
+                for c in range(3):
+                    d.Rw[b, r, c] = pose[r, c]
+        k = call_separately(candidates_kernel, (
+            topo, Sm, d.Rw, d.pw, d.P, d.Jfull, geo.sph_body, geo.sph_r, geo.sph_rad, geo.hs,
+            geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p, geo.bx_a, geo.bx_mu, geo.bx_col, margin,
+            d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand, d.Tcand, d.cand_mu, d.cand_sph,
+            d.cand_feat, ar))
+    else:
+        k = call_separately(contact_kernel, (
+            topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body, geo.sph_r,
+            geo.sph_rad, geo.hs, geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p, geo.bx_a, geo.bx_mu,
+            geo.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand, d.Tcand,
+            d.cand_mu, d.cand_sph, d.cand_feat, ar))
     nfeat = geo.hs.shape[0] + geo.es.shape[0] + geo.bx_a.shape[0]
     nv = d.N.shape[1]
     nc = 0

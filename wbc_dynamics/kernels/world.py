@@ -339,6 +339,27 @@ def _local_pose_t(jt, iq, t, q):
     )
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _compose_pose(topo, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2):
+    """World pose of body i into ``W_POSE`` from its local pose ``L`` (row-major) / ``l`` and
+    its parent's world pose (already stored: depth-first order)."""
+    P = W[i, W_POSE]
+    par = topo[i, PARENT]
+    if par < 0:
+        P[0, 0], P[0, 1], P[0, 2] = L00, L01, L02
+        P[1, 0], P[1, 1], P[1, 2] = L10, L11, L12
+        P[2, 0], P[2, 1], P[2, 2] = L20, L21, L22
+        P[3, 0], P[3, 1], P[3, 2] = l0, l1, l2
+    else:
+        Pp = W[par, W_POSE]
+        for r in range(3):
+            a0, a1, a2 = Pp[r, 0], Pp[r, 1], Pp[r, 2]
+            P[r, 0] = a0 * L00 + a1 * L10 + a2 * L20
+            P[r, 1] = a0 * L01 + a1 * L11 + a2 * L21
+            P[r, 2] = a0 * L02 + a1 * L12 + a2 * L22
+            P[3, r] = Pp[3, r] + a0 * l0 + a1 * l1 + a2 * l2
+
+
 @leaf_kernel(error_model="numpy")
 def world_poses_into(topo, tree, q, last, W, SC):
     """World poses of bodies 0..last into ``W_POSE`` (rows 0-2 rotation, row 3 position).
@@ -349,21 +370,20 @@ def world_poses_into(topo, tree, q, last, W, SC):
     """
     for i in range(last + 1):
         L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
-        P = W[i, W_POSE]
-        par = topo[i, PARENT]
-        if par < 0:
-            P[0, 0], P[0, 1], P[0, 2] = L00, L01, L02
-            P[1, 0], P[1, 1], P[1, 2] = L10, L11, L12
-            P[2, 0], P[2, 1], P[2, 2] = L20, L21, L22
-            P[3, 0], P[3, 1], P[3, 2] = l0, l1, l2
-        else:
-            Pp = W[par, W_POSE]
-            for r in range(3):
-                a0, a1, a2 = Pp[r, 0], Pp[r, 1], Pp[r, 2]
-                P[r, 0] = a0 * L00 + a1 * L10 + a2 * L20
-                P[r, 1] = a0 * L01 + a1 * L11 + a2 * L21
-                P[r, 2] = a0 * L02 + a1 * L12 + a2 * L22
-                P[3, r] = Pp[3, r] + a0 * l0 + a1 * l1 + a2 * l2
+        _compose_pose(topo, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
+
+
+@leaf_kernel(error_model="numpy")
+def placements_into(topo, tree, q, W):
+    """The one kinematics pass of a dynamics tick: each body's local pose, evaluated once
+    (:func:`_local_pose`), gives both its parent-to-body transform ``W_XUP`` (rows 0-2, the
+    layout :func:`rnea` reads) and its world pose ``W_POSE`` (as :func:`world_poses_into`),
+    for :func:`dynamics_terms` and the contact candidates that read the placements after it.
+    """
+    for i in range(topo.shape[0]):
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+        _store_xup(W[i, W_XUP], L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
+        _compose_pose(topo, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
 
 
 @leaf_kernel(error_model="numpy")
@@ -900,6 +920,12 @@ def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
     if st != OK:
         return st
     kinematics_into(topo, tree, q, W, SC)
+    return _minverse_passes(Minv, FP, topo, tree, Sm, W, SC)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _minverse_passes(Minv, FP, topo, tree, Sm, W, SC):
+    """:func:`minverse` after the world poses (``W_POSE``): the three passes of Alg. 1."""
     world_quantities(topo, tree, Sm, W, True)
     nb = topo.shape[0]
     nv = Minv.shape[0]
@@ -969,6 +995,18 @@ def _inertia_vec(I, x, out):
     out[5] = I[5, 0] * x[0] + I[5, 1] * x[1] + I[5, 3] * x[3] + I[5, 4] * x[4] + I[5, 5] * x[5]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _store_xup(X, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2):
+    """Rows 0-2 of Xup = [[R^T, -R^T [p]x], [0, R^T]] (motion_transform's arithmetic) of the
+    local pose (R row-major, p) into ``X``: the lower rows repeat R^T (see _xup_motion)."""
+    X[0, 0], X[0, 1], X[0, 2] = R00, R10, R20
+    X[1, 0], X[1, 1], X[1, 2] = R01, R11, R21
+    X[2, 0], X[2, 1], X[2, 2] = R02, R12, R22
+    X[0, 3], X[0, 4], X[0, 5] = _neg_cross(R00, R10, R20, p0, p1, p2)
+    X[1, 3], X[1, 4], X[1, 5] = _neg_cross(R01, R11, R21, p0, p1, p2)
+    X[2, 3], X[2, 4], X[2, 5] = _neg_cross(R02, R12, R22, p0, p1, p2)
+
+
 @leaf_kernel(error_model="numpy")
 def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity, W, SC):
     """Recursive Newton-Euler inverse dynamics in body frames (Featherstone 2008, Table 5.1).
@@ -983,6 +1021,15 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         return st
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
+    for i in range(topo.shape[0]):
+        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(topo, tree, q, i)
+        _store_xup(W[i, W_XUP], R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2)
+    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, W, SC)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, W, SC):
+    """:func:`rnea`'s forward and backward passes after the transforms ``W_XUP``."""
     nb = topo.shape[0]
     vJ = SC[SC_FORWARD_PASS, 0]
     Iv = SC[SC_FORWARD_PASS, 1]
@@ -991,16 +1038,7 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
         g6[r] = -gravity[r] if use_gravity else 0.0
         g6[r + 3] = 0.0
     for i in range(nb):
-        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(topo, tree, q, i)
-        # Xup = [[R^T, -R^T [p]x], [0, R^T]] (motion_transform's arithmetic), rows 0-2 only: the
-        # lower rows repeat R^T (see _xup_motion)
         X = W[i, W_XUP]
-        X[0, 0], X[0, 1], X[0, 2] = R00, R10, R20
-        X[1, 0], X[1, 1], X[1, 2] = R01, R11, R21
-        X[2, 0], X[2, 1], X[2, 2] = R02, R12, R22
-        X[0, 3], X[0, 4], X[0, 5] = _neg_cross(R00, R10, R20, p0, p1, p2)
-        X[1, 3], X[1, 4], X[1, 5] = _neg_cross(R01, R11, R21, p0, p1, p2)
-        X[2, 3], X[2, 4], X[2, 5] = _neg_cross(R02, R12, R22, p0, p1, p2)
         par = topo[i, PARENT]
         iv = topo[i, IV]
         nvi = topo[i, NVI]
@@ -1053,6 +1091,35 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
                     + X[2, c] * frc[5]
                 )
     return OK
+
+
+@leaf_kernel(error_model="numpy")
+def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, topo, tree, Sm, I6,
+                   gravity, W, SC):
+    """:func:`minverse` into ``Minv`` and :func:`rnea` into ``tau`` after ONE kinematics pass
+    (:func:`placements_into`): the same passes and arithmetic as the two kernels called one
+    after the other (results equal to the bit), each body's local pose evaluated once instead
+    of twice. Statuses and their order are theirs (``minverse``'s, then ``rnea``'s); the world
+    poses ``W_POSE`` stay valid for the caller (the contact candidates read them).
+
+    q (nq,), v and a (nv,) in the model's order [m, rad; m/s, rad/s; m/s^2, rad/s^2]; ``fext``
+    (nb, 6) body-frame wrenches [N, N m], read if ``use_fext``; outputs ``Minv`` (nv, nv) and
+    ``tau`` (nv,) [N, N m] (for a free-flyer root its first six entries the base wrench in the
+    base frame); ``FP`` (nb + 1, 6, nv) :func:`minverse`'s scratch. Returns OK or a status.
+    """
+    st = check_configuration(topo, q)
+    if st != OK:
+        return st
+    placements_into(topo, tree, q, W)
+    st = _minverse_passes(Minv, FP, topo, tree, Sm, W, SC)
+    if st != OK:
+        return st
+    st = check_state(topo, q, v, a)
+    if st != OK:
+        return st
+    if use_fext and not check_matrix(fext):
+        return BAD_FEXT
+    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, W, SC)
 
 
 # ``kin`` (nb, TREE_COLS + 6) float64, the frame kernels' one model array: a body's ``tree``
