@@ -40,8 +40,9 @@ from numba import njit
 from numba.experimental import structref
 
 from .kernels.kinematics import points_kinematics
-from .kernels.records import RecordType
+from .kernels.records import RecordType, define_record
 from .kernels.spatial import quaternion_product_into, rotation_from_quaternion
+from .validation import require_positive
 
 if TYPE_CHECKING:
     from .model import RobotModel
@@ -80,10 +81,7 @@ class EstimatorNoise:
     ground_height: float = 5e-3
 
     def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            x = getattr(self, name)
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0.0):
-                raise ValueError(f"EstimatorNoise.{name}: must be finite and > 0, got {x!r}")
+        require_positive(vars(self).items(), "EstimatorNoise.{}")
 
 
 class EstimatorData(NamedTuple):
@@ -175,7 +173,7 @@ class EstimatorDataRecord(structref.StructRefProxy):
     unboxes its 44 fields, ~5 us, a third of the estimator's tick."""
 
 
-structref.define_proxy(EstimatorDataRecord, EstimatorDataRecordType, list(EstimatorData._fields))
+define_record(EstimatorDataRecord, EstimatorDataRecordType, EstimatorData)
 
 
 @njit(cache=True)

@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from .kernels.records import RecordType
+from .kernels.records import RecordType, define_record
 from .kernels.world import frame_placement
 
 __all__ = ["TrotWalker", "WalkerData", "foot_task_name", "walker_tick", "walking_tasks"]
@@ -313,7 +313,7 @@ class WalkerDataRecord(structref.StructRefProxy):
     arrays; :mod:`wbc_dynamics.kernels.records`)."""
 
 
-structref.define_proxy(WalkerDataRecord, WalkerDataRecordType, list(WalkerData._fields))
+define_record(WalkerDataRecord, WalkerDataRecordType, WalkerData)
 
 
 @njit(cache=True)

@@ -29,13 +29,13 @@ One compiled call per tick (:func:`joint_observer_update`) on named buffers
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from .kernels.linalg import bound_entry
+from .validation import require_positive
 
 __all__ = ["JointObserver", "JointObserverData", "joint_observer_update", "steady_state_gain"]
 
@@ -134,10 +134,8 @@ class JointObserver:
 
     def __init__(self, n: int, dt: float, sigma_q: float, sigma_v: float, sigma_a: float,
                  gate: float = 6.0) -> None:
-        for name, x in (("dt", dt), ("sigma_q", sigma_q), ("sigma_v", sigma_v),
-                        ("sigma_a", sigma_a), ("gate", gate)):
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0.0):
-                raise ValueError(f"joint observer {name}: must be finite and > 0, got {x!r}")
+        require_positive((("dt", dt), ("sigma_q", sigma_q), ("sigma_v", sigma_v),
+                          ("sigma_a", sigma_a), ("gate", gate)), "joint observer {}")
         self.dt = float(dt)
         gain, spread = steady_state_gain(self.dt, sigma_q, sigma_v, sigma_a)
         self.data = JointObserverData(

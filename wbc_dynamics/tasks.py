@@ -59,7 +59,7 @@ from .kernels.prioritized import (
     prioritized_reset,
     prioritized_selection_level,
 )
-from .kernels.records import RecordType
+from .kernels.records import RecordType, define_record
 from .kernels.world import (
     FIRST_MOMENT,
     MASS,
@@ -419,7 +419,7 @@ class TaskDataRecord(structref.StructRefProxy):
     arrays; :mod:`wbc_dynamics.kernels.records`)."""
 
 
-structref.define_proxy(TaskDataRecord, TaskDataRecordType, list(TaskData._fields))
+define_record(TaskDataRecord, TaskDataRecordType, TaskData)
 
 
 @njit(cache=True)

@@ -30,7 +30,7 @@ from numba import njit
 
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
-from ..kernels.linalg import lu_solve
+from ..kernels.linalg import lu_solve, matvec
 from ..kernels.separate import call_separately
 from .noslip_kernels import _alg1, lcp_noslip_kernel, min_pivot
 from .problem import ContactProblem, ContactResult, contact_weights
@@ -360,12 +360,8 @@ def min_norm_solution_kernel(Minv, act, free, N, S, T, cN, cS, cT, tau, v_next, 
             amax = max(amax, abs(N[i, free[f]]), abs(S[i, free[f]]), abs(T[i, free[f]]))
     for j in range(n):
         cmax = max(cmax, abs(c0[j]))
-    b = _ar.floats(ar, nf)  # A c0
-    for f in range(nf):
-        s = 0.0
-        for j in range(n):
-            s += A[f, j] * c0[j]
-        b[f] = s
+    b = _ar.floats(ar, nf)
+    matvec(A, c0, b)
     for i in range(nc):
         if sq[i] != 1.0:
             for f in range(nf):

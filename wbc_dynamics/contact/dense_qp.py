@@ -89,7 +89,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.leaf import leaf_kernel
-from ..kernels.linalg import chol_solve, cholesky, pivoted_cholesky
+from ..kernels.linalg import chol_solve, cholesky, matvec, pivoted_cholesky
 from ..kernels.separate import call_separately
 
 __all__ = [
@@ -424,11 +424,7 @@ def dense_qp_kernel(P: np.ndarray, q: np.ndarray, A: np.ndarray, l: np.ndarray,
                 s -= L[i, k] * Jt[k, c]
             Jt[i, c] = s / L[i, i]
     # unconstrained minimizer x0 = -J J^T q
-    for j in range(n):
-        s = 0.0
-        for i in range(n):
-            s += Jt[j, i] * q[i]
-        w[j] = s
+    matvec(Jt, q, w)
     for i in range(n):
         x0[i] = 0.0
     for j in range(n):

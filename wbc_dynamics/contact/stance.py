@@ -88,8 +88,9 @@ from numba.experimental import structref
 from ..kernels import arena as _ar
 from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry, chol_solve, cholesky
-from ..kernels.records import RecordType
+from ..kernels.records import RecordType, define_record
 from ..kernels.spatial import quaternion_product_into, rotvec_quaternion
+from ..validation import require_positive
 from .geometry import contact_kernel
 from .tick_base import _plain
 
@@ -121,10 +122,7 @@ class SensingNoise:
     base_angular_velocity: float = 0.02
 
     def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            x = getattr(self, name)
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0.0):
-                raise ValueError(f"sensing_{name}_noise: must be finite and > 0, got {x!r}")
+        require_positive(vars(self).items(), "sensing_{}_noise")
 
 
 class StanceData(NamedTuple):
@@ -219,7 +217,7 @@ class StanceDataRecord(structref.StructRefProxy):
     arrays; :mod:`wbc_dynamics.kernels.records`)."""
 
 
-structref.define_proxy(StanceDataRecord, StanceDataRecordType, list(StanceData._fields))
+define_record(StanceDataRecord, StanceDataRecordType, StanceData)
 
 
 @njit(cache=True)
