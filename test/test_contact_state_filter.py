@@ -83,6 +83,48 @@ def test_correction_is_the_weighted_least_squares_update_and_puts_the_feet_down(
         assert np.max(np.abs(dq[6:])) < 1e-3
 
 
+
+def test_points_well_above_their_links_lowest_are_not_projected_onto_the_ground():
+    """A second sphere 15 mm above each foot sphere along the foot's axis (as a sole box's
+    upper corners over its lower ones), within the gate of the ground under the base
+    estimate's noise: the stance projection puts the lowest points on the ground and leaves the
+    upper ones where they are, tick after tick, whatever the noise (projecting both would settle
+    the base half-way, 6 mm low, and the set of projected points would change with the
+    noise)."""
+    from wbc_dynamics.contact.geometry import ContactModel, HalfSpace
+
+    model, cm0, q0 = quadruped_on_ground(FEET)
+    lift = 0.015
+    points = {p.link: [(p.center, p.radius), (p.center + [0.0, 0.0, lift], p.radius)]
+              for p in cm0.contact_points}
+    cm = ContactModel(model, contact_links=FEET, features=[HalfSpace.ground(mu=0.8)],
+                      margin=0.005, dt=1e-3, points=points)
+    f = _filter(cm)
+    k = cm.candidates(q0, margin=f.margin)
+    phi0 = np.sort(cm.data.cand_phi[:k])
+    assert k == 8 and np.allclose(phi0[:4], 0.0, atol=1e-9)
+    upper = phi0[4:]  # (the foot frames are tilted: 12.4 mm above the ground)
+    assert np.all((upper > 0.01) & (upper < lift))  # within the gate of the ground
+    q, v = q0.copy(), np.zeros(model.nv)
+    assert f.update(q, v) == 4
+    assert np.max(np.abs(f.data.dq)) < 1e-9  # exact state: nothing to correct
+    rng = np.random.default_rng(3)
+    for trial in range(20):
+        q = q0.copy()
+        q[2] += rng.normal(0.0, NOISE.base_position)
+        q[7:] += rng.normal(0.0, NOISE.joint_position, model.nv - 6)
+        x, y, z, w = q[3:7]
+        a, b, c, d = np.r_[rng.normal(0.0, 0.5 * NOISE.base_orientation, 3), 1.0]
+        q[3:7] = [w * a + x * d + y * c - z * b, w * b - x * c + y * d + z * a,
+                  w * c + x * b - y * a + z * d, w * d - x * a - y * b - z * c]
+        q[3:7] /= np.linalg.norm(q[3:7])
+        f.update(q, np.zeros(model.nv))
+        k = cm.candidates(q, margin=f.margin)
+        phi = np.sort(cm.data.cand_phi[:k])
+        assert np.max(np.abs(phi[:4])) < 1e-4, (trial, phi)
+        np.testing.assert_allclose(phi[4:], upper, atol=1e-3, err_msg=str(trial))
+
+
 def test_no_flicker_under_realistic_noise_and_schedule_releases_at_once(quadruped):
     model, cm, q0 = quadruped
     rng = np.random.default_rng(2)

@@ -437,6 +437,19 @@ class WholeBodyController:
         #: a joint state arrived since the observer last ran, and the arrival before it [s]
         self._state_new = False
         self._t_state_observed = -math.inf
+        #: the base-pose observer (base_observer, base_state odom), None when off
+        self._base_observer: Any = None
+        if check("base_observer", cfg.base_observer) and self._base_source == "odom":
+            if not self.floating_base:
+                raise ValueError("base_observer: needs a floating base (floating_base: true)")
+            from .base_observer import BaseObserver
+
+            self._base_observer = BaseObserver(self.dt, *(check(nm, getattr(cfg, nm)) for nm in (
+                f"sensing_base_{name}_noise" for name in (
+                    "position", "orientation", "linear_velocity", "angular_velocity"))))
+        #: a base state arrived since the base observer last ran, and the arrival before it [s]
+        self._base_new = False
+        self._t_base_observed = -math.inf
         #: hybrid drive command: configured gains, this tick's gains and set-points
         self._drive_kp = per_joint("drive_stiffness", cfg.drive_stiffness, self.joint_names)
         self._drive_kd = per_joint("drive_damping", cfg.drive_damping, self.joint_names)
@@ -758,6 +771,7 @@ class WholeBodyController:
         _write_pose_twist("base_state", position, orientation_xyzw, linear_velocity,
                           angular_velocity, self._q[0:7], self._v[0:6])
         self._t_base = float(now)
+        self._base_new = True
 
     def set_imu(
         self,
@@ -861,6 +875,8 @@ class WholeBodyController:
         t0 = time.perf_counter()
         if self._joint_observer is not None and self._state_new:
             self._observe_joints()
+        if self._base_observer is not None and self._base_new:
+            self._observe_base()
         if not self.state_fresh(now):
             out = self._zero_output(MODE_STALE_STATE)
         elif self._tasks is not None or self.reference_fresh(now):
@@ -895,6 +911,19 @@ class WholeBodyController:
         self._qdj[:] = obs.velocity
         self._t_state_observed = self._t_state
         self._state_new = False
+
+    def _observe_base(self) -> None:
+        """The base-pose observer's tick on the newest base state: predicted with its twist
+        over the time between the two states, corrected with its pose; the estimate replaces
+        the received pose the tick uses."""
+        obs = self._base_observer
+        dt = self._t_base - self._t_base_observed
+        if not 0.0 < dt <= 10.0 * self.dt:  # the first state, or after a gap: start afresh
+            obs.reset()
+            dt = self.dt
+        obs.update(self._q[0:7], self._v[0:6], dt)
+        self._t_base_observed = self._t_base
+        self._base_new = False
 
     def _command_step(self, mode: str) -> None:
         """The hybrid drive command's set-points and gains of this tick (ControlOutput), then
@@ -938,6 +967,7 @@ class WholeBodyController:
             if base is None:
                 raise ValueError("base: required for a floating-base model")
             self.set_base_state(*base, now=self._t_base)
+            self._base_new = False  # an explicit state, not a measurement to filter
         self._qj[:] = q
         self._qdj[:] = qd
         self._qdd_cmd[:] = qdd_cmd
@@ -1533,6 +1563,10 @@ class WholeBodyController:
         self._t_state_observed = -math.inf
         if self._joint_observer is not None:
             self._joint_observer.reset()
+        self._base_new = False
+        self._t_base_observed = -math.inf
+        if self._base_observer is not None:
+            self._base_observer.reset()
         if self._stance is not None:
             self._stance.reset()
         if self._estimator is not None:
@@ -1613,4 +1647,7 @@ class WholeBodyController:
             self._stance.reset_counters()
         if self._estimator is not None:
             self._estimator.reset()
+        if self._base_observer is not None:  # its kernel too, on a copy (then forget it)
+            self._base_observer.update(self._q[0:7].copy(), self._v[0:6].copy())
+            self._base_observer.reset()
         self._qdd_cmd[:] = 0.0

@@ -156,6 +156,11 @@ class ControllerConfig:
         sensing_base_position_noise, sensing_base_orientation_noise: [m, rad] of the base pose
             estimate; sensing_base_linear_velocity_noise, sensing_base_angular_velocity_noise:
             [m/s, rad/s] of its twist (base frame).
+        base_observer: ``base_state: odom``: the received base pose is fused with the
+            received twist before the tick uses it (:mod:`wbc_dynamics.base_observer`: per
+            axis the steady-state Kalman filter of a random walk driven by the measured rate,
+            noise ``sensing_base_*``): white pose noise no longer reaches the torques through
+            gravity and the stance projection. False: the pose as received.
         base_state: floating base: where the base state comes from -- "odom" (an input:
             :meth:`~wbc_dynamics.controller.WholeBodyController.set_base_state`, the node's
             ``odom``) or "imu" (estimated inside the tick from the IMU
@@ -263,6 +268,7 @@ class ControllerConfig:
     sensing_base_orientation_noise: float = 0.00873
     sensing_base_linear_velocity_noise: float = 0.05
     sensing_base_angular_velocity_noise: float = 0.02
+    base_observer: bool = False
     base_state: str = "odom"
     imu_orientation: bool = True
     imu_gyro_noise: float = 0.002

@@ -342,6 +342,9 @@ SPECS: tuple[ParameterSpec, ...] = (
        "(base frame)", unit="m/s", group=_SENSING, minimum=0.0, exclusive_minimum=True),
     _P("sensing_base_angular_velocity_noise", "float", 0.02, "base-estimate angular-rate noise "
        "std (base frame)", unit="rad/s", group=_SENSING, minimum=0.0, exclusive_minimum=True),
+    _P("base_observer", "bool", False, "base_state odom: the base pose fused with the base "
+       "twist before the tick uses it (a steady-state Kalman filter per axis, noise "
+       "sensing_base_*; docs/real_robots.md); false = the pose as received", group=_SENSING),
     _P("torque_filter_cutoff", "float", 0.0, "cutoff of a first-order low-pass on the commanded "
        "torques; 0 = off", unit="Hz", group=_SENSING, minimum=0.0),
     _P("torque_rate_limit", "float[]", (0.0,), "largest change of each commanded torque per "

@@ -408,7 +408,7 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
     velocity correction, retraction, exclusion mask."""
     L = f.stance.shape[0]
     gate_var = f.gate_var
-    ok = _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos)
+    ok = _project_position(f, k, cand_phi, cand_sph, Ncand, r_pos)
     # touch decisions on the predicted corrected distance
     new_touch = False
     for li in range(L):
@@ -430,7 +430,7 @@ def _finish_filter(f, k, cand_phi, cand_sph, Ncand, Scand, Tcand, swing, q, v, f
             f.decision_changes[0] += 1
             new_touch = True
     if new_touch:
-        ok = _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos)
+        ok = _project_position(f, k, cand_phi, cand_sph, Ncand, r_pos)
     n_stance = 0
     for li in range(L):
         if f.stance[li]:
@@ -500,15 +500,40 @@ def _ramp_weights(f):
 
 
 @njit(cache=True)
-def _project_position(f, k, cand_phi, cand_sph, Ncand, gate_var, r_pos):
-    """``f.dq``: the correction that puts the stance links' candidates within their gate on
-    the ground (normal rows, residual phi; not an early touch-down's, which may stand on what
-    the contact model does not know). Returns False if it failed (``f.dq`` = 0)."""
+def _on_ground(f, i, li, cand_phi, Ncand, r_pos):
+    """Whether candidate ``i`` of the stance link ``li`` can be one of the points it stands on:
+    within its gate of the ground, and not above the link's lowest candidate by more than
+    ``gate`` predicted standard deviations of their difference (``(N_i - N_best) P (N_i -
+    N_best)^T + 2 r_pos``). Two points of one link move together with the base estimate, so
+    that difference is known far better than either distance: a sole box's upper corners (2 cm
+    above its lower ones) or a heel while the toe touches are not on the ground whatever the
+    estimate's error, and projecting them onto it would put the stance between the two
+    (a base estimate off by half the sole's height) and make the set of projected points
+    change from tick to tick with the estimate's noise."""
+    if cand_phi[i] * abs(cand_phi[i]) > f.gate_var[li]:
+        return False
+    b = f.best[li]
+    if b == i:
+        return True
+    s = 2.0 * r_pos
+    for c in range(Ncand.shape[1]):
+        d = Ncand[i, c] - Ncand[b, c]
+        s += d * d * f.prior_q[c]
+    rise = cand_phi[i] - cand_phi[b]
+    return rise * rise <= f.gate * f.gate * s
+
+
+@njit(cache=True)
+def _project_position(f, k, cand_phi, cand_sph, Ncand, r_pos):
+    """``f.dq``: the correction that puts the stance links' candidates that can stand on the
+    ground (:func:`_on_ground`) onto it (normal rows, residual phi; not an early
+    touch-down's, which may stand on what the contact model does not know). Returns False if
+    it failed (``f.dq`` = 0)."""
     m = np.int64(0)
     for i in range(k):
         li = f.sphere_link[cand_sph[i]]
         if (li < 0 or not f.stance[li] or f.early[li]
-                or cand_phi[i] * abs(cand_phi[i]) > gate_var[li]):
+                or not _on_ground(f, i, li, cand_phi, Ncand, r_pos)):
             continue
         f.rows[m] = i
         for c in range(Ncand.shape[1]):

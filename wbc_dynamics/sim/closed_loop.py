@@ -129,7 +129,8 @@ class LoopConfig:
         phi_deadband: [m] contact distance deadband between simulator and controller (the
             controller's ``phi_deadband``: MuJoCo's soft contacts carry load at a few
             micrometres of penetration, which eqs. (35)/(36) read literally would demand to
-            remove within one tick); 0 = off.
+            remove within one tick); 0 = off; None = a robot configuration's own value (the
+            bundled robots: 1e-4).
         contact_schedule: trot: tell the contact model which feet the gait has in swing.
         solver_options: per-method contact solver options, e.g.
             ``{"lcp_noslip": {"min_norm": True}}`` (``SolverState.options``), merged over
@@ -178,7 +179,7 @@ class LoopConfig:
     reference_options: dict = field(default_factory=dict)
     box_mass: float | None = None
     settle: float = 0.5
-    phi_deadband: float = 1e-4
+    phi_deadband: float | None = None
     contact_schedule: bool = True
     solver_options: dict = field(default_factory=dict)
     passive_impact: bool = True
@@ -320,7 +321,8 @@ class _WBC:
             "control_rate": cfg.control_rate,
             "state_timeout": 1.0,
             "reference_timeout": 1.0,
-            "phi_deadband": cfg.phi_deadband,
+            "phi_deadband": (cfg.phi_deadband if cfg.phi_deadband is not None
+                             else 1e-4 if config is None else config.phi_deadband),
             "passive_impact": cfg.passive_impact,
             "separation_tolerance": cfg.separation_tolerance,
             **cfg.controller_options,
