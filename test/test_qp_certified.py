@@ -469,7 +469,8 @@ def _duplicate_contact(p, i, eps, seed):
         p, N=perturbed(p.N), S=perturbed(p.S), T=perturbed(p.T), phi=np.r_[p.phi, p.phi[i]],
         mu=np.r_[p.mu, p.mu[i]], contact_ids=(*p.contact_ids, ("duplicate", i)),
         points=np.vstack([p.points, p.points[i]]),
-        frames=np.concatenate([p.frames, p.frames[i:i + 1]]), validated=False)
+        frames=np.concatenate([p.frames, p.frames[i:i + 1]]),
+        weights=None if p.weights is None else np.r_[p.weights, p.weights[i]], validated=False)
 
 
 @pytest.mark.parametrize("name", sorted(STATES))
