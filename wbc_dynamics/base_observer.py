@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from .kernels.spatial import quaternion_product_into, rotvec_quaternion
+from .validation import require_positive
 
 __all__ = ["BaseObserver", "BaseObserverData", "attitude_update", "base_observer_update",
            "random_walk_gain"]
@@ -216,12 +217,11 @@ class BaseObserver:
     def __init__(self, dt: float, sigma_position: float, sigma_orientation: float,
                  sigma_linear_velocity: float, sigma_angular_velocity: float,
                  gate: float = 6.0) -> None:
-        for name, x in (("dt", dt), ("sigma_position", sigma_position),
-                        ("sigma_orientation", sigma_orientation),
-                        ("sigma_linear_velocity", sigma_linear_velocity),
-                        ("sigma_angular_velocity", sigma_angular_velocity), ("gate", gate)):
-            if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0.0):
-                raise ValueError(f"base observer {name}: must be finite and > 0, got {x!r}")
+        require_positive((("dt", dt), ("sigma_position", sigma_position),
+                          ("sigma_orientation", sigma_orientation),
+                          ("sigma_linear_velocity", sigma_linear_velocity),
+                          ("sigma_angular_velocity", sigma_angular_velocity), ("gate", gate)),
+                         "base observer {}")
         qp, rp = _random_walk_noise(dt, sigma_linear_velocity, sigma_position)
         qr, rr = _random_walk_noise(dt, sigma_angular_velocity, sigma_orientation)
         #: [m], [rad] the steady-state standard deviations of the estimate per axis
