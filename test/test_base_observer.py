@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from numba_helpers import dispatcher_calls
 
 from wbc_dynamics.base_observer import BaseObserver, attitude_update, random_walk_gain
 
@@ -198,3 +199,37 @@ def test_the_controller_refuses_the_observer_on_a_fixed_base():
     with pytest.raises(ValueError, match="base_observer"):
         WholeBodyController({"urdf_path": robot_path("arm"), "floating_base": False,
                              "base_observer": True})
+
+
+def test_the_bound_entry_point_filters_as_the_dispatcher_call(monkeypatch):
+    """``update`` on the buffers given to ``bind`` calls the kernel's bound entry point, on
+    other arrays numba's dispatcher: the same estimates, bitwise, including a gated jump; a
+    buffer of another type or shape is refused by name."""
+    import wbc_dynamics.base_observer as base_module
+
+    bound = BaseObserver(DT, SP, SO, SV, SW)
+    free = BaseObserver(DT, SP, SO, SV, SW)
+    state = np.zeros(13)  # a controller's base pose and twist: fixed views of one buffer
+    q7, v6 = state[0:7], state[7:13]
+    bound.bind(q7, v6)
+    dispatched = dispatcher_calls(monkeypatch, base_module, "base_observer_update")
+    rng = np.random.default_rng(4)
+    for k in range(300):
+        t = k * DT
+        w = np.array([0.3 * math.cos(3.0 * t), 0.2, -0.1])
+        q7[0:3] = [0.2 * t, 0.0, 0.5 + 0.01 * math.sin(5.0 * t)]
+        q7[0:3] += rng.normal(0.0, SP, 3)
+        q7[3:7] = _quat_mul(_exp(w * t), _exp(rng.normal(0.0, SO, 3)))
+        if k == 200:
+            q7[1] += 1.0  # a relocalization: gated, taken as measured
+        v6[:] = np.r_[0.2, 0.0, 0.0, w] + rng.normal(0.0, SW, 6)
+        pose = q7.copy()
+        bound.update(q7, v6)
+        free.update(pose, v6.copy())
+        np.testing.assert_array_equal(q7, pose)
+    assert len(dispatched) == 300  # the free observer's calls only
+    assert bound.resets == free.resets >= 1
+    with pytest.raises(ValueError, match="BaseObserver.bind: v6"):
+        bound.bind(q7, np.zeros(6, dtype=np.float32))
+    with pytest.raises(ValueError, match="BaseObserver.bind: q7"):
+        bound.bind(np.zeros(4), v6)

@@ -257,3 +257,49 @@ def test_go2_trot_ramps_the_load_at_touch_down_and_lift_off():
     assert np.mean(touch < 0.05) >= 0.4 and not np.any(touch0 < 0.05)
     assert np.mean(peaks) < 0.75 * np.mean(peaks0)
     assert ramps["pos_err"] < 1.05 * steps["pos_err"]
+
+
+_FILTERED = {"robot": "quadruped", "floating_base": True, "method": "lcp_noslip",
+             "noslip_min_norm": True, "contact_state_filter": True}
+
+
+@pytest.mark.parametrize("change, missing", [
+    ({}, None),
+    ({"contact_state_filter": False}, "contact_state_filter: true"),
+    ({"noslip_min_norm": False}, "noslip_min_norm: true"),
+    ({"method": "qp_noslip"}, "method: lcp_noslip"),
+    ({"method": "lcp_coulomb", "contact_state_filter": False},
+     "contact_state_filter: true, method: lcp_noslip"),
+])
+def test_ramps_set_where_they_cannot_act_are_warned_about_by_name(change, missing):
+    """The ramps weight the filter's minimum-norm impulses of lcp_noslip: set (> 0) without the
+    contact state filter, lcp_noslip or noslip_min_norm the controller warns once, naming the
+    ramp fields set and the settings they need; set where they act, or left at 0, it does not."""
+    from wbc_dynamics.controller import WholeBodyController
+
+    cfg = {**_FILTERED, **change}
+    ramped = WholeBodyController({**cfg, "contact_load_ramp": 0.02, "contact_unload_ramp": 0.0})
+    notes = [w for w in ramped.load_warnings if "ramp" in w]
+    if missing is None:
+        assert notes == []
+    else:
+        assert len(notes) == 1
+        assert notes[0].startswith(f"contact_load_ramp: no effect without {missing}:")
+        assert "contact_unload_ramp" not in notes[0]
+    both = WholeBodyController({**cfg, "contact_load_ramp": 0.02, "contact_unload_ramp": 0.03})
+    notes = [w for w in both.load_warnings if "ramp" in w]
+    assert len(notes) == (0 if missing is None else 1)
+    if notes:
+        assert notes[0].startswith("contact_load_ramp and contact_unload_ramp: no effect")
+    unset = WholeBodyController(cfg)
+    assert not [w for w in unset.load_warnings if "ramp" in w]
+
+
+def test_a_bad_ramp_is_refused_by_name_even_where_ramps_cannot_act():
+    """A negative ramp is a ValueError naming it, with or without the contact state filter."""
+    from wbc_dynamics.controller import WholeBodyController
+
+    for flt in (True, False):
+        with pytest.raises(ValueError, match="contact_unload_ramp"):
+            WholeBodyController({**_FILTERED, "contact_state_filter": flt,
+                                 "contact_unload_ramp": -0.01})

@@ -392,36 +392,60 @@ def test_drive_command_and_torque_low_pass_of_every_tick(quadruped):
     np.testing.assert_array_equal(out.velocity_setpoint, np.zeros(12))
 
 
-def test_the_shipped_tick_calls_filter_and_observer_through_their_bound_entries(quadruped,
-                                                                             monkeypatch):
-    """config/quadruped.yaml's tick runs the contact state filter and the joint-state observer
-    through the entry points bound at construction: never numba's dispatcher (its typing of
-    every argument costs microseconds a call), on standing and perturbed states alike."""
-    import os
-    import sys
+def _shipped_standing(robot: str) -> tuple[WholeBodyController, np.ndarray]:
+    """The controller of ``robot``'s shipped configuration (config/quadruped.yaml for the
+    bundled quadruped, else config/robots/<robot>.yaml) and its standing configuration q."""
+    if robot == "quadruped":
+        import os
+        import sys
 
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+        from bench_tick import shipped_config
+
+        return (WholeBodyController(shipped_config("quadruped")),
+                np.array(robot_info("quadruped")["standing_q"]))
+    from wbc_dynamics.robot_config import load_robot_setup, standing_configuration
+
+    setup = load_robot_setup(robot)
+    ctl = WholeBodyController(setup.controller)
+    q = standing_configuration(ctl, setup.standing_joint_positions(ctl.joint_names, ctl.model),
+                               setup.standing.get("base_height"))
+    return ctl, q
+
+
+@pytest.mark.parametrize("robot, stance_links", [("quadruped", 4), ("g1", 2)])
+def test_the_shipped_tick_calls_filter_and_observers_through_their_bound_entries(
+        robot, stance_links, monkeypatch):
+    """The shipped configurations' tick (config/quadruped.yaml; config/robots/g1.yaml, a
+    humanoid with the base-pose observer) runs the contact state filter, the joint-state
+    observer and the base-pose observer through the entry points bound at construction: never
+    numba's dispatcher (its typing of every argument costs microseconds a call), on standing
+    and perturbed states alike."""
+    import wbc_dynamics.base_observer as base_module
     import wbc_dynamics.contact.stance as stance_module
     import wbc_dynamics.joint_observer as observer_module
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-    from bench_tick import shipped_config
-
-    info, pm, pd = quadruped
-    ctl = WholeBodyController(shipped_config("quadruped"))
+    ctl, q = _shipped_standing(robot)
     assert ctl.contact_state is not None and ctl._joint_observer is not None
+    assert (ctl._base_observer is not None) == (robot == "g1")
     calls = (dispatcher_calls(monkeypatch, stance_module, "stance_update_kernel"),
-             dispatcher_calls(monkeypatch, observer_module, "joint_observer_update"))
-    q = np.array(info["standing_q"])
+             dispatcher_calls(monkeypatch, observer_module, "joint_observer_update"),
+             dispatcher_calls(monkeypatch, base_module, "base_observer_update"))
+    n = ctl.n
+    qj = q[7:] if robot == "quadruped" else np.array(
+        [q[7 + ctl.model.joint_index(j)] for j in ctl.joint_names])
     rng = np.random.default_rng(5)
     for k in range(30):
         t = 1e-3 * k
         ctl.set_base_state(q[:3] + [0.0, 0.0, rng.uniform(-2e-3, 2e-3)], q[3:7],
                            rng.normal(0.0, 0.05, 3), rng.normal(0.0, 0.02, 3), t)
-        ctl.set_joint_state(q[7:] + rng.normal(0.0, 1e-3, 12), rng.normal(0.0, 0.02, 12), t)
-        ctl.set_reference(np.zeros(12), t, position=q[7:], velocity=np.zeros(12))
+        ctl.set_joint_state(qj + rng.normal(0.0, 1e-3, n), rng.normal(0.0, 0.02, n), t)
+        ctl.set_reference(np.zeros(n), t, position=qj, velocity=np.zeros(n))
         assert ctl.update(t).mode == "control"
-    assert [len(c) for c in calls] == [0, 0]
-    assert len(ctl.contact_state.stance_links) == 4
+    assert [len(c) for c in calls] == [0, 0, 0]
+    assert len(ctl.contact_state.stance_links) == stance_links
+    if ctl._base_observer is not None:  # it ran every tick: the pose is filtered
+        assert ctl._base_observer.data.started[0] and ctl._base_observer.resets == 0
 
 
 def test_base_state_validation(quadruped):

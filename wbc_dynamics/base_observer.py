@@ -33,6 +33,8 @@ source) is taken as measured (counted in ``resets``).
 
 One compiled call per tick (:func:`base_observer_update`) on named buffers
 (:class:`BaseObserverData`); no allocation; :func:`attitude_update` is its orientation half.
+:meth:`BaseObserver.bind` binds the call's entry point for the controller's fixed state buffers
+(numba's dispatcher types every argument on every call).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .kernels.linalg import bound_entry
 from .kernels.spatial import quaternion_product_into, rotvec_quaternion
 from .validation import require_positive
 
@@ -234,12 +237,35 @@ class BaseObserver:
             position=np.zeros(3), quat=np.array([0.0, 0.0, 0.0, 1.0]), twist=np.zeros(6),
             position_var=np.zeros(1), orientation_var=np.zeros(1),
             started=np.zeros(1, dtype=np.bool_), resets=np.zeros(1, dtype=np.int64))
+        #: the entry point bound by :meth:`bind` and the buffers it was bound for
+        self._entry: object = None
+        self._bound: tuple = (None, None)
 
     def update(self, q7: np.ndarray, v6: np.ndarray, dt: float | None = None) -> None:
         """One tick (:func:`base_observer_update`) over ``dt`` [s] since the previous
         measurement (default: the control period): ``q7`` (7,) the measured pose, replaced by
-        the estimate in place; ``v6`` (6,) the measured twist (base frame)."""
-        base_observer_update(self.data, q7, v6, self.dt if dt is None else float(dt))
+        the estimate in place; ``v6`` (6,) the measured twist (base frame). On the buffers given
+        to :meth:`bind` the bound entry point runs, on any other arrays numba's dispatcher."""
+        bound = self._bound
+        call = (self._entry if q7 is bound[0] and v6 is bound[1] else base_observer_update)
+        call(self.data, q7, v6, self.dt if dt is None else float(dt))
+
+    def bind(self, q7: np.ndarray, v6: np.ndarray) -> None:
+        """Bind the kernel's entry point for the (7,) pose and (6,) twist C-contiguous float64
+        buffers that :meth:`update` will be given every tick (the controller's views of its base
+        state): the dispatcher's typing of the arguments is then skipped. Compiles or loads the
+        kernel now, without running it.
+
+        Raises:
+            ValueError: a buffer of another type, shape or layout, named.
+        """
+        for name, x, n in (("q7", q7, 7), ("v6", v6, 6)):
+            if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,)
+                    and x.flags.c_contiguous):
+                raise ValueError(f"BaseObserver.bind: {name} must be a C-contiguous float64 "
+                                 f"({n},) array")
+        self._entry = bound_entry(base_observer_update, (self.data, q7, v6, self.dt))
+        self._bound = (q7, v6)
 
     def reset(self) -> None:
         """Forget the estimate: the next update takes its measurement as it is."""

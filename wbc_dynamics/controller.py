@@ -69,6 +69,7 @@ from .controller_config import (
     _base_settings,
     _check_method_available,
     _contact_solver_options,
+    _ramp_warnings,
     _stance_settings,
     _warm_method_names,
 )
@@ -405,6 +406,7 @@ class WholeBodyController:
                 self._link_joint[ln] = self._joint_index[model_joints[body]]
         has_object = self._object is not None
         self._stance_noise = _stance_settings(cfg, self.floating_base, has_object)
+        self.load_warnings += _ramp_warnings(cfg)
         self._base_source = _base_settings(cfg, self.floating_base, has_object)
         #: base_state "imu": the base estimator (built with the contact model) and the IMU input
         self._estimator: Any = None
@@ -490,6 +492,9 @@ class WholeBodyController:
             self._tick_args, _DRIVE_OFF, False, False, False, False, 1.0, False, False))
         if self._joint_observer is not None:  # on the joint state buffers, every tick
             self._joint_observer.bind(self._qj, self._qdj, self._qdd_cmd)
+        if self._base_observer is not None:  # on fixed views of the base state, every tick
+            self._base_pose, self._base_twist = self._q[0:7], self._v[0:6]
+            self._base_observer.bind(self._base_pose, self._base_twist)
         self._free_dof = None  # bound below (_bind_free_dof), after the contact methods
         self._free_dof_bound = False
         self._warmed: set[str] = set()
@@ -921,7 +926,7 @@ class WholeBodyController:
         if not 0.0 < dt <= 10.0 * self.dt:  # the first state, or after a gap: start afresh
             obs.reset()
             dt = self.dt
-        obs.update(self._q[0:7], self._v[0:6], dt)
+        obs.update(self._base_pose, self._base_twist, dt)
         self._t_base_observed = self._t_base
         self._base_new = False
 

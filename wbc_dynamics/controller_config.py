@@ -146,6 +146,8 @@ class ControllerConfig:
             impulses: a touched link's load rises over this time instead of in one tick where
             the other stance links can carry it (its weight in the minimum-norm selection falls
             from ``contact_ramp_max_weight`` to 1; docs/real_robots.md "Load ramps"); 0 = off.
+            Set where it cannot act (no filter, another method, no ``noslip_min_norm``): a
+            warning in ``WholeBodyController.load_warnings``.
         contact_unload_ramp: [s] as ``contact_load_ramp`` over the time before an announced
             release (the trot's lift-off; ``lift_off_in`` of
             :meth:`~wbc_dynamics.controller.WholeBodyController.set_contact_schedule`); the
@@ -363,6 +365,26 @@ def _stance_settings(cfg: ControllerConfig, floating_base: bool, has_object: boo
         f"sensing_{name}_noise" for name in (
             "joint_position", "joint_velocity", "base_position", "base_orientation",
             "base_linear_velocity", "base_angular_velocity"))))
+
+
+def _ramp_warnings(cfg: ControllerConfig) -> list[str]:
+    """A warning (list of at most one) naming ``contact_load_ramp`` / ``contact_unload_ramp``
+    when the configuration sets them > 0 where they cannot act: the ramps are weights of the
+    minimum-norm selection among indeterminate impulses that the contact state filter computes,
+    so they need ``contact_state_filter``, ``method: lcp_noslip`` and ``noslip_min_norm``.
+    Validated values (ValueError naming a bad one)."""
+    ramps = [nm for nm in ("contact_load_ramp", "contact_unload_ramp")
+             if check(nm, getattr(cfg, nm)) > 0.0]
+    missing = [need for need, ok in (("contact_state_filter: true", cfg.contact_state_filter),
+                                     ("method: lcp_noslip", cfg.method == "lcp_noslip"),
+                                     ("noslip_min_norm: true", cfg.noslip_min_norm)) if not ok]
+    if not ramps or not missing:
+        return []
+    also = (" (contact_unload_ramp still sets the gait's double support)"
+            if cfg.gait and "contact_unload_ramp" in ramps else "")
+    return [f"{' and '.join(ramps)}: no effect without {', '.join(missing)}: the load ramps "
+            f"weight the minimum-norm contact impulses of the contact state filter's stance "
+            f"links{also}; set them to 0 or enable those settings"]
 
 
 def _base_settings(cfg: ControllerConfig, floating_base: bool, has_object: bool) -> str:
