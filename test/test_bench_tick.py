@@ -92,3 +92,66 @@ def test_the_readme_table_is_the_one_bench_tick_writes(tmp_path):
     plain.write_text("no markers", encoding="utf-8")
     with pytest.raises(ValueError, match="markers"):
         bench.write_readme_table("x", str(plain))
+
+
+def test_targets_report_names_every_row_that_misses_a_target_and_by_how_much():
+    """Under the table: one line per target (median <= 3x, p99 <= 6x Pinocchio's median) with
+    each missing row's ratio and its time over the target, then the fixed paragraph on where the
+    time goes."""
+    bench = _bench()
+    assert [(name, limit) for name, _, limit in bench.TARGETS] == [("median", 3.0), ("p99", 6.0)]
+
+    def row(variant, median, p99, pin):
+        return {"robot": "quadruped", "variant": variant, "median_us": median, "p99_us": p99,
+                "pin_median_us": pin, "median_ratio": median / pin, "p99_ratio": p99 / pin,
+                "loop_p99_factor": 1.25}
+
+    rows = [row("none", 6.0, 9.0, 7.0),            # 0.9x / 1.3x: meets both
+            row("lcp_noslip", 28.0, 70.0, 8.0),    # 3.5x (+4.0 us) / 8.75x (+22.0 us)
+            row("qp_coulomb", 20.0, 50.0, 8.0)]    # 2.5x / 6.25x (+2.0 us)
+    text = bench.targets_report(rows)
+    lines = text.split("\n\n")
+    assert lines[0] == ("**median ≤ 3× Pinocchio's median**: missed by 1 of 3 rows: quadruped "
+                        "lcp_noslip 3.5× (+4.0 µs).")
+    loop = "same-length loop p99 / median 1.25"
+    assert lines[1] == ("**p99 ≤ 6× Pinocchio's median**: missed by 2 of 3 rows: quadruped "
+                        f"lcp_noslip 8.8× (+22.0 µs; {loop}), quadruped qp_coulomb 6.2× "
+                        f"(+2.0 µs; {loop}).")
+    assert lines[2] == bench.WHERE_THE_TIME_GOES
+    met = bench.targets_report(rows[:1]).split("\n\n")
+    assert met[:2] == ["**median ≤ 3× Pinocchio's median**: met by all 1 rows.",
+                       "**p99 ≤ 6× Pinocchio's median**: met by all 1 rows."]
+
+
+def test_every_sampled_tick_gets_a_new_joint_state_and_runs_the_joint_observer():
+    """The benchmark delivers the next period's inputs (untimed) before every sampled tick, so
+    the shipped joint-state observer runs in every timed ``update()``, which stays in control."""
+    bench = _bench()
+    cfg = bench.shipped_config("quadruped")
+    assert cfg["joint_observer_acceleration_noise"] > 0.0  # on in the shipped configuration
+    ctl, q = bench.standing_controller(cfg)
+    inputs = bench.StandingInputs(ctl, q)
+    runs = []
+    obs = ctl._joint_observer
+    update = obs.update
+    obs.update = lambda *a: (runs.append(a[-1]), update(*a))
+    for _ in range(5):
+        inputs.deliver()
+        assert inputs.tick().mode == "control"
+    assert inputs.now == pytest.approx(5 * ctl.dt)
+    assert runs == pytest.approx([ctl.dt] * 5)  # every tick, over one control period
+
+
+def test_breakdown_times_each_compiled_call_of_the_shipped_tick():
+    """``--breakdown``: the shipped quadruped tick's compiled calls -- observer, pre-step,
+    contact state filter, contact tick, post-step, command step -- each timed inside
+    ``update()``; the rest is the Python between them."""
+    bench = _bench()
+    parts = bench.breakdown("quadruped", "lcp_noslip + min_norm", ticks=20)
+    calls = ["joint-state observer", "pre-step (PD, scatter)", "contact state filter",
+             "contact tick", "post-step (gather, clamp)", "command step (drive, low-pass)"]
+    assert list(parts) == ["tick", *calls, "Python between them"]  # no base-pose observer
+    assert all(parts[k] > 0.0 for k in ["tick", *calls])
+    assert parts["contact tick"] > parts["pre-step (PD, scatter)"]
+    assert parts["Python between them"] == pytest.approx(
+        parts["tick"] - sum(parts[k] for k in calls))

@@ -84,6 +84,29 @@ def test_passive_impact_matches_independent_delassus_solve():
     assert lam[lf, 0] > 0.0
 
 
+def test_passive_impact_with_legs_no_impact_row_moves_matches_the_delassus_solve():
+    """Two feet in the impact set: the other legs' coordinates enter no impact row (the kernel
+    leaves them out of M^-1 J^T); the post-impact velocity is still the KKT solution with
+    Pinocchio's M over all coordinates, and the other legs move as M couples them."""
+    m, pm, _, q0 = quadruped()
+    cm = ContactModel(m, features=[HalfSpace.ground(0.0, mu=1.0)], margin=0.005, dt=1e-3,
+                      phi_deadband=1e-4, passive_impact=True)
+    cm.excluded_links = frozenset({"RF_foot", "RH_foot"})
+    v = _foot_velocity(q0, "LF_foot", np.array([0.05, -0.02, -V_TD]))
+    p = cm.build(q0, v, np.zeros(12))
+    assert p.nc == 2 and {cid[0] for cid in p.contact_ids} == {"LF_foot", "LH_foot"}
+    J = np.vstack([p.N, p.S, p.T])
+    right = [6 + i for i, j in enumerate(m.joint_names) if j.startswith(("RF_", "RH_"))]
+    assert len(right) == 6 and np.all(J[:, right] == 0.0)
+    M, _ = pin_mass_bias(pm, q0, v)
+    nv, r = M.shape[0], J.shape[0]
+    K = np.block([[M, J.T], [J, np.zeros((r, r))]])
+    sol = np.linalg.lstsq(K, np.concatenate([M @ v, np.zeros(r)]), rcond=1e-12)[0]
+    np.testing.assert_allclose(p.v, sol[:nv], atol=1e-9)
+    np.testing.assert_allclose(J @ p.v, 0.0, atol=1e-10)
+    assert np.max(np.abs(p.v[right])) > 1e-6  # coupled through M^-1: not left at zero
+
+
 def test_touchdown_impulse_is_bounded_by_the_option():
     """A foot arriving at 0.3 m/s: without the option the rigid model must stop it within the
     tick (impulse ~ m_eff v, hundreds of N over 1 ms); with it the inverse dynamics predicts the

@@ -1091,6 +1091,9 @@ def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v
         return 0
     r = 3 * m
     J = _ar.floats_2d(ar, r, nv)
+    # J^T as well: W = M^-1 J^T then runs along contiguous rows of J^T (an independent,
+    # vectorizable inner loop; J's column is strided by nv)
+    JT = _ar.floats_2d(ar, nv, r)
     b = _ar.floats_zero(ar, r)
     for k in range(m):
         i = active[k]
@@ -1098,15 +1101,34 @@ def passive_impact_kernel(N, S, T, Minv, phi, dt, separation_tolerance, rcond, v
             J[k, c] = N[i, c]
             J[m + k, c] = S[i, c]
             J[2 * m + k, c] = T[i, c]
+            JT[c, k] = N[i, c]
+            JT[c, m + k] = S[i, c]
+            JT[c, 2 * m + k] = T[i, c]
         b[k] = -max(phi[i], 0.0) / dt
+    # the velocity coordinates no impact row depends on (other branches: a humanoid's arms)
+    # only add products with exact zeros to W; leaving them out keeps every other term and its
+    # order, so for a finite M^-1 (the ticks' own, from the dynamics kernels) W is the same to
+    # the bit
+    used = _ar.ints(ar, nv)
+    nused = 0
+    for j in range(nv):
+        nonzero = False
+        for k in range(r):
+            if JT[j, k] != 0.0:
+                nonzero = True
+                break
+        if nonzero:
+            used[nused] = j
+            nused += 1
     # W = M^-1 J^T, G = J W, rhs = b - J v: loops on arena buffers instead of numpy products
     # (each allocates; BLAS calls cost more than this arithmetic at a tick's sizes)
     W = _ar.floats_2d_zero(ar, nv, r)
     for c in range(nv):
-        for j in range(nv):
+        for u in range(nused):
+            j = used[u]
             mcj = Minv[c, j]
             for k in range(r):
-                W[c, k] += mcj * J[k, j]
+                W[c, k] += mcj * JT[j, k]
     G = _ar.floats_2d_zero(ar, r, r)
     add_sparse_product(J, W, G, r)
     for i in range(r):  # exactly symmetric
