@@ -63,6 +63,7 @@ import argparse
 import dataclasses
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 
@@ -70,8 +71,11 @@ import numpy as np
 import yaml
 from numba import njit
 
-from wbc_dynamics.controller import ControllerConfig, WholeBodyController
-from wbc_dynamics.robots import robot_info, robot_path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from docs_pages import write_between_markers  # noqa: E402
+
+from wbc_dynamics.controller import ControllerConfig, WholeBodyController  # noqa: E402
+from wbc_dynamics.robots import robot_info, robot_path  # noqa: E402
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config")
 
@@ -528,15 +532,7 @@ def write_readme_table(table: str, path: str | None = None) -> None:
     """Replace the text between :data:`README_MARKERS` in the README with ``table`` (the table
     and the targets' report under it; ValueError if the markers are missing)."""
     path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "README.md")
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    begin, end = README_MARKERS
-    i, j = text.find(begin), text.find(end)
-    if i < 0 or j < i:
-        raise ValueError(f"{path}: the markers {README_MARKERS} enclose no table")
-    text = text[:i + len(begin)] + "\n" + table + "\n" + text[j:]
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    write_between_markers(path, README_MARKERS, table)
 
 
 if __name__ == "__main__":

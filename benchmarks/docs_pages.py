@@ -67,6 +67,19 @@ def rerun_command(script: str, argv: Sequence[str] | None) -> str:
             + " ".join(argv if argv is not None else sys.argv[1:])).strip()
 
 
+def write_between_markers(path: str, markers: tuple[str, str], text: str) -> None:
+    """Replace what the two lines ``markers`` enclose in the file ``path`` by ``text``
+    (ValueError naming the file if the markers are missing or out of order)."""
+    with open(path, encoding="utf-8") as fh:
+        old = fh.read()
+    begin, end = markers
+    i, j = old.find(begin), old.find(end)
+    if i < 0 or j < i:
+        raise ValueError(f"{path}: the markers {markers} enclose nothing")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(old[:i + len(begin)] + "\n" + text + "\n" + old[j:])
+
+
 def publish(report: str, page: str, write: bool) -> None:
     """Print the page ``report``; with ``write`` also into ``docs/<page>``."""
     if write:

@@ -20,6 +20,8 @@ CPU time is the machine-independent number; wall time depends on the other load 
     python benchmarks/sim_speed.py                                  # quadruped, 5 s
     python benchmarks/sim_speed.py --robots quadruped go2 talos --duration 5 --rtf 1
     python benchmarks/sim_speed.py --profile /tmp/prof      # + cProfile of each process
+    python benchmarks/sim_speed.py --robots quadruped go2 anymal_c talos g1 --write
+                                            # + the report in docs/simulation.md (markers)
 
 DDS stays on this machine: the script sets the tests' environment (test/ros_test_env.py:
 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, the shipped Fast DDS profile
@@ -38,7 +40,8 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [REPO, os.path.join(REPO, "test")]
+sys.path[:0] = [REPO, os.path.join(REPO, "test"), os.path.join(REPO, "benchmarks")]
+from docs_pages import rerun_command, row, table_head, write_between_markers  # noqa: E402
 from ros_test_env import configure_ros_test_env  # noqa: E402  (the tests' DDS environment)
 
 configure_ros_test_env()
@@ -131,6 +134,49 @@ def _profiled(directory: str, name: str) -> dict:
     return {"executable": wrapper}
 
 
+#: the product target: lockstep at least at real time
+TARGET_RTF = 1.0
+
+#: the docs/simulation.md lines that enclose the report ``--write`` rewrites
+REPORT_MARKERS = ("<!-- sim_speed report: written by benchmarks/sim_speed.py --write -->",
+                  "<!-- end of the sim_speed report -->")
+
+#: what was tried on the lockstep loop (the report's fixed paragraph)
+TRIED = (
+    "What was tried (quadruped, 3 s simulated, runs of this script on the same loaded machine, "
+    "interleaved with runs of the same nodes on rclpy's single-threaded executor): rclpy's "
+    "`EventsExecutor` for `wbc_sim` and `wbc_reference`, spun one `spin_once` at a time (its "
+    "`spin()` stalled after the first timer event with this rclpy, so the simulation never "
+    "started): CPU ms per simulated ms of wbc_sim 1.04-1.13 -> 0.77-0.79, of wbc_reference "
+    "0.42-0.46 -> 0.26-0.28, of wbc_controller unchanged (0.75-0.91; it spins the events "
+    "executor in both); real-time factor 0.34-0.54 -> 0.48-0.64 (four runs each). Not tried: "
+    "`/clock` at a lower rate than the steps (the controller reads simulated time at every "
+    "tick, and its rate cap and state timeouts run on it), serialized publishing in the "
+    "simulator (4-9 µs saved per message in a publish loop, three messages a step). 1.0× needs "
+    "both processes' CPU per step below one millisecond together: the controller's rclpy share "
+    "(its tick is ~0.1 ms of its ~0.9 ms) is the largest part left.")
+
+
+def markdown_report(rows: list[dict], load: list[str], rerun: str) -> str:
+    """The docs/simulation.md report of :func:`run`'s rows: the table, one met / missed line
+    per robot (the real-time factor over :data:`TARGET_RTF`), :data:`TRIED` and the command."""
+    lines = [f"`{rerun}` (load average {' / '.join(load)} at the start, {os.cpu_count()} "
+             "CPUs; per simulated millisecond):", "",
+             *table_head(["robot", "real-time factor", "wall ms / sim ms",
+                          "CPU ms / sim ms: wbc_sim", "wbc_controller", "wbc_reference"])]
+    for r in rows:
+        lines.append(row([r["robot"], f"{r['rtf']:.2f}", f"{r['wall_ms']:.2f}",
+                          f"{r['cpu_sim']:.3f}", f"{r['cpu_ctl']:.3f}", f"{r['cpu_ref']:.3f}"]))
+    lines += ["", f"Target (lockstep at ≥ {TARGET_RTF:.1f}× real time):", ""]
+    for r in rows:
+        met = r["rtf"] >= TARGET_RTF
+        lines.append(f"* {r['robot']}: **{'met' if met else 'missed'}** -- "
+                     f"{r['rtf']:.2f}× real time = {r['rtf'] / TARGET_RTF:.2f}× the target "
+                     f"({r['wall_ms'] - 1.0 / TARGET_RTF:+.2f} wall ms per simulated ms)")
+    lines += ["", TRIED]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--robots", nargs="+", default=["quadruped"])
@@ -140,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="",
                     help="a directory: cProfile statistics of each process (sim.prof, ...)")
     ap.add_argument("--json", default="", help="also write the rows to this JSON file")
+    ap.add_argument("--write", action="store_true",
+                    help="also write the report into docs/simulation.md (between its markers)")
     a = ap.parse_args(argv)
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
     signal.signal(signal.SIGTERM, _terminate)  # the nodes are stopped on the way out
     rows = []
     print(f"{'robot':<12} {'rtf':>6} {'wall_ms':>8} {'cpu_sim':>8} {'cpu_ctl':>8} {'cpu_ref':>8}"
@@ -153,6 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
+    report = markdown_report(rows, load, rerun_command("sim_speed.py", argv))
+    print(report)
+    if a.write:
+        write_between_markers(os.path.join(REPO, "docs", "simulation.md"), REPORT_MARKERS,
+                              report)
     return 0
 
 

@@ -81,6 +81,7 @@ def test_stale_state_tick_publishes_no_record_and_takes_no_token(make_node):
     info = robot_info("quadruped")
     node, published, _ = make_node(robot="quadruped", floating_base=True, method="lcp_noslip")
     records = []
+    node._pub_js.get_subscription_count = lambda: 1  # the record goes to subscribers only
     orig = node._pub_js.publish
     node._pub_js.publish = lambda m: (records.append(np.array(m.effort)), orig(m))[1]
     clock = [node._now()]
@@ -318,8 +319,9 @@ def test_contact_outputs_go_only_to_listened_publishers_with_the_tick_forces(mak
 def test_joint_state_subscription_is_raw_and_the_record_carries_its_stamp(make_node):
     """joint_states arrive serialized and are read in place: the command equals the one
     computed from the message object, and the ~/joint_commands record carries the state's
-    header stamp (wbc_sim's lockstep steps on it); garbage, little-endian (read in place) or
-    big-endian (handed to the rmw), is a counted ``malformed`` rejection."""
+    header stamp (wbc_sim's lockstep steps on it) while subscribed, and is not published
+    without a subscriber; garbage, little-endian (read in place) or big-endian (handed to the
+    rmw), is a counted ``malformed`` rejection."""
     from rclpy.serialization import serialize_message
 
     info = robot_info("arm")
@@ -328,6 +330,7 @@ def test_joint_state_subscription_is_raw_and_the_record_carries_its_stamp(make_n
                and e.topic_name.endswith("/joint_states"))
     assert sub.raw
     records = []
+    node._pub_js.get_subscription_count = lambda: 1  # the record goes to subscribers only
     orig = node._pub_js.publish
     node._pub_js.publish = lambda m: (records.append(
         (m.header.stamp.sec, m.header.stamp.nanosec, np.array(m.effort))), orig(m))[1]
@@ -346,6 +349,10 @@ def test_joint_state_subscription_is_raw_and_the_record_carries_its_stamp(make_n
     node._on_joint_state(b"\x00\x00\x00\x00" + bytes(3))     # big-endian: the rmw's
     assert node._rejected["joint_states"] == {"malformed": 2}
     assert len(published) == 2
+    node._pub_js.get_subscription_count = lambda: 0             # nobody takes the record
+    time.sleep(0.01)
+    node._on_joint_state(msg)
+    assert len(published) == 3 and len(records) == 2           # the command, no record
 
 
 def test_odometry_subscription_is_raw_read_in_place_or_deserialized_or_rejected(make_node):

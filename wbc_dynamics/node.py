@@ -112,6 +112,7 @@ from .ros_conversions import (
     preallocated_float64,
 )
 from .ros_executor import make_executor
+from .tick_trace import TickTrace
 
 __all__ = ["HYBRID_INTERFACES", "PARAMETERS", "WbcControllerNode", "declare_parameters", "main"]
 
@@ -227,6 +228,8 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
 
     def __init__(self, node_name: str = "wbc_controller", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
+        # WBC_NODE_TRACE=<file.npy>: time stamps of each tick, written at destroy (tick_trace)
+        self._trace = TickTrace.from_env()
         declare_parameters(self, tuple(PARAMETERS))
         self.controller: WholeBodyController | None = None
         self._active = False
@@ -588,6 +591,8 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
         per node). The collection runs here, once, rather than as a pause at some later tick.
         """
         super().destroy_node()
+        if self._trace is not None:
+            self._trace.save()
         gc.unfreeze()
         gc.collect()
 
@@ -738,6 +743,8 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
         )
 
     def _on_joint_state(self, msg: JointState | bytes) -> None:
+        if self._trace is not None:
+            self._trace.take()
         ctl = self.controller
         if ctl is None:
             return
@@ -1002,7 +1009,12 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
 
     def _tick(self, now: float) -> None:
         ctl = self.controller
+        trace = self._trace
+        if trace is not None:
+            trace.tick_start()
         out = ctl.update(now)
+        if trace is not None:
+            trace.tick_end()
         self._last_tick = now
         if self._pub_gait is not None:
             self._publish_gait_schedule(ctl.walker)
@@ -1018,7 +1030,10 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
         # the base / object state of was missing, so the simulator stepped on the zero torque:
         # go2 over ROS sagged to 90 % after ~60 such steps while the controller's odom
         # subscription was still unmatched at the start.)
-        if out.mode != MODE_STALE_STATE and self._state_stamp is not None:
+        # published to subscribers only: with ros2_control alone nobody takes the record, and
+        # a publish (~10-80 us, mostly waking a reader) delays the take of the next state
+        if (out.mode != MODE_STALE_STATE and self._state_stamp is not None
+                and self._pub_js.get_subscription_count()):
             if self._hybrid_out:  # the set-points: the record is the whole drive command
                 self._js_pos[:] = out.position_setpoint
                 self._js_vel[:] = out.velocity_setpoint
@@ -1029,6 +1044,8 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
             stamp = self._js_msg.header.stamp
             stamp.sec, stamp.nanosec = self._state_stamp
             self._pub_js.publish(self._js_msg)
+            if trace is not None:
+                trace.published(self._state_stamp)
         if out.mode != MODE_CONTROL:
             self.get_logger().warning(f"safe command: {out.mode}", throttle_duration_sec=1.0)
         est_out = self._estimate_out

@@ -2,10 +2,11 @@
 
 rclpy's ``EventsExecutor`` (``rclpy.experimental``) dispatches each message, timer and service
 event from a C++ queue in arrival order; the ``SingleThreadedExecutor`` rebuilds a wait set in
-Python for every callback. The controller node spins the events executor where this rclpy has
-it (its ``executor`` parameter). The simulator and reference nodes stay on the single-threaded
-executor: under the events executor of this rclpy (Kilted) the lockstep simulation never
-started (its first state did not reach the controller) and neither node exited on SIGINT.
+Python for every callback. The controller, simulator and reference nodes spin the events
+executor where this rclpy has it, one ``spin_once`` at a time: its ``spin()`` (rclpy Kilted)
+dispatched the first timer event and then neither another callback nor Python's signal
+handlers (the lockstep simulation never started, and the node did not exit on SIGINT), while a
+loop of ``spin_once`` calls with a timeout serves both.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def make_executor(kind: str = "events", logger: Any = None) -> Any:
     return SingleThreadedExecutor()
 
 
-def spin_until_shutdown(program: str, make_node: Callable[[], Any]) -> int:
-    """Build a node with ``make_node`` (after the caller's ``rclpy.init``) and spin it on the
-    single-threaded executor until Ctrl-C or a shutdown from outside.
+def spin_until_shutdown(program: str, make_node: Callable[[], Any],
+                        executor: str = "events") -> int:
+    """Build a node with ``make_node`` (after the caller's ``rclpy.init``) and spin it on
+    :func:`make_executor`'s ``executor`` until Ctrl-C or a shutdown from outside.
 
     Returns the process exit code: 0 after Ctrl-C / SIGTERM (rclpy's signal handler) or an
     external shutdown, 2 after a ``ValueError`` from building or running the node (a bad
@@ -54,7 +56,10 @@ def spin_until_shutdown(program: str, make_node: Callable[[], Any]) -> int:
     node = None
     try:
         node = make_node()
-        rclpy.spin(node)
+        ex = make_executor(executor, node.get_logger())
+        ex.add_node(node)
+        while rclpy.ok():  # (one spin_once at a time: see the module docstring)
+            ex.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except ValueError as exc:
