@@ -148,10 +148,10 @@ def test_the_task_layer_allocates_nothing_per_tick():
     from wbc_dynamics.tasks import task_layer_kernel
 
     @njit
-    def repeat(n, d, q, v, topo, tree, Sm, kin):
+    def repeat(n, d, q, v, model):
         s = 0
         for _ in range(n):
-            s += task_layer_kernel(d, q, v, topo, tree, Sm, kin)
+            s += task_layer_kernel(d, q, v, model)
         return s
 
     loop = _quadruped_loop(0.0, duration=0.01)

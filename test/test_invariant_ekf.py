@@ -409,7 +409,7 @@ def test_estimate_follows_the_plant_on_a_realistic_sensor_stream():
 
 
 @njit(cache=True)
-def _takes_the_same(e, topo, tree, Sm, qj, qdj, gyro, accel, quat, has_quat, dt):
+def _takes_the_same(e, model, qj, qdj, gyro, accel, quat, has_quat, dt):
     return qj.shape[0] + qdj.shape[0] + gyro.shape[0] + accel.shape[0] + quat.shape[0]
 
 
@@ -435,8 +435,7 @@ def test_update_compiles_and_allocates_nothing():
     with pytest.raises(ValueError):
         f.update(q[7:], np.zeros(12), [math.nan, 0.0, 0.0], UP, None, np.ones(4, bool), 1e-3)
     assert not grown_since(before)
-    a = f.model.kernel_arrays
-    args = (f._record, a.topo, a.tree, a.Sm, q[7:].copy(), np.zeros(12), np.zeros(3), UP.copy(),
+    args = (f._record, f.model.kernel_model, q[7:].copy(), np.zeros(12), np.zeros(3), UP.copy(),
             q[3:7].copy(), False, 1e-3)
     _takes_the_same(*args)
     was = _nrt_python.memsys_stats_enabled()

@@ -196,7 +196,6 @@ def test_gamma_of_eq8_is_unit_lower_triangular_and_factors_m():
     triangular (depth-first order), and Gamma^T D Gamma = M (CRBA). So M^-1 B =
     Gamma^-1 D^-1 Gamma^-T B: the inward pass applies Gamma^-T, the outward pass the forward
     substitution with Gamma -- no inverse is ever formed."""
-    from wbc_dynamics.kernels.dynamics import IV, NVI, PARENT
     from wbc_dynamics.linearization import workspace
 
     for name in ("branched", "humanoid"):
@@ -206,19 +205,19 @@ def test_gamma_of_eq8_is_unit_lower_triangular_and_factors_m():
         q = model.integrate(model.neutral(), rng.uniform(-1, 1, nv))
         X = iwim(model, q, np.eye(nv))
         W = workspace(model).W
-        topo = model._topo
+        arrays = model.model_arrays
         G = np.zeros((nv, nv))
         D = np.zeros((nv, nv))
-        for i in range(topo.shape[0]):
-            iv, n = topo[i, IV], topo[i, NVI]
+        for i in range(arrays.parent.shape[0]):
+            iv, n = arrays.v_index[i], arrays.joint_nv[i]
             D[iv : iv + n, iv : iv + n] = W[i, 3, :n, :n]
             G[iv : iv + n, iv : iv + n] = np.eye(n)
             DiUt = W[i, 4, :n, :n] @ W[i, 2, :, :n].T
-            j = topo[i, PARENT]
+            j = arrays.parent[i]
             while j >= 0:
-                jv, nj = topo[j, IV], topo[j, NVI]
+                jv, nj = arrays.v_index[j], arrays.joint_nv[j]
                 G[iv : iv + n, jv : jv + nj] = DiUt @ W[j, 7, :, :nj]
-                j = topo[j, PARENT]
+                j = arrays.parent[j]
         assert not np.any(np.triu(G, 1)) and np.array_equal(np.diag(G), np.ones(nv))
         M = model.mass_matrix(q)
         assert _rel(G.T @ D @ G, M) < 1e-12

@@ -104,6 +104,7 @@ from .tick_steps import (
     _command_tick,
     _finish_tick,
     _prepare_tick,
+    _StepArgs,
     _TickBuffers,
     compile_tick_steps,  # noqa: F401 - re-exported: the compile helper's and tests' name
 )
@@ -710,7 +711,7 @@ class WholeBodyController:
         array is replaced, _apply, or the task layer is built, _build_task_layer)."""
         from .kernels.fixed_args import fixed_args
 
-        self._tick_args = fixed_args(self._bufs, self._gains)
+        self._tick_args = fixed_args(_StepArgs(self._bufs, *self._gains))
 
     # ------------------------------------------------------------------ inputs
     def set_joint_state(self, position: np.ndarray, velocity: np.ndarray, now: float) -> None:
@@ -1054,7 +1055,7 @@ class WholeBodyController:
         instead."""
         self._free_dof = None
         self._free_dof_bound = True
-        if getattr(self.model, "kernel_arrays", None) is None:
+        if getattr(self.model, "model_arrays", None) is None:
             return
         report("compiling / loading the method none tick")
         from .kernels.free_dof import bind_free_dof
@@ -1389,7 +1390,7 @@ class WholeBodyController:
         if self._act_model is not None:
             raise ValueError("task_names: tasks with passive_joints are not supported (the "
                              "task layer commands every joint)")
-        if not hasattr(self.model, "kernel_arrays"):
+        if not hasattr(self.model, "model_arrays"):
             raise ValueError("task_names: tasks need the core's RobotModel (not a MimicModel)")
         contacts: list[tuple[str, list]] = []
         cm = self._contact_model
@@ -1429,8 +1430,7 @@ class WholeBodyController:
             raise TypeError("task layer: drive set-points of another array type")
         self._bufs = bufs
         self._pack()
-        a = self.model.kernel_arrays
-        self._task_args = (self._q, self._v, a.topo, a.tree, a.Sm, self.model._kin)
+        self._task_args = (self._q, self._v, self.model._model)
         from .kernels.linalg import bound_entry
 
         self._task_tick = bound_entry(task_layer_tick, (layer._record, *self._task_args))

@@ -194,7 +194,7 @@ def _integrate_quat(q, wx, wy, wz, dt):
 
 
 @njit(cache=True)
-def feet_kinematics(e, topo, tree, Sm, qj, qdj):
+def feet_kinematics(e, model, qj, qdj):
     """The feet's kinematics with the base at the origin (a record with the fields of
     :class:`EstimatorData`'s kinematics workspace): ``e.r_base`` (L, 3) each anchor in the base
     frame [m], ``e.J_lin`` (L, 3, nv) its linear Jacobian, ``e.vel`` the bodies' twists, for
@@ -209,16 +209,16 @@ def feet_kinematics(e, topo, tree, Sm, qj, qdj):
         e.v0[c] = 0.0
     for c in range(qdj.shape[0]):
         e.v0[6 + c] = qdj[c]
-    return points_kinematics(topo, tree, Sm, e.q0, e.v0, e.foot_body, e.foot_r, e.Xup, e.Rw,
+    return points_kinematics(model, e.q0, e.v0, e.foot_body, e.foot_r, e.Xup, e.Rw,
                              e.pw, e.Rtmp, e.vel, e.acc, e.joint_twist, e.P3, e.Jfull, e.r_base,
                              e.J_lin, e.bias)
 
 
 @njit(cache=True)
-def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
+def estimator_kernel(e, model, qj, qdj, gyro, accel, imu_quat, dt):
     """One estimator tick (``_estimator_tick``), then ``e.v_base = R^T v`` for the
     estimate's user (base-frame velocity, the controller's convention). Returns its status."""
-    status = _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt)
+    status = _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt)
     R = e.Rtmp[0]
     rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
     for a in range(3):
@@ -227,7 +227,7 @@ def estimator_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
 
 
 @njit(cache=True)
-def _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
+def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
     """One estimator tick (module docstring): the IMU's angular rate ``gyro`` (3,) [rad/s] and
     specific force ``accel`` (3,) [m/s^2] in the base frame, its orientation ``imu_quat`` (4,)
     xyzw (used if ``use_imu_orientation``), the joint positions ``qj`` / rates ``qdj`` in the
@@ -263,7 +263,7 @@ def _estimator_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, dt):
                         gyro[2] + kgain * ez, dt)
     # -- contact points relative to the base (base frame) and their Jacobians
     nv = e.v0.shape[0]
-    if feet_kinematics(e, topo, tree, Sm, qj, qdj) != 0:
+    if feet_kinematics(e, model, qj, qdj) != 0:
         return 1
     rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
     # each foot's anchor height above the bottom of its lowest sole sphere (world axes)
@@ -476,7 +476,7 @@ def _feet_workspace(model: RobotModel, L: int) -> dict:
     """The workspace fields of an estimator's data record for :func:`feet_kinematics` of
     ``L`` feet (``q0`` ... ``roll``), zeroed."""
     nv = int(model.nv)
-    nb = len(model.kernel_arrays.topo)
+    nb = len(model.model_arrays.parent)
     return dict(q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
                 Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
                 vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6),
@@ -585,9 +585,8 @@ class BaseEstimator:
         with ``orientation="gyro"``); ``stance`` (L,) bool per foot; ``dt`` [s].
         Returns the kernel's status (0 = ok)."""
         self.data.stance[:] = stance
-        a = self.model.kernel_arrays
         quat = self._no_quat if orientation_xyzw is None else orientation_xyzw
-        return int(estimator_kernel(self._record, a.topo, a.tree, a.Sm, joint_positions,
+        return int(estimator_kernel(self._record, self.model._model, joint_positions,
                                     joint_velocities, angular_velocity, linear_acceleration, quat,
                                     float(dt)))
 

@@ -131,6 +131,7 @@ class TrotWalker:
         self.command = np.zeros(3)
         self.velocity = np.zeros(3)
         self._started = False
+        self._tick = walker_tick  # its bound entry point from the start (update)
         #: counts the changes of the scheduled swing feet (``data.scheduled``), so that a
         #: publisher compares one integer per tick instead of the schedule
         self.schedule_changes = 0
@@ -235,8 +236,14 @@ class TrotWalker:
             if ctl.ticks == 0:  # no state yet: its first tick holds where it stands
                 return
             self._start(t)
-        changed = walker_tick(self._record, ctl.tasks._record, ctl._q, ctl._v,
-                              ctl.model._kin, float(t))
+            # the entry point for these argument types (they never change): the dispatcher
+            # would type the three records on every call, ~2 us each
+            from .kernels.linalg import bound_entry
+
+            self._tick = bound_entry(walker_tick, (self._record, ctl.tasks._record, ctl._q,
+                                                   ctl._v, ctl.model._model, 0.0))
+        changed = self._tick(self._record, ctl.tasks._record, ctl._q, ctl._v, ctl.model._model,
+                             float(t))
         if changed:
             self.schedule_changes += 1
             d = self.data
@@ -334,7 +341,7 @@ def _quintic_ramp(u):
 
 
 @njit(cache=True, error_model="numpy")
-def walker_tick(w, d, q, v, kin, t):
+def walker_tick(w, d, q, v, model, t):
     """One tick of the trot (module docstring) on the walker record ``w`` (:class:`WalkerData`)
     and the task layer's record ``d`` (``wbc_dynamics.tasks.TaskData``: its goals and
     activation are written) at the controller's state ``q``, ``v`` and time ``t`` [s]. Returns
@@ -402,7 +409,7 @@ def walker_tick(w, d, q, v, kin, t):
             w.swing[i] = w.pair[i] == k % 2
             if w.swing[i]:
                 f = w.foot_task[i]
-                frame_placement(q, d.body[f], d.frame[f], d.pose, kin)
+                frame_placement(q, d.body[f], d.frame[f], d.pose, model)
                 for a in range(3):
                     w.lift[i, a] = d.pose[a, 3]
     # the half-cycle's double support: its swing pair stands until u = dsf, then swings over

@@ -426,7 +426,7 @@ def _transpose_in_place(P):
 
 
 @njit(cache=True)
-def invariant_ekf_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
+def invariant_ekf_kernel(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
     """One filter tick (``_iekf_tick``) on the record ``e``, after checking that the inputs
     are finite (a negative status, ``INPUT_STATUS``, and nothing changed if not); then
     ``e.v_base = R^T v`` and ``e.omega = gyro - b_g``. Returns the status (0 = ok)."""
@@ -446,7 +446,7 @@ def invariant_ekf_kernel(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, has_
             return -5
     if not (math.isfinite(dt) and dt >= 0.0):
         return -6
-    status = _iekf_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, has_quat, dt)
+    status = _iekf_tick(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt)
     R = e.Rot
     for a in range(3):
         e.v_base[a] = R[0, a] * e.x[3] + R[1, a] * e.x[4] + R[2, a] * e.x[5]
@@ -583,7 +583,7 @@ def _kinematic_distance(e, i):
 
 
 @njit(cache=True)
-def _iekf_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
+def _iekf_tick(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
     """One InEKF tick (module docstring): gyro ``gyro`` (3,) [rad/s] and specific force
     ``accel`` (3,) [m/s^2], base frame; ``imu_quat`` (4,) xyzw, used to initialize if
     ``has_quat``; joints ``qj`` [rad], ``qdj`` [rad/s] in the model's order; ``dt`` [s];
@@ -597,7 +597,7 @@ def _iekf_tick(e, topo, tree, Sm, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
     g = e.gravity
     h = dt
     # -- the anchors relative to the base (base frame), the feet's rates
-    if feet_kinematics(e, topo, tree, Sm, qj, qdj) != 0:
+    if feet_kinematics(e, model, qj, qdj) != 0:
         return 1
     if not e.initialized[0]:
         _initialize(e, accel, imu_quat, has_quat)
@@ -899,8 +899,7 @@ class InvariantEKF:
         if st.shape != self.data.stance.shape:
             raise ValueError(f"stance: expected shape {self.data.stance.shape}, got {st.shape}")
         self.data.stance[:] = st
-        a = self.model.kernel_arrays
-        status = int(invariant_ekf_kernel(self._record, a.topo, a.tree, a.Sm, qj, qdj, w, f, quat,
+        status = int(invariant_ekf_kernel(self._record, self.model._model, qj, qdj, w, f, quat,
                                           has_quat, float(dt)))
         if status < 0:
             what = "must be finite and >= 0" if status == -6 else "contains a non-finite value"

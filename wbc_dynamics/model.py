@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -60,19 +59,6 @@ STATUS_MESSAGES = {
 }
 
 _FRAMES = ("world", "local")
-
-
-class KernelArrays(NamedTuple):
-    """The model's flat arrays, for compiled extensions (contact geometry, derivatives).
-
-    Layout in ``wbc_dynamics.kernels.dynamics``. Read-only by contract: they are shared by
-    every copy of the model.
-    """
-
-    topo: np.ndarray
-    tree: np.ndarray
-    Sm: np.ndarray
-    I6: np.ndarray
 
 
 _ND = np.ndarray
@@ -184,29 +170,17 @@ class RobotModel:
         self.locked_joints: dict[str, float] = dict(data.locked_joints)
         self.massless_joints: list[str] = list(data.massless_joints)
         self._gravity = np.array([0.0, 0.0, -9.81])
-        self._topo = data.topo
-        self._tree = data.tree
-        self._Sm = data.Sm
-        self._I6 = data.I6
-        self._kin = world.kin_array(data.topo, data.tree)  # the frame kernels' model array
-        nb = data.topo.shape[0]
+        # the loader's arrays with this model's own gravity; the kernels take them as one record
+        self._arrays = data.arrays._replace(gravity=self._gravity)
+        self._model = dyn.model_record(self._arrays)
+        nb = data.arrays.parent.shape[0]
         nv = data.nv
         self._nb = nb
         # preallocated workspaces (no allocation inside the kernels), packed so that a kernel
         # call passes few arguments
         self._W, self._SC = world.workspace(nb)
         # constant trailing arguments of the kernels, bundled once
-        self._k_rnea = (
-            self._topo,
-            self._tree,
-            self._Sm,
-            self._I6,
-            self._gravity,
-            self._W,
-            self._SC,
-        )
-        self._k_kin = (self._topo, self._tree, self._Sm, self._W, self._SC)
-        self._k_aba = (self._topo, self._tree, self._Sm, self._gravity, self._W, self._SC)
+        self._k_model = (self._model, self._W, self._SC)
         self._FP = np.zeros((nb + 1, 6, nv))
         self._J6 = np.zeros((6, nv))
         self._fext = np.zeros((nb, 6))
@@ -233,14 +207,12 @@ class RobotModel:
         self._bind_args = {
             # q, v, a strided ('A' layout), also in the contact tick's calls: their contiguity
             # is left to the kernel (~0.1 us per vector of Python checks)
-            world.rnea: (q_any, z_any, z_any, self._fext, False, True, z.copy(), *self._k_rnea),
-            world.crba: (q_any, np.empty((nv, nv)), *self._k_kin),  # q strided, as below
-            world.minverse: (q_any, np.empty((nv, nv)), self._FP, *self._k_kin),
-            world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_aba),
+            world.rnea: (q_any, z_any, z_any, self._fext, False, True, z.copy(), *self._k_model),
+            world.crba: (q_any, np.empty((nv, nv)), *self._k_model),  # q strided, as below
+            world.minverse: (q_any, np.empty((nv, nv)), self._FP, *self._k_model),
+            world.aba: (q0, z, z, self._fext, False, z.copy(), *self._k_model),
             world.point_bias: (
-                self._topo,
-                self._tree,
-                self._Sm,
+                self._model,
                 q0,
                 z,
                 0,
@@ -252,9 +224,7 @@ class RobotModel:
                 np.empty(6),
             ),
             world.points_kinematics: (
-                self._topo,
-                self._tree,
-                self._Sm,
+                self._model,
                 q0,
                 z,
                 np.zeros(1, dtype=np.int64),
@@ -273,14 +243,14 @@ class RobotModel:
                 self._frames_any,
                 False,
                 self._J6,
-                self._kin,
+                self._model,
             ),
             world.frame_placement: (
                 q_any,
                 0,
                 self._frames_any,
                 np.empty((4, 4)),
-                self._kin,
+                self._model,
             ),
         }
         # the hot paths call ``self._e_<kernel>``: an attribute, bound at the first call (~0.1 us
@@ -383,9 +353,17 @@ class RobotModel:
         return time.perf_counter() - t0
 
     @property
-    def kernel_arrays(self) -> KernelArrays:
-        """The flat model arrays (topo, tree, Sm, I6) for compiled extensions; read-only."""
-        return KernelArrays(self._topo, self._tree, self._Sm, self._I6)
+    def model_arrays(self) -> dyn.ModelArrays:
+        """The model the kernels read, one named array per quantity (shapes, units and frames
+        on :class:`~wbc_dynamics.kernels.dynamics.ModelArrays`); ``gravity`` is this model's.
+        Read-only by contract: the arrays are shared by every copy of the model."""
+        return self._arrays
+
+    @property
+    def kernel_model(self) -> dyn.ModelRecord:
+        """:attr:`model_arrays` as the record every compiled kernel takes as ``model`` (one
+        pointer to unbox per call; read its fields in compiled code only)."""
+        return self._model
 
     @property
     def gravity(self) -> np.ndarray:
@@ -491,7 +469,7 @@ class RobotModel:
             a = _vector(a, self.nv, "a")
         use_fext = False if f_ext is None else self._external_forces(f_ext)
         tau = np.empty(sv)
-        st = self._e_rnea(q, v, a, self._fext, use_fext, True, tau, *self._k_rnea)
+        st = self._e_rnea(q, v, a, self._fext, use_fext, True, tau, *self._k_model)
         if st:
             self._raise(st)
         return tau
@@ -509,7 +487,7 @@ class RobotModel:
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
         M = np.empty(self._shape_M)
-        st = self._e_crba(q, M, *self._k_kin)
+        st = self._e_crba(q, M, *self._k_model)
         if st:
             self._raise(st)
         return M
@@ -553,7 +531,7 @@ class RobotModel:
         for j in range(nv):
             e[:] = 0.0
             e[j] = 1.0
-            st = self._e_rnea(q, self._zeros_nv, e, self._fext, False, False, col, *self._k_rnea)
+            st = self._e_rnea(q, self._zeros_nv, e, self._fext, False, False, col, *self._k_model)
             if st:
                 self._raise(st)
             M[:, j] = col
@@ -565,7 +543,7 @@ class RobotModel:
         if not (type(q) is _ND and q.dtype is _F64 and q.shape == self._shape_q):
             q = _vector(q, self.nq, "q")  # (strided q is fine here: the kernel takes any layout)
         Minv = np.empty(self._shape_M)
-        st = self._e_minverse(q, Minv, self._FP, *self._k_kin)
+        st = self._e_minverse(q, Minv, self._FP, *self._k_model)
         if st:
             self._raise(st, q=q)
         if self.massless_joints:
@@ -593,7 +571,7 @@ class RobotModel:
             tau = _vector(tau, self.nv, "tau")
         use_fext = False if f_ext is None else self._external_forces(f_ext)
         ddq = np.empty(sv)
-        st = self._e_aba(q, v, tau, self._fext, use_fext, ddq, *self._k_aba)
+        st = self._e_aba(q, v, tau, self._fext, use_fext, ddq, *self._k_model)
         if st:
             self._raise(st, a="tau", q=q)
         if self.massless_joints:
@@ -626,7 +604,7 @@ class RobotModel:
         except KeyError:
             self.link_frame(link)  # raises, naming the link
         T = np.empty(_SHAPE_T)
-        st = self._e_frame_placement(q, body, F, T, self._kin)
+        st = self._e_frame_placement(q, body, F, T, self._model)
         if st:
             self._raise(st)
         return T
@@ -656,7 +634,7 @@ class RobotModel:
         else:
             body, F = self._point(link, point)
         J = np.empty(self._shape_J)
-        st = self._e_frame_jacobian(q, body, F, local, J, self._kin)
+        st = self._e_frame_jacobian(q, body, F, local, J, self._model)
         if st:
             self._raise(st)
         return J
@@ -681,9 +659,7 @@ class RobotModel:
         r, R = F[3], F[0:3]
         out = np.empty(6)
         st = self._e_point_bias(
-            self._topo,
-            self._tree,
-            self._Sm,
+            self._model,
             q,
             v,
             body,
@@ -726,9 +702,7 @@ class RobotModel:
         J = np.empty((k, 3, self.nv))
         bias = np.empty((k, 3))
         st = self._e_points_kinematics(
-            self._topo,
-            self._tree,
-            self._Sm,
+            self._model,
             q,
             v,
             bodies,

@@ -20,21 +20,22 @@ import numpy as np
 
 from .kernels import derivatives as dk
 from .kernels import world
+from .kernels.dynamics import ModelArrays, ModelRecord
 
 __all__ = ["ModelView", "workspace"]
 
 
 class ModelView(Protocol):
     """The part of a :class:`~wbc_dynamics.model.RobotModel` that the model-level algorithm
-    modules use: dimensions, the flat kernel arrays, gravity and the core's error report."""
+    modules use: dimensions, the kernel model (arrays and record), gravity and the core's
+    error report."""
 
     nq: int
     nv: int
     floating_base: bool
     _nb: int
-    _topo: np.ndarray
-    _tree: np.ndarray
-    _Sm: np.ndarray
+    _arrays: ModelArrays
+    _model: ModelRecord
     _zeros_nv: np.ndarray
 
     @property

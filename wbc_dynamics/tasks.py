@@ -46,9 +46,6 @@ from numba import njit
 from numba.experimental import structref
 
 from .kernels.dynamics import (
-    IV,
-    NVI,
-    PARENT,
     check_configuration,
     check_vector,
     forward_kinematics,
@@ -61,8 +58,6 @@ from .kernels.prioritized import (
 )
 from .kernels.records import RecordType, define_record
 from .kernels.world import (
-    FIRST_MOMENT,
-    MASS,
     _point_kinematics_views,
     frame_jacobian,
     frame_placement,
@@ -470,16 +465,16 @@ def _rotation_log(R, G, out, o):
 
 
 @njit(cache=True, error_model="numpy")
-def _frame_rows(d, i, q, v, kin, Rw, vel, acc):
+def _frame_rows(d, i, q, v, model, Rw, vel, acc):
     """The frame task i's full 6-vector Jacobian (d.jac), commanded task acceleration minus its
     bias (d.bias) and errors, after the tick's kinematics pass (``Rw``, ``vel``, ``acc``);
     returns a status (0 ok)."""
     body = d.body[i]
     F = d.frame[i]
-    st = frame_placement(q, body, F, d.pose, kin)
+    st = frame_placement(q, body, F, d.pose, model)
     if st != 0:
         return st
-    st = frame_jacobian(q, body, F, d.local_axes, d.jac, kin)
+    st = frame_jacobian(q, body, F, d.local_axes, d.jac, model)
     if st != 0:
         return st
     point_bias_filled(Rw, vel, acc, body, F[3], F[0:3], d.local_axes, d.bias)
@@ -499,7 +494,7 @@ def _frame_rows(d, i, q, v, kin, Rw, vel, acc):
 
 
 @njit(cache=True, error_model="numpy")
-def _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc):
+def _com_rows(d, i, v, model, Rw, pw, vel, acc):
     """The centre-of-mass task i into d.jac[0:3] / d.bias[0:3], from the kinematics pass
     (world poses ``Rw``, ``pw``; body-frame velocities ``vel`` and velocity-product
     accelerations ``acc``), in O(bodies); returns a status (0 ok).
@@ -512,16 +507,16 @@ def _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc):
     ``a_b`` is the classical acceleration of the body's CoM at zero joint accelerations:
     ``m_b (a + w x v) + alpha x h_b + w x (w x h_b)`` in body axes (no division by a mass, so
     massless bodies need no case)."""
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     sm = d.subtree_mass
     sh = d.subtree_moment
     total = 0.0
     c0 = c1 = c2 = 0.0
     b0 = b1 = b2 = 0.0
     for b in range(nb):
-        t = tree[b]
-        m = t[MASS]
-        hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
+        m = model.mass[b]
+        h = model.first_moment[b]
+        hx, hy, hz = h[0], h[1], h[2]
         R = Rw[b]
         p = pw[b]
         sm[b] = m
@@ -545,7 +540,7 @@ def _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc):
     if not total > 0.0:
         return 1
     for b in range(nb - 1, -1, -1):
-        par = topo[b, PARENT]
+        par = model.parent[b]
         if par >= 0:
             sm[par] += sm[b]
             for a in range(3):
@@ -561,9 +556,9 @@ def _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc):
         ms = sm[b]
         # the subtree's first moment about the body origin, world axes
         r0, r1, r2 = sh[b, 0] - ms * p[0], sh[b, 1] - ms * p[1], sh[b, 2] - ms * p[2]
-        iv = topo[b, IV]
-        S = Sm[b]
-        for k in range(topo[b, NVI]):
+        iv = model.v_index[b]
+        S = model.motion_subspace[b]
+        for k in range(model.joint_nv[b]):
             l0 = R[0, 0] * S[0, k] + R[0, 1] * S[1, k] + R[0, 2] * S[2, k]
             l1 = R[1, 0] * S[0, k] + R[1, 1] * S[1, k] + R[1, 2] * S[2, k]
             l2 = R[2, 0] * S[0, k] + R[2, 1] * S[1, k] + R[2, 2] * S[2, k]
@@ -863,7 +858,7 @@ def _sample_trajectories(d):
 
 
 @njit(cache=True, error_model="numpy")
-def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
+def task_layer_kernel(d, q, v, model):
     """One tick of the task layer on the record ``d`` (``TaskData``) at the state ``q``,
     ``v`` (the model's configuration and velocity): the stance contacts, then every priority
     level's active tasks, into ``d.acceleration``. Returns :data:`TASKS_OK` or
@@ -872,13 +867,13 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
     x = d.acceleration
     _sample_trajectories(d)
     prioritized_reset(x, d.rank)
-    if check_configuration(topo, q) != 0 or not check_vector(v):
+    if check_configuration(model, q) != 0 or not check_vector(v):
         return TASKS_FAILED
     # one kinematics pass: every body's pose, velocity and velocity-product acceleration, from
     # which each contact's and frame task's J_dot v follows (point_bias_filled)
     Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(d.W, d.SC)
-    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
-    body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ)
+    forward_kinematics(model, q, Xup, Rw, pw, Rtmp)
+    body_velocities_and_bias(model, v, Xup, vel, acc, vJ)
     # the stance contacts: a hard level above every task
     for g in range(d.group_body.shape[0]):
         d.group_active[g] = 0
@@ -890,7 +885,7 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
         if d.group_active[g] < 3 or not d.group_area[g]:
             continue
         F = d.group_frame[g]
-        if frame_jacobian(q, d.group_body[g], F, d.local_axes, d.jac, kin) != 0:
+        if frame_jacobian(q, d.group_body[g], F, d.local_axes, d.jac, model) != 0:
             return TASKS_FAILED
         point_bias_filled(Rw, vel, acc, d.group_body[g], F[3], F[0:3], d.local_axes, d.bias)
         for a in range(6):  # J a = -J_dot v: at rest, not accelerating
@@ -904,7 +899,7 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
                 or (d.group_area[g] and d.group_active[g] >= 3)):
             continue
         F = d.point_frame[c]
-        if frame_jacobian(q, d.point_body[c], F, d.local_axes, d.jac, kin) != 0:
+        if frame_jacobian(q, d.point_body[c], F, d.local_axes, d.jac, model) != 0:
             return TASKS_FAILED
         point_bias_filled(Rw, vel, acc, d.point_body[c], F[3], F[0:3], d.local_axes, d.bias)
         for a in range(3):
@@ -943,9 +938,9 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
                     m += 1
                 continue
             if kind == _KIND_FRAME:
-                st = _frame_rows(d, i, q, v, kin, Rw, vel, acc)
+                st = _frame_rows(d, i, q, v, model, Rw, vel, acc)
             else:
-                st = _com_rows(d, i, v, topo, tree, Sm, Rw, pw, vel, acc)
+                st = _com_rows(d, i, v, model, Rw, pw, vel, acc)
             if st != 0:
                 return TASKS_FAILED
             if full:
@@ -960,7 +955,7 @@ def task_layer_kernel(d, q, v, topo, tree, Sm, kin):
 
 
 @njit(cache=True, error_model="numpy")
-def task_layer_tick(d, q, v, topo, tree, Sm, kin):
+def task_layer_tick(d, q, v, model):
     """A controller's task step on the joint buffers bound to ``d``
     (:meth:`TaskLayer.bind_joints`): the posture task's commanded accelerations from
     ``joint_acceleration_model`` (the joint reference's PD command, model joint order), the
@@ -976,7 +971,7 @@ def task_layer_tick(d, q, v, topo, tree, Sm, kin):
     n = qdd_model.shape[0]
     for j in range(n):
         d.posture_acceleration[base + j] = qdd_model[j]
-    st = task_layer_kernel(d, q, v, topo, tree, Sm, kin)
+    st = task_layer_kernel(d, q, v, model)
     if st != TASKS_OK:
         return st
     for j in range(n):
@@ -1173,8 +1168,7 @@ class TaskLayer:
             selection_factor=np.zeros((max(base, 1), max(base, 1))),
             selection_small=np.zeros(max(base, 1)))
         self._record = task_data_record(self.data)
-        a = model.kernel_arrays
-        self._args = (a.topo, a.tree, a.Sm, model._kin)
+        self._args = (model._model,)
 
     def bind_joints(self, joint_index: np.ndarray, position: np.ndarray, velocity: np.ndarray,
                     acceleration_model: np.ndarray, acceleration: np.ndarray, dt: float,

@@ -105,6 +105,18 @@ class _TickBuffers(NamedTuple):
     torque_step: np.ndarray
 
 
+class _StepArgs(NamedTuple):
+    """The fixed arguments of the per-tick steps, packed once (``WholeBodyController._pack``):
+    ``buffers`` the :class:`_TickBuffers`; the gains (configured joint order, (n,)): ``kp``
+    [1/s^2], ``kd`` [1/s], ``safe_damping`` [1/s] and ``effort_limit`` [N m or N]."""
+
+    buffers: _TickBuffers
+    kp: np.ndarray
+    kd: np.ndarray
+    safe_damping: np.ndarray
+    effort_limit: np.ndarray
+
+
 #: _prepare_tick's ``command``: keep ``qdd_cmd`` as it is (compute(), warm-up)
 _CMD_KEEP = 0
 #: ... the PD command of the reference (a control tick)
@@ -120,14 +132,13 @@ def _prepare_tick(p, command, use_pos, use_vel, off_q, off_v, has_act):
     qd``, :data:`_CMD_KEEP` -> unchanged), the joint state into the model's q (from ``off_q``)
     and v (from ``off_v``), ``qdd_cmd`` in model order into ``qdd_model`` and, ``has_act``,
     the actuated ones into ``qdd_act``. ``p``: :class:`~wbc_dynamics.kernels.fixed_args.
-    FixedArgs` of (:class:`_TickBuffers`, (kp, kd, safe_damping, effort_limit))."""
-    b = p.head
-    kp, kd, damping, _limit = p.tail
+    FixedArgs` of a :class:`_StepArgs`."""
+    b = p.buffers
     if command == _CMD_PD:
-        _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, kp, kd, use_pos, use_vel,
+        _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, p.kp, p.kd, use_pos, use_vel,
                     b.qdd_cmd)
     elif command == _CMD_DAMP:
-        _negdamp(damping, b.qdj, b.qdd_cmd)
+        _negdamp(p.safe_damping, b.qdj, b.qdd_cmd)
     idx = b.cfg_to_model
     for i in range(idx.shape[0]):
         b.q[off_q + idx[i]] = b.qj[i]
@@ -145,8 +156,7 @@ def _finish_tick(p, tau_act, gather, has_act):
     0 on passive joints: ``WholeBodyController._gather_actuated``); then ``b.tau_out = b.tau``
     clamped to the effort limit (:func:`_clamp_count`). ``p`` as in :func:`_prepare_tick`.
     Returns (#clamped, all finite)."""
-    b = p.head
-    limit = p.tail[3]
+    b = p.buffers
     idx = b.cfg_to_model
     src = tau_act
     if gather and has_act:
@@ -158,7 +168,7 @@ def _finish_tick(p, tau_act, gather, has_act):
         if gather:
             b.tau[i] = src[idx[i]]
         b.tau_out[i] = b.tau[i]
-    return _clamp_count(b.tau_out, limit)
+    return _clamp_count(b.tau_out, p.effort_limit)
 
 
 # _command_tick's ``drive``: _DRIVE_REFERENCE a control tick's set-points, the reference's
@@ -177,7 +187,7 @@ def _command_tick(p, drive, use_pos, use_vel, shape, low_pass, alpha, rate_limit
     first-order low-pass ``tau = prev + alpha (tau - prev)`` (``low_pass``) and the rate limit
     ``|tau - prev| <= torque_step`` (``rate_limit``); if ``keep``, ``b.tau_prev = b.tau_out``.
     ``p`` as in :func:`_prepare_tick`."""
-    b = p.head
+    b = p.buffers
     on = drive != _DRIVE_OFF
     for i in range(b.qj.shape[0]):
         if drive == _DRIVE_TASKS:
@@ -224,7 +234,7 @@ def compile_tick_steps() -> None:
     zi = np.zeros(1, dtype=np.int64)
     bufs = _TickBuffers(**{name: zi if name in ("cfg_to_model", "act_model") else z
                            for name in _TickBuffers._fields})
-    args = fixed_args(bufs, (z, z, z, z))  # the gains: kp, kd, safe_damping, effort_limit
+    args = fixed_args(_StepArgs(bufs, kp=z, kd=z, safe_damping=z, effort_limit=z))
     bound_entry(_prepare_tick, (args, _CMD_KEEP, False, False, 0, 0, False))
     bound_entry(_finish_tick, (args, z, False, False))
     bound_entry(_command_tick, (args, _DRIVE_OFF, False, False, False, False, 1.0, False, False))

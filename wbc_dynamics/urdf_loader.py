@@ -37,8 +37,7 @@ from .description import (
     spheres_of,
 )
 from .description.urdf import INERTIA_TOLERANCE, axis_rotation
-from .kernels.dynamics import FREE_FLYER, PRISMATIC, REVOLUTE
-from .kernels.world import FIRST_MOMENT, MASS, ROT_INERTIA, TREE_COLS
+from .kernels.dynamics import FREE_FLYER, PRISMATIC, REVOLUTE, ModelArrays
 
 __all__ = [
     "INERTIA_TOLERANCE",
@@ -81,13 +80,12 @@ class MimicCoupling:
 
 @dataclass
 class ModelData:
-    """Flat arrays of a kinematic tree; see ``wbc_dynamics.kernels.dynamics`` for the layout."""
+    """A loaded robot: its kernel model ``arrays``
+    (:class:`~wbc_dynamics.kernels.dynamics.ModelArrays`, gravity [0, 0, -9.81] m/s^2) and the
+    names and limits around it."""
 
     name: str
-    topo: np.ndarray
-    tree: np.ndarray
-    Sm: np.ndarray
-    I6: np.ndarray
+    arrays: ModelArrays
     nq: int
     nv: int
     floating_base: bool
@@ -248,44 +246,55 @@ def load_model(
         stack.extend((child, child_body, Rc, pc) for child in reversed(desc.children[joint.child]))
 
     nb = len(body_parent)
-    topo = np.zeros((nb, 6), dtype=np.int64)
+    q_index = np.zeros(nb, dtype=np.int64)
+    v_index = np.zeros(nb, dtype=np.int64)
+    joint_nv = np.zeros(nb, dtype=np.int64)
     Sm = np.zeros((nb, 6, 6))
     iq = iv = 0
     for i in range(nb):
-        topo[i, 0] = body_parent[i]
-        topo[i, 1] = body_jtype[i]
-        topo[i, 2] = iq
-        topo[i, 3] = iv
+        q_index[i] = iq
+        v_index[i] = iv
         if body_jtype[i] == FREE_FLYER:
-            topo[i, 4] = 6
+            joint_nv[i] = 6
             Sm[i] = np.eye(6)
             iq += 7
             iv += 6
         else:
-            topo[i, 4] = 1
+            joint_nv[i] = 1
             if body_jtype[i] == REVOLUTE:
                 Sm[i, 3:, 0] = body_axis[i]
             else:
                 Sm[i, :3, 0] = body_axis[i]
             iq += 1
             iv += 1
+    parent = np.array(body_parent, dtype=np.int64)
     # subtree end in v: pre-order makes each subtree a contiguous range, and every body comes
     # after its parent, so one backward sweep propagates the ends (linear time)
-    topo[:, 5] = topo[:, 3] + topo[:, 4]
+    subtree_end = v_index + joint_nv
     for i in range(nb - 1, -1, -1):
-        parent = topo[i, 0]
-        if parent >= 0 and topo[i, 5] > topo[parent, 5]:
-            topo[parent, 5] = topo[i, 5]
-    tree = np.zeros((nb, TREE_COLS))
+        if parent[i] >= 0 and subtree_end[i] > subtree_end[parent[i]]:
+            subtree_end[parent[i]] = subtree_end[i]
     I6 = np.array(body_I6).reshape(nb, 6, 6)
-    for i in range(nb):
-        tree[i, :12] = body_tree[i]
-        tree[i, 12:15] = body_axis[i]
-        # mass, first moment h = m c and rotational inertia about the body origin, read off the
-        # spatial inertia [[m, -[h]x], [[h]x, Ibar]] (used by the world-frame recursions)
-        tree[i, MASS] = I6[i, 0, 0]
-        tree[i, FIRST_MOMENT : FIRST_MOMENT + 3] = (I6[i, 5, 1], I6[i, 3, 2], I6[i, 4, 0])
-        tree[i, ROT_INERTIA : ROT_INERTIA + 9] = I6[i, 3:, 3:].ravel()
+    placement = np.array(body_tree).reshape(nb, 12)
+    # mass, first moment h = m c and rotational inertia about the body origin, read off the
+    # spatial inertia [[m, -[h]x], [[h]x, Ibar]] (used by the world-frame recursions)
+    arrays = ModelArrays(
+        parent=parent,
+        joint_type=np.array(body_jtype, dtype=np.int64),
+        q_index=q_index,
+        v_index=v_index,
+        joint_nv=joint_nv,
+        subtree_end=subtree_end,
+        joint_rotation=np.ascontiguousarray(placement[:, :9].reshape(nb, 3, 3)),
+        joint_translation=np.ascontiguousarray(placement[:, 9:12]),
+        joint_axis=np.array(body_axis, dtype=float).reshape(nb, 3),
+        mass=np.ascontiguousarray(I6[:, 0, 0]),
+        first_moment=np.ascontiguousarray(np.stack([I6[:, 5, 1], I6[:, 3, 2], I6[:, 4, 0]], 1)),
+        rotational_inertia=np.ascontiguousarray(I6[:, 3:, 3:]),
+        motion_subspace=Sm,
+        spatial_inertia=I6,
+        gravity=np.array([0.0, 0.0, -9.81]),
+    )
     lim_arr = np.array(limits, dtype=float).reshape(-1, 4)
     # the neutral configuration of RobotModel.neutral: joints at 0 clipped into their limits
     # (np.clip's order: the upper limit where inverted limits leave no range)
@@ -293,7 +302,7 @@ def load_model(
     if floating_base:
         q0[6] = 1.0
     q0[iq - len(joint_names) :] = np.minimum(np.maximum(0.0, lim_arr[:, 0]), lim_arr[:, 1])
-    massless = _joints_moving_no_mass(topo, tree, Sm, I6, q0, body_joint)
+    massless = _joints_moving_no_mass(arrays, q0, body_joint)
     notes = list(desc.warnings)
     if massless:
         names = ", ".join(repr(name) for name, _ in massless)
@@ -324,10 +333,7 @@ def load_model(
     geometry = desc.collision_geometry
     return ModelData(
         name=desc.name,
-        topo=topo,
-        tree=tree,
-        Sm=Sm,
-        I6=I6,
+        arrays=arrays,
         nq=iq,
         nv=iv,
         floating_base=floating_base,
@@ -382,10 +388,10 @@ def singular_joints(data: ModelData, q: np.ndarray) -> list[tuple[str, float]]:
     (about 50 us per body), for diagnosis: see ``_joints_moving_no_mass``.
     """
     body_joint = ([""] if data.floating_base else []) + list(data.joint_names)
-    return _joints_moving_no_mass(data.topo, data.tree, data.Sm, data.I6, q, body_joint)
+    return _joints_moving_no_mass(data.arrays, q, body_joint)
 
 
-def _joints_moving_no_mass(topo, tree, Sm, I6, q, body_joint) -> list[tuple[str, float]]:
+def _joints_moving_no_mass(model: ModelArrays, q, body_joint) -> list[tuple[str, float]]:
     """(name, inertia) of the joints that make the joint-space inertia singular (or
     indefinite) at the configuration ``q``; ``body_joint[i]`` names body i's joint ("" for
     the free-flyer).
@@ -407,15 +413,15 @@ def _joints_moving_no_mass(topo, tree, Sm, I6, q, body_joint) -> list[tuple[str,
     were locked, so each joint above is judged on its own. The value reported is the smallest
     diagonal entry or pivot eigenvalue.
     """
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     if nb == 0:
         return []
-    Ic = I6.copy()
-    IA = I6.copy()
+    Ic = model.spatial_inertia.copy()
+    IA = model.spatial_inertia.copy()
     found = []
     for i in range(nb - 1, -1, -1):  # pre-order: body i's subtree is complete when reached
-        n = topo[i, 4]
-        S = Sm[i, :, :n]
+        n = model.joint_nv[i]
+        S = model.motion_subspace[i, :, :n]
         scale = float(np.max(np.abs(Ic[i])))
         d = np.einsum("ij,ik,kj->j", S, Ic[i], S)
         U = IA[i] @ S
@@ -428,17 +434,17 @@ def _joints_moving_no_mass(topo, tree, Sm, I6, q, body_joint) -> list[tuple[str,
         regular = w > PIVOT_TOLERANCE * scale
         if scale == 0.0 or not np.all(d > SINGULAR_TOLERANCE * scale) or not np.all(regular):
             found.append((body_joint[i] or FLOATING_BASE, float(min(np.min(d), np.min(w)))))
-        parent = topo[i, 0]
+        parent = model.parent[i]
         if parent < 0:
             continue
-        R = tree[i, :9].reshape(3, 3)
-        p = tree[i, 9:12]
-        if topo[i, 1] != FREE_FLYER:
-            x = float(q[topo[i, 2]])
-            if topo[i, 1] == REVOLUTE:
-                R = R @ axis_rotation(tree[i, 12:15], x)
+        R = model.joint_rotation[i]
+        p = model.joint_translation[i]
+        if model.joint_type[i] != FREE_FLYER:
+            x = float(q[model.q_index[i]])
+            if model.joint_type[i] == REVOLUTE:
+                R = R @ axis_rotation(model.joint_axis[i], x)
             else:
-                p = p + R @ (tree[i, 12:15] * x)
+                p = p + R @ (model.joint_axis[i] * x)
         X = motion_transform(R, p)
         Ic[parent] += X.T @ Ic[i] @ X
         Ur = U @ V[:, regular]  # IA_i minus what joint i takes up: U D^-1 U^T on its range

@@ -54,7 +54,7 @@ napoleon_use_ivar = True
 # Types of other projects: without intersphinx (the build is offline) their references cannot
 # resolve. Every reference to this package's own names must.
 nitpick_ignore_regex = [
-    ("py:.*", r"(numpy|np|collections\.abc|os|pathlib|mujoco|rclpy|\w+_msgs)\..*"),
+    ("py:.*", r"(numpy|np|numba|collections\.abc|os|pathlib|mujoco|rclpy|\w+_msgs)\..*"),
     # private names are never documented: a signature or a base class may still show one
     ("py:class", r"wbc_dynamics(\.\w+)*\._\w+"),
 ]

@@ -179,8 +179,7 @@ def _emit(
     mu,
     Rw,
     pw,
-    topo,
-    Sm,
+    model,
     Rf,
     P,
     Jfull,
@@ -209,7 +208,7 @@ def _emit(
             + Rw[b, 1, a] * (p[1] - pw[b, 1])
             + Rw[b, 2, a] * (p[2] - pw[b, 2])
         )
-    point_jacobian_filled(topo, Sm, Rw, pw, b, rb, Rf, False, P, Jfull)
+    point_jacobian_filled(model, Rw, pw, b, rb, Rf, False, P, Jfull)
     nvr = Jfull.shape[1]
     for c in range(out_N.shape[1]):
         out_N[k, c] = 0.0
@@ -256,13 +255,13 @@ def _subtract_box_jacobian(k, Rb, bp, col, p, Fr, cl, out_N, out_S, out_T):
 
 
 @njit(cache=True)
-def contact_kernel(topo, tree, Sm, q, Xup, Rw, pw, Rtmp, P, Jfull, sph_body, sph_r, sph_rad, hs,
+def contact_kernel(model, q, Xup, Rw, pw, Rtmp, P, Jfull, sph_body, sph_r, sph_rad, hs,
                    hs_mu, es, es_mu, bx_R, bx_p, bx_a, bx_mu, bx_col, margin, out_phi, out_p,
                    out_F, out_N, out_S, out_T, out_mu, out_sph, out_feat, ar):
     """All candidate contacts after one forward-kinematics pass (into ``Xup``, ``Rw``, ``pw``;
     ``Rtmp`` (2, 3, 3) scratch): :func:`candidates_kernel` on its world poses."""
-    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
-    return candidates_kernel(topo, Sm, Rw, pw, P, Jfull, sph_body, sph_r, sph_rad, hs, hs_mu, es,
+    forward_kinematics(model, q, Xup, Rw, pw, Rtmp)
+    return candidates_kernel(model, Rw, pw, P, Jfull, sph_body, sph_r, sph_rad, hs, hs_mu, es,
                              es_mu, bx_R, bx_p, bx_a, bx_mu, bx_col, margin, out_phi, out_p,
                              out_F, out_N, out_S, out_T, out_mu, out_sph, out_feat, ar)
 
@@ -271,8 +270,7 @@ def contact_kernel(topo, tree, Sm, q, Xup, Rw, pw, Rtmp, P, Jfull, sph_body, sph
 # passed); the assembly, after dynamics_terms, calls it on its own
 @njit(cache=True, inline="always")
 def candidates_kernel(
-    topo,
-    Sm,
+    model,
     Rw,
     pw,
     P,
@@ -419,7 +417,7 @@ def candidates_kernel(
                     qw = bx_p[x, a] + Rb[a, 0] * ql[0] + Rb[a, 1] * ql[1] + Rb[a, 2] * ql[2]
                     p[a] = 0.5 * (qw + c[a] - r * n[a])
                 mu = bx_mu[x]
-            _emit(k, b, c, n, phi, p, mu, Rw, pw, topo, Sm, Rf, P, Jfull, rb, Fr, out_phi, out_p,
+            _emit(k, b, c, n, phi, p, mu, Rw, pw, model, Rf, P, Jfull, rb, Fr, out_phi, out_p,
                   out_F, out_N, out_S, out_T, out_mu)
             if f >= nh + ne:  # a free box: its velocity enters the rows too
                 x = f - nh - ne
@@ -530,7 +528,7 @@ def contact_data_record(d):
 
 
 @njit(cache=True)
-def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, excluded, margin,
+def assemble_kernel(model, geo, d, q, v, bx_R, bx_p, excluded, margin,
                     phi_deadband, dynamics, ar):
     """Candidates, M^-1 and h of one tick into ``d`` (:class:`ContactDataRecord`), compiled.
 
@@ -552,7 +550,7 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
         # (each literal or other layout compiles the kernel once more, seconds at start-up)
         st = call_separately(world.dynamics_terms, (
             q[::1], v[::1], d.a_zero[::1], d.fext, np.bool_(False), np.bool_(True), d.Minv_robot,
-            d.FP, d.h_robot, topo, tree, Sm, I6, gravity, d.W, d.SC))
+            d.FP, d.h_robot, model, d.W, d.SC))
         if st != OK:
             return -st
         for c in range(v.shape[0]):
@@ -560,20 +558,20 @@ def assemble_kernel(topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p, exclu
         # the world poses into the contiguous d.Rw / d.pw (12 numbers a body): the candidates'
         # Jacobian loops then index without strides, and d.Rw / d.pw hold this tick's poses
         # as after contact_kernel
-        for b in range(topo.shape[0]):
+        for b in range(model.parent.shape[0]):
             pose = d.W[b, world.W_POSE]
             for r in range(3):
                 d.pw[b, r] = pose[3, r]
                 for c in range(3):
                     d.Rw[b, r, c] = pose[r, c]
         k = call_separately(candidates_kernel, (
-            topo, Sm, d.Rw, d.pw, d.P, d.Jfull, geo.sph_body, geo.sph_r, geo.sph_rad, geo.hs,
+            model, d.Rw, d.pw, d.P, d.Jfull, geo.sph_body, geo.sph_r, geo.sph_rad, geo.hs,
             geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p, geo.bx_a, geo.bx_mu, geo.bx_col, margin,
             d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand, d.Tcand, d.cand_mu, d.cand_sph,
             d.cand_feat, ar))
     else:
         k = call_separately(contact_kernel, (
-            topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body, geo.sph_r,
+            model, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, geo.sph_body, geo.sph_r,
             geo.sph_rad, geo.hs, geo.hs_mu, geo.es, geo.es_mu, bx_R, bx_p, geo.bx_a, geo.bx_mu,
             geo.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand, d.Tcand,
             d.cand_mu, d.cand_sph, d.cand_feat, ar))
@@ -796,7 +794,7 @@ class ContactModel:
             + [f"{b.name}_{i}" for b in self.bodies for i in range(6)]
         )
         # workspaces (own copies: independent of the model's)
-        nb = robot.kernel_arrays.topo.shape[0]
+        nb = robot.model_arrays.parent.shape[0]
         self._Xup = np.zeros((nb, 6, 6))
         self._Rw = np.zeros((nb, 3, 3))
         self._pw = np.zeros((nb, 3))
@@ -843,7 +841,7 @@ class ContactModel:
         and the slot -> contact identity table."""
         r = self.robot
         nvr, nv, cap = r.nv, self.nv, self._cap
-        nb = r.kernel_arrays.topo.shape[0]
+        nb = r.model_arrays.parent.shape[0]
         self.geometry = ContactGeometry(
             self._sph_body, self._sph_r, self._sph_rad, self._hs, self._hs_mu, self._es,
             self._es_mu, self._bx_a, self._bx_mu, self._bx_col)
@@ -928,10 +926,9 @@ class ContactModel:
         """:meth:`candidates` for inputs a caller has validated already (q finite float64 (nq,)
         contiguous, the free bodies' rotations ``bR`` (nbx, 3, 3) and positions ``bp`` (nbx, 3)):
         the geometry kernel alone, no check and no allocation (a control tick's path)."""
-        arrays = self.robot.kernel_arrays
         d, g = self.data, self.geometry
         k = contact_kernel(
-            arrays.topo, arrays.tree, arrays.Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull,
+            self.robot.kernel_model, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull,
             g.sph_body, g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, bR, bp, g.bx_a,
             g.bx_mu, g.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand, d.Scand,
             d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat, NO_ARENA,
@@ -944,8 +941,7 @@ class ContactModel:
         impact); returns nc. Raises ValueError (the core's message) for an invalid q / v."""
         r = self.robot
         bR, bp = self._box_poses(body_q)
-        arrays = r.kernel_arrays
-        k = assemble_kernel(arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
+        k = assemble_kernel(r.kernel_model,
                             self.geometry, self.kernel_data, q, v, bR, bp, self.excluded_mask(),
                             self.margin, self.phi_deadband, dynamics, NO_ARENA)
         if k < 0:

@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from ..kernels.dynamics import IV, NVI, OK, PARENT
+from ..kernels.dynamics import OK, ModelRecord
 from ..kernels.kinematics import point_jacobian_filled
 from ..kernels.records import RecordType, define_record
 from ..kernels.world import W_POSE, crba, rnea, workspace
@@ -67,7 +67,8 @@ class MomentumObserverData(NamedTuple):
     (-1 padded), ``leg_count`` (L,) int64 how many; ``tau_index`` (n,) int64 the v index of
     each commanded torque; ``velocity_variance`` (nv,) [(m/s)^2, (rad/s)^2] of the measured
     velocity (base linear, base angular in the base frame, joints).
-    Model (read only, the model's own arrays): ``topo``, ``tree``, ``Sm``, ``I6``, ``gravity``.
+    Model (read only): ``model`` the robot model's
+    :class:`~wbc_dynamics.kernels.dynamics.ModelRecord` (its own arrays, gravity included).
 
     State: ``initialized`` (1,) bool; ``v_prev`` (nv,) the previous tick's velocity;
     ``residual`` (nv,) r, the estimated external generalized force [N, N m] (the model's v
@@ -89,11 +90,7 @@ class MomentumObserverData(NamedTuple):
     leg_count: np.ndarray
     tau_index: np.ndarray
     velocity_variance: np.ndarray
-    topo: np.ndarray
-    tree: np.ndarray
-    Sm: np.ndarray
-    I6: np.ndarray
-    gravity: np.ndarray
+    model: ModelRecord
     initialized: np.ndarray
     v_prev: np.ndarray
     residual: np.ndarray
@@ -180,8 +177,8 @@ def momentum_observer_kernel(o, q, v, tau):
     for c in range(nv):
         o.accel[c] = (v[c] - o.v_prev[c]) / dt
     # np.bool_: typed flags, not literals -- a literal would compile a second rnea
-    st = rnea(q, v, o.accel, o.fext, np.bool_(False), np.bool_(True), o.tau_id, o.topo, o.tree,
-              o.Sm, o.I6, o.gravity, o.W, o.SC)
+    st = rnea(q, v, o.accel, o.fext, np.bool_(False), np.bool_(True), o.tau_id, o.model, o.W,
+              o.SC)
     if st != OK:
         return st
     for i in range(tau.shape[0]):
@@ -189,7 +186,7 @@ def momentum_observer_kernel(o, q, v, tau):
     for c in range(nv):
         o.residual[c] += alpha * (o.tau_id[c] - o.residual[c])
         o.v_prev[c] = v[c]
-    st = crba(q, o.mass, o.topo, o.tree, o.Sm, o.W, o.SC)  # also the world poses (W_POSE)
+    st = crba(q, o.mass, o.model, o.W, o.SC)  # also the world poses (W_POSE)
     if st != OK:
         return st
     Rw = o.W[:, W_POSE, 0:3, 0:3]
@@ -205,7 +202,7 @@ def momentum_observer_kernel(o, q, v, tau):
 def _link_force(o, li, Rw, pw, nv, scale):
     """Link ``li``'s force from its leg's residual rows (least squares through the point
     Jacobian) and the standard deviation of its normal component."""
-    point_jacobian_filled(o.topo, o.Sm, Rw, pw, o.link_body[li], o.link_point[li], o.rot,
+    point_jacobian_filled(o.model, Rw, pw, o.link_body[li], o.link_point[li], o.rot,
                           False, o.point, o.jac)
     n = o.leg_count[li]
     A, b = o.normal_eq, o.rhs
@@ -270,8 +267,7 @@ class MomentumObserver:
                              f"got {gain!r}")
         cm = contact_model
         robot = cm.robot
-        arrays = robot.kernel_arrays
-        topo = arrays.topo
+        arrays = robot.model_arrays
         nv = int(robot.nv)
         std = np.asarray(velocity_std, dtype=np.float64)
         if std.shape != (nv,) or not np.all(np.isfinite(std)) or np.any(std < 0.0):
@@ -291,27 +287,27 @@ class MomentumObserver:
             dofs = []
             j = int(b)
             while j >= 0:
-                iv, nvi = int(topo[j, IV]), int(topo[j, NVI])
+                iv, nvi = int(arrays.v_index[j]), int(arrays.joint_nv[j])
                 dofs.extend(c for c in range(iv, iv + nvi) if c >= root_v)
-                j = int(topo[j, PARENT])
+                j = int(arrays.parent[j])
             legs.append(sorted(dofs))
         D = max(1, max((len(d) for d in legs), default=1))
         leg_dofs = np.full((len(legs), D), -1, dtype=np.int64)
         for i, d in enumerate(legs):
             leg_dofs[i, :len(d)] = d
         L = len(self.links)
-        W, SC = workspace(topo.shape[0])
+        nb = arrays.parent.shape[0]
+        W, SC = workspace(nb)
         self.data = MomentumObserverData(
             gain=float(gain), dt=float(cm.dt), link_body=body,
             link_point=np.array([g.sph_r[first[ln]] for ln in self.links], dtype=np.float64
                                 ).reshape(L, 3),
             leg_dofs=leg_dofs, leg_count=np.array([len(d) for d in legs], dtype=np.int64),
-            tau_index=tau_index, velocity_variance=std ** 2, topo=topo, tree=arrays.tree,
-            Sm=arrays.Sm, I6=arrays.I6, gravity=robot.gravity,
+            tau_index=tau_index, velocity_variance=std ** 2, model=robot.kernel_model,
             initialized=np.zeros(1, dtype=np.bool_), v_prev=np.zeros(nv),
             residual=np.zeros(nv), force=np.zeros((L, 3)), normal_force=np.zeros(L),
             force_std=np.full(L, np.inf), accel=np.zeros(nv), tau_id=np.zeros(nv),
-            mass=np.zeros((nv, nv)), fext=np.zeros((topo.shape[0], 6)), W=W, SC=SC,
+            mass=np.zeros((nv, nv)), fext=np.zeros((nb, 6)), W=W, SC=SC,
             jac=np.zeros((6, nv)), point=np.zeros(3), normal_eq=np.zeros((3, 3)),
             rhs=np.zeros(3), gz=np.zeros(D), rot=np.eye(3),
         )

@@ -69,7 +69,7 @@ import numba
 import numpy as np
 from numba import njit
 
-from ..kernels.fixed_args import fixed_args, pack_type
+from ..kernels.fixed_args import pack_type
 from ..kernels.linalg import bound_entry
 from ..kernels.separate import call_separately
 from .geometry import ContactModel
@@ -110,15 +110,21 @@ from .qp import (
 from .tick_base import (
     TICK_GENERIC,
     TICK_OK,
-    _assemble_with_impact,
+    ContactTickArgs,
+    _assemble_packed,
     _CompiledTick,
     _min_pivot,
     _write_result,
     compile_sticking_correction,
 )
 
-__all__ = ["QPOptions", "QPOutput", "QPWork", "QPTick", "qp_tick", "qp_tick_stage1",
-           "qp_tick_stage2", "qp_tick_finish", "TICK_STAGE1_FAILED"]
+__all__ = ["QPOptions", "QPOutput", "QPWork", "QPTick", "QPTickArgs", "qp_tick",
+           "qp_tick_stage1", "qp_tick_stage2", "qp_tick_finish", "TICK_STAGE1_FAILED"]
+
+#: The fixed arguments of the QP ticks: :class:`~.tick_base.ContactTickArgs` (``options`` a
+#: :class:`~.qp.QPOptions`, ``out`` a :class:`QPOutput`) and ``work``, the flow's
+#: :class:`~.qp.QPWork` record.
+QPTickArgs = NamedTuple("QPTickArgs", [*ContactTickArgs.__annotations__.items(), ("work", Any)])
 
 class QPOutput(NamedTuple):
     """Outputs (rows ``0..nc-1`` valid): ``tau`` (nu,) [N m] in the actuated order,
@@ -134,10 +140,9 @@ class QPOutput(NamedTuple):
 def _tick_arrays(a, nc, qdd_des):
     """The assembled problem of this tick (:class:`~wbc_dynamics.contact.qp.QPArrays`): views
     of the candidate buffers' first ``nc`` rows (no copy, no allocation)."""
-    d = a.head[6]
-    act, free = a.tail[0], a.tail[1]
+    d = a.data
     return QPArrays(d.Minv, d.h, d.v, d.N[:nc], d.S[:nc], d.T[:nc], d.phi[:nc], d.mu[:nc],
-                    qdd_des, act, free, d.slot[:nc], d.arena)
+                    qdd_des, a.actuated, a.free, d.slot[:nc], d.arena)
 
 
 @njit(cache=True)
@@ -149,10 +154,8 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
     (:func:`~wbc_dynamics.contact.qp.qp_prepare`); nc < 0 is ``-status`` of the core kernels
     (invalid q / v), code ``TICK_GENERIC`` also for no candidate or more than ``max_nc``.
     """
-    topo, tree, Sm, I6, gravity, geo, d, o, w, _out = a.head
-    _act, _free, excluded, bx_R, bx_p = a.tail
-    nc = call_separately(_assemble_with_impact, (topo, tree, Sm, I6, gravity, geo, d, o, q, v,
-                                                 excluded, bx_R, bx_p))
+    o, w = a.options, a.work
+    nc = _assemble_packed(a, q, v)
     if nc <= 0 or nc > o.max_nc:
         return nc, TICK_GENERIC, False, False
     p = _tick_arrays(a, nc, qdd_des)
@@ -163,7 +166,7 @@ def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
 @njit(cache=True)
 def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
     """:func:`~wbc_dynamics.contact.qp.qp_stage2` on this tick's problem (module doc, step 3)."""
-    o, w = a.head[7], a.head[8]
+    o, w = a.options, a.work
     p = _tick_arrays(a, w.state[_S_NC], w.qdd)
     return call_separately(qp_stage2, (p, o, w, xa, sa, xb, sb, second, cont_ok))
 
@@ -172,7 +175,7 @@ def qp_tick_stage2(a, xa, sa, xb, sb, second, cont_ok):
 def _tick_output(a, nc):
     """The flow's result (``w.tau1``, ``w.cloc``) into the tick's outputs with the world forces
     (frames of the candidates) and the active slots; returns their count."""
-    d, o, w, out = a.head[6], a.head[7], a.head[8], a.head[9]
+    d, o, w, out = a.data, a.options, a.work, a.out
     _write_result(d, out, o.dt, w.tau1, w.cloc[0, :nc], w.cloc[1, :nc], w.cloc[2, :nc])
     n_active = 0
     for i in range(nc):
@@ -186,7 +189,7 @@ def _tick_output(a, nc):
 def qp_tick_finish(a, x2, s2):
     """:func:`~wbc_dynamics.contact.qp.qp_finish` and the outputs (module doc, step 5).
     Returns (code, flag bits, n_active); code TICK_GENERIC if the result is not finite."""
-    o, w = a.head[7], a.head[8]
+    o, w = a.options, a.work
     nc = w.state[_S_NC]
     p = _tick_arrays(a, nc, w.qdd)
     code, bits = call_separately(qp_finish, (p, o, w, x2, s2))
@@ -201,17 +204,14 @@ def qp_tick_active_set(a, q, v, qdd_des, warm):
     (``qp_solver="active_set"``) in one compiled call: the assembly, then the method's compiled
     flow :func:`~wbc_dynamics.contact.qp.qp_active_set` on it, then the outputs. ``a``: the
     fixed arguments packed (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`, one pointer
-    to unbox per call instead of ~100 arrays): ``a.head`` = (topo, tree, Sm, I6, gravity, geo,
-    d, o, w, out), ``a.tail`` = (act, free, excluded, bx_R, bx_p). ``warm``: start each stage
-    from the previous tick's active row sides mapped by candidate slot.
+    to unbox per call instead of ~100 arrays), fields of :class:`QPTickArgs`. ``warm``: start
+    each stage from the previous tick's active row sides mapped by candidate slot.
 
     Returns (nc, code, flag bits, n_active, Stage I status); code TICK_STAGE1_FAILED with the
     status for the fallback, nc < 0 for invalid q / v as :func:`qp_tick_stage1`.
     """
-    topo, tree, Sm, I6, gravity, geo, d, o, w, _out = a.head
-    _act, _free, excluded, bx_R, bx_p = a.tail
-    nc = call_separately(_assemble_with_impact, (topo, tree, Sm, I6, gravity, geo, d, o, q, v,
-                                                 excluded, bx_R, bx_p))
+    o, w = a.options, a.work
+    nc = _assemble_packed(a, q, v)
     if nc <= 0 or nc > o.max_nc:
         return nc, TICK_GENERIC, 0, 0, 0
     p = _tick_arrays(a, nc, qdd_des)
@@ -410,16 +410,10 @@ class QPTick(_CompiledTick):
         self.warm_start_used = bool(w.state[_S_WARM_USED])
         return self._accept(nc, bits, n_active, mstate)
 
-    def _pack(self) -> None:
-        """The kernels' fixed arguments, packed once (:func:`qp_tick_active_set`: ``a``); the
-        same pack for both solvers (one compiled constructor, one type of every stage)."""
-        cm, r_ = self.cm, self.cm.robot
-        arrays = r_.kernel_arrays
-        self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
-                      cm.geometry, cm.kernel_data, self.options, self.w_kernel, self.out)
-        self._tail = (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R, self._no_box_p)
-        self._dims = (r_.nq, r_.nv, cm.actuated.shape[0])
-        self._packed = fixed_args(self._head, self._tail)
+    def _fixed_args(self) -> QPTickArgs:
+        """The kernels' fixed arguments (:func:`qp_tick_active_set`: ``a``); the same for both
+        solvers (one compiled constructor, one type of every stage)."""
+        return QPTickArgs(*super()._fixed_args(), work=self.w_kernel)
 
     def compile_parts(self) -> None:
         """Compile / load, without running anything, the tick's kernels that do not depend on
@@ -439,13 +433,9 @@ class QPTick(_CompiledTick):
         retrieval, active-set bookkeeping), compiled by type without running: the controller's
         share of the tick while the helper compiles the general path and Stage II."""
         super().compile_assembly()
-        cm, r_ = self.cm, self.cm.robot
-        arrays = r_.kernel_arrays
+        cm = self.cm
         # the pack's type, not a pack: its constructor is the helper's (compile_parts)
-        pack = pack_type((arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r_.gravity,
-                          cm.geometry, cm.kernel_data, self.options, self.w_kernel, self.out),
-                         (cm.actuated, cm.free, cm.excluded_mask(), self._no_box_R,
-                          self._no_box_p))
+        pack = pack_type(self._fixed_args())
         x = numba.typeof(np.zeros(1))
         b, i = numba.types.boolean, numba.types.int64
         qp_tick_stage1.compile((pack, x, x, x, b, b))

@@ -79,7 +79,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -281,29 +281,47 @@ def _weighted_correction(J, m, res, prior, r, A, delta):
     return True
 
 
+class StanceTickArgs(NamedTuple):
+    """The fixed arguments of :func:`stance_update_kernel`, packed once: ``filter`` the
+    :class:`StanceDataRecord`; ``model`` the robot's
+    :class:`~wbc_dynamics.kernels.dynamics.ModelRecord`; ``geometry`` and ``data`` the contact
+    model's collision geometry and :class:`~wbc_dynamics.contact.geometry.ContactData` record;
+    ``box_rotation`` (0, 3, 3), ``box_position`` (0, 3) [m] free-body poses (none);
+    ``swing`` (L,) bool; ``arena`` the contact model's scratch arena; ``margin`` [m];
+    ``floating`` a floating base."""
+
+    filter: Any
+    model: Any
+    geometry: Any
+    data: Any
+    box_rotation: np.ndarray
+    box_position: np.ndarray
+    swing: np.ndarray
+    arena: Any
+    margin: float
+    floating: bool
+
+
 @njit(cache=True)
 def stance_update_kernel(p, q, v):
     """One tick of the :class:`StanceFilter` as one compiled call on its packed fixed arguments
-    ``p`` (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`: one pointer to unbox per call;
-    ``p.head`` = (``f`` :class:`StanceDataRecord`, topo, tree, Sm, ``g`` the contact model's
-    geometry, ``d`` its record, ``bR`` / ``bp`` free-body poses, ``swing`` (L,) bool, ``ar``
-    the contact model's scratch arena), ``p.tail`` = (``margin`` [m], ``floating``)): the
-    contact candidates within ``margin`` at ``q``
+    ``p`` (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args` of a :class:`StanceTickArgs`:
+    one pointer to unbox per call): the contact candidates within ``p.margin`` at ``q``
     (:func:`~wbc_dynamics.contact.geometry.contact_kernel` into ``d``), then
     :func:`stance_filter_kernel`. Its scratch vectors come from the arena, handed out from the
     start (the contact tick that follows resets it again). Returns the number of stance links
     (or the geometry kernel's negative status)."""
-    f, topo, tree, Sm, g, d, bR, bp, swing, ar = p.head
-    margin, floating = p.tail
+    f, g, d, ar = p.filter, p.geometry, p.data, p.arena
     _ar.reset(ar)
-    k = contact_kernel(topo, tree, Sm, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, g.sph_body,
-                       g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, bR, bp, g.bx_a,
-                       g.bx_mu, g.bx_col, margin, d.cand_phi, d.cand_p, d.Fcand, d.Ncand,
-                       d.Scand, d.Tcand, d.cand_mu, d.cand_sph, d.cand_feat, ar)
+    k = contact_kernel(p.model, q, d.Xup, d.Rw, d.pw, d.Rtmp, d.P, d.Jfull, g.sph_body,
+                       g.sph_r, g.sph_rad, g.hs, g.hs_mu, g.es, g.es_mu, p.box_rotation,
+                       p.box_position, g.bx_a, g.bx_mu, g.bx_col, p.margin, d.cand_phi,
+                       d.cand_p, d.Fcand, d.Ncand, d.Scand, d.Tcand, d.cand_mu, d.cand_sph,
+                       d.cand_feat, ar)
     if k < 0:
         return k
-    return stance_filter_kernel(f, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand, d.Tcand, swing,
-                                q, v, floating)
+    return stance_filter_kernel(f, k, d.cand_phi, d.cand_sph, d.Ncand, d.Scand, d.Tcand,
+                                p.swing, q, v, p.floating)
 
 
 @njit(cache=True)
@@ -677,12 +695,12 @@ class StanceFilter:
         #: (L,) bool: links the gait schedule holds in swing (:meth:`set_swing`)
         self.swing = np.zeros(L, dtype=np.bool_)
         self._index = index
-        a = robot.kernel_arrays
         # the kernel's fixed arguments, packed once (no free bodies: checked above)
-        self._packed = fixed_args(
-            (self._record, a.topo, a.tree, a.Sm, cm.geometry, cm.kernel_data,
-             np.zeros((0, 3, 3)), np.zeros((0, 3)), self.swing, cm.data.arena),
-            (float(self.margin), bool(self.floating)))
+        self._packed = fixed_args(StanceTickArgs(
+            filter=self._record, model=robot.kernel_model, geometry=cm.geometry,
+            data=cm.kernel_data, box_rotation=np.zeros((0, 3, 3)),
+            box_position=np.zeros((0, 3)), swing=self.swing, arena=cm.data.arena,
+            margin=float(self.margin), floating=bool(self.floating)))
         #: the entry point bound by :meth:`bind` and the buffers it was bound for
         self._entry: object = None
         self._bound_q: object = None

@@ -53,7 +53,7 @@ from .problem import MethodState
 from .tick_base import (
     TICK_GENERIC,
     TICK_OK,
-    _assemble_with_impact,
+    _assemble_packed,
     _CompiledTick,
     _min_pivot,
     _write_result,
@@ -117,27 +117,24 @@ def _contact_arrays(d, act, free, qdd_des, nc, dt):
 def lcp_noslip_tick(a, q, v, qdd, use_warm):
     """One ``lcp_noslip`` tick (see the module doc). ``a``: the fixed arguments packed
     (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`: one pointer to unbox per call instead
-    of ~70 arrays), ``a.head`` = (topo, tree, Sm, I6, gravity, geo, ``d``
-    :class:`ContactData`, ``o`` :class:`NoslipOptions`, ``out`` :class:`NoslipOutput`),
-    ``a.tail`` = (act, free, ``excluded`` (n_spheres,) bool, bx_R, bx_p); q (nq,), v (nv,) and
+    of ~70 arrays), fields of :class:`~.tick_base.ContactTickArgs` with ``options``
+    :class:`NoslipOptions` and ``out`` :class:`NoslipOutput`; q (nq,), v (nv,) and
     qdd (nu,) in the model's order; ``use_warm``: warm start from ``out.warm_slots`` (and
     write this tick's set there).
 
     Returns (nc, code, flag bits, warm_used, n_active); nc < 0 is ``-status`` of the core
     kernels for an invalid q / v.
     """
-    topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
-    act, free, excluded, bx_R, bx_p = a.tail
-    nc = call_separately(_assemble_with_impact, (topo, tree, Sm, I6, gravity, geo, d, o, q, v,
-                                                 excluded, bx_R, bx_p))
+    d, o, out = a.data, a.options, a.out
+    nc = _assemble_packed(a, q, v)
     if nc <= 0:
         return nc, TICK_GENERIC, 0, False, 0
     warm = _ar.flags_zero(d.arena, nc)  # the previous non-basic set by slot (Sec. 4.6)
     if use_warm:
         for i in range(nc):
             warm[i] = out.warm_slots[d.slot[i]]
-    sol = call_separately(noslip_solve_kernel, (_contact_arrays(d, act, free, qdd, nc, o.dt),
-                                                warm, o.solve, d.arena))
+    problem = _contact_arrays(d, a.actuated, a.free, qdd, nc, o.dt)
+    sol = call_separately(noslip_solve_kernel, (problem, warm, o.solve, d.arena))
     if sol.code != SOLVED:
         return nc, TICK_GENERIC, sol.bits, sol.warm_used, 0
     _write_result(d, out, o.dt, sol.tau, sol.c_n, sol.c_s, sol.c_t)
@@ -177,10 +174,8 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
 
     Returns (nc, code, flag bits, warm_used, n_active) as :func:`lcp_noslip_tick`.
     """
-    topo, tree, Sm, I6, gravity, geo, d, o, out = a.head
-    act, free, excluded, bx_R, bx_p = a.tail
-    nc = call_separately(_assemble_with_impact, (topo, tree, Sm, I6, gravity, geo, d, o, q, v,
-                                                 excluded, bx_R, bx_p))
+    d, o, out = a.data, a.options, a.out
+    nc = _assemble_packed(a, q, v)
     if nc <= 0:
         return nc, TICK_GENERIC, 0, False, 0
     ar = d.arena
@@ -207,7 +202,7 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
         if not mask_given:
             warm[:] = False
     sol = call_separately(coulomb_solve_kernel, (
-        _contact_arrays(d, act, free, qdd_des, nc, o.dt), warm, mask_given,
+        _contact_arrays(d, a.actuated, a.free, qdd_des, nc, o.dt), warm, mask_given,
         _ar.floats(ar, np.int64(0)), o.solve, ar))
     if sol.code != COULOMB_SOLVED:
         return nc, TICK_GENERIC, sol.bits, sol.warm_used, 0

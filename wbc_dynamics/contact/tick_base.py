@@ -12,6 +12,8 @@ method's tick among them: the QP tick needs nothing of the module that picks it.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -24,7 +26,7 @@ from .dispatch import flag_names
 from .geometry import ContactModel, assemble_kernel, passive_impact_kernel
 from .problem import MethodState
 
-__all__ = ["TICK_OK", "TICK_GENERIC", "compile_sticking_correction"]
+__all__ = ["TICK_OK", "TICK_GENERIC", "ContactTickArgs", "compile_sticking_correction"]
 
 #: the kernel solved the tick
 TICK_OK = 0
@@ -32,8 +34,33 @@ TICK_OK = 0
 TICK_GENERIC = 1
 
 
+class ContactTickArgs(NamedTuple):
+    """The fixed arguments of a compiled contact tick, packed once
+    (:func:`~wbc_dynamics.kernels.fixed_args.fixed_args`) and read by name in the tick.
+
+    ``model`` the robot's :class:`~wbc_dynamics.kernels.dynamics.ModelRecord`; ``geometry``
+    the contact model's collision geometry; ``data`` its
+    :class:`~wbc_dynamics.contact.geometry.ContactData` record; ``options`` and ``out`` the
+    method's options and outputs (NamedTuples of the tick's module); ``actuated``, ``free``
+    (int64) the v indices of the actuated and free DoFs; ``excluded`` (n_spheres,) bool the
+    spheres of excluded links; ``box_rotation`` (0, 3, 3), ``box_position`` (0, 3) [m] the
+    free bodies' world poses (none in a compiled tick).
+    """
+
+    model: Any
+    geometry: Any
+    data: Any
+    options: Any
+    out: Any
+    actuated: np.ndarray
+    free: np.ndarray
+    excluded: np.ndarray
+    box_rotation: np.ndarray
+    box_position: np.ndarray
+
+
 @njit(cache=True)
-def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded, bx_R, bx_p):
+def _assemble_with_impact(model, geo, d, o, q, v, excluded, bx_R, bx_p):
     """The problem of the tick into ``d`` (``assemble_kernel``) and, if configured, the passive
     impact on ``d.v``; returns nc (< 0: invalid q / v). The first stage of every compiled tick:
     it hands the tick's scratch arena ``d.arena`` out from the start again
@@ -42,7 +69,7 @@ def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded
     _ar.reset(ar)
     # np.bool_ / np.int64 (here and below): typed constants, not literals -- numba compiles a
     # callee once more for every literal argument (seconds each for these kernels at start-up)
-    nc = call_separately(assemble_kernel, (topo, tree, Sm, I6, gravity, geo, d, q, v, bx_R, bx_p,
+    nc = call_separately(assemble_kernel, (model, geo, d, q, v, bx_R, bx_p,
                                            excluded, o.margin, o.phi_deadband, np.bool_(True),
                                            ar))
     if nc > 0 and o.passive_impact:
@@ -50,6 +77,14 @@ def _assemble_with_impact(topo, tree, Sm, I6, gravity, geo, d, o, q, v, excluded
                                                 d.phi[:nc], o.dt, o.separation_tolerance, 1e-9,
                                                 d.v, d.impact[:nc], ar))
     return nc
+
+
+@njit(cache=True, inline="always")
+def _assemble_packed(a, q, v):
+    """:func:`_assemble_with_impact` on a tick's pack ``a`` (fields of
+    :class:`ContactTickArgs`), called separately (:mod:`wbc_dynamics.kernels.separate`)."""
+    return call_separately(_assemble_with_impact, (a.model, a.geometry, a.data, a.options, q, v,
+                                                   a.excluded, a.box_rotation, a.box_position))
 
 
 @njit(cache=True)
@@ -134,22 +169,26 @@ class _CompiledTick:
         wbc_dynamics.compile_helper)."""
         cm = self.cm
         r = cm.robot
-        a = r.kernel_arrays
         q = np.array(r.neutral(), dtype=np.float64)
-        _assemble_with_impact(a.topo, a.tree, a.Sm, a.I6, r.gravity, cm.geometry, cm.kernel_data,
+        _assemble_with_impact(r.kernel_model, cm.geometry, cm.kernel_data,
                               self.options, q, np.zeros(r.nv), cm.excluded_mask(),
                               self._no_box_R, self._no_box_p)
 
+    def _fixed_args(self) -> ContactTickArgs:
+        """The kernel's fixed arguments (the model's arrays are shared, gravity is updated in
+        place; the excluded-sphere mask is refreshed in place)."""
+        cm = self.cm
+        return ContactTickArgs(
+            model=cm.robot.kernel_model, geometry=cm.geometry, data=cm.kernel_data,
+            options=self.options, out=self.out, actuated=cm.actuated, free=cm.free,
+            excluded=cm.excluded_mask(), box_rotation=self._no_box_R,
+            box_position=self._no_box_p)
+
     def _pack(self) -> None:
-        """The kernel's fixed arguments, packed once (the model's arrays are shared, gravity
-        is updated in place)."""
-        cm, r = self.cm, self.cm.robot
-        arrays = r.kernel_arrays
-        self._head = (arrays.topo, arrays.tree, arrays.Sm, arrays.I6, r.gravity,
-                      cm.geometry, cm.kernel_data, self.options, self.out)
-        self._tail = (cm.actuated, cm.free, cm.excluded_mask())
-        self._dims = (r.nq, r.nv, cm.actuated.shape[0])
-        self._packed = fixed_args(self._head, (*self._tail, self._no_box_R, self._no_box_p))
+        """The kernel's fixed arguments, packed once."""
+        r = self.cm.robot
+        self._dims = (r.nq, r.nv, self.cm.actuated.shape[0])
+        self._packed = fixed_args(self._fixed_args())
 
     def compile_parts(self) -> None:
         """Compile / load, without running anything, the tick's kernels that do not depend on

@@ -1,6 +1,6 @@
 """Analytical derivatives of the (extended) inverse dynamics and the inertia-weighted input matrix.
 
-Compiled kernels over the flat model arrays of :mod:`.dynamics` (``topo``, ``tree``, ``Sm``) and
+Compiled kernels over the robot model of :mod:`.dynamics` (``model``, a ``ModelRecord``) and
 the world-frame workspace of :mod:`.world` (poses in ``W_POSE``, world motion subspaces in
 ``W_MOTION_SUBSPACE``, world body inertias in ``W_BODY_INERTIA``). Nothing here allocates.
 
@@ -53,12 +53,8 @@ from numba import njit
 
 from .dynamics import (
     BAD_A,
-    IV,
-    NVI,
     OK,
-    PARENT,
     SINGULAR,
-    SUBTREE_END,
     check_configuration,
     check_state,
     joint_motion,
@@ -108,21 +104,21 @@ def _col_dot(A, c, b):
 
 
 @leaf_kernel(error_model="numpy")
-def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
+def _forward_and_composites(q, v, a, use_gravity, model, W, DW, SC):
     """World-frame RNEA quantities (Saccon et al., Table 4, lines 12-28) and the
     composites Ic, Bc, F.
 
     Needs world poses, world S and world inertias in W (``W_POSE``, ``W_MOTION_SUBSPACE``,
     ``W_BODY_INERTIA``). Fills DW.
     """
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     t1 = SC[SC_KERNEL_WORK, 0]
     t2 = SC[SC_KERNEL_WORK, 1]
     t3 = SC[SC_KERNEL_WORK, 2]
     for i in range(nb):
-        par = topo[i, PARENT]
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
+        par = model.parent[i]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
         Sw = W[i, W_MOTION_SUBSPACE]
         I = W[i, W_BODY_INERTIA]
         vec = DW[i, _VEC]
@@ -135,7 +131,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
                 acc[r] = t2[r]
             if use_gravity:
                 for r in range(3):
-                    acc[r] -= gravity[r]
+                    acc[r] -= model.gravity[r]
         else:
             pv = DW[par, _VEC, 0]
             pa = DW[par, _VEC, 1]
@@ -185,7 +181,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
                 Bc[r, c] += t3[r]
                 Bc[c, r] += t3[r]
     for i in range(nb - 1, -1, -1):
-        par = topo[i, PARENT]
+        par = model.parent[i]
         if par >= 0:
             Icp = DW[par, _IC]
             Bcp = DW[par, _BC]
@@ -198,7 +194,7 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
                 DW[par, _VEC, 3, r] += DW[i, _VEC, 3, r]
     # (Ic S)^T and (Bc^T S)^T per joint column
     for i in range(nb):
-        nvi = topo[i, NVI]
+        nvi = model.joint_nv[i]
         Sw = W[i, W_MOTION_SUBSPACE]
         Ic = DW[i, _IC]
         Bc = DW[i, _BC]
@@ -216,9 +212,9 @@ def _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC):
 
 
 @leaf_kernel(error_model="numpy")
-def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
+def _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M):
     """Columns of d tau/d q, d tau/d v and M (see the module docstring)."""
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     w = SC[SC_INNER_WORK, 0]
     beta = SC[SC_INNER_WORK, 1]
     u = SC[SC_INNER_WORK, 2]
@@ -234,11 +230,11 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
         g6[r] = 0.0
     if use_gravity:
         for r in range(3):
-            g6[r] = -gravity[r]
+            g6[r] = -model.gravity[r]
     for b in range(nb):
-        par = topo[b, PARENT]
-        ivb = topo[b, IV]
-        end = topo[b, SUBTREE_END]
+        par = model.parent[b]
+        ivb = model.v_index[b]
+        end = model.subtree_end[b]
         if par >= 0:
             vp = DW[par, _VEC, 0]
             apar = DW[par, _VEC, 1]
@@ -252,7 +248,7 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
         Icb = DW[b, _IC]
         Bcb = DW[b, _BC]
         Swb = W[b, W_MOTION_SUBSPACE]
-        for kk in range(topo[b, NVI]):
+        for kk in range(model.joint_nv[b]):
             k = ivb + kk
             for r in range(6):
                 Sk[r] = Swb[r, kk]
@@ -266,11 +262,11 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
             set6(u, cross_motion(t1, Sk))
             # bodies of the subtree of b (pre-order: contiguous from b while iv < end)
             j = b
-            while j < nb and topo[j, IV] < end:
-                ivj = topo[j, IV]
+            while j < nb and model.v_index[j] < end:
+                ivj = model.v_index[j]
                 IcS = DW[j, _ICS]
                 BcTS = DW[j, _BCTS]
-                for c in range(topo[j, NVI]):
+                for c in range(model.joint_nv[j]):
                     row = ivj + c
                     ic = IcS[c]
                     bc = BcTS[c]
@@ -292,31 +288,31 @@ def _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M):
                 yv[r] = sv
             anc = par
             while anc >= 0:
-                iva = topo[anc, IV]
+                iva = model.v_index[anc]
                 Swa = W[anc, W_MOTION_SUBSPACE]
-                for c in range(topo[anc, NVI]):
+                for c in range(model.joint_nv[anc]):
                     dq[iva + c, k] = _col_dot(Swa, c, z)
                     dv[iva + c, k] = _col_dot(Swa, c, yv)
-                anc = topo[anc, PARENT]
+                anc = model.parent[anc]
 
 
 @leaf_kernel(error_model="numpy")
-def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, topo, tree, Sm, gravity, W, DW, SC):
+def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, model, W, DW, SC):
     """d tau/d q (tangent [delta H, delta s]), d tau/d v and M at (q, v, a); status code.
 
     ``dq``, ``dv``, ``M`` are (nv, nv) outputs, completely overwritten.
     """
-    st = check_state(topo, q, v, a)
+    st = check_state(model, q, v, a)
     if st != OK:
         return st
-    kinematics_into(topo, tree, q, W, SC)
-    world_quantities(topo, tree, Sm, W, True)
-    _forward_and_composites(q, v, a, use_gravity, topo, gravity, W, DW, SC)
+    kinematics_into(model, q, W, SC)
+    world_quantities(model, W, True)
+    _forward_and_composites(q, v, a, use_gravity, model, W, DW, SC)
     # entries (j, k) with j neither in the subtree of k nor an ancestor stay zero
     dq[:, :] = 0.0
     dv[:, :] = 0.0
     M[:, :] = 0.0
-    _derivative_columns(topo, gravity, use_gravity, W, DW, SC, dq, dv, M)
+    _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M)
     return OK
 
 
@@ -342,7 +338,7 @@ def neg_sym_matmul(A, B, out):
 
 @leaf_kernel(error_model="numpy")
 def aba_derivatives(
-    q, v, tau, ddq, dq, dv, M, Minv, ddq_dq, ddq_dv, FP, topo, tree, Sm, gravity, fext, W, DW, SC
+    q, v, tau, ddq, dq, dv, M, Minv, ddq_dq, ddq_dv, FP, model, fext, W, DW, SC
 ):
     """d FD/d q, d FD/d v and M^-1 at (q, v, tau): d FD = -M^-1 d ID at qdd = FD(q, v, tau).
 
@@ -351,14 +347,14 @@ def aba_derivatives(
     """
     # np.bool_: typed flags, not literals (one compiled aba / rnea_derivatives, shared with the
     # Python path; numba compiles a callee once more for each literal argument)
-    st = aba(q, v, tau, fext, np.bool_(False), ddq, topo, tree, Sm, gravity, W, SC)
+    st = aba(q, v, tau, fext, np.bool_(False), ddq, model, W, SC)
     if st != OK:
         return st
-    st = rnea_derivatives(q, v, ddq, np.bool_(True), dq, dv, M, topo, tree, Sm, gravity, W, DW,
+    st = rnea_derivatives(q, v, ddq, np.bool_(True), dq, dv, M, model, W, DW,
                           SC)
     if st != OK:
         return st
-    st = minverse(q[::1], Minv, FP, topo, tree, Sm, W, SC)  # 'A' q: RobotModel.minverse's type
+    st = minverse(q[::1], Minv, FP, model, W, SC)  # 'A' q: RobotModel.minverse's type
     if st != OK:
         return st
     neg_sym_matmul(Minv, dq, ddq_dq)
@@ -401,7 +397,7 @@ def continuous_matrices(v, floating, with_b, A, B, Minv, ddq_dq, ddq_dv):
 
 
 @leaf_kernel(error_model="numpy")
-def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
+def iwim(q, B, out, Pu, Pa, model, W, SC):
     """M(q)^-1 B by the O(n) forward-dynamics recursions (Krög et al., eqs. (5)-(9)); status code.
 
     ``B`` (nv, m) input matrix, ``out`` (nv, m). ``Pu`` (nb, 6, m) holds the articulated input
@@ -412,7 +408,7 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
     X_i = D_i^-1 (u_i - U_i^T a_parent(i)), a_i = a_parent(i) + S_i X_i, so Gamma is never
     formed or inverted.
     """
-    st = check_configuration(topo, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
     m = B.shape[1]
@@ -420,9 +416,9 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
         for c in range(m):
             if not np.isfinite(B[r, c]):
                 return BAD_A
-    kinematics_into(topo, tree, q, W, SC)
-    world_quantities(topo, tree, Sm, W, True)
-    nb = topo.shape[0]
+    kinematics_into(model, q, W, SC)
+    world_quantities(model, W, True)
+    nb = model.parent.shape[0]
     # all loops run over the m input columns innermost (contiguous rows of Pu, Pa, out)
     for i in range(nb):
         _copy6(W[i, W_BODY_INERTIA], W[i, W_ARTICULATED_INERTIA])
@@ -431,10 +427,10 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
                 Pu[i, r, c] = 0.0
     # inward (eq. (5)): u_i = B_i - S_i^T B*_i into the rows of out, B*_parent += B*_i + U D^-1 u_i
     for i in range(nb - 1, -1, -1):
-        if not _backward_joint(topo, i, W, SC):
+        if not _backward_joint(model, i, W, SC):
             return SINGULAR
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
         Sw = W[i, W_MOTION_SUBSPACE]
         P = Pu[i]
         for k in range(nvi):
@@ -446,7 +442,7 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
                 if s != 0.0:
                     for c in range(m):
                         row[c] -= s * P[r, c]
-        par = topo[i, PARENT]
+        par = model.parent[i]
         if par < 0:
             continue
         U = W[i, W_IA_S]
@@ -462,14 +458,14 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
                     row = out[iv + k2]
                     for c in range(m):
                         Pp[r, c] += f * row[c]
-        _add_articulated_to_parent(topo, i, W)
+        _add_articulated_to_parent(model, i, W)
     # outward: forward substitution with the unit lower-triangular Gamma (eqs. (7)-(8)),
     # X_i = D_i^-1 (u_i - U_i^T a_parent), a_i = a_parent + S_i X_i
     tmp = Pu[0]  # Pu is no longer needed: scratch rows for the nvi <= 6 values of one joint
     for i in range(nb):
-        par = topo[i, PARENT]
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
+        par = model.parent[i]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
         U = W[i, W_IA_S]
         Di = W[i, W_S_IA_S_INV]
         Sw = W[i, W_MOTION_SUBSPACE]
@@ -493,7 +489,7 @@ def iwim(q, B, out, Pu, Pa, topo, tree, Sm, W, SC):
                 t = tmp[k2]
                 for c in range(m):
                     row[c] += f * t[c]
-        if topo[i, SUBTREE_END] == iv + nvi:
+        if model.subtree_end[i] == iv + nvi:
             continue  # a leaf: nobody reads its acceleration
         A = Pa[i]
         for r in range(6):

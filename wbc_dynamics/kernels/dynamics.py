@@ -1,19 +1,10 @@
-"""The flat model layout, input checks and forward kinematics shared by all compiled kernels.
+"""The robot model the compiled kernels read, input checks and forward kinematics.
 
-Model arrays (built once by :func:`wbc_dynamics.urdf_loader.load_model`):
-
-``topo`` (nb, 6) int64
-    per body: parent index (-1 = world), joint type, first index in q, first index in v,
-    number of velocity DoFs of its joint, end (exclusive) of its subtree's v range.
-    Bodies are in depth-first pre-order, so a subtree is a contiguous range of bodies and of v.
-``tree`` (nb, 28) float64
-    per body: joint placement in the parent body frame (R row-major (9), p (3)), the joint
-    axis (3), then mass (1), first moment m c (3) and rotational inertia about the body
-    origin (9, row-major), all in body axes.
-``Sm`` (nb, 6, 6) float64
-    joint motion subspace in body axes (first ``nvi`` columns used).
-``I6`` (nb, 6, 6) float64
-    spatial inertia about the body origin in body axes (fixed children already merged).
+The model is one :class:`ModelArrays` (built once by :func:`wbc_dynamics.urdf_loader.load_model`),
+passed to the kernels as its :class:`ModelRecord` (:func:`model_record`): one pointer per call,
+each field read by name (``model.parent[i]``, ``model.mass[i]``), as Pinocchio's ``Model`` or
+MuJoCo's ``mjModel``. Bodies are in depth-first pre-order, so a subtree is a contiguous range of
+bodies and of v. Shapes and units are documented once, on the fields of :class:`ModelArrays`.
 
 The algorithms themselves are in :mod:`.world`. Every top-level kernel returns an int
 status: 0 = fine, otherwise the code of the first bad
@@ -23,10 +14,14 @@ code so input validation costs next to nothing.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+from numba.experimental import structref
 
 from .leaf import leaf_kernel
+from .records import RecordType, define_record, register_leaf_readable
 from .spatial import (
     motion_transform,
     rotation_about_axis,
@@ -37,7 +32,69 @@ REVOLUTE = 0
 PRISMATIC = 1
 FREE_FLYER = 2
 
-PARENT, JTYPE, IQ, IV, NVI, SUBTREE_END = 0, 1, 2, 3, 4, 5
+
+
+class ModelArrays(NamedTuple):
+    """The kinematic tree and inertias of a robot, one array per quantity, indexed by body
+    (``nb`` bodies, depth-first pre-order; fixed children already merged into their parent).
+    Frames: "body" is the body's own frame (its joint's child frame), "parent" its parent
+    body's frame, "world" the world frame. Read-only by contract: shared by every copy of a
+    :class:`~wbc_dynamics.model.RobotModel`.
+    """
+
+    #: (nb,) int64: parent body index, -1 for a body attached to the world
+    parent: np.ndarray
+    #: (nb,) int64: joint type, ``REVOLUTE``, ``PRISMATIC`` or ``FREE_FLYER``
+    joint_type: np.ndarray
+    #: (nb,) int64: first index of the joint's coordinates in q
+    q_index: np.ndarray
+    #: (nb,) int64: first index of the joint's velocities in v
+    v_index: np.ndarray
+    #: (nb,) int64: number of velocity DoFs of the joint (1, or 6 for a free flyer)
+    joint_nv: np.ndarray
+    #: (nb,) int64: end (exclusive) of the v range of the body's subtree
+    subtree_end: np.ndarray
+    #: (nb, 3, 3) float64: rotation of the joint frame at q = 0 in the parent frame
+    joint_rotation: np.ndarray
+    #: (nb, 3) float64 [m]: origin of the joint frame in the parent frame
+    joint_translation: np.ndarray
+    #: (nb, 3) float64: unit joint axis in the joint (= body) frame
+    joint_axis: np.ndarray
+    #: (nb,) float64 [kg]: body mass
+    mass: np.ndarray
+    #: (nb, 3) float64 [kg m]: first moment m c (c the centre of mass), body frame
+    first_moment: np.ndarray
+    #: (nb, 3, 3) float64 [kg m^2]: rotational inertia about the body origin, body axes
+    rotational_inertia: np.ndarray
+    #: (nb, 6, 6) float64: joint motion subspace S, body frame, rows [linear; angular]
+    #: (first ``joint_nv`` columns used)
+    motion_subspace: np.ndarray
+    #: (nb, 6, 6) float64: spatial inertia about the body origin, body frame, [linear; angular]
+    spatial_inertia: np.ndarray
+    #: (3,) float64 [m/s^2]: gravity acceleration, world frame (written in place only)
+    gravity: np.ndarray
+
+
+@register_leaf_readable
+class ModelRecordType(RecordType):
+    """numba type of :class:`ModelRecord`."""
+
+
+class ModelRecord(structref.StructRefProxy):
+    """The :class:`~wbc_dynamics.kernels.dynamics.ModelArrays` as one pointer (same arrays, no
+    copy; see ``wbc_dynamics.kernels.records``): what every kernel takes as ``model``. Build it
+    with :func:`~wbc_dynamics.kernels.dynamics.model_record`."""
+
+
+define_record(ModelRecord, ModelRecordType, ModelArrays)
+
+
+@njit(cache=True)
+def model_record(m):
+    """The :class:`~wbc_dynamics.kernels.dynamics.ModelRecord` of the
+    :class:`~wbc_dynamics.kernels.dynamics.ModelArrays` ``m`` (compiled, cached)."""
+    return ModelRecord(*m)
+
 
 OK = 0
 BAD_Q = 1
@@ -69,12 +126,12 @@ def check_matrix(x):
 
 
 @leaf_kernel(error_model="numpy")
-def check_configuration(topo, q):
+def check_configuration(model, q):
     """BAD_Q for a non-finite entry, BAD_QUATERNION for a non-unit free-flyer quaternion."""
     if not check_vector(q):
         return BAD_Q
-    if topo.shape[0] > 0 and topo[0, JTYPE] == FREE_FLYER:
-        i = topo[0, IQ]
+    if model.parent.shape[0] > 0 and model.joint_type[0] == FREE_FLYER:
+        i = model.q_index[0]
         n2 = q[i + 3] ** 2 + q[i + 4] ** 2 + q[i + 5] ** 2 + q[i + 6] ** 2
         if abs(np.sqrt(n2) - 1.0) > QUATERNION_TOLERANCE:
             return BAD_QUATERNION
@@ -82,10 +139,10 @@ def check_configuration(topo, q):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def check_state(topo, q, v, a):
+def check_state(model, q, v, a):
     """:func:`check_configuration`'s status, else BAD_V / BAD_A for a non-finite entry of
     ``v`` / of the third vector ``a`` (an acceleration or a torque), else OK."""
-    st = check_configuration(topo, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
     if not check_vector(v):
@@ -122,38 +179,40 @@ def joint_motion(S, nvi, iv, v, a, vJ, aJ):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _pose_in_parent(topo, tree, q, i, Rj, Rl):
+def _pose_in_parent(model, q, i, Rj, Rl):
     """Rotation (into Rl) and translation (returned) of body i in its parent's frame."""
-    jt = topo[i, JTYPE]
-    iq = topo[i, IQ]
-    t = tree[i]
+    jt = model.joint_type[i]
+    iq = model.q_index[i]
     if jt == FREE_FLYER:
         rotation_from_quaternion(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], Rl)
         return q[iq], q[iq + 1], q[iq + 2]
+    R = model.joint_rotation[i]
+    p = model.joint_translation[i]
+    ax = model.joint_axis[i]
     if jt == REVOLUTE:
-        rotation_about_axis(t[12:15], q[iq], Rj)
+        rotation_about_axis(ax, q[iq], Rj)
         for r in range(3):
             for c in range(3):
-                Rl[r, c] = t[3 * r] * Rj[0, c] + t[3 * r + 1] * Rj[1, c] + t[3 * r + 2] * Rj[2, c]
-        return t[9], t[10], t[11]
+                Rl[r, c] = R[r, 0] * Rj[0, c] + R[r, 1] * Rj[1, c] + R[r, 2] * Rj[2, c]
+        return p[0], p[1], p[2]
     # prismatic: translate along the axis expressed in the joint frame
     d = q[iq]
     for r in range(3):
         for c in range(3):
-            Rl[r, c] = t[3 * r + c]
-    ax0 = t[12] * d
-    ax1 = t[13] * d
-    ax2 = t[14] * d
+            Rl[r, c] = R[r, c]
+    ax0 = ax[0] * d
+    ax1 = ax[1] * d
+    ax2 = ax[2] * d
     return (
-        t[9] + t[0] * ax0 + t[1] * ax1 + t[2] * ax2,
-        t[10] + t[3] * ax0 + t[4] * ax1 + t[5] * ax2,
-        t[11] + t[6] * ax0 + t[7] * ax1 + t[8] * ax2,
+        p[0] + R[0, 0] * ax0 + R[0, 1] * ax1 + R[0, 2] * ax2,
+        p[1] + R[1, 0] * ax0 + R[1, 1] * ax1 + R[1, 2] * ax2,
+        p[2] + R[2, 0] * ax0 + R[2, 1] * ax1 + R[2, 2] * ax2,
     )
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw):
-    par = topo[i, PARENT]
+def _compose_world(model, i, Rl, pl0, pl1, pl2, Rw, pw):
+    par = model.parent[i]
     if par < 0:
         for r in range(3):
             for c in range(3):
@@ -170,21 +229,21 @@ def _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw):
 
 
 @leaf_kernel(error_model="numpy")
-def forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp):
+def forward_kinematics(model, q, Xup, Rw, pw, Rtmp):
     """Poses of every body: ``Xup`` (parent-to-body motion transforms) and world poses (Rw, pw).
 
     ``Rtmp`` is (2, 3, 3) scratch. World pose of body i: x_world = Rw[i] x_body + pw[i].
     """
     Rj = Rtmp[0]
     Rl = Rtmp[1]
-    for i in range(topo.shape[0]):
-        pl0, pl1, pl2 = _pose_in_parent(topo, tree, q, i, Rj, Rl)
+    for i in range(model.parent.shape[0]):
+        pl0, pl1, pl2 = _pose_in_parent(model, q, i, Rj, Rl)
         pvec = Rj[0]  # scratch row for p (Rj is no longer needed)
         pvec[0] = pl0
         pvec[1] = pl1
         pvec[2] = pl2
         motion_transform(Rl, pvec, Xup[i])
-        _compose_world(topo, i, Rl, pl0, pl1, pl2, Rw, pw)
+        _compose_world(model, i, Rl, pl0, pl1, pl2, Rw, pw)
 
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -25,7 +25,7 @@ Table 5.1), which is ``M_:A qdd_A + h`` -- the right-hand side of (1) and all of
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -35,11 +35,13 @@ from .linalg import chol_solve, cholesky
 from .separate import call_separately
 from .world import crba, rnea
 
-__all__ = ["FreeDofBuffers", "free_dof_buffers", "free_dof_inverse_dynamics", "bind_free_dof"]
+__all__ = ["FreeDofArgs", "FreeDofBuffers", "free_dof_buffers", "free_dof_inverse_dynamics",
+           "bind_free_dof"]
 
 
 class FreeDofBuffers(NamedTuple):
-    """Preallocated arrays of :func:`free_dof_inverse_dynamics` (the tail of its pack).
+    """Preallocated arrays of :func:`free_dof_inverse_dynamics` (``buffers`` of its pack,
+    :class:`FreeDofArgs`).
 
     Inputs, written by the caller before a call: ``q`` (nq,) and ``v`` (nv,) the model's
     configuration and velocity (:mod:`wbc_dynamics.model` conventions), ``qdd_act`` (nA,) the
@@ -81,19 +83,29 @@ def free_dof_buffers(q: np.ndarray, v: np.ndarray, qdd_act: np.ndarray,
         accel_unact=np.zeros(n_u))
 
 
+class FreeDofArgs(NamedTuple):
+    """The fixed arguments of :func:`free_dof_inverse_dynamics`, packed once: ``model`` the
+    robot's :class:`~.dynamics.ModelRecord`; ``W``, ``SC`` a workspace of
+    :func:`~wbc_dynamics.kernels.world.workspace` and ``fext`` (nb, 6), the caller's
+    (overwritten); ``buffers`` the :class:`FreeDofBuffers`."""
+
+    model: Any
+    W: np.ndarray
+    SC: np.ndarray
+    fext: np.ndarray
+    buffers: FreeDofBuffers
+
+
 @njit(cache=True)
 def free_dof_inverse_dynamics(p):
-    """``tau_act`` of eqs. (1)-(2) of the module docstring into ``p.tail.tau_act``.
+    """``tau_act`` of eqs. (1)-(2) of the module docstring into ``p.buffers.tau_act``.
 
-    ``p``: :class:`~wbc_dynamics.kernels.fixed_args.FixedArgs` of the model's arrays
-    ``(topo, tree, Sm, I6, gravity, W, SC, fext)`` (``W``, ``SC`` a workspace of
-    :func:`~wbc_dynamics.kernels.world.workspace` and ``fext`` (nb, 6), both the caller's:
-    overwritten) and :class:`FreeDofBuffers`. Returns OK or the status of the core kernels
-    (invalid q / v / qdd_act), or SINGULAR if ``M_UU`` is not positive definite (a passive
-    subtree that moves no mass).
+    ``p``: :class:`~wbc_dynamics.kernels.fixed_args.FixedArgs` of a :class:`FreeDofArgs`.
+    Returns OK or the status of the core kernels (invalid q / v / qdd_act), or SINGULAR if
+    ``M_UU`` is not positive definite (a passive subtree that moves no mass).
     """
-    topo, tree, Sm, I6, gravity, W, SC, fext = p.head
-    b = p.tail
+    model, W, SC, fext = p.model, p.W, p.SC, p.fext
+    b = p.buffers
     a = b.accel
     for c in range(a.shape[0]):
         a[c] = 0.0
@@ -105,7 +117,7 @@ def free_dof_inverse_dynamics(p):
     # called separately (not compiled into this kernel again: wbc_dynamics.kernels.separate);
     # a cold start's compile helper loads the rnea the controller compiled meanwhile
     st = call_separately(rnea, (b.q[::1], b.v[::1], a[::1], fext, np.bool_(False),
-                                np.bool_(True), b.tau0, topo, tree, Sm, I6, gravity, W, SC))
+                                np.bool_(True), b.tau0, model, W, SC))
     if st != OK:
         return st
     unact = b.unactuated
@@ -114,7 +126,7 @@ def free_dof_inverse_dynamics(p):
         for k in range(b.actuated.shape[0]):
             b.tau_act[k] = b.tau0[b.actuated[k]]
         return OK
-    st = call_separately(crba, (b.q[::1], b.mass, topo, tree, Sm, W, SC))
+    st = call_separately(crba, (b.q[::1], b.mass, model, W, SC))
     if st != OK:
         return st
     for r in range(n_u):
@@ -146,11 +158,9 @@ def bind_free_dof(model, q: np.ndarray, v: np.ndarray, qdd_act: np.ndarray,
     from .fixed_args import fixed_args
     from .linalg import bound_entry
 
-    arrays = model.kernel_arrays
-    nb = arrays.topo.shape[0]
+    nb = model.model_arrays.parent.shape[0]
     W, SC = world.workspace(nb)
     bufs = free_dof_buffers(q, v, qdd_act, actuated)
-    # gravity: the model's own array (RobotModel.gravity assigns into it)
-    args = fixed_args((arrays.topo, arrays.tree, arrays.Sm, arrays.I6, model.gravity, W, SC,
-                       np.zeros((nb, 6))), bufs)
+    # the model's record holds its own gravity array (RobotModel.gravity assigns into it)
+    args = fixed_args(FreeDofArgs(model.kernel_model, W, SC, np.zeros((nb, 6)), bufs))
     return bound_entry(free_dof_inverse_dynamics, (args,)), args, bufs

@@ -13,10 +13,7 @@ from numba import njit
 
 from .dynamics import (
     BAD_V,
-    IV,
-    NVI,
     OK,
-    PARENT,
     check_configuration,
     check_vector,
     forward_kinematics,
@@ -38,7 +35,7 @@ def point_world(Rw, pw, body, r, out):
 
 
 @leaf_kernel(error_model="numpy")
-def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
+def point_jacobian_filled(model, Rw, pw, body, r, Rf, local, P, J):
     """Jacobian of a point after forward kinematics (``P``: 3-vector scratch; J zeroed first)."""
     J[:, :] = 0.0
     if body < 0:
@@ -46,16 +43,16 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
     point_world(Rw, pw, body, r, P)
     j = body
     while j >= 0:
-        iv = topo[j, IV]
-        nvi = topo[j, NVI]
+        iv = model.v_index[j]
+        nvi = model.joint_nv[j]
         Rj = Rw[j]
         for k in range(nvi):
-            s0 = Sm[j, 0, k]
-            s1 = Sm[j, 1, k]
-            s2 = Sm[j, 2, k]
-            w0 = Sm[j, 3, k]
-            w1 = Sm[j, 4, k]
-            w2 = Sm[j, 5, k]
+            s0 = model.motion_subspace[j, 0, k]
+            s1 = model.motion_subspace[j, 1, k]
+            s2 = model.motion_subspace[j, 2, k]
+            w0 = model.motion_subspace[j, 3, k]
+            w1 = model.motion_subspace[j, 4, k]
+            w2 = model.motion_subspace[j, 5, k]
             # world-aligned twist of the joint's motion at the joint origin
             vx, vy, vz = rotate(Rj, s0, s1, s2)
             wx, wy, wz = rotate(Rj, w0, w1, w2)
@@ -65,7 +62,7 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
             c = iv + k
             J[0, c], J[1, c], J[2, c] = add_cross(vx, vy, vz, wx, wy, wz, dx, dy, dz)
             J[3, c], J[4, c], J[5, c] = wx, wy, wz
-        j = topo[j, PARENT]
+        j = model.parent[j]
     if local:
         # express in the frame's axes: multiply by (Rw[body] Rf)^T
         for c in range(J.shape[1]):
@@ -80,14 +77,14 @@ def point_jacobian_filled(topo, Sm, Rw, pw, body, r, Rf, local, P, J):
 
 
 @leaf_kernel(error_model="numpy")
-def body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ):
+def body_velocities_and_bias(model, v, Xup, vel, acc, vJ):
     """Body spatial velocities and velocity-product accelerations (ddq = 0, no gravity)."""
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     for i in range(nb):
-        par = topo[i, PARENT]
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
-        joint_velocity(Sm[i], nvi, iv, v, vJ)
+        par = model.parent[i]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
+        joint_velocity(model.motion_subspace[i], nvi, iv, v, vJ)
         if par < 0:
             for r_ in range(6):
                 vel[i, r_] = vJ[r_]
@@ -137,24 +134,24 @@ def point_bias_filled(Rw, vel, acc, body, r, Rf, local, out):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _kinematics_pass(topo, tree, Sm, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ):
+def _kinematics_pass(model, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ):
     """Check q and v, then forward kinematics and :func:`body_velocities_and_bias`: the pass
     every point query starts from. Returns OK or the bad input's status (BAD_Q / BAD_QUATERNION,
     BAD_V)."""
-    st = check_configuration(topo, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
     if not check_vector(v):
         return BAD_V
-    forward_kinematics(topo, tree, q, Xup, Rw, pw, Rtmp)
-    body_velocities_and_bias(topo, Sm, v, Xup, vel, acc, vJ)
+    forward_kinematics(model, q, Xup, Rw, pw, Rtmp)
+    body_velocities_and_bias(model, v, Xup, vel, acc, vJ)
     return OK
 
 
 @leaf_kernel(error_model="numpy")
-def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ, out):
+def point_bias(model, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ, out):
     """J̇v of a point: forward kinematics, velocity pass, then the classical point acceleration."""
-    st = _kinematics_pass(topo, tree, Sm, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ)
+    st = _kinematics_pass(model, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ)
     if st != OK:
         return st
     point_bias_filled(Rw, vel, acc, body, r, Rf, local, out)
@@ -163,9 +160,7 @@ def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel,
 
 @leaf_kernel(error_model="numpy")
 def points_kinematics(
-    topo,
-    tree,
-    Sm,
+    model,
     q,
     v,
     bodies,
@@ -189,7 +184,7 @@ def points_kinematics(
     world-aligned linear Jacobians ``J_lin`` (k, 3, nv) and linear J̇v ``bias_lin`` (k, 3).
     ``Jfull`` is (6, nv) scratch. Returns a status code.
     """
-    st = _kinematics_pass(topo, tree, Sm, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ)
+    st = _kinematics_pass(model, q, v, Xup, Rw, pw, Rtmp, vel, acc, vJ)
     if st != OK:
         return st
     Rf = Rtmp[1]
@@ -200,7 +195,7 @@ def points_kinematics(
     for k in range(bodies.shape[0]):
         b = bodies[k]
         point_world(Rw, pw, b, rs[k], positions[k])
-        point_jacobian_filled(topo, Sm, Rw, pw, b, rs[k], Rf, False, P, Jfull)
+        point_jacobian_filled(model, Rw, pw, b, rs[k], Rf, False, P, Jfull)
         for a in range(3):
             for c in range(Jfull.shape[1]):
                 J_lin[k, a, c] = Jfull[a, c]

@@ -16,14 +16,24 @@ Each NamedTuple that the kernels take gets a record type next to it, declared wi
 compiled, cached constructor ``record_of(nt)`` (``Proxy(*nt)``). Build the record once, where
 the NamedTuple is built, and pass it -- not the NamedTuple -- to every kernel (general path and
 ticks alike: one numba signature, compiled once).
+
+A record that :func:`~wbc_dynamics.kernels.leaf.leaf_kernel` code reads (the robot model, read
+by every recursion) is registered with :func:`register_leaf_readable` instead of
+``structref.register``: numba's field read updates the field's reference count, which a kernel
+compiled without reference counting cannot do (numba refuses to compile it). Such a kernel only
+borrows what its caller keeps alive, so the read there is a plain load.
 """
 
 from __future__ import annotations
 
-from numba import types
+from numba.core import cgutils, imputils, types
+from numba.core.datamodel import default_manager, models
+from numba.core.extending import infer_getattr, lower_getattr_generic, lower_setattr_generic
+from numba.core.runtime.nrtdynmod import _meminfo_struct_type
+from numba.core.typing.templates import AttributeTemplate
 from numba.experimental import structref
 
-__all__ = ["RecordType", "define_record"]
+__all__ = ["RecordType", "define_record", "register_leaf_readable"]
 
 
 class RecordType(types.StructRef):
@@ -32,6 +42,58 @@ class RecordType(types.StructRef):
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+def _payload_without_nrt(context, builder, typ, val):
+    """The record's fields (numba's ``_Utils.get_data_struct``) in code compiled without NRT:
+    the data pointer is loaded from the MemInfo directly (its ``data`` member, what NRT's
+    ``NRT_MemInfo_data_fast`` loads), as NRT's helpers are not available there."""
+    ref = cgutils.create_struct_proxy(typ)(context, builder, value=val)
+    info = builder.bitcast(ref.meminfo, _meminfo_struct_type.as_pointer())
+    data_ptr = builder.load(cgutils.gep(builder, info, 0, 3))
+    payload = typ.get_data_type()
+    value_type = context.data_model_manager[payload].get_value_type()
+    data_ptr = builder.bitcast(data_ptr, value_type.as_pointer())
+    return cgutils.create_struct_proxy(payload)(context, builder, ref=data_ptr)
+
+
+def register_leaf_readable(record_type: type) -> type:
+    """``structref.register`` with field reads that count the reference in reference-counted
+    code (as numba's) and are plain loads in a leaf kernel (see the module docstring); fields
+    are set as numba sets them (the constructor). Use as a class decorator."""
+    default_manager.register(record_type, models.StructRefModel)
+
+    @infer_getattr
+    class _FieldTypes(AttributeTemplate):
+        key = record_type
+
+        def generic_resolve(self, typ, attr):
+            return typ.field_dict.get(attr)
+
+    @lower_getattr_generic(record_type)
+    def _read_field(context, builder, typ, val, attr):
+        if context.enable_nrt:
+            data = structref._Utils(context, builder, typ).get_data_struct(val)
+        else:
+            data = _payload_without_nrt(context, builder, typ, val)
+        value = getattr(data, attr)
+        field_type = typ.field_dict[attr]
+        if context.enable_nrt:
+            return imputils.impl_ret_borrowed(context, builder, field_type, value)
+        return imputils.impl_ret_untracked(context, builder, field_type, value)
+
+    @lower_setattr_generic(record_type)
+    def _write_field(context, builder, sig, args, attr):
+        record, value = args
+        data = structref._Utils(context, builder, sig.args[0]).get_data_struct(record)
+        field_type = sig.args[0].field_dict[attr]
+        value = context.cast(builder, value, sig.args[1], field_type)
+        old = getattr(data, attr)
+        context.nrt.incref(builder, field_type, value)
+        context.nrt.decref(builder, field_type, old)  # after the incref: value may be old
+        setattr(data, attr, value)
+
+    return record_type
 
 
 def define_record(proxy: type, record_type: type, named_tuple: type) -> None:

@@ -42,8 +42,9 @@ D^-1, :func:`crba`'s ``Ic S``), ``SC_DERIVATIVE_WORK`` the derivatives' (:mod:`.
 slots, rows 0-2) the (2, 3, 3) rotation scratch of :func:`forward_kinematics`; slots 3-4 are
 spare.
 
-The frame queries (:func:`frame_jacobian`, :func:`frame_placement`) take no workspace: they read
-the model from one array, ``kin`` (:func:`kin_array`).
+Every kernel reads the robot model from ``model``, a :class:`.dynamics.ModelRecord` (field names,
+shapes and units on :class:`.dynamics.ModelArrays`). The frame queries (:func:`frame_jacobian`,
+:func:`frame_placement`) take no workspace: ``q``, the frame and ``model`` only.
 """
 
 from __future__ import annotations
@@ -53,24 +54,14 @@ from numba import njit
 
 from .dynamics import (
     BAD_FEXT,
-    BAD_Q,
-    BAD_QUATERNION,
     FREE_FLYER,
-    IQ,
-    IV,
-    JTYPE,
-    NVI,
     OK,
-    PARENT,
-    QUATERNION_TOLERANCE,
     REVOLUTE,
     SINGULAR,
-    SUBTREE_END,
     _invert_spd,
     check_configuration,
     check_matrix,
     check_state,
-    check_vector,
     joint_motion,
     joint_velocity,
 )
@@ -143,9 +134,6 @@ SC_FORWARD_PASS = 5
 #: :func:`.kinematics.forward_kinematics`
 SC_ROTATIONS = 6
 N_SCRATCH = 8
-# columns of ``tree`` holding the body's inertia parameters (filled by the loader)
-MASS, FIRST_MOMENT, ROT_INERTIA = 15, 16, 19
-TREE_COLS = 28
 
 
 def workspace(nb: int) -> tuple[np.ndarray, np.ndarray]:
@@ -174,22 +162,24 @@ def _motion_subspace_to_world(S, nvi, P, Sw):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _world_inertia_parameters(t, P, B, out):
-    """The inertia of a body (``t``: its ``tree`` row; m, h and Ibar about the body origin) at
+def _world_inertia_parameters(model, i, P, B, out):
+    """The inertia of body ``i`` (m, h and Ibar about the body origin, from ``model``) at
     world pose ``P`` (rows 0-2 R, row 3 p), moved to the world origin: returns (m, h_w) with
     h_w = R h + m p, and writes the upper triangle (00, 01, 02, 11, 12, 22) of
     Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2 into ``out[:6]``. ``B[:3, :3]``: scratch."""
-    m = t[MASS]
-    hx, hy, hz = t[FIRST_MOMENT], t[FIRST_MOMENT + 1], t[FIRST_MOMENT + 2]
+    m = model.mass[i]
+    h = model.first_moment[i]
+    hx, hy, hz = h[0], h[1], h[2]
+    Ibar = model.rotational_inertia[i]
     # Rh
     g0, g1, g2 = rotate(P, hx, hy, hz)
     # R Ibar R^T via B = Ibar R^T
     for r in range(3):
         for c in range(3):
             B[r, c] = (
-                t[ROT_INERTIA + 3 * r] * P[c, 0]
-                + t[ROT_INERTIA + 3 * r + 1] * P[c, 1]
-                + t[ROT_INERTIA + 3 * r + 2] * P[c, 2]
+                Ibar[r, 0] * P[c, 0]
+                + Ibar[r, 1] * P[c, 1]
+                + Ibar[r, 2] * P[c, 2]
             )
     # - [g][p] - [p][g] - m [p]^2 ; ([a][b])_rc = b_r a_c - (a.b) delta_rc
     p0, p1, p2 = P[3, 0], P[3, 1], P[3, 2]
@@ -210,7 +200,7 @@ def _world_inertia_parameters(t, P, B, out):
 
 
 @leaf_kernel(error_model="numpy")
-def world_quantities(topo, tree, Sm, W, with_inertia):
+def world_quantities(model, W, with_inertia):
     """World-frame motion subspaces (``W_MOTION_SUBSPACE``) and, if asked, body inertias
     (``W_BODY_INERTIA``).
 
@@ -218,16 +208,17 @@ def world_quantities(topo, tree, Sm, W, with_inertia):
     the world origin as [R v + p x R w; R w]; the inertia (m, h, Ibar about the body origin)
     moves as h_w = R h + m p, Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
     """
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     for i in range(nb):
         P = W[i, W_POSE]
-        _motion_subspace_to_world(Sm[i], topo[i, NVI], P, W[i, W_MOTION_SUBSPACE])
+        _motion_subspace_to_world(model.motion_subspace[i], model.joint_nv[i], P,
+                                  W[i, W_MOTION_SUBSPACE])
         if not with_inertia:
             continue
         Iw = W[i, W_BODY_INERTIA]
         B = W[i, W_SCRATCH]
         # Ibar_w's upper triangle into B's row 3 (rows 0-2: the helper's scratch)
-        m, h0, h1, h2 = _world_inertia_parameters(tree[i], P, B, B[3])
+        m, h0, h1, h2 = _world_inertia_parameters(model, i, P, B, B[3])
         n = 0
         for r in range(3):
             for c in range(r, 3):
@@ -255,18 +246,14 @@ def _copy6(src, dst):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _local_pose(topo, tree, q, i):
+def _local_pose(model, q, i):
     """Rotation (9, row-major) and translation (3) of body i in its parent's frame, as scalars.
 
     The arithmetic of :func:`.dynamics._pose_in_parent` held in registers: the frame kernels
     below then need no workspace argument (each array argument costs ~40 ns to unbox).
     """
-    return _local_pose_t(topo[i, JTYPE], topo[i, IQ], tree[i], q)
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _local_pose_t(jt, iq, t, q):
-    """:func:`_local_pose` from the joint type, first q index and ``tree`` row ``t``."""
+    jt = model.joint_type[i]
+    iq = model.q_index[i]
     if jt == FREE_FLYER:
         qx, qy, qz, qw = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
         n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
@@ -288,13 +275,16 @@ def _local_pose_t(jt, iq, t, q):
             q[iq + 1],
             q[iq + 2],
         )
+    R = model.joint_rotation[i]
+    p = model.joint_translation[i]
+    ax = model.joint_axis[i]
     if jt == REVOLUTE:
         c = np.cos(q[iq])
         s = np.sin(q[iq])
         u = 1.0 - c
-        x = t[12]
-        y = t[13]
-        z = t[14]
+        x = ax[0]
+        y = ax[1]
+        z = ax[2]
         j00 = c + u * x * x
         j01 = u * x * y - s * z
         j02 = u * x * z + s * y
@@ -305,46 +295,46 @@ def _local_pose_t(jt, iq, t, q):
         j21 = u * y * z + s * x
         j22 = c + u * z * z
         return (
-            t[0] * j00 + t[1] * j10 + t[2] * j20,
-            t[0] * j01 + t[1] * j11 + t[2] * j21,
-            t[0] * j02 + t[1] * j12 + t[2] * j22,
-            t[3] * j00 + t[4] * j10 + t[5] * j20,
-            t[3] * j01 + t[4] * j11 + t[5] * j21,
-            t[3] * j02 + t[4] * j12 + t[5] * j22,
-            t[6] * j00 + t[7] * j10 + t[8] * j20,
-            t[6] * j01 + t[7] * j11 + t[8] * j21,
-            t[6] * j02 + t[7] * j12 + t[8] * j22,
-            t[9],
-            t[10],
-            t[11],
+            R[0, 0] * j00 + R[0, 1] * j10 + R[0, 2] * j20,
+            R[0, 0] * j01 + R[0, 1] * j11 + R[0, 2] * j21,
+            R[0, 0] * j02 + R[0, 1] * j12 + R[0, 2] * j22,
+            R[1, 0] * j00 + R[1, 1] * j10 + R[1, 2] * j20,
+            R[1, 0] * j01 + R[1, 1] * j11 + R[1, 2] * j21,
+            R[1, 0] * j02 + R[1, 1] * j12 + R[1, 2] * j22,
+            R[2, 0] * j00 + R[2, 1] * j10 + R[2, 2] * j20,
+            R[2, 0] * j01 + R[2, 1] * j11 + R[2, 2] * j21,
+            R[2, 0] * j02 + R[2, 1] * j12 + R[2, 2] * j22,
+            p[0],
+            p[1],
+            p[2],
         )
     # prismatic: translate along the axis expressed in the joint frame
     d = q[iq]
-    ax0 = t[12] * d
-    ax1 = t[13] * d
-    ax2 = t[14] * d
+    ax0 = ax[0] * d
+    ax1 = ax[1] * d
+    ax2 = ax[2] * d
     return (
-        t[0],
-        t[1],
-        t[2],
-        t[3],
-        t[4],
-        t[5],
-        t[6],
-        t[7],
-        t[8],
-        t[9] + t[0] * ax0 + t[1] * ax1 + t[2] * ax2,
-        t[10] + t[3] * ax0 + t[4] * ax1 + t[5] * ax2,
-        t[11] + t[6] * ax0 + t[7] * ax1 + t[8] * ax2,
+        R[0, 0],
+        R[0, 1],
+        R[0, 2],
+        R[1, 0],
+        R[1, 1],
+        R[1, 2],
+        R[2, 0],
+        R[2, 1],
+        R[2, 2],
+        p[0] + R[0, 0] * ax0 + R[0, 1] * ax1 + R[0, 2] * ax2,
+        p[1] + R[1, 0] * ax0 + R[1, 1] * ax1 + R[1, 2] * ax2,
+        p[2] + R[2, 0] * ax0 + R[2, 1] * ax1 + R[2, 2] * ax2,
     )
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _compose_pose(topo, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2):
+def _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2):
     """World pose of body i into ``W_POSE`` from its local pose ``L`` (row-major) / ``l`` and
     its parent's world pose (already stored: depth-first order)."""
     P = W[i, W_POSE]
-    par = topo[i, PARENT]
+    par = model.parent[i]
     if par < 0:
         P[0, 0], P[0, 1], P[0, 2] = L00, L01, L02
         P[1, 0], P[1, 1], P[1, 2] = L10, L11, L12
@@ -361,7 +351,7 @@ def _compose_pose(topo, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l
 
 
 @leaf_kernel(error_model="numpy")
-def world_poses_into(topo, tree, q, last, W, SC):
+def world_poses_into(model, q, last, W, SC):
     """World poses of bodies 0..last into ``W_POSE`` (rows 0-2 rotation, row 3 position).
 
     In depth-first order bodies 0..last include every ancestor of ``last``. The local pose is
@@ -369,31 +359,31 @@ def world_poses_into(topo, tree, q, last, W, SC):
     not used any more, kept so that callers need not change.
     """
     for i in range(last + 1):
-        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
-        _compose_pose(topo, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(model, q, i)
+        _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
 
 
 @leaf_kernel(error_model="numpy")
-def placements_into(topo, tree, q, W):
+def placements_into(model, q, W):
     """The one kinematics pass of a dynamics tick: each body's local pose, evaluated once
     (:func:`_local_pose`), gives both its parent-to-body transform ``W_XUP`` (rows 0-2, the
     layout :func:`rnea` reads) and its world pose ``W_POSE`` (as :func:`world_poses_into`),
     for :func:`dynamics_terms` and the contact candidates that read the placements after it.
     """
-    for i in range(topo.shape[0]):
-        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+    for i in range(model.parent.shape[0]):
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(model, q, i)
         _store_xup(W[i, W_XUP], L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
-        _compose_pose(topo, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
+        _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
 
 
 @leaf_kernel(error_model="numpy")
-def kinematics_into(topo, tree, q, W, SC):
+def kinematics_into(model, q, W, SC):
     """World poses of every body (``W_POSE``)."""
-    world_poses_into(topo, tree, q, topo.shape[0] - 1, W, SC)
+    world_poses_into(model, q, model.parent.shape[0] - 1, W, SC)
 
 
 @leaf_kernel(error_model="numpy")
-def crba(q, M, topo, tree, Sm, W, SC):
+def crba(q, M, model, W, SC):
     """Joint-space inertia matrix by the composite-rigid-body algorithm, world frame.
 
     Featherstone (2008) Table 6.2 with composite inertias at the world origin: Ic_parent += Ic_i
@@ -404,16 +394,16 @@ def crba(q, M, topo, tree, Sm, W, SC):
     additions are the ones the 6x6 sum makes on its distinct entries, so Ic is the same to the
     bit.
     """
-    st = check_configuration(topo, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     nv = M.shape[0]
     for i in range(nb):
         # world pose (W_POSE), as world_poses_into with the local pose in registers
-        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(topo, tree, q, i)
+        L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(model, q, i)
         P = W[i, W_POSE]
-        par = topo[i, PARENT]
+        par = model.parent[i]
         if par < 0:
             R00, R01, R02 = L00, L01, L02
             R10, R11, R12 = L10, L11, L12
@@ -433,13 +423,14 @@ def crba(q, M, topo, tree, Sm, W, SC):
         P[2, 0], P[2, 1], P[2, 2] = R20, R21, R22
         P[3, 0], P[3, 1], P[3, 2] = p0, p1, p2
         # motion subspace and inertia parameters at the world origin, as world_quantities
-        _motion_subspace_to_world(Sm[i], topo[i, NVI], P, W[i, W_MOTION_SUBSPACE])
+        _motion_subspace_to_world(model.motion_subspace[i], model.joint_nv[i], P,
+                                  W[i, W_MOTION_SUBSPACE])
         C = W[i, W_COMPOSITE_INERTIA]
         # row 0: m, h_w; row 1: Ibar_w's upper triangle (00, 01, 02, 11, 12, 22)
-        C[0, 0], C[0, 1], C[0, 2], C[0, 3] = _world_inertia_parameters(tree[i], P,
+        C[0, 0], C[0, 1], C[0, 2], C[0, 3] = _world_inertia_parameters(model, i, P,
                                                                        SC[SC_KERNEL_WORK], C[1])
     for i in range(nb - 1, -1, -1):
-        par = topo[i, PARENT]
+        par = model.parent[i]
         if par >= 0:
             C = W[i, W_COMPOSITE_INERTIA]
             Cp = W[par, W_COMPOSITE_INERTIA]
@@ -449,12 +440,12 @@ def crba(q, M, topo, tree, Sm, W, SC):
                 Cp[1, c] += C[1, c]
     F = SC[SC_INNER_WORK]
     for i in range(nb):
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
         # bodies on different branches do not couple: in depth-first order, the bodies after
         # i's subtree are not its descendants (the ancestor loops write every other entry once)
         for k in range(iv, iv + nvi):
-            for c in range(topo[i, SUBTREE_END], nv):
+            for c in range(model.subtree_end[i], nv):
                 M[k, c] = 0.0
                 M[c, k] = 0.0
         C = W[i, W_COMPOSITE_INERTIA]
@@ -472,9 +463,9 @@ def crba(q, M, topo, tree, Sm, W, SC):
             f5 = (h0 * v1 - h1 * v0) + (I02 * w0 + I12 * w1 + I22 * w2)
             j = i
             while j >= 0:
-                jv = topo[j, IV]
+                jv = model.v_index[j]
                 Sj = W[j, W_MOTION_SUBSPACE]
-                for k1 in range(topo[j, NVI]):
+                for k1 in range(model.joint_nv[j]):
                     s = (
                         Sj[0, k1] * f0
                         + Sj[1, k1] * f1
@@ -485,7 +476,7 @@ def crba(q, M, topo, tree, Sm, W, SC):
                     )
                     M[jv + k1, iv] = s
                     M[iv, jv + k1] = s
-                j = topo[j, PARENT]
+                j = model.parent[j]
             continue
         for k in range(nvi):
             # F = Ic S: [m v - h x w; h x v + Ibar w] (Ic = [m 1, -[h]; [h], Ibar])
@@ -498,9 +489,9 @@ def crba(q, M, topo, tree, Sm, W, SC):
             F[5, k] = (h0 * v1 - h1 * v0) + (I02 * w0 + I12 * w1 + I22 * w2)
         j = i
         while j >= 0:
-            jv = topo[j, IV]
+            jv = model.v_index[j]
             Sj = W[j, W_MOTION_SUBSPACE]
-            for k1 in range(topo[j, NVI]):
+            for k1 in range(model.joint_nv[j]):
                 s0, s1, s2 = Sj[0, k1], Sj[1, k1], Sj[2, k1]
                 s3, s4, s5 = Sj[3, k1], Sj[4, k1], Sj[5, k1]
                 for k2 in range(nvi):
@@ -514,21 +505,21 @@ def crba(q, M, topo, tree, Sm, W, SC):
                     )
                     M[jv + k1, iv + k2] = s
                     M[iv + k2, jv + k1] = s
-            j = topo[j, PARENT]
+            j = model.parent[j]
     return OK
 
 
 @leaf_kernel(error_model="numpy")
-def _backward_joint(topo, i, W, SC):
+def _backward_joint(model, i, W, SC):
     """U = IA S, D = S^T U, D^-1 for body i (world frame). False if D is not positive definite."""
-    if topo[i, NVI] == 6:
+    if model.joint_nv[i] == 6:
         # a literal DoF count for the free-flyer: fixed loop bounds (unrolled)
-        return _backward_joint_n(topo, i, 6, W, SC)
-    return _backward_joint_n(topo, i, topo[i, NVI], W, SC)
+        return _backward_joint_n(model, i, 6, W, SC)
+    return _backward_joint_n(model, i, model.joint_nv[i], W, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _backward_joint_n(topo, i, nvi, W, SC):
+def _backward_joint_n(model, i, nvi, W, SC):
     IA = W[i, W_ARTICULATED_INERTIA]
     Sw = W[i, W_MOTION_SUBSPACE]
     U = W[i, W_IA_S]
@@ -563,13 +554,13 @@ def _transmitted_entry(IA, U, Di, nvi, r, c):
 
 
 @leaf_kernel(error_model="numpy")
-def _add_articulated_to_parent(topo, i, W):
+def _add_articulated_to_parent(model, i, W):
     """IA[parent] += IA - U D^-1 U^T (the part of IA transmitted across joint i)."""
-    nvi = topo[i, NVI]
+    nvi = model.joint_nv[i]
     U = W[i, W_IA_S]
     Di = W[i, W_S_IA_S_INV]
     IA = W[i, W_ARTICULATED_INERTIA]
-    IAp = W[topo[i, PARENT], W_ARTICULATED_INERTIA]
+    IAp = W[model.parent[i], W_ARTICULATED_INERTIA]
     if nvi == 1:
         d = Di[0, 0]
         for r in range(6):
@@ -595,27 +586,27 @@ def _joint_space_entry(u, U, Di, nvi, k1, x):
 
 
 @leaf_kernel(error_model="numpy")
-def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
+def aba(q, v, tau, fext, use_fext, ddq, model, W, SC):
     """Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1), world
     frame.
 
     ``fext`` (nb, 6) holds external wrenches per body in body frame. Returns a status code;
     SINGULAR if some joint's articulated inertia is not positive definite.
     """
-    st = check_state(topo, q, v, tau)
+    st = check_state(model, q, v, tau)
     if st != OK:
         return st
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
-    kinematics_into(topo, tree, q, W, SC)
-    world_quantities(topo, tree, Sm, W, True)
-    nb = topo.shape[0]
+    kinematics_into(model, q, W, SC)
+    world_quantities(model, W, True)
+    nb = model.parent.shape[0]
     vJ = SC[SC_KERNEL_WORK, 0]
     Iv = SC[SC_KERNEL_WORK, 1]
     for i in range(nb):
-        par = topo[i, PARENT]
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
+        par = model.parent[i]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
         Sw = W[i, W_MOTION_SUBSPACE]
         vec = W[i, W_VECTORS]
         joint_velocity(Sw, nvi, iv, v, vJ)
@@ -646,10 +637,10 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
             vec[VEC_BIAS_FORCE, 5] -= nz + px * fy - py * fx
     pa = SC[SC_KERNEL_WORK, 2]
     for i in range(nb - 1, -1, -1):
-        if not _backward_joint(topo, i, W, SC):
+        if not _backward_joint(model, i, W, SC):
             return SINGULAR
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
         Sw = W[i, W_MOTION_SUBSPACE]
         vec = W[i, W_VECTORS]
         for k in range(nvi):
@@ -657,7 +648,7 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
             for r in range(6):
                 s -= Sw[r, k] * vec[VEC_BIAS_FORCE, r]
             vec[VEC_NET_JOINT_FORCE, k] = s
-        par = topo[i, PARENT]
+        par = model.parent[i]
         if par >= 0:
             # pa = pA + Ia c + U D^-1 u with Ia = IA - U D^-1 U^T,
             # i.e. pA + IA c + U D^-1 (u - U^T c)
@@ -669,18 +660,18 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
                 t = _joint_space_entry(vec[VEC_NET_JOINT_FORCE], U, Di, nvi, k1, c)
                 for r in range(6):
                     pa[r] += U[r, k1] * t
-            _add_articulated_to_parent(topo, i, W)
+            _add_articulated_to_parent(model, i, W)
             for r in range(6):
                 W[par, W_VECTORS, VEC_BIAS_FORCE, r] += vec[VEC_BIAS_FORCE, r] + pa[r]
     ap = SC[SC_KERNEL_WORK, 3]
     for i in range(nb):
-        par = topo[i, PARENT]
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
+        par = model.parent[i]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
         vec = W[i, W_VECTORS]
         if par < 0:
             for r in range(3):
-                ap[r] = -gravity[r]
+                ap[r] = -model.gravity[r]
                 ap[r + 3] = 0.0
         else:
             for r in range(6):
@@ -699,7 +690,7 @@ def aba(q, v, tau, fext, use_fext, ddq, topo, tree, Sm, gravity, W, SC):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_articulate_1dof(topo, i, W):
+def _minv_articulate_1dof(model, i, W):
     """U = IA S, D^-1 (``W_IA_S``, ``W_S_IA_S_INV``) of a 1-DoF joint and IA[parent] += IA -
     U D^-1 U^T, with the articulated inertias IA in ``W_MINV_ARTICULATED_INERTIA``, upper
     triangles only (see :func:`minverse`). False if D is not positive (a massless subtree)."""
@@ -724,7 +715,7 @@ def _minv_articulate_1dof(topo, i, W):
     d = 1.0 / D
     W[i, W_S_IA_S, 0, 0] = D
     W[i, W_S_IA_S_INV, 0, 0] = d
-    par = topo[i, PARENT]
+    par = model.parent[i]
     if par >= 0:
         IAp = W[par, W_MINV_ARTICULATED_INERTIA]
         for r in range(6):
@@ -735,7 +726,7 @@ def _minv_articulate_1dof(topo, i, W):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_articulate_ndof(topo, i, W, SC):
+def _minv_articulate_ndof(model, i, W, SC):
     """:func:`_minv_articulate_1dof` for a multi-DoF joint (the free-flyer): IA completed from
     its upper triangle into ``W_ARTICULATED_INERTIA`` for :func:`_backward_joint`."""
     IA = W[i, W_MINV_ARTICULATED_INERTIA]
@@ -743,11 +734,11 @@ def _minv_articulate_ndof(topo, i, W, SC):
     for r in range(6):
         for c in range(6):
             IA1[r, c] = IA[r, c] if r <= c else IA[c, r]
-    if not _backward_joint(topo, i, W, SC):
+    if not _backward_joint(model, i, W, SC):
         return False
-    par = topo[i, PARENT]
+    par = model.parent[i]
     if par >= 0:
-        nvi = topo[i, NVI]
+        nvi = model.joint_nv[i]
         U = W[i, W_IA_S]
         Di = W[i, W_S_IA_S_INV]
         IAp = W[par, W_MINV_ARTICULATED_INERTIA]
@@ -758,10 +749,10 @@ def _minv_articulate_ndof(topo, i, W, SC):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_backward_1dof(topo, i, W, F, Minv):
+def _minv_backward_1dof(model, i, W, F, Minv):
     """Alg. 1 lines 9-13 for a 1-DoF joint, world frame (see :func:`minverse`)."""
-    iv = topo[i, IV]
-    end = topo[i, SUBTREE_END]
+    iv = model.v_index[i]
+    end = model.subtree_end[i]
     S = W[i, W_MOTION_SUBSPACE]
     U = W[i, W_IA_S]
     d = W[i, W_S_IA_S_INV, 0, 0]
@@ -771,7 +762,7 @@ def _minv_backward_1dof(topo, i, W, F, Minv):
         Minv[iv, j] = -d * (
             s0 * F[0, j] + s1 * F[1, j] + s2 * F[2, j] + s3 * F[3, j] + s4 * F[4, j] + s5 * F[5, j]
         )
-    if topo[i, PARENT] >= 0:
+    if model.parent[i] >= 0:
         u0, u1, u2, u3, u4, u5 = U[0, 0], U[1, 0], U[2, 0], U[3, 0], U[4, 0], U[5, 0]
         F[0, iv] = u0 * d
         F[1, iv] = u1 * d
@@ -790,19 +781,19 @@ def _minv_backward_1dof(topo, i, W, F, Minv):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_backward_ndof(topo, i, W, F, Minv, col):
+def _minv_backward_ndof(model, i, W, F, Minv, col):
     """Alg. 1 lines 9-13 for a multi-DoF joint (the free-flyer), world frame."""
-    if topo[i, NVI] == 6:
+    if model.joint_nv[i] == 6:
         # a literal DoF count: the 6-term loops get fixed bounds (unrolled), ~0.3 us faster
-        _minv_backward_ndof_n(topo, i, 6, W, F, Minv, col)
+        _minv_backward_ndof_n(model, i, 6, W, F, Minv, col)
     else:
-        _minv_backward_ndof_n(topo, i, topo[i, NVI], W, F, Minv, col)
+        _minv_backward_ndof_n(model, i, model.joint_nv[i], W, F, Minv, col)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _minv_backward_ndof_n(topo, i, nvi, W, F, Minv, col):
-    iv = topo[i, IV]
-    end = topo[i, SUBTREE_END]
+def _minv_backward_ndof_n(model, i, nvi, W, F, Minv, col):
+    iv = model.v_index[i]
+    end = model.subtree_end[i]
     Sw = W[i, W_MOTION_SUBSPACE]
     Di = W[i, W_S_IA_S_INV]
     U = W[i, W_IA_S]
@@ -821,7 +812,7 @@ def _minv_backward_ndof_n(topo, i, nvi, W, F, Minv, col):
             for k2 in range(nvi):
                 s += Di[k1, k2] * col[k2]
             Minv[iv + k1, j] = s
-    if topo[i, PARENT] >= 0:
+    if model.parent[i] >= 0:
         # line 13 (world frame): F[:, subtree] += U Minv[i, subtree]
         for j in range(iv, end):
             for r in range(6):
@@ -832,16 +823,16 @@ def _minv_backward_ndof_n(topo, i, nvi, W, F, Minv, col):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_forward_1dof(topo, i, W, FP, Minv, nv):
+def _minv_forward_1dof(model, i, W, FP, Minv, nv):
     """Alg. 1 lines 21-26 for a 1-DoF joint with a parent, world frame."""
-    iv = topo[i, IV]
-    end = topo[i, SUBTREE_END]
+    iv = model.v_index[i]
+    end = model.subtree_end[i]
     S = W[i, W_MOTION_SUBSPACE]
     U = W[i, W_IA_S]
     d = W[i, W_S_IA_S_INV, 0, 0]
     u0, u1, u2, u3, u4, u5 = U[0, 0], U[1, 0], U[2, 0], U[3, 0], U[4, 0], U[5, 0]
     s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
-    Pp = FP[topo[i, PARENT]]
+    Pp = FP[model.parent[i]]
     Pi = FP[i]
     leaf = end == iv + 1  # nobody reads a leaf's motion set
     for j in range(iv, nv):
@@ -859,19 +850,19 @@ def _minv_forward_1dof(topo, i, W, FP, Minv, nv):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_forward_ndof(topo, i, W, FP, Minv, nv, col):
+def _minv_forward_ndof(model, i, W, FP, Minv, nv, col):
     """Alg. 1 lines 21-26 for a multi-DoF joint or a root joint, world frame."""
-    if topo[i, NVI] == 6:
-        _minv_forward_ndof_n(topo, i, 6, W, FP, Minv, nv, col)  # as in _minv_backward_ndof
+    if model.joint_nv[i] == 6:
+        _minv_forward_ndof_n(model, i, 6, W, FP, Minv, nv, col)  # as in _minv_backward_ndof
     else:
-        _minv_forward_ndof_n(topo, i, topo[i, NVI], W, FP, Minv, nv, col)
+        _minv_forward_ndof_n(model, i, model.joint_nv[i], W, FP, Minv, nv, col)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _minv_forward_ndof_n(topo, i, nvi, W, FP, Minv, nv, col):
-    iv = topo[i, IV]
-    end = topo[i, SUBTREE_END]
-    par = topo[i, PARENT]
+def _minv_forward_ndof_n(model, i, nvi, W, FP, Minv, nv, col):
+    iv = model.v_index[i]
+    end = model.subtree_end[i]
+    par = model.parent[i]
     Sw = W[i, W_MOTION_SUBSPACE]
     Pi = FP[i]
     if par >= 0:
@@ -907,7 +898,7 @@ def _minv_forward_ndof_n(topo, i, nvi, W, FP, Minv, nv, col):
 
 
 @leaf_kernel(error_model="numpy")
-def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
+def minverse(q, Minv, FP, model, W, SC):
     """Analytical inverse of the joint-space inertia matrix, never forming M (world frame).
 
     Carpentier, Algorithm 1: ABA without its affine terms, in three passes. In the
@@ -916,18 +907,18 @@ def minverse(q, Minv, FP, topo, tree, Sm, W, SC):
     motion sets P_i (lines 22-26) live in ``FP[i]``. With a free-flyer root (a 6-DoF first joint,
     D^-1 a 6x6 block) this is the moving-base inverse mass matrix IMMAmb of Saccon et al., Table 9.
     """
-    st = check_configuration(topo, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
-    kinematics_into(topo, tree, q, W, SC)
-    return _minverse_passes(Minv, FP, topo, tree, Sm, W, SC)
+    kinematics_into(model, q, W, SC)
+    return _minverse_passes(Minv, FP, model, W, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _minverse_passes(Minv, FP, topo, tree, Sm, W, SC):
+def _minverse_passes(Minv, FP, model, W, SC):
     """:func:`minverse` after the world poses (``W_POSE``): the three passes of Alg. 1."""
-    world_quantities(topo, tree, Sm, W, True)
-    nb = topo.shape[0]
+    world_quantities(model, W, True)
+    nb = model.parent.shape[0]
     nv = Minv.shape[0]
     F = FP[nb]
     col = SC[SC_KERNEL_WORK, 0]
@@ -935,21 +926,21 @@ def _minverse_passes(Minv, FP, topo, tree, Sm, W, SC):
     # (W_MINV_ARTICULATED_INERTIA = W_BODY_INERTIA, which nothing reads after this kernel),
     # upper triangles only: no 6x6 copy per body, and 21 instead of 36 updates per joint
     for i in range(nb - 1, -1, -1):
-        if topo[i, NVI] == 1:
-            if not _minv_articulate_1dof(topo, i, W):
+        if model.joint_nv[i] == 1:
+            if not _minv_articulate_1dof(model, i, W):
                 return SINGULAR
-            _minv_backward_1dof(topo, i, W, F, Minv)
+            _minv_backward_1dof(model, i, W, F, Minv)
         else:
-            if not _minv_articulate_ndof(topo, i, W, SC):
+            if not _minv_articulate_ndof(model, i, W, SC):
                 return SINGULAR
-            _minv_backward_ndof(topo, i, W, F, Minv, col)
+            _minv_backward_ndof(model, i, W, F, Minv, col)
     # Alg. 1 lines 19-28: contributions of the supports, P_i = S Minv[i, i:] + P_parent. Entries
     # of row i beyond i's subtree were not touched by the backward pass: they start from zero.
     for i in range(nb):
-        if topo[i, NVI] == 1 and topo[i, PARENT] >= 0:
-            _minv_forward_1dof(topo, i, W, FP, Minv, nv)
+        if model.joint_nv[i] == 1 and model.parent[i] >= 0:
+            _minv_forward_1dof(model, i, W, FP, Minv, nv)
         else:
-            _minv_forward_ndof(topo, i, W, FP, Minv, nv, col)
+            _minv_forward_ndof(model, i, W, FP, Minv, nv, col)
     for r in range(nv):
         for c in range(r):
             Minv[r, c] = Minv[c, r]
@@ -1008,7 +999,7 @@ def _store_xup(X, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2):
 
 
 @leaf_kernel(error_model="numpy")
-def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity, W, SC):
+def rnea(q, v, a, fext, use_fext, use_gravity, tau, model, W, SC):
     """Recursive Newton-Euler inverse dynamics in body frames (Featherstone 2008, Table 5.1).
 
     tau = M(q) a + C(q, v) v + g(q) - sum J^T f_ext, with ``fext`` (nb, 6) body-frame wrenches.
@@ -1016,33 +1007,33 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, topo, tree, Sm, I6, gravity,
     the extended inverse dynamics of a moving-base robot (Saccon et al., Table 4). Per-call
     arguments come first so that the Python side can append the model's constant tuple.
     """
-    st = check_state(topo, q, v, a)
+    st = check_state(model, q, v, a)
     if st != OK:
         return st
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
-    for i in range(topo.shape[0]):
-        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(topo, tree, q, i)
+    for i in range(model.parent.shape[0]):
+        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(model, q, i)
         _store_xup(W[i, W_XUP], R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2)
-    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, W, SC)
+    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, W, SC):
+def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC):
     """:func:`rnea`'s forward and backward passes after the transforms ``W_XUP``."""
-    nb = topo.shape[0]
+    nb = model.parent.shape[0]
     vJ = SC[SC_FORWARD_PASS, 0]
     Iv = SC[SC_FORWARD_PASS, 1]
     g6 = SC[SC_FORWARD_PASS, 2]
     for r in range(3):
-        g6[r] = -gravity[r] if use_gravity else 0.0
+        g6[r] = -model.gravity[r] if use_gravity else 0.0
         g6[r + 3] = 0.0
     for i in range(nb):
         X = W[i, W_XUP]
-        par = topo[i, PARENT]
-        iv = topo[i, IV]
-        nvi = topo[i, NVI]
-        S = Sm[i]
+        par = model.parent[i]
+        iv = model.v_index[i]
+        nvi = model.joint_nv[i]
+        S = model.motion_subspace[i]
         vec = W[i, W_VECTORS]
         vel = vec[VEC_VELOCITY]
         acc = vec[VEC_ACCELERATION]
@@ -1059,22 +1050,22 @@ def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, 
             _xup_motion(X, W[par, W_VECTORS, VEC_ACCELERATION], acc, True)
             add6(acc, cross_motion(vel, vJ))
         frc = vec[VEC_FORCE]
-        _inertia_vec(I6[i], acc, frc)
-        _inertia_vec(I6[i], vel, Iv)
+        _inertia_vec(model.spatial_inertia[i], acc, frc)
+        _inertia_vec(model.spatial_inertia[i], vel, Iv)
         add6(frc, cross_force(vel, Iv))
         if use_fext:
             for r in range(6):
                 frc[r] -= fext[i, r]
     for i in range(nb - 1, -1, -1):
-        iv = topo[i, IV]
-        S = Sm[i]
+        iv = model.v_index[i]
+        S = model.motion_subspace[i]
         frc = W[i, W_VECTORS, VEC_FORCE]
-        for k in range(topo[i, NVI]):
+        for k in range(model.joint_nv[i]):
             s = 0.0
             for r in range(6):
                 s += S[r, k] * frc[r]
             tau[iv + k] = s
-        par = topo[i, PARENT]
+        par = model.parent[i]
         if par >= 0:
             # Xup^T f with Xup's lower rows read from its upper ones (R^T)
             X = W[i, W_XUP]
@@ -1094,8 +1085,7 @@ def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, 
 
 
 @leaf_kernel(error_model="numpy")
-def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, topo, tree, Sm, I6,
-                   gravity, W, SC):
+def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, model, W, SC):
     """:func:`minverse` into ``Minv`` and :func:`rnea` into ``tau`` after ONE kinematics pass
     (:func:`placements_into`): the same passes and arithmetic as the two kernels called one
     after the other (results equal to the bit), each body's local pose evaluated once instead
@@ -1107,57 +1097,36 @@ def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, topo, tr
     ``tau`` (nv,) [N, N m] (for a free-flyer root its first six entries the base wrench in the
     base frame); ``FP`` (nb + 1, 6, nv) :func:`minverse`'s scratch. Returns OK or a status.
     """
-    st = check_configuration(topo, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
-    placements_into(topo, tree, q, W)
-    st = _minverse_passes(Minv, FP, topo, tree, Sm, W, SC)
+    placements_into(model, q, W)
+    st = _minverse_passes(Minv, FP, model, W, SC)
     if st != OK:
         return st
-    st = check_state(topo, q, v, a)
+    st = check_state(model, q, v, a)
     if st != OK:
         return st
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
-    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, topo, Sm, I6, gravity, W, SC)
-
-
-# ``kin`` (nb, TREE_COLS + 6) float64, the frame kernels' one model array: a body's ``tree``
-# row, then its ``topo`` row as floats (column KIN_TOPO + PARENT etc.). One array instead of
-# two: ~40 ns less per call from Python, a twentieth of a Jacobian query.
-KIN_TOPO = TREE_COLS
-
-
-def kin_array(topo: np.ndarray, tree: np.ndarray) -> np.ndarray:
-    """The frame kernels' model array (see :data:`KIN_TOPO`) from ``topo`` and ``tree``."""
-    return np.ascontiguousarray(np.hstack([tree, topo.astype(np.float64)]))
+    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _kin_int(kin, i, col):
-    return int(kin[i, KIN_TOPO + col])
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _kin_local_pose(kin, q, i):
-    return _local_pose_t(_kin_int(kin, i, JTYPE), _kin_int(kin, i, IQ), kin[i], q)
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _kin_is_ancestor(kin, i, ivb):
+def _is_ancestor(model, i, ivb):
     """Whether body ``i`` (numbered before the body whose first v index is ``ivb``) is that
     body or one of its ancestors: in depth-first order they are the bodies before it whose
     subtree's v range holds ``ivb``, each one's parent the ancestor met before it."""
-    return _kin_int(kin, i, IV) <= ivb < _kin_int(kin, i, SUBTREE_END)
+    return model.v_index[i] <= ivb < model.subtree_end[i]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _kin_child_pose(kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2):
+def _child_pose(model, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2):
     """World pose of body ``i`` from its parent's (``R`` row-major, ``p``), as 12 scalars in
     the same order: the running pose of the ancestor walks of :func:`frame_jacobian` and
     :func:`frame_placement`, held in registers (inlined: no workspace, the same arithmetic
     in both)."""
-    L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _kin_local_pose(kin, q, i)
+    L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(model, q, i)
     return (
         R00 * L00 + R01 * L10 + R02 * L20,
         R00 * L01 + R01 * L11 + R02 * L21,
@@ -1175,19 +1144,6 @@ def _kin_child_pose(kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, 
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _kin_check_configuration(kin, q):
-    """:func:`.dynamics.check_configuration` reading ``kin``."""
-    if not check_vector(q):
-        return BAD_Q
-    if kin.shape[0] > 0 and _kin_int(kin, 0, JTYPE) == FREE_FLYER:
-        i = _kin_int(kin, 0, IQ)
-        n2 = q[i + 3] ** 2 + q[i + 4] ** 2 + q[i + 5] ** 2 + q[i + 6] ** 2
-        if abs(np.sqrt(n2) - 1.0) > QUATERNION_TOLERANCE:
-            return BAD_QUATERNION
-    return OK
-
-
-@njit(cache=True, error_model="numpy", inline="always")
 def _rotation_column(J, c, a0, a1, a2, p0, p1, p2):
     """Column c of a world-origin Jacobian for a unit rotation about the axis a through the
     point p: [p x a; a]."""
@@ -1200,7 +1156,7 @@ def _rotation_column(J, c, a0, a1, a2, p0, p1, p2):
 
 
 @leaf_kernel(error_model="numpy")
-def frame_jacobian(q, body, F, local, J, kin):
+def frame_jacobian(q, body, F, local, J, model):
     """Jacobian (6 x nv, rows [linear; angular]) of the frame ``F`` of ``body``.
 
     ``F`` (4, 3): rows 0-2 the frame's rotation ``Rf`` in the body, row 3 its origin ``r``
@@ -1212,7 +1168,7 @@ def frame_jacobian(q, body, F, local, J, kin):
     a joint column is first its twist at the world origin, [p_j x a; a] (the point is not known
     yet), and gets a x P once the point's world position P is.
     """
-    st = _kin_check_configuration(kin, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
     r = F[3]
@@ -1223,17 +1179,17 @@ def frame_jacobian(q, body, F, local, J, kin):
             J[a, c] = 0.0
     if body < 0:
         return OK
-    ivb = _kin_int(kin, body, IV)
+    ivb = model.v_index[body]
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     p0, p1, p2 = 0.0, 0.0, 0.0
     for i in range(body + 1):
-        if not _kin_is_ancestor(kin, i, ivb):
+        if not _is_ancestor(model, i, ivb):
             continue
-        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _kin_child_pose(
-            kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
+        R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _child_pose(
+            model, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
         )
-        iv = _kin_int(kin, i, IV)
-        jt = _kin_int(kin, i, JTYPE)
+        iv = model.v_index[i]
+        jt = model.joint_type[i]
         if jt == FREE_FLYER:
             # base twist in base axes: linear k moves the point along R e_k, angular k turns
             # it about R e_k through the base origin
@@ -1249,10 +1205,10 @@ def frame_jacobian(q, body, F, local, J, kin):
                     a0, a1, a2 = R02, R12, R22
                 _rotation_column(J, iv + 3 + k, a0, a1, a2, p0, p1, p2)
         else:
-            t = kin[i]
-            a0 = R00 * t[12] + R01 * t[13] + R02 * t[14]
-            a1 = R10 * t[12] + R11 * t[13] + R12 * t[14]
-            a2 = R20 * t[12] + R21 * t[13] + R22 * t[14]
+            ax = model.joint_axis[i]
+            a0 = R00 * ax[0] + R01 * ax[1] + R02 * ax[2]
+            a1 = R10 * ax[0] + R11 * ax[1] + R12 * ax[2]
+            a2 = R20 * ax[0] + R21 * ax[1] + R22 * ax[2]
             if jt == REVOLUTE:
                 _rotation_column(J, iv, a0, a1, a2, p0, p1, p2)
             else:
@@ -1264,13 +1220,13 @@ def frame_jacobian(q, body, F, local, J, kin):
     P2 = p2 + R20 * r[0] + R21 * r[1] + R22 * r[2]
     j = body
     while j >= 0:
-        iv = _kin_int(kin, j, IV)
-        for c in range(iv, iv + _kin_int(kin, j, NVI)):
+        iv = model.v_index[j]
+        for c in range(iv, iv + model.joint_nv[j]):
             w0, w1, w2 = J[3, c], J[4, c], J[5, c]
             J[0, c] += w1 * P2 - w2 * P1
             J[1, c] += w2 * P0 - w0 * P2
             J[2, c] += w0 * P1 - w1 * P0
-        j = _kin_int(kin, j, PARENT)
+        j = model.parent[j]
     if local:
         # express in the frame's axes: multiply by (R Rf)^T
         F00 = R00 * Rf[0, 0] + R01 * Rf[1, 0] + R02 * Rf[2, 0]
@@ -1284,23 +1240,23 @@ def frame_jacobian(q, body, F, local, J, kin):
         F22 = R20 * Rf[0, 2] + R21 * Rf[1, 2] + R22 * Rf[2, 2]
         j = body
         while j >= 0:
-            iv = _kin_int(kin, j, IV)
-            for c in range(iv, iv + _kin_int(kin, j, NVI)):
+            iv = model.v_index[j]
+            for c in range(iv, iv + model.joint_nv[j]):
                 for blk in range(0, 6, 3):
                     b0, b1, b2 = J[blk, c], J[blk + 1, c], J[blk + 2, c]
                     J[blk, c] = F00 * b0 + F10 * b1 + F20 * b2
                     J[blk + 1, c] = F01 * b0 + F11 * b1 + F21 * b2
                     J[blk + 2, c] = F02 * b0 + F12 * b1 + F22 * b2
-            j = _kin_int(kin, j, PARENT)
+            j = model.parent[j]
     return OK
 
 
 @leaf_kernel(error_model="numpy")
-def frame_placement(q, body, F, T, kin):
+def frame_placement(q, body, F, T, model):
     """4x4 homogeneous world placement of the frame ``F`` of ``body`` into T (m); ``F`` and
     ``q`` as in :func:`frame_jacobian`, which also says why only the ancestors of ``body`` are
     posed."""
-    st = _kin_check_configuration(kin, q)
+    st = check_configuration(model, q)
     if st != OK:
         return st
     r = F[3]
@@ -1308,11 +1264,11 @@ def frame_placement(q, body, F, T, kin):
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     p0, p1, p2 = 0.0, 0.0, 0.0
     if body >= 0:
-        ivb = _kin_int(kin, body, IV)
+        ivb = model.v_index[body]
         for i in range(body + 1):
-            if _kin_is_ancestor(kin, i, ivb):
-                R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _kin_child_pose(
-                    kin, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
+            if _is_ancestor(model, i, ivb):
+                R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _child_pose(
+                    model, q, i, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2
                 )
     for b in range(3):
         T[0, b] = R00 * Rf[0, b] + R01 * Rf[1, b] + R02 * Rf[2, b]
@@ -1345,16 +1301,16 @@ def _point_kinematics_views(W, SC):
 
 
 @leaf_kernel(error_model="numpy")
-def point_bias(topo, tree, Sm, q, v, body, r, Rf, local, W, SC, out):
+def point_bias(model, q, v, body, r, Rf, local, W, SC, out):
     """J̇v of a point; see :func:`kinematics.point_bias`."""
     Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
-    return _point_bias(topo, tree, Sm, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ,
+    return _point_bias(model, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ,
                        out)
 
 
 @leaf_kernel(error_model="numpy")
-def points_kinematics(topo, tree, Sm, q, v, bodies, rs, W, SC, J6, positions, J_lin, bias_lin):
+def points_kinematics(model, q, v, bodies, rs, W, SC, J6, positions, J_lin, bias_lin):
     """Batched contact-point kinematics; see :func:`kinematics.points_kinematics`."""
     Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
-    return _points_kinematics(topo, tree, Sm, q, v, bodies, rs, Xup, Rw, pw, Rtmp, vel, acc, vJ,
+    return _points_kinematics(model, q, v, bodies, rs, Xup, Rw, pw, Rtmp, vel, acc, vJ,
                               SC[SC_FORWARD_PASS, 3, 0:3], J6, positions, J_lin, bias_lin)
