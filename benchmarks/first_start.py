@@ -17,6 +17,11 @@ situations:
     python benchmarks/first_start.py                       # quadruped, go2, demo
     python benchmarks/first_start.py --configs config/humanoid.yaml --no-cold
     python benchmarks/first_start.py --prefix /tmp/prefix  # reuse an installed prefix
+    python benchmarks/first_start.py --write               # also into docs/install.md
+
+``--write`` puts the table, the machine's load average at the start, the install time, a met /
+missed line for the target (the first start after installation <= 5 s for each configuration)
+and the command that reran it between the markers of docs/install.md.
 
 DDS stays on this machine (localhost discovery, the shipped Fast DDS profile, a private domain).
 """
@@ -114,6 +119,46 @@ def install(prefix: Path, work: Path, env: dict[str, str]) -> float:
     return time.monotonic() - t0
 
 
+#: the first start after installation must take at most this long [s]
+FIRST_START_TARGET_S = 5.0
+REPORT_MARKERS = ("<!-- first_start report: written by first_start.py --write -->",
+                  "<!-- end of the first_start report -->")
+
+
+def report(results: dict[str, dict[str, float | None]], install_s: float | None,
+           load: float, argv: list[str] | None) -> str:
+    """The markdown report of ``main``'s ``results`` (mode -> configuration -> seconds from
+    process start to ``active`` / ``ready``, None where it never got there), the install time
+    [s] (None for a reused prefix) and the 1-minute load average at the start: the table, the
+    target's verdict per configuration and the rerun command."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from docs_pages import cell, rerun_command, row, table_head
+
+    modes = list(results)
+    lines = table_head(["", *modes])
+    for name in results[modes[-1]]:
+        lines.append(row([f"`{name}`", *(cell(results[m].get(name), ".1f") for m in modes)]))
+    lines.append("")
+    installed = ("" if install_s is None
+                 else f" `pip install` of the package took {install_s:.0f} s.")
+    lines.append(f"Seconds from process start to `active` (the demo: `ready`); load average "
+                 f"{load:.1f} at the start on this 2-core machine.{installed}")
+    lines.append("")
+    after = results.get("after install", {})
+    slow = {n: t for n, t in after.items() if t is None or t > FIRST_START_TARGET_S}
+    if not after:
+        verdict = "not measured"
+    elif not slow:
+        verdict = f"met by all {len(after)}"
+    else:
+        verdict = "**missed** by " + ", ".join(
+            f"`{n}` ({'never started' if t is None else f'+{t - FIRST_START_TARGET_S:.1f} s'})"
+            for n, t in slow.items())
+    lines.append(f"* First start after installation <= {FIRST_START_TARGET_S:g} s: {verdict}.")
+    lines += ["", f"Rerun: `{rerun_command('first_start.py', argv)}`"]
+    return "\n".join(lines)
+
+
 def _fmt(t: float | None) -> str:
     return "   --" if t is None else f"{t:6.1f}"
 
@@ -125,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="node parameter files / robot configurations (relative to the repo)")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold starts")
     ap.add_argument("--prefix", default="", help="an installed prefix to reuse (no install)")
+    ap.add_argument("--write", action="store_true",
+                    help="also write the report into docs/install.md (between its markers)")
     args = ap.parse_args(argv)
+    load = os.getloadavg()[0]
+    install_s = None
     env = _base_env()
     work = Path(tempfile.mkdtemp(prefix="wbc_first_start_"))
     env["XDG_CACHE_HOME"] = str(work / "xdg")  # numba's user-wide cache: not the user's own
@@ -139,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         prefix = Path(args.prefix) if args.prefix else work / "prefix"
         if not args.prefix:
             print("installing (pip install --prefix, build step included) ...", flush=True)
-            print(f"  install: {install(prefix, work, env):.1f} s", flush=True)
+            install_s = install(prefix, work, env)
+            print(f"  install: {install_s:.1f} s", flush=True)
         site = next(prefix.glob("lib/python3*/site-packages"))
         installed = [prefix / "share" / "wbc_dynamics" / c for c in args.configs]
         run_env = dict(env, PYTHONPATH=str(site))
@@ -151,6 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'':28s}" + "".join(f"{m:>15s}" for m in modes))
         for name in results[modes[-1]]:
             print(f"{name:28s}" + "".join(f"{_fmt(results[m].get(name)):>15s}" for m in modes))
+        text = report(results, install_s, load, argv)
+        print("\n" + text)
+        if args.write:
+            sys.path.insert(0, str(REPO / "benchmarks"))
+            from docs_pages import write_between_markers
+
+            write_between_markers(str(REPO / "docs" / "install.md"), REPORT_MARKERS, text)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
