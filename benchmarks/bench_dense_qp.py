@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "test"))
 
 from dense_qp_helpers import contact_qps, contact_setup, sway_states  # noqa: E402
 
-from wbc_dynamics.contact import qp as qpmod  # noqa: E402
+from wbc_dynamics.contact import qp_osqp as qpmod  # noqa: E402
 from wbc_dynamics.contact.dense_qp import (  # noqa: E402
     SOLVED,
     DenseQPWork,

@@ -125,7 +125,7 @@ def clarabel_qp(P, q, A, l, u, tol: float = 1e-12):
 
 def osqp_qp(P, q, A, l, u, eps: float = 1e-10, max_iter: int = 200000, polish: bool = True,
             warm_x=None):
-    """(status_val, iterations, x, y, solve time [s]) from OSQP (sparse data, as qp.py)."""
+    """(status_val, iterations, x, y, solve time [s]) from OSQP (sparse data, as qp_osqp.py)."""
     s = osqp.OSQP()
     s.setup(sp.csc_matrix(np.triu(P)), q, sp.csc_matrix(A), np.maximum(l, -1e30),
             np.minimum(u, 1e30), verbose=False, eps_abs=eps, eps_rel=eps, max_iter=max_iter,
@@ -267,15 +267,14 @@ def sway_states(m, q0, n: int, seed: int, dt: float = 1e-3):
 
 def contact_qps(robot: str, method: str = "qp_coulomb", states=None, **options
                 ) -> list[list[tuple[str, tuple]]]:
-    """The OSQP problems ``qp.py`` solves (Stage I first pass, Stage I recentred pass,
-    Stage II; dense formulation) for each state ``(q, v, qdd_des)`` of ``states`` (default:
-    5 :func:`random_states`), recorded at each OSQP solve through a recording ``OSQPSolver``.
-    Cold (``warm_start=False``): every tick sets up its solvers, so each record holds the
-    complete data as handed to OSQP (P symmetrized from the upper triangle OSQP reads).
-    Returns per tick ``[(label, (P, q, A, l, u)), ...]``, labels ``stage1``, ``stage1_pass2``,
-    ``stage2``.
+    """The OSQP problems ``qp_coulomb`` / ``qp_noslip`` solve (Stage I first pass, Stage I recentred
+    pass, Stage II; dense formulation) for each state ``(q, v, qdd_des)`` of ``states`` (default: 5
+    :func:`random_states`), recorded at each OSQP solve through a recording ``OSQPSolver``. Cold
+    (``warm_start=False``): every tick sets up its solvers, so each record holds the complete data
+    as handed to OSQP (P symmetrized from the upper triangle OSQP reads). Returns per tick
+    ``[(label, (P, q, A, l, u)), ...]``, labels ``stage1``, ``stage1_pass2``, ``stage2``.
     """
-    from wbc_dynamics.contact import qp as qpmod
+    from wbc_dynamics.contact import qp_osqp as qpmod  # where OSQPStages looks OSQPSolver up
     from wbc_dynamics.contact import solve
 
     tick: list[tuple[str, tuple]] = []

@@ -199,7 +199,7 @@ def test_controller_honours_solver_state_options():
 
 
 # ---------------------------------------------------------------- the QP methods (qp_tick)
-from wbc_dynamics.contact import qp as qp_module  # noqa: E402
+from wbc_dynamics.contact import qp_osqp as qp_module  # noqa: E402
 from wbc_dynamics.contact.qp_tick import QPTick  # noqa: E402
 
 #: the controller's options of the QP methods (config/*.yaml: coulomb_tracking, noslip_gap)
@@ -434,7 +434,7 @@ ACTIVE_SET_CASES = {**{f"quadruped_{k}": ("quadruped", *v) for k, v in QP_CASES.
 @pytest.mark.parametrize("case", sorted(ACTIVE_SET_CASES))
 def test_compiled_active_set_tick_equals_build_and_solve(case):
     """qp_solver="active_set" (the default): the whole tick is one compiled call, and ``solve``
-    runs the same compiled flow (qp.qp_active_set) on the problem ``build`` assembles, its warm
+    runs the same compiled flow (qp_flow.qp_active_set) on the problem ``build`` assembles, its warm
     start mapped by contact identity as the tick's by candidate slot. On every tick, through
     contact-set changes and a flight phase, warm and cold: the same flags (no iteration limit
     anywhere) and warm-start use, bitwise the same torques, world forces to rounding (the tick

@@ -183,22 +183,22 @@ def _batch_kalman_tick(e, x, P, quat, gyro, accel, stance, dt):
         sl = slice(6 + 3 * i, 9 + 3 * i)
         Q[sl, sl] = (e.contact_drift if stance[i] else e.swing_drift) ** 2 * dt * np.eye(3)
         if stance[i]:
-            x[sl] += e.roll[i] * dt
+            x[sl] += e.feet.roll[i] * dt
     P = F @ P @ F.T + Q
     rows, z, r = [], [], []
     for i in np.flatnonzero(stance):
         t = e.stance_time[i]  # (after the tick: this tick's value)
         inflate = 1.0 / min(max(t / e.trust_ramp, 0.01), 1.0) ** 2
-        rb = e.r_base[i]
+        rb = e.feet.r_base[i]
         lever = np.linalg.norm(rb)
-        rv = np.cross(gyro, rb) + e.J_lin[i, :, 6:] @ e.v0[6:]
+        rv = np.cross(gyro, rb) + e.feet.J_lin[i, :, 6:] @ e.feet.v0[6:]
         h = np.zeros((7, n))
         h[0:3, 0:3] = -np.eye(3)
         h[0:3, 6 + 3 * i:9 + 3 * i] = np.eye(3)
         h[3:6, 3:6] = np.eye(3)
         h[6, 8 + 3 * i] = 1.0
         rows.append(h)
-        z += [*(R @ rb), *(e.roll[i] - R @ rv), e.ground_height + e.lift[i]]
+        z += [*(R @ rb), *(e.feet.roll[i] - R @ rv), e.ground_height + e.feet.lift[i]]
         r += [(e.kinematics_noise ** 2 + (e.joint_position_noise * lever) ** 2) * inflate] * 3
         r += [(e.contact_velocity_noise ** 2 + (e.joint_velocity_noise * lever) ** 2)
               * inflate] * 3

@@ -76,7 +76,7 @@ def _soles_base(e):
     out = []
     for k in range(e.sole_body.shape[0]):
         i, b = int(e.sole_foot[k]), int(e.sole_body[k])
-        s = e.pw[b] + e.Rw[b] @ e.sole_r[k] - e.r_base[i]
+        s = e.feet.pw[b] + e.feet.Rw[b] @ e.sole_r[k] - e.feet.r_base[i]
         out.append((i, s, float(e.sole_radius[k])))
     return out
 
@@ -126,7 +126,7 @@ def _reference_tick(e, state, P, gyro, accel, stance, dt):
     K = d.shape[0]
     n = 15 + 3 * K
     g = np.array([0.0, 0.0, -e.gravity])
-    roll = e.roll.copy()
+    roll = e.feet.roll.copy()
     A, Ad = _error_dynamics(e, R, v, p, d, roll)
     Phi = expm(A * dt)
     q = np.zeros(n)  # continuous-time noise densities: (s dt)^2 = Q dt for per-sample s
@@ -146,7 +146,7 @@ def _reference_tick(e, state, P, gyro, accel, stance, dt):
     rows, z, r, gated = [], [], [], []
     for i in np.flatnonzero(stance):
         inflate = 1.0 / min(max(e.stance_time[i] / e.trust_ramp, 0.01), 1.0) ** 2
-        rb = e.r_base[i]
+        rb = e.feet.r_base[i]
         H = np.zeros((4, n))
         H[0:3, 6:9] = -np.eye(3)
         H[0:3, 9 + 3 * i:12 + 3 * i] = np.eye(3)
@@ -196,8 +196,8 @@ def test_phi_is_the_matrix_exponential_of_the_error_dynamics():
         qdj = 2.0 * rng.standard_normal(12)
         stance = np.array([True, True, False, True])
         assert f.update(qj, qdj, rng.normal(0.0, 1.0, 3), UP, None, stance, dt) == 0
-        assert np.max(np.abs(e.roll[stance])) > 1e-3 and np.all(e.roll[~stance] == 0.0)
-        A, _ = _error_dynamics(e, R, v, p, d, e.roll)
+        assert np.max(np.abs(e.feet.roll[stance])) > 1e-3 and np.all(e.feet.roll[~stance] == 0.0)
+        A, _ = _error_dynamics(e, R, v, p, d, e.feet.roll)
         Phi = np.eye(e.P.shape[0])
         _apply_phi_left(Phi, e.F, dt, 4)
         ref = expm(A * dt)
@@ -264,7 +264,7 @@ def test_measurement_rows_match_finite_differences_under_the_retraction():
     n, eps = e.P.shape[0], 1e-6
     for i in range(4):
         H, z, var = f.measurement_rows(i)
-        rb = e.r_base[i]
+        rb = e.feet.r_base[i]
 
         def meas(delta, i=i, rb=rb):
             R, _, p, d = _retract(delta, Rh, vh, ph, dh)
@@ -334,7 +334,7 @@ def test_initializes_on_the_stance_feet_at_rest_and_stays():
     assert f.initialized
     e = f.data
     for i in range(4):
-        assert abs(e.x[8 + 3 * i] - e.lift[i] - e.ground_height) < 1e-12
+        assert abs(e.x[8 + 3 * i] - e.feet.lift[i] - e.ground_height) < 1e-12
     p0, quat, v, w = f.base_state()
     assert np.allclose(quat, q[3:7]) and np.all(v == 0.0) and np.all(w == 0.0)
     for _ in range(500):

@@ -55,14 +55,13 @@ def _reference_hierarchy(levels, n, tol=1e-9):
 def _solve(levels, n, tolerance=1e-9, damping=0.0):
     m = max(A.shape[0] for A, _ in levels)
     w = prioritized_work(n, m)
-    prioritized_reset(w.x, w.rank)
+    prioritized_reset(w)
     ranks = []
     for A, b in levels:
         k = A.shape[0]
         w.rows[:k] = A
         w.rhs[:k] = b
-        ranks.append(prioritized_level(k, w.rows, w.rhs, w.x, w.basis, w.rank, w.lower,
-                                       w.pivot, w.lsq, tolerance, damping))
+        ranks.append(prioritized_level(k, w, tolerance, damping))
     return w.x.copy(), ranks, w
 
 
@@ -149,8 +148,7 @@ def test_non_finite_rows_fail_without_touching_the_solution():
     n = 4
     x, ranks, w = _solve([(np.eye(2, n), np.array([1.0, 2.0]))], n)
     w.rows[:1] = np.nan
-    st = prioritized_level(1, w.rows, w.rhs, w.x, w.basis, w.rank, w.lower, w.pivot, w.lsq,
-                           1e-9, 0.0)
+    st = prioritized_level(1, w, 1e-9, 0.0)
     assert st == -1
     assert np.array_equal(w.x, x)
 

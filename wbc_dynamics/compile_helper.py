@@ -52,8 +52,8 @@ GENERAL_PATH_KERNELS: dict[str, tuple[tuple[str, str], ...]] = {
     "lcp_noslip": (("lcp_noslip", "lcp_noslip_kernel"),
                    ("consistency", "min_norm_solution_kernel")),
     "lcp_coulomb": (("lemke", "_solve_lcp_kernel"), ("lcp_coulomb", "_reduce_kernel")),
-    "qp_coulomb": (("qp", "_stage1_data"), ("qp", "_stage2_data")),
-    "qp_noslip": (("qp", "_stage1_data"), ("qp", "_stage2_data")),
+    "qp_coulomb": (("qp_kernels", "_stage1_data"), ("qp_kernels", "_stage2_data")),
+    "qp_noslip": (("qp_kernels", "_stage1_data"), ("qp_kernels", "_stage2_data")),
 }
 PASSIVE_IMPACT_KERNEL = ("geometry", "passive_impact_kernel")
 #: the contact candidates' kernel (every contact method's assembly calls it; the controller's

@@ -47,7 +47,8 @@ from .validation import require_positive
 if TYPE_CHECKING:
     from .model import RobotModel
 
-__all__ = ["BaseEstimator", "EstimatorData", "EstimatorNoise", "ImuEstimator", "estimator_kernel"]
+__all__ = ["BaseEstimator", "EstimatorData", "EstimatorNoise", "FeetKinematics", "ImuEstimator",
+           "estimator_kernel"]
 
 GRAVITY = 9.81
 
@@ -84,6 +85,35 @@ class EstimatorNoise:
         require_positive(vars(self).items(), "EstimatorNoise.{}")
 
 
+class FeetKinematics(NamedTuple):
+    """The buffers of ``feet_kinematics`` for L feet, shared by the estimators that run it
+    (this module's and :mod:`wbc_dynamics.invariant_ekf`'s: their records' ``feet``).
+
+    ``q0`` (nq,), ``v0`` (nv,) the configuration and velocity with the base at the origin,
+    ``Xup``, ``Rw``, ``pw``, ``Rtmp``, ``vel``, ``acc``, ``joint_twist``, ``P3``, ``Jfull`` the
+    kinematics pass's buffers (``wbc_dynamics.kernels.kinematics.points_kinematics``),
+    ``r_base`` (L, 3) [m] each foot's anchor in the base frame, ``J_lin`` (L, 3, nv) its linear
+    Jacobian, ``bias`` (L, 3), ``lift`` (L,) [m] height of each anchor above its lowest sole
+    point's bottom (world axes), ``roll`` (L, 3) [m/s] its rolling velocity (world)."""
+
+    q0: np.ndarray
+    v0: np.ndarray
+    Xup: np.ndarray
+    Rw: np.ndarray
+    pw: np.ndarray
+    Rtmp: np.ndarray
+    vel: np.ndarray
+    acc: np.ndarray
+    joint_twist: np.ndarray
+    P3: np.ndarray
+    Jfull: np.ndarray
+    r_base: np.ndarray
+    J_lin: np.ndarray
+    bias: np.ndarray
+    lift: np.ndarray
+    roll: np.ndarray
+
+
 class EstimatorData(NamedTuple):
     """The estimator's state, configuration and workspace (one record per estimator).
 
@@ -107,11 +137,8 @@ class EstimatorData(NamedTuple):
     gate; ``stance`` (L,) bool per foot (input of each update); ``stance_time`` (L,) [s]
     how long each foot has been in stance; ``initialized`` (1,) bool.
 
-    Workspace: kinematics buffers (``q0``, ``v0``, ``Xup``, ``Rw``, ``pw``, ``Rtmp``, ``vel``,
-    ``acc``, ``joint_twist``, ``P3``, ``Jfull``, ``r_base`` (L, 3), ``J_lin`` (L, 3, nv), ``bias``
-    (L, 3), ``lift`` (L,) [m] height of each foot's anchor above its lowest sole point's
-    bottom, world axes), ``roll`` (L, 3) [m/s] its rolling velocity (world)); ``gain`` (n,)
-    the scalar updates' ``P h``.
+    Workspace: ``feet`` the kinematics buffers (:class:`FeetKinematics`); ``gain`` (n,) the
+    scalar updates' ``P h``.
     """
 
     foot_body: np.ndarray
@@ -143,22 +170,7 @@ class EstimatorData(NamedTuple):
     stance: np.ndarray
     stance_time: np.ndarray
     initialized: np.ndarray
-    q0: np.ndarray
-    v0: np.ndarray
-    Xup: np.ndarray
-    Rw: np.ndarray
-    pw: np.ndarray
-    Rtmp: np.ndarray
-    vel: np.ndarray
-    acc: np.ndarray
-    joint_twist: np.ndarray
-    P3: np.ndarray
-    Jfull: np.ndarray
-    r_base: np.ndarray
-    J_lin: np.ndarray
-    bias: np.ndarray
-    lift: np.ndarray
-    roll: np.ndarray
+    feet: FeetKinematics
     gain: np.ndarray
 
 
@@ -195,31 +207,34 @@ def _integrate_quat(q, wx, wy, wz, dt):
 
 @njit(cache=True)
 def feet_kinematics(e, model, qj, qdj):
-    """The feet's kinematics with the base at the origin (a record with the fields of
-    :class:`EstimatorData`'s kinematics workspace): ``e.r_base`` (L, 3) each anchor in the base
-    frame [m], ``e.J_lin`` (L, 3, nv) its linear Jacobian, ``e.vel`` the bodies' twists, for
+    """The feet's kinematics with the base at the origin (a record with a ``feet``
+    :class:`FeetKinematics` and the feet's ``foot_body``, ``foot_r``): ``e.feet.r_base`` (L, 3)
+    each anchor in the base frame [m], ``e.feet.J_lin`` (L, 3, nv) its linear Jacobian,
+    ``e.feet.vel`` the bodies' twists, for
     the joint positions ``qj`` [rad] and rates ``qdj`` [rad/s] in the model's order. Returns
     :func:`~wbc_dynamics.kernels.kinematics.points_kinematics`' status (0 = ok)."""
+    fk = e.feet
     for a in range(7):
-        e.q0[a] = 0.0
-    e.q0[6] = 1.0
+        fk.q0[a] = 0.0
+    fk.q0[6] = 1.0
     for c in range(qj.shape[0]):
-        e.q0[7 + c] = qj[c]
-    for c in range(e.v0.shape[0]):
-        e.v0[c] = 0.0
+        fk.q0[7 + c] = qj[c]
+    for c in range(fk.v0.shape[0]):
+        fk.v0[c] = 0.0
     for c in range(qdj.shape[0]):
-        e.v0[6 + c] = qdj[c]
-    return points_kinematics(model, e.q0, e.v0, e.foot_body, e.foot_r, e.Xup, e.Rw,
-                             e.pw, e.Rtmp, e.vel, e.acc, e.joint_twist, e.P3, e.Jfull, e.r_base,
-                             e.J_lin, e.bias)
+        fk.v0[6 + c] = qdj[c]
+    return points_kinematics(model, fk.q0, fk.v0, e.foot_body, e.foot_r, fk.Xup,
+                             fk.Rw, fk.pw, fk.Rtmp, fk.vel, fk.acc, fk.joint_twist, fk.P3,
+                             fk.Jfull, fk.r_base, fk.J_lin, fk.bias)
 
 
 @njit(cache=True)
 def estimator_kernel(e, model, qj, qdj, gyro, accel, imu_quat, dt):
     """One estimator tick (``_estimator_tick``), then ``e.v_base = R^T v`` for the
     estimate's user (base-frame velocity, the controller's convention). Returns its status."""
+    fk = e.feet
     status = _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt)
-    R = e.Rtmp[0]
+    R = fk.Rtmp[0]
     rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
     for a in range(3):
         e.v_base[a] = R[0, a] * e.x[3] + R[1, a] * e.x[4] + R[2, a] * e.x[5]
@@ -235,6 +250,7 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
     stance. Updates ``e.x``, ``e.P``, ``e.quat``, ``e.omega``. Returns 0, or 1 if the
     kinematics failed, 2 if a measurement's innovation variance was not positive (the updates
     before it kept, the rest skipped)."""
+    fk = e.feet
     sa, sk, sv = e.accelerometer_noise, e.kinematics_noise, e.contact_velocity_noise
     sd, ss, sh = e.contact_drift, e.swing_drift, e.ground_height_noise
     ground, kgain, g, sqd = e.ground_height, e.tilt_gain, e.gravity, e.joint_velocity_noise
@@ -245,7 +261,7 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
     # -- orientation
     for a in range(3):
         e.omega[a] = gyro[a]
-    R = e.Rtmp[0]
+    R = fk.Rtmp[0]
     if use_imu_quat:
         nq = math.sqrt(imu_quat[0] ** 2 + imu_quat[1] ** 2 + imu_quat[2] ** 2 + imu_quat[3] ** 2)
         for a in range(4):
@@ -262,32 +278,32 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
         _integrate_quat(e.quat, gyro[0] + kgain * ex, gyro[1] + kgain * ey,
                         gyro[2] + kgain * ez, dt)
     # -- contact points relative to the base (base frame) and their Jacobians
-    nv = e.v0.shape[0]
+    nv = fk.v0.shape[0]
     if feet_kinematics(e, model, qj, qdj) != 0:
         return 1
     rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
     # each foot's anchor height above the bottom of its lowest sole sphere (world axes)
     for i in range(L):
-        e.lift[i] = -np.inf
+        fk.lift[i] = -np.inf
     for k in range(e.sole_body.shape[0]):
         i = e.sole_foot[k]
         b = e.sole_body[k]
         d = 0.0
         for a in range(3):  # R (sole - anchor), z row
-            sole = e.pw[b, a] + (e.Rw[b, a, 0] * e.sole_r[k, 0] + e.Rw[b, a, 1] * e.sole_r[k, 1]
-                                 + e.Rw[b, a, 2] * e.sole_r[k, 2])
-            d += R[2, a] * (sole - e.r_base[i, a])
+            sole = fk.pw[b, a] + (fk.Rw[b, a, 0] * e.sole_r[k, 0] + fk.Rw[b, a, 1] * e.sole_r[k, 1]
+                                 + fk.Rw[b, a, 2] * e.sole_r[k, 2])
+            d += R[2, a] * (sole - fk.r_base[i, a])
         lift = e.sole_radius[k] - d
-        if lift > e.lift[i]:
-            e.lift[i] = lift
+        if lift > fk.lift[i]:
+            fk.lift[i] = lift
     # -- initialization: stance points on the ground, at rest
     if not e.initialized[0]:
         h = 0.0
         ns = 0
         for i in range(L):
-            zi = R[2, 0] * e.r_base[i, 0] + R[2, 1] * e.r_base[i, 1] + R[2, 2] * e.r_base[i, 2]
+            zi = R[2, 0] * fk.r_base[i, 0] + R[2, 1] * fk.r_base[i, 1] + R[2, 2] * fk.r_base[i, 2]
             if e.stance[i]:
-                h += ground + e.lift[i] - zi
+                h += ground + fk.lift[i] - zi
                 ns += 1
         if ns == 0:
             return 0
@@ -299,8 +315,8 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
         e.x[2] = h
         for i in range(L):
             for a in range(3):
-                e.x[6 + 3 * i + a] = e.x[a] + (R[a, 0] * e.r_base[i, 0] + R[a, 1] * e.r_base[i, 1]
-                                               + R[a, 2] * e.r_base[i, 2])
+                e.x[6 + 3 * i + a] = e.x[a] + (R[a, 0] * fk.r_base[i, 0] + R[a, 1] * fk.r_base[i, 1]
+                                               + R[a, 2] * fk.r_base[i, 2])
         for k in range(n):
             e.P[k, k] = 1e-4
         e.initialized[0] = True
@@ -310,16 +326,16 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
     # point at the bottom rests; zero for a flat foot
     for i in range(L):
         b = e.foot_body[i]
-        wf = e.P3  # scratch (3,)
+        wf = fk.P3  # scratch (3,)
         for a in range(3):
-            wf[a] = e.omega[a] + (e.Rw[b, a, 0] * e.vel[b, 3] + e.Rw[b, a, 1] * e.vel[b, 4]
-                                  + e.Rw[b, a, 2] * e.vel[b, 5])
+            wf[a] = e.omega[a] + (fk.Rw[b, a, 0] * fk.vel[b, 3] + fk.Rw[b, a, 1] * fk.vel[b, 4]
+                                  + fk.Rw[b, a, 2] * fk.vel[b, 5])
         wx = R[0, 0] * wf[0] + R[0, 1] * wf[1] + R[0, 2] * wf[2]
         wy = R[1, 0] * wf[0] + R[1, 1] * wf[1] + R[1, 2] * wf[2]
-        lift = max(e.lift[i], 0.0)
-        e.roll[i, 0] = wy * lift
-        e.roll[i, 1] = -wx * lift
-        e.roll[i, 2] = 0.0
+        lift = max(fk.lift[i], 0.0)
+        fk.roll[i, 0] = wy * lift
+        fk.roll[i, 1] = -wx * lift
+        fk.roll[i, 2] = 0.0
     # -- prediction
     aw0 = R[0, 0] * accel[0] + R[0, 1] * accel[1] + R[0, 2] * accel[2]
     aw1 = R[1, 0] * accel[0] + R[1, 1] * accel[1] + R[1, 2] * accel[2]
@@ -346,7 +362,7 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
         for a in range(3):
             e.P[6 + 3 * i + a, 6 + 3 * i + a] += w
             if e.stance[i]:
-                e.x[6 + 3 * i + a] += e.roll[i, a] * dt
+                e.x[6 + 3 * i + a] += fk.roll[i, a] * dt
     # -- measurements of the stance points, one scalar update each: their noises are
     # independent (diagonal R), so the sequence equals the batch update (every row of H has
     # one or two unit entries: no matrix products, no factorization)
@@ -357,7 +373,7 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
         e.stance_time[i] += dt
         trust = 1.0 if ramp <= 0.0 else min(max(e.stance_time[i] / ramp, 0.01), 1.0)
         inflate = 1.0 / (trust * trust)
-        rb0, rb1, rb2 = e.r_base[i, 0], e.r_base[i, 1], e.r_base[i, 2]
+        rb0, rb1, rb2 = fk.r_base[i, 0], fk.r_base[i, 1], fk.r_base[i, 2]
         # the point's velocity relative to the base, base frame: w x r + J qd (+ noise)
         w0, w1, w2 = e.omega[0], e.omega[1], e.omega[2]
         rv0 = w1 * rb2 - w2 * rb1
@@ -365,9 +381,9 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
         rv2 = w0 * rb1 - w1 * rb0
         lever = math.sqrt(rb0 * rb0 + rb1 * rb1 + rb2 * rb2)
         for c in range(6, nv):
-            rv0 += e.J_lin[i, 0, c] * e.v0[c]
-            rv1 += e.J_lin[i, 1, c] * e.v0[c]
-            rv2 += e.J_lin[i, 2, c] * e.v0[c]
+            rv0 += fk.J_lin[i, 0, c] * fk.v0[c]
+            rv1 += fk.J_lin[i, 1, c] * fk.v0[c]
+            rv2 += fk.J_lin[i, 2, c] * fk.v0[c]
         r_pos = (sk * sk + (sqp * lever) ** 2) * inflate
         r_vel = (sv * sv + (sqd * lever) ** 2) * inflate
         ci = 6 + 3 * i
@@ -378,9 +394,9 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
         # v = w_i x (h_i z) - R (w x r + J qd); a foot whose velocity disagrees with the
         # estimate beyond the gate (chi-square, 3 dof) is moving -- slipping, or not yet down
         # though the schedule says stance --: its velocity rows are skipped
-        zv0 = e.roll[i, 0] - (R[0, 0] * rv0 + R[0, 1] * rv1 + R[0, 2] * rv2)
-        zv1 = e.roll[i, 1] - (R[1, 0] * rv0 + R[1, 1] * rv1 + R[1, 2] * rv2)
-        zv2 = e.roll[i, 2] - (R[2, 0] * rv0 + R[2, 1] * rv1 + R[2, 2] * rv2)
+        zv0 = fk.roll[i, 0] - (R[0, 0] * rv0 + R[0, 1] * rv1 + R[0, 2] * rv2)
+        zv1 = fk.roll[i, 1] - (R[1, 0] * rv0 + R[1, 1] * rv1 + R[1, 2] * rv2)
+        zv2 = fk.roll[i, 2] - (R[2, 0] * rv0 + R[2, 1] * rv1 + R[2, 2] * rv2)
         if e.velocity_gate > 0.0 and _mahalanobis3(e.P, 3, zv0 - e.x[3], zv1 - e.x[4],
                                                     zv2 - e.x[5], r_vel) > e.velocity_gate:
             e.gated_velocities[0] += 1
@@ -390,7 +406,7 @@ def _estimator_tick(e, model, qj, qdj, gyro, accel, imu_quat, dt):
                 if not _scalar_update(e.x, e.P, e.gain, 3 + a, 1.0, 3 + a, 0.0, z, r_vel):
                     return 2
         # c_i,z = ground + lift: the lowest sole point on the ground
-        if not _scalar_update(e.x, e.P, e.gain, ci + 2, 1.0, ci + 2, 0.0, ground + e.lift[i],
+        if not _scalar_update(e.x, e.P, e.gain, ci + 2, 1.0, ci + 2, 0.0, ground + fk.lift[i],
                               sh * sh * inflate):
             return 2
     for k in range(n):  # rounding leaves P - g g^T / s asymmetric in the last bits
@@ -472,17 +488,16 @@ def _feet_and_soles(model: RobotModel, feet, sole_foot, sole_bodies, sole_centre
                 sole_foot=sole_foot, sole_body=sole_bodies, sole_r=rs, sole_radius=radii)
 
 
-def _feet_workspace(model: RobotModel, L: int) -> dict:
-    """The workspace fields of an estimator's data record for :func:`feet_kinematics` of
-    ``L`` feet (``q0`` ... ``roll``), zeroed."""
+def _feet_workspace(model: RobotModel, L: int) -> FeetKinematics:
+    """The buffers of :func:`feet_kinematics` of ``L`` feet, zeroed."""
     nv = int(model.nv)
     nb = len(model.model_arrays.parent)
-    return dict(q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
-                Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
-                vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6),
-                P3=np.zeros(3), Jfull=np.zeros((6, nv)), r_base=np.zeros((L, 3)),
-                J_lin=np.zeros((L, 3, nv)), bias=np.zeros((L, 3)), lift=np.zeros(L),
-                roll=np.zeros((L, 3)))
+    return FeetKinematics(
+        q0=np.zeros(model.nq), v0=np.zeros(nv), Xup=np.zeros((nb, 6, 6)),
+        Rw=np.zeros((nb, 3, 3)), pw=np.zeros((nb, 3)), Rtmp=np.zeros((2, 3, 3)),
+        vel=np.zeros((nb, 6)), acc=np.zeros((nb, 6)), joint_twist=np.zeros(6), P3=np.zeros(3),
+        Jfull=np.zeros((6, nv)), r_base=np.zeros((L, 3)), J_lin=np.zeros((L, 3, nv)),
+        bias=np.zeros((L, 3)), lift=np.zeros(L), roll=np.zeros((L, 3)))
 
 
 def _feet_of_contact_model(contact_model) -> tuple:
@@ -545,7 +560,7 @@ class BaseEstimator:
                                          sole_radii, "BaseEstimator")
         n = 6 + 3 * L
         self.data = EstimatorData(
-            **feet_and_soles, **_feet_workspace(model, L),
+            **feet_and_soles, feet=_feet_workspace(model, L),
             accelerometer_noise=float(noise.accelerometer),
             kinematics_noise=float(noise.kinematics),
             contact_velocity_noise=float(noise.contact_velocity),

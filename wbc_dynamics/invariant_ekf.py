@@ -124,6 +124,7 @@ from numba.experimental import structref
 from .estimator import (
     GRAVITY,
     EstimatorNoise,
+    FeetKinematics,
     _feet_and_soles,
     _feet_of_contact_model,
     _feet_workspace,
@@ -173,18 +174,15 @@ class InvariantEKFData(NamedTuple):
     update); ``stance_time`` (K,) [s]; ``outlier_scale`` (K,) the gate's variance factor of
     each foot in the last update (1: consistent); ``initialized`` (1,) bool.
 
-    Workspace: the kinematics buffers of
-    ``wbc_dynamics.estimator.feet_kinematics`` (``q0``, ``v0``, ``Xup``,
-    ``Rw``, ``pw``, ``Rtmp``, ``vel``, ``acc``, ``joint_twist``, ``P3``, ``Jfull``, ``r_base``
-    (K, 3) the anchors in the base frame [m], ``J_lin``, ``bias``); ``lift`` (K,) [m]
-    each anchor's height above its lowest sole point, ``sole_offset`` (K, 3) [m] the lowest
-    sphere's centre relative to the anchor (world axes), ``roll`` (K, 3) [m/s] the anchors'
-    rolling velocity (world); ``U`` (3 + K, 3, 3) the noise's cross-product blocks, ``F``
-    (7 + 2K, 3, 3) the blocks of Phi, ``delta`` (n,) the correction, ``gain``
-    (n,) the scalar updates' ``P h``, ``Rexp`` (3, 3), ``Jl`` (3, 3); one foot's measurement
-    rows (``_foot_rows``): ``row_index`` (4, 3) int64, ``row_coef`` (4, 3), ``row_z`` (4,),
-    ``row_var`` (4,).
-    """
+    Workspace: ``feet`` the kinematics buffers of ``wbc_dynamics.estimator.feet_kinematics``
+    (:class:`~wbc_dynamics.estimator.FeetKinematics`: ``r_base`` (K, 3) the anchors in the base
+    frame [m], ``lift`` (K,) [m] each anchor's height above its lowest sole point, ``roll`` (K, 3)
+    [m/s] the anchors' rolling velocity (world), ...); ``sole_offset`` (K, 3) [m] the lowest
+    sphere's centre relative to the anchor (world axes); ``U`` (3 + K, 3, 3) the noise's
+    cross-product blocks, ``F`` (7 + 2K, 3, 3) the blocks of Phi, ``delta`` (n,) the correction,
+    ``gain`` (n,) the scalar updates' ``P h``, ``Rexp`` (3, 3), ``Jl`` (3, 3); one foot's
+    measurement rows (``_foot_rows``): ``row_index`` (4, 3) int64, ``row_coef`` (4, 3), ``row_z``
+    (4,), ``row_var`` (4,). """
 
     foot_body: np.ndarray
     foot_r: np.ndarray
@@ -222,23 +220,8 @@ class InvariantEKFData(NamedTuple):
     stance_time: np.ndarray
     outlier_scale: np.ndarray
     initialized: np.ndarray
-    q0: np.ndarray
-    v0: np.ndarray
-    Xup: np.ndarray
-    Rw: np.ndarray
-    pw: np.ndarray
-    Rtmp: np.ndarray
-    vel: np.ndarray
-    acc: np.ndarray
-    joint_twist: np.ndarray
-    P3: np.ndarray
-    Jfull: np.ndarray
-    r_base: np.ndarray
-    J_lin: np.ndarray
-    bias: np.ndarray
-    lift: np.ndarray
+    feet: FeetKinematics
     sole_offset: np.ndarray
-    roll: np.ndarray
     U: np.ndarray
     F: np.ndarray
     delta: np.ndarray
@@ -331,25 +314,26 @@ def _so3_exp_and_left_jacobian(px, py, pz, Rexp, Jl):
 
 @njit(cache=True)
 def _sole_lift(e, R):
-    """``e.lift`` (K,): each anchor's height above the bottom of its lowest sole sphere with the
-    orientation ``R``, and ``e.sole_offset`` (K, 3): that sphere's centre relative to the
+    """``e.feet.lift`` (K,): each anchor's height above the bottom of its lowest sole sphere with
+    the orientation ``R``, and ``e.sole_offset`` (K, 3): that sphere's centre relative to the
     anchor, world axes (after :func:`~wbc_dynamics.estimator.feet_kinematics`)."""
+    fk = e.feet
     L = e.foot_body.shape[0]
     for i in range(L):
-        e.lift[i] = -np.inf
+        fk.lift[i] = -np.inf
     for k in range(e.sole_body.shape[0]):
         i = e.sole_foot[k]
         b = e.sole_body[k]
-        s0 = e.pw[b, 0] + (e.Rw[b, 0, 0] * e.sole_r[k, 0] + e.Rw[b, 0, 1] * e.sole_r[k, 1]
-                           + e.Rw[b, 0, 2] * e.sole_r[k, 2]) - e.r_base[i, 0]
-        s1 = e.pw[b, 1] + (e.Rw[b, 1, 0] * e.sole_r[k, 0] + e.Rw[b, 1, 1] * e.sole_r[k, 1]
-                           + e.Rw[b, 1, 2] * e.sole_r[k, 2]) - e.r_base[i, 1]
-        s2 = e.pw[b, 2] + (e.Rw[b, 2, 0] * e.sole_r[k, 0] + e.Rw[b, 2, 1] * e.sole_r[k, 1]
-                           + e.Rw[b, 2, 2] * e.sole_r[k, 2]) - e.r_base[i, 2]
+        s0 = fk.pw[b, 0] + (fk.Rw[b, 0, 0] * e.sole_r[k, 0] + fk.Rw[b, 0, 1] * e.sole_r[k, 1]
+                           + fk.Rw[b, 0, 2] * e.sole_r[k, 2]) - fk.r_base[i, 0]
+        s1 = fk.pw[b, 1] + (fk.Rw[b, 1, 0] * e.sole_r[k, 0] + fk.Rw[b, 1, 1] * e.sole_r[k, 1]
+                           + fk.Rw[b, 1, 2] * e.sole_r[k, 2]) - fk.r_base[i, 1]
+        s2 = fk.pw[b, 2] + (fk.Rw[b, 2, 0] * e.sole_r[k, 0] + fk.Rw[b, 2, 1] * e.sole_r[k, 1]
+                           + fk.Rw[b, 2, 2] * e.sole_r[k, 2]) - fk.r_base[i, 2]
         wz = R[2, 0] * s0 + R[2, 1] * s1 + R[2, 2] * s2
         lift = e.sole_radius[k] - wz
-        if lift > e.lift[i]:
-            e.lift[i] = lift
+        if lift > fk.lift[i]:
+            fk.lift[i] = lift
             e.sole_offset[i, 0] = R[0, 0] * s0 + R[0, 1] * s1 + R[0, 2] * s2
             e.sole_offset[i, 1] = R[1, 0] * s0 + R[1, 1] * s1 + R[1, 2] * s2
             e.sole_offset[i, 2] = wz
@@ -456,8 +440,9 @@ def invariant_ekf_kernel(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt)
 
 @njit(cache=True)
 def _initialize(e, accel, imu_quat, has_quat):
-    """First tick with a stance foot (module docstring); ``e.lift`` / ``r_base`` computed.
+    """First tick with a stance foot (module docstring); ``e.feet.lift`` / ``r_base`` computed.
     Returns False if no foot is in stance (nothing done)."""
+    fk = e.feet
     L = e.foot_body.shape[0]
     ns = 0
     for i in range(L):
@@ -485,16 +470,16 @@ def _initialize(e, accel, imu_quat, has_quat):
     h = 0.0
     for i in range(L):
         if e.stance[i]:
-            zi = R[2, 0] * e.r_base[i, 0] + R[2, 1] * e.r_base[i, 1] + R[2, 2] * e.r_base[i, 2]
-            h += e.ground_height + e.lift[i] - zi
+            zi = R[2, 0] * fk.r_base[i, 0] + R[2, 1] * fk.r_base[i, 1] + R[2, 2] * fk.r_base[i, 2]
+            h += e.ground_height + fk.lift[i] - zi
     n = e.P.shape[0]
     for k in range(e.x.shape[0]):
         e.x[k] = 0.0
     e.x[2] = h / ns
     for i in range(L):
         for a in range(3):
-            e.x[6 + 3 * i + a] = e.x[a] + (R[a, 0] * e.r_base[i, 0] + R[a, 1] * e.r_base[i, 1]
-                                           + R[a, 2] * e.r_base[i, 2])
+            e.x[6 + 3 * i + a] = e.x[a] + (R[a, 0] * fk.r_base[i, 0] + R[a, 1] * fk.r_base[i, 1]
+                                           + R[a, 2] * fk.r_base[i, 2])
     for a in range(3):
         e.gyro_bias[a] = 0.0
         e.accel_bias[a] = 0.0
@@ -518,18 +503,19 @@ def _initialize(e, accel, imu_quat, has_quat):
 
 @njit(cache=True)
 def _foot_rows(e, i):
-    """The measurement rows of stance foot ``i`` at the prior (``e.x``, ``e.Rot``; ``e.lift``,
+    """The measurement rows of stance foot ``i`` at the prior (``e.x``, ``e.Rot``; ``e.feet.lift``,
     ``e.sole_offset`` at that orientation), as sparse rows on the correction ``delta``
     (module docstring): ``e.row_index`` (4, 3), ``e.row_coef`` (4, 3) (at most three entries
     per row; index -1: no entry), the innovations ``e.row_z`` (4,) and their
     variances ``e.row_var`` (4,) (with the trust ramp). Rows 0-2: the kinematics
     ``R r_i - (d_i - p) = delta_d_i - delta_p``; row 3: the ground,
     ``ground + lift_i - d_i,z = c_y delta_R,x - c_x delta_R,y + delta_d_i,z``."""
+    fk = e.feet
     R = e.Rot
     ramp = e.trust_ramp
     trust = 1.0 if ramp <= 0.0 else min(max(e.stance_time[i] / ramp, 0.01), 1.0)
     inflate = 1.0 / (trust * trust)
-    rb0, rb1, rb2 = e.r_base[i, 0], e.r_base[i, 1], e.r_base[i, 2]
+    rb0, rb1, rb2 = fk.r_base[i, 0], fk.r_base[i, 1], fk.r_base[i, 2]
     lever = math.sqrt(rb0 * rb0 + rb1 * rb1 + rb2 * rb2)
     sk, sqp, sh = e.kinematics_noise, e.joint_position_noise, e.ground_height_noise
     di = 9 + 3 * i
@@ -549,13 +535,13 @@ def _foot_rows(e, i):
     e.row_coef[3, 1] = -(e.x[6 + 3 * i] + e.sole_offset[i, 0])
     e.row_index[3, 2] = di + 2
     e.row_coef[3, 2] = 1.0
-    e.row_z[3] = e.ground_height + e.lift[i] - e.x[8 + 3 * i]
+    e.row_z[3] = e.ground_height + fk.lift[i] - e.x[8 + 3 * i]
     e.row_var[3] = sh * sh * inflate
 
 
 @njit(cache=True)
 def measurement_rows_at_estimate(e, i):
-    """:func:`_foot_rows` of foot ``i`` at the current estimate (``e.lift`` / ``e.sole_offset``
+    """:func:`_foot_rows` of foot ``i`` at the current estimate (``e.feet.lift`` / ``e.sole_offset``
     recomputed at ``e.Rot`` from the last tick's kinematics): what the next update would use
     if the state were this prior. For tests and diagnostics."""
     _sole_lift(e, e.Rot)
@@ -590,6 +576,7 @@ def _iekf_tick(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
     ``e.stance`` the feet in stance. Returns 0, 1 if the kinematics failed (nothing changed), 2
     if an innovation variance was not positive (the rows before it applied, the rest
     skipped)."""
+    fk = e.feet
     L = e.foot_body.shape[0]
     n = e.P.shape[0]
     ibg = 9 + 3 * L
@@ -608,16 +595,16 @@ def _iekf_tick(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
     _sole_lift(e, R)
     for i in range(L):
         b = e.foot_body[i]
-        f0 = wx + (e.Rw[b, 0, 0] * e.vel[b, 3] + e.Rw[b, 0, 1] * e.vel[b, 4]
-                   + e.Rw[b, 0, 2] * e.vel[b, 5])
-        f1 = wy + (e.Rw[b, 1, 0] * e.vel[b, 3] + e.Rw[b, 1, 1] * e.vel[b, 4]
-                   + e.Rw[b, 1, 2] * e.vel[b, 5])
-        f2 = wz + (e.Rw[b, 2, 0] * e.vel[b, 3] + e.Rw[b, 2, 1] * e.vel[b, 4]
-                   + e.Rw[b, 2, 2] * e.vel[b, 5])
-        lift = max(e.lift[i], 0.0) if e.stance[i] else 0.0
-        e.roll[i, 0] = (R[1, 0] * f0 + R[1, 1] * f1 + R[1, 2] * f2) * lift
-        e.roll[i, 1] = -(R[0, 0] * f0 + R[0, 1] * f1 + R[0, 2] * f2) * lift
-        e.roll[i, 2] = 0.0
+        f0 = wx + (fk.Rw[b, 0, 0] * fk.vel[b, 3] + fk.Rw[b, 0, 1] * fk.vel[b, 4]
+                   + fk.Rw[b, 0, 2] * fk.vel[b, 5])
+        f1 = wy + (fk.Rw[b, 1, 0] * fk.vel[b, 3] + fk.Rw[b, 1, 1] * fk.vel[b, 4]
+                   + fk.Rw[b, 1, 2] * fk.vel[b, 5])
+        f2 = wz + (fk.Rw[b, 2, 0] * fk.vel[b, 3] + fk.Rw[b, 2, 1] * fk.vel[b, 4]
+                   + fk.Rw[b, 2, 2] * fk.vel[b, 5])
+        lift = max(fk.lift[i], 0.0) if e.stance[i] else 0.0
+        fk.roll[i, 0] = (R[1, 0] * f0 + R[1, 1] * f1 + R[1, 2] * f2) * lift
+        fk.roll[i, 1] = -(R[0, 0] * f0 + R[0, 1] * f1 + R[0, 2] * f2) * lift
+        fk.roll[i, 2] = 0.0
     # -- covariance: P <- Phi (P + Ad Q Ad^T dt) Phi^T at the estimate before the step
     # noise: q_g [a]x [b]x^T over the blocks a, b in (I, [v]x, [p]x, [d_i]x), plus the diagonal
     U = e.U
@@ -662,7 +649,7 @@ def _iekf_tick(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
     _skew_times_add(F[5], e.x[3], e.x[4], e.x[5], R, -h2)
     _skew_times_add(F[5], 0.0, 0.0, -g, R, -h3)
     for i in range(L):
-        u0, u1, u2 = e.roll[i, 0], e.roll[i, 1], e.roll[i, 2]
+        u0, u1, u2 = fk.roll[i, 0], fk.roll[i, 1], fk.roll[i, 2]
         _skew_into(F[7 + 2 * i], u0, u1, u2, h)  # (d_i, R): [u_i]x h
         Fd = F[8 + 2 * i]  # (d_i, b_g): -[d_i]x R h - [u_i]x R h^2/2
         for a in range(3):
@@ -685,7 +672,7 @@ def _iekf_tick(e, model, qj, qdj, gyro, accel, imu_quat, has_quat, dt):
     for i in range(L):
         if e.stance[i]:
             for a in range(3):
-                e.x[6 + 3 * i + a] += e.roll[i, a] * h
+                e.x[6 + 3 * i + a] += fk.roll[i, a] * h
     _integrate_quat(e.quat, wx, wy, wz, h)
     rotation_from_quaternion(e.quat[0], e.quat[1], e.quat[2], e.quat[3], R)
     # -- update: scalar rows on the correction delta (prior 0), then one retraction
@@ -833,7 +820,7 @@ class InvariantEKF:
         #: the joints the updates take (the model's order)
         self.n_joints = int(model.nq) - 7
         self.data = InvariantEKFData(
-            **feet_and_soles, **_feet_workspace(model, L),
+            **feet_and_soles, feet=_feet_workspace(model, L),
             gyro_noise=float(noise.gyro), accelerometer_noise=float(noise.accelerometer),
             gyro_bias_walk=prior["gyro_bias_walk"],
             accelerometer_bias_walk=prior["accelerometer_bias_walk"],

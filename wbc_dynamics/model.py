@@ -21,6 +21,10 @@ the argument; the checks run inside the compiled kernels so they cost almost not
 
 A model owns preallocated workspaces: one ``RobotModel`` must not be used from two threads at
 once (use :meth:`RobotModel.copy` for a second thread).
+
+One module for one class: every method of :class:`RobotModel` checks its inputs against, and
+calls the compiled core on, the arrays and workspaces its constructor binds; the kernels
+themselves are the modules of ``wbc_dynamics.kernels``.
 """
 
 from __future__ import annotations

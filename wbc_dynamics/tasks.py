@@ -52,9 +52,11 @@ from .kernels.dynamics import (
 )
 from .kernels.kinematics import body_velocities_and_bias, point_bias_filled
 from .kernels.prioritized import (
+    PrioritizedWork,
     prioritized_level,
     prioritized_reset,
     prioritized_selection_level,
+    prioritized_work,
 )
 from .kernels.records import RecordType, define_record
 from .kernels.world import (
@@ -308,9 +310,9 @@ class TaskData(NamedTuple):
     ``support_polygon`` (2 P + 1, 2). An area contact's stabilization (:func:`_flatten_stance`):
     ``stance_kp`` [1/s^2], ``stance_kd`` [1/s] (0, 0: the rigid contact's rows alone),
     ``group_height`` (G,) [m] each group's support height at :meth:`TaskLayer.hold`.
-    and the hierarchy's (:class:`~wbc_dynamics.kernels.prioritized.PrioritizedWork`):
-    ``basis`` (nv, nv), ``rank`` (1,), ``rows`` (m, nv), ``rhs`` (m,), ``lower`` (m, m),
-    ``pivot`` (m,), ``lsq`` (2 m, m + 1); the closed-form posture level's
+    and ``hierarchy`` (:class:`~wbc_dynamics.kernels.prioritized.PrioritizedWork` of nv
+    unknowns and levels of m rows; its ``x`` is ``acceleration``, the same array); the
+    closed-form posture level's
     ``selection_residual``, ``selection_step`` (nv,), ``selection_gram``,
     ``selection_factor`` (6, 6), ``selection_small`` (6,)."""
 
@@ -390,13 +392,7 @@ class TaskData(NamedTuple):
     support_polygon: np.ndarray
     W: np.ndarray
     SC: np.ndarray
-    basis: np.ndarray
-    rank: np.ndarray
-    rows: np.ndarray
-    rhs: np.ndarray
-    lower: np.ndarray
-    pivot: np.ndarray
-    lsq: np.ndarray
+    hierarchy: PrioritizedWork
     selection_residual: np.ndarray
     selection_step: np.ndarray
     selection_gram: np.ndarray
@@ -718,10 +714,11 @@ def _append_rows(d, m, first, count, scale):
     with ``scale * d.bias`` as their right-hand sides (the task's commanded acceleration minus
     its bias; for a contact, minus the bias alone: see the caller); returns the new row count."""
     nv = d.jac.shape[1]
+    rows, rhs = d.hierarchy.rows, d.hierarchy.rhs
     for a in range(first, first + count):
         for k in range(nv):
-            d.rows[m, k] = scale * d.jac[a, k]
-        d.rhs[m] = scale * d.bias[a]
+            rows[m, k] = scale * d.jac[a, k]
+        rhs[m] = scale * d.bias[a]
         m += 1
     return m
 
@@ -864,9 +861,9 @@ def task_layer_kernel(d, q, v, model):
     level's active tasks, into ``d.acceleration``. Returns :data:`TASKS_OK` or
     :data:`TASKS_FAILED` (a kinematics error, a value not finite, no convergence)."""
     nv = v.shape[0]
-    x = d.acceleration
     _sample_trajectories(d)
-    prioritized_reset(x, d.rank)
+    h = d.hierarchy  # its x is d.acceleration
+    prioritized_reset(h)
     if check_configuration(model, q) != 0 or not check_vector(v):
         return TASKS_FAILED
     # one kinematics pass: every body's pose, velocity and velocity-product acceleration, from
@@ -905,19 +902,18 @@ def task_layer_kernel(d, q, v, model):
         for a in range(3):
             d.bias[a] = -d.bias[a]
         m = _append_rows(d, m, 0, 3, 1.0)
-    added = prioritized_level(m, d.rows, d.rhs, x, d.basis, d.rank, d.lower, d.pivot, d.lsq,
-                              d.tolerance, 0.0)
+    added = prioritized_level(m, h, d.tolerance, 0.0)
     d.level_rank[0] = added
     if added < 0:
         return TASKS_FAILED
     for lv in range(d.levels):
         m = _ZERO
-        full = d.rank[0] >= nv  # nothing left to solve: the errors are still reported
+        full = h.rank[0] >= nv  # nothing left to solve: the errors are still reported
         if lv == d.posture_level and d.active[d.posture_task]:
             # the posture alone on the last level: its selection rows in closed form
             added = prioritized_selection_level(
-                d.posture_acceleration, d.base_dofs, x, d.basis, d.rank, d.selection_residual,
-                d.selection_step, d.selection_gram, d.selection_factor, d.selection_small)
+                d.posture_acceleration, d.base_dofs, h, d.selection_residual, d.selection_step,
+                d.selection_gram, d.selection_factor, d.selection_small)
             d.level_rank[lv + 1] = added
             if added < 0:
                 return TASKS_FAILED
@@ -932,9 +928,9 @@ def task_layer_kernel(d, q, v, model):
                     continue
                 for j in range(d.base_dofs, nv):
                     for k in range(nv):
-                        d.rows[m, k] = 0.0
-                    d.rows[m, j] = sw
-                    d.rhs[m] = sw * d.posture_acceleration[j]
+                        h.rows[m, k] = 0.0
+                    h.rows[m, j] = sw
+                    h.rhs[m] = sw * d.posture_acceleration[j]
                     m += 1
                 continue
             if kind == _KIND_FRAME:
@@ -946,8 +942,7 @@ def task_layer_kernel(d, q, v, model):
             if full:
                 continue
             m = _append_rows(d, m, d.row_first[i], d.row_count[i], sw)
-        added = prioritized_level(m, d.rows, d.rhs, x, d.basis, d.rank, d.lower, d.pivot,
-                                  d.lsq, d.tolerance, d.damping)
+        added = prioritized_level(m, h, d.tolerance, d.damping)
         d.level_rank[lv + 1] = added
         if added < 0:
             return TASKS_FAILED
@@ -1113,6 +1108,7 @@ class TaskLayer:
         K = int(trajectory_capacity)
         if K < 2:
             raise ValueError(f"trajectory_capacity: at least 2 knots, got {trajectory_capacity}")
+        acceleration = np.zeros(nv)  # the hierarchy's solution x
         self.data = TaskData(
             kind=np.array([TASK_KINDS.index(s.kind) for s in specs], dtype=np.int64),
             level=np.array([priorities.index(s.priority) for s in specs], dtype=np.int64),
@@ -1139,7 +1135,7 @@ class TaskLayer:
             group_area=np.zeros(G, dtype=np.bool_), group_height=np.zeros(G),
             group_active=np.zeros(G, dtype=np.int64),
             link_active=np.ones(len(self.contact_links), dtype=np.bool_),
-            acceleration=np.zeros(nv), error=np.zeros((T, 6)), velocity_error=np.zeros((T, 6)),
+            acceleration=acceleration, error=np.zeros((T, 6)), velocity_error=np.zeros((T, 6)),
             level_rank=np.zeros(len(priorities) + 1, dtype=np.int64),
             base_dofs=base, local_axes=False, levels=len(priorities), posture_level=posture_level,
             posture_task=posture_task,
@@ -1160,9 +1156,7 @@ class TaskLayer:
             support_hull=np.zeros(2 * max(P, 1) + 1, dtype=np.int64),
             support_polygon=np.zeros((2 * max(P, 1) + 1, 2)),
             W=W, SC=SC,
-            basis=np.zeros((nv, nv)), rank=np.zeros(1, dtype=np.int64),
-            rows=np.zeros((m, nv)), rhs=np.zeros(m), lower=np.zeros((m, m)),
-            pivot=np.zeros(m, dtype=np.int64), lsq=np.zeros((2 * m, m + 1)),
+            hierarchy=prioritized_work(nv, m)._replace(x=acceleration),
             selection_residual=np.zeros(nv), selection_step=np.zeros(nv),
             selection_gram=np.zeros((max(base, 1), max(base, 1))),
             selection_factor=np.zeros((max(base, 1), max(base, 1))),

@@ -75,7 +75,15 @@ from .dispatch import (
     fallback_result,
     flag_names,
 )
-from .lemke import PIVOT_LIMIT, STATUS_NAMES, SUCCESS, _solve_lcp_kernel, lcp_residual, solve_lcp
+from .lemke import (
+    PIVOT_LIMIT,
+    STATUS_NAMES,
+    SUCCESS,
+    LemkeOptions,
+    _solve_lcp_kernel,
+    lcp_residual,
+    solve_lcp,
+)
 from .noslip_kernels import min_pivot
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
 
@@ -419,9 +427,9 @@ def coulomb_solve_kernel(p, warm, warm_given, z_given, o, ar):
             w = _ar.floats_zero(ar, n)
             basis = _ar.ints_zero(ar, n)
             max_pivots = o.max_pivots if o.max_pivots >= 0 else 50 * n + 10
+            lo = LemkeOptions(max_pivots, 1e-9, o.tol, o.regularize, 1e-12, 1e-2, 100.0, 1e-6)
             status, pivots, wflag, eps, viol = call_separately(_solve_lcp_kernel, (
-                Q, qn, warm, warm_given, max_pivots, 1e-9, o.tol, o.regularize, 1e-12, 1e-2,
-                100.0, 1e-6, z, w, basis, ar))
+                Q, qn, warm, warm_given, lo, z, w, basis, ar))
             for i in range(n):
                 z[i] *= qs
                 if n <= basis[i] < 2 * n:

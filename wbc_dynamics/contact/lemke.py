@@ -46,6 +46,7 @@ Status codes: ``SUCCESS`` (0), ``RAY_TERMINATION`` (1), ``PIVOT_LIMIT`` (2), ``F
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -63,6 +64,7 @@ __all__ = [
     "FAILED_CHECK",
     "STATUS_NAMES",
     "LCPSolution",
+    "LemkeOptions",
     "lcp_residual",
     "solve_lcp",
     "warmup",
@@ -395,26 +397,34 @@ def _accept_basic(Q: np.ndarray, q: np.ndarray, basis: np.ndarray, x: np.ndarray
     return _violation(Q, q, z, w)
 
 
+class LemkeOptions(NamedTuple):
+    """Options of the compiled solve (those of :func:`solve_lcp`): ``max_pivots`` the pivot
+    limit of one Lemke run, ``piv_tol`` the pivot-element threshold, ``tol`` the accepted
+    violation (of the normalized LCP); the Tikhonov fallback ``Q + eps I``: ``regularize``,
+    the schedule ``eps_min`` .. ``eps_max`` by ``eps_factor`` (relative to ``max(1, max_i
+    |Q_ii|)``) and ``reg_tol`` the violation of the original LCP a regularized solution may
+    have."""
+
+    max_pivots: int
+    piv_tol: float
+    tol: float
+    regularize: bool
+    eps_min: float
+    eps_max: float
+    eps_factor: float
+    reg_tol: float
+
+
 @njit(cache=True)
-def _lemke_once(
-    Q: np.ndarray,
-    q: np.ndarray,
-    warm: np.ndarray,
-    use_warm: bool,
-    max_pivots: int,
-    piv_tol: float,
-    tol: float,
-    z: np.ndarray,
-    w: np.ndarray,
-    basis: np.ndarray,
-    ws: np.ndarray,
-    ar,
-) -> tuple[int, int, int, float]:
-    """One plain Lemke solve (warm attempt, then cold). q must be normalized. Vectors from the
-    arena ``ar``.
+def _lemke_once(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: bool,
+                o: LemkeOptions, z: np.ndarray, w: np.ndarray, basis: np.ndarray,
+                ws: np.ndarray, ar) -> tuple[int, int, int, float]:
+    """One plain Lemke solve (warm attempt, then cold) with the pivot limit and tolerances of
+    ``o``. q must be normalized. Vectors from the arena ``ar``.
 
     Returns (status, pivots, warm_used (0/1/2 = no / yes / warm rejected), violation).
     """
+    max_pivots, piv_tol, tol = o.max_pivots, o.piv_tol, o.tol
     n = q.shape[0]
     Binv = ws[0]
     Bm = ws[1]
@@ -534,33 +544,20 @@ def _finish(
 
 
 @njit(cache=True)
-def _solve_lcp_kernel(
-    Q: np.ndarray,
-    q: np.ndarray,
-    warm: np.ndarray,
-    use_warm: bool,
-    max_pivots: int,
-    piv_tol: float,
-    tol: float,
-    regularize: bool,
-    eps_min: float,
-    eps_max: float,
-    eps_factor: float,
-    reg_tol: float,
-    z: np.ndarray,
-    w: np.ndarray,
-    basis: np.ndarray,
-    ar,
-) -> tuple[int, int, int, float, float]:
-    """Normalized plain solve + Tikhonov fallback. Returns
+def _solve_lcp_kernel(Q: np.ndarray, q: np.ndarray, warm: np.ndarray, use_warm: bool,
+                      o: LemkeOptions, z: np.ndarray, w: np.ndarray, basis: np.ndarray, ar
+                      ) -> tuple[int, int, int, float, float]:
+    """Normalized plain solve + Tikhonov fallback (options ``o``). Returns
     (status, pivots, warm_flag, eps_used, violation w.r.t. the ORIGINAL Q, normalized q).
     Scratch from the arena ``ar`` (:mod:`wbc_dynamics.kernels.arena`)."""
+    regularize, eps_min, eps_max = o.regularize, o.eps_min, o.eps_max
+    eps_factor, reg_tol = o.eps_factor, o.reg_tol
     n = q.shape[0]
     ws = _ar.floats(ar, 3 * n * n).reshape((3, n, n))
     # Lemke's pivoting called separately (wbc_dynamics.kernels.separate): compiled once, not
     # into this kernel and every kernel above it again
     status, piv, warm_flag, viol = call_separately(_lemke_once, (
-        Q, q, warm, use_warm, max_pivots, piv_tol, tol, z, w, basis, ws, ar
+        Q, q, warm, use_warm, o, z, w, basis, ws, ar
     ))
     if status == SUCCESS or not regularize:
         return status, piv, warm_flag, 0.0, viol
@@ -581,7 +578,7 @@ def _solve_lcp_kernel(
         # regularized attempts: cold start only (the warm basis belongs to the plain problem);
         # np.bool_: a typed flag, not a literal (one compiled _lemke_once, not two)
         st, p2, wf, v2 = call_separately(_lemke_once, (
-            Qr, q, warm, np.bool_(False), max_pivots, piv_tol, tol, z, w, basis, ws, ar
+            Qr, q, warm, np.bool_(False), o, z, w, basis, ws, ar
         ))
         total += p2
         if st == SUCCESS:
@@ -703,24 +700,10 @@ def solve_lcp(
     z = np.zeros(n)
     w = np.zeros(n)
     basis = np.zeros(n, dtype=np.int64)
-    status, piv, wflag, eps, viol = _solve_lcp_kernel(
-        Q,
-        qn,
-        warm,
-        use_warm,
-        mp,
-        piv_tol,
-        tol,
-        regularize,
-        eps_min,
-        eps_max,
-        eps_factor,
-        reg_tol,
-        z,
-        w,
-        basis,
-        NO_ARENA,
-    )
+    o = LemkeOptions(mp, float(piv_tol), float(tol), bool(regularize), float(eps_min),
+                     float(eps_max), float(eps_factor), float(reg_tol))
+    status, piv, wflag, eps, viol = _solve_lcp_kernel(Q, qn, warm, use_warm, o, z, w, basis,
+                                                      NO_ARENA)
     z *= qs
     w = Q @ z + q
     basic = np.zeros(n, dtype=bool)

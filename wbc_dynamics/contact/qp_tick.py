@@ -74,7 +74,10 @@ from ..kernels.linalg import bound_entry
 from ..kernels.separate import call_separately
 from .geometry import ContactModel
 from .problem import MethodState
-from .qp import (
+from .qp_flow import _guess_active, _keep_active, qp_active_set, qp_finish, qp_prepare, qp_stage2
+from .qp_kernels import recenter_q
+from .qp_osqp import OSQPStages, _settings, osqp_stage1_patterns
+from .qp_records import (
     _INF,
     _NOT_PD,
     _PRIMAL_INF,
@@ -89,23 +92,13 @@ from .qp import (
     QP_FLAG_NAMES,
     STAGE1_OBJECTIVES,
     TICK_STAGE1_FAILED,
-    OSQPStages,
     QPArrays,
     QPLayout,
     QPOptions,
     QPWork,
-    _guess_active,
-    _keep_active,
-    _settings,
     fallback_flag_names,
     new_qp_work,
-    osqp_stage1_patterns,
-    qp_active_set,
-    qp_finish,
-    qp_prepare,
-    qp_stage2,
     qp_work_record,
-    recenter_q,
 )
 from .tick_base import (
     TICK_GENERIC,

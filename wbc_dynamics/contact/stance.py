@@ -71,6 +71,11 @@ the same decisions as without force evidence; a go2 foot landing mid-swing on a 
 contact model does not know is touched 11-14 ticks after the landing with 12 N (24-26 with
 20 N).
 Off by default (``contact_force_observer_gain: 0``): nominal standing and trotting gain nothing.
+
+One module for one filter: the stance decisions, the load ramps and the force-evidence gate are
+one compiled kernel family over the numba-typed :class:`StanceData` record that
+:class:`StanceFilter` builds and binds, and a kernel's cache entry and compile time depend on
+the module that defines it.
 """
 
 from __future__ import annotations

@@ -71,11 +71,13 @@ def prioritized_work(n: int, m: int) -> PrioritizedWork:
 
 
 @leaf_kernel(error_model="numpy")
-def prioritized_reset(x, rank):
-    """Start a new hierarchy: ``x = 0``, no row space solved."""
+def prioritized_reset(w):
+    """Start a new hierarchy in the :class:`PrioritizedWork` ``w``: ``x = 0``, no row space
+    solved."""
+    x = w.x
     for i in range(x.shape[0]):
         x[i] = 0.0
-    rank[0] = 0
+    w.rank[0] = 0
 
 
 @leaf_kernel(error_model="numpy")
@@ -104,14 +106,17 @@ def _project_out(rows, i, u, n):
 
 
 @leaf_kernel(error_model="numpy")
-def prioritized_level(m, rows, rhs, x, basis, rank, lower, pivot, lsq, tolerance, damping):
-    """Solve the level ``rows[:m] x = rhs[:m]`` (least squares) over the solutions of the
-    levels solved before, updating ``x``, ``basis`` and ``rank`` (module docstring).
+def prioritized_level(m, w, tolerance, damping):
+    """Solve the level ``w.rows[:m] x = w.rhs[:m]`` (least squares) over the solutions of the
+    levels solved before, updating ``w.x``, ``w.basis`` and ``w.rank`` (module docstring;
+    ``w`` a :class:`PrioritizedWork`).
 
     ``rows``, ``rhs``, ``lower`` (m, m), ``pivot`` (m,) and ``lsq`` (2 m, m + 1) are
     overwritten (workspace). Returns the number
     of independent rows this level added (its rank in the remaining null space), or -1 if a
     value is not finite (``x`` is then unchanged)."""
+    rows, rhs, x, basis, rank = w.rows, w.rhs, w.x, w.basis, w.rank
+    lower, pivot, lsq = w.lower, w.pivot, w.lsq
     n = x.shape[0]
     k = rank[0]
     if m == 0 or k >= n:  # no rows, or no freedom left for them
@@ -251,9 +256,8 @@ def prioritized_level(m, rows, rhs, x, basis, rank, lower, pivot, lsq, tolerance
 
 
 @leaf_kernel(error_model="numpy")
-def prioritized_selection_level(target, first, x, basis, rank, residual, step, gram, factor,
-                                small):
-    """A last level that asks coordinates ``first ..`` of ``x`` to equal ``target`` (the
+def prioritized_selection_level(target, first, w, residual, step, gram, factor, small):
+    """A last level that asks coordinates ``first ..`` of ``w.x`` to equal ``target`` (the
     coordinates before ``first`` free), in the least-squares sense over the solutions of the
     levels solved before -- what a joint-posture task asks of a floating base's accelerations --
     without building its rows.
@@ -268,7 +272,9 @@ def prioritized_selection_level(target, first, x, basis, rank, residual, step, g
     off the basis' first f columns and the step is ``P (r + E a)``: two projections and
     O(f^2 k) instead of a level of n - f rows. Workspace: ``residual``, ``step`` (n,),
     ``gram``, ``factor`` (f, f), ``small`` (f,). Returns the level's rank (n - k less the free
-    motions), -1 if a value is not finite."""
+    motions), -1 if a value is not finite. ``w`` (:class:`PrioritizedWork`): the hierarchy
+    solved so far (``x``, ``basis``, ``rank`` updated; its level workspace unused)."""
+    x, basis, rank = w.x, w.basis, w.rank
     n = x.shape[0]
     k = rank[0]
     if k >= n:
