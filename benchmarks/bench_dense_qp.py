@@ -1,15 +1,16 @@
 """The compiled Goldfarb-Idnani kernel (wbc_dynamics.contact.dense_qp) against OSQP on the QPs of
 ``qp_coulomb`` / ``qp_noslip``.
 
-The Stage I (first pass) and Stage II QPs are recorded from ``qp.py`` as it hands them to OSQP
-(dense formulation; test/dense_qp_helpers.contact_qps) along a smooth sequence of control ticks:
-the bundled robot standing with every contact point 1 mm inside the ground (quadruped: 4 feet,
-humanoid: 8 sole corners), joint velocities and desired accelerations 1-2 Hz sinusoids
-(``sway_states``). Per QP and tick, medians over the ticks of:
+The Stage I (first pass) and Stage II QPs are recorded from the QP methods
+(``contact.qp_osqp``) as they hand them to OSQP (dense formulation;
+test/dense_qp_helpers.contact_qps) along a smooth sequence of control ticks: the bundled robot
+standing with every contact point 1 mm inside the ground (quadruped: 4 feet, humanoid: 8 sole
+corners), joint velocities and desired accelerations 1-2 Hz sinusoids (``sway_states``). Per QP
+and tick, medians over the ticks of:
 
-* ``osqp warm``: OSQP as qp.py runs it on consecutive ticks -- one solver per stage, matrices
-  updated in place (``_QPSolver.update``), OSQP's own warm start from the previous solution,
-  qp.py's settings (eps 1e-7, max_iter 1500, no polish): time of update + solve;
+* ``osqp warm``: OSQP as the QP methods run it on consecutive ticks -- one solver per stage,
+  matrices updated in place (``_QPSolver.update``), OSQP's own warm start from the previous
+  solution, their settings (eps 1e-7, max_iter 1500, no polish): time of update + solve;
 * ``osqp cold``: a fresh OSQP solver with the same settings, ``solve()`` only (setup excluded);
 * ``dense cold``: :func:`solve_dense_qp` without warm start (Cholesky + the whole method);
 * ``dense warm``: :func:`solve_dense_qp` with the previous tick's active set of the same stage;
@@ -65,7 +66,7 @@ def bench_stage(seq: list[tuple]) -> dict:
     w = DenseQPWork(n, m)
     prev = None
     for P, q, A, l, u in seq:
-        # OSQP, warm as in qp.py
+        # OSQP, warm as the QP methods run it
         if st is None:
             st = qpmod._QPSolver(P, q, A, amask, l, u, _osqp_settings())
             t0 = time.perf_counter()
