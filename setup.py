@@ -71,7 +71,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
-    package_data={PACKAGE: ["robots/*.urdf", "robots/*.xml"]},
+    package_data={PACKAGE: ["robots/*.urdf", "robots/*.xml", "robots/*.json"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -33,7 +33,6 @@ Fast DDS profile config/fastdds_localhost.xml and a private ROS_DOMAIN_ID before
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import struct
 import subprocess
@@ -52,7 +51,7 @@ sys.path[:0] = [REPO, os.path.join(REPO, "benchmarks")]
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from docs_pages import cell, rerun_command, row, table_head, write_between_markers  # noqa: E402
+from docs_pages import cell, publish_section, rerun_command, row, table_head  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -445,13 +444,8 @@ def main(argv: list[str] | None = None) -> int:
                     + f" ({bd['matched']} traced)", flush=True)
     finally:
         rclpy.shutdown()
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(results, f, indent=2)
-    report = markdown_report(results, load, rerun_command("bench_node.py", argv))
-    print(report)
-    if a.write:
-        write_between_markers(os.path.join(REPO, "docs", "node.md"), REPORT_MARKERS, report)
+    publish_section(markdown_report(results, load, rerun_command("bench_node.py", argv)),
+                    "node.md", REPORT_MARKERS, a.write, results, a.json)
     return 0
 
 

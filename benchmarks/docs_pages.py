@@ -1,9 +1,11 @@
 """What the benchmarks that write a page of ``docs/`` share (estimation_eval, estimator_compare,
-robustness_matrix, ros_estimation_soak): the page's cells and rerun line, its runs in worker
-processes, and its output; and the markdown table lines every benchmark prints."""
+robustness_matrix, ros_estimation_soak) or a section of one (bench_node, sim_speed): the page's
+cells and rerun line, its runs in worker processes, and its output; and the markdown table lines
+every benchmark prints."""
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import os
@@ -86,6 +88,18 @@ def publish(report: str, page: str, write: bool) -> None:
         with open(os.path.join(ROOT, "docs", page), "w") as fh:
             fh.write(report)
     print(report)
+
+
+def publish_section(report: str, page: str, markers: tuple[str, str], write: bool,
+                    results: object, json_path: str | None) -> None:
+    """Save ``results`` as JSON in ``json_path`` (if given), print the section ``report`` and,
+    with ``write``, also put it into ``docs/<page>`` between the lines ``markers``."""
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(results, f, indent=2)
+    print(report)
+    if write:
+        write_between_markers(os.path.join(ROOT, "docs", page), markers, report)
 
 
 def run_jobs(run_one: Callable[[tuple], dict], jobs: list[tuple], processes: int,

@@ -31,7 +31,6 @@ config/fastdds_localhost.xml, a private ROS_DOMAIN_ID) before starting nodes.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import selectors
 import signal
@@ -41,7 +40,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [REPO, os.path.join(REPO, "test"), os.path.join(REPO, "benchmarks")]
-from docs_pages import rerun_command, row, table_head, write_between_markers  # noqa: E402
+from docs_pages import publish_section, rerun_command, row, table_head  # noqa: E402
 from ros_test_env import configure_ros_test_env  # noqa: E402  (the tests' DDS environment)
 
 configure_ros_test_env()
@@ -200,14 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(r)
         print(f"{robot:<12} {r['rtf']:6.2f} {r['wall_ms']:8.2f} {r['cpu_sim']:8.3f} "
               f"{r['cpu_ctl']:8.3f} {r['cpu_ref']:8.3f}", flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
-    report = markdown_report(rows, load, rerun_command("sim_speed.py", argv))
-    print(report)
-    if a.write:
-        write_between_markers(os.path.join(REPO, "docs", "simulation.md"), REPORT_MARKERS,
-                              report)
+    publish_section(markdown_report(rows, load, rerun_command("sim_speed.py", argv)),
+                    "simulation.md", REPORT_MARKERS, a.write, rows, a.json)
     return 0
 
 

@@ -7,6 +7,7 @@ verdicts and margins, and the trace's rows.
 """
 
 import importlib.util
+import json
 import os
 
 import numpy as np
@@ -88,9 +89,16 @@ def test_bench_node_report_format_and_target_verdicts(tmp_path):
     current = page[page.index(begin) + len(begin):page.index(end)].strip()
     assert "| robot | rate [Hz] | method | latency p50 / p99 / max [µs] |" in current
     assert "Targets (1 kHz, end to end):" in current
-    copy = tmp_path / "node.md"
+    pages = _load("docs_pages")
+    (tmp_path / "docs").mkdir()
+    copy = tmp_path / "docs" / "node.md"
     copy.write_text(page, encoding="utf-8")
-    bench.write_between_markers(str(copy), bench.REPORT_MARKERS, report)
+    pages.ROOT = str(tmp_path)
+    rows_json = tmp_path / "rows.json"
+    pages.publish_section(report, "node.md", bench.REPORT_MARKERS, False, rows, str(rows_json))
+    assert copy.read_text(encoding="utf-8") == page  # without --write the page is untouched
+    assert json.loads(rows_json.read_text())[1]["robot"] == "humanoid"
+    pages.publish_section(report, "node.md", bench.REPORT_MARKERS, True, rows, None)
     written = copy.read_text(encoding="utf-8")
     assert written[:written.index(begin)] == page[:page.index(begin)]
     assert written[written.index(end):] == page[page.index(end):]
@@ -98,7 +106,7 @@ def test_bench_node_report_format_and_target_verdicts(tmp_path):
     plain = tmp_path / "plain.md"
     plain.write_text("no markers", encoding="utf-8")
     with pytest.raises(ValueError, match="markers"):
-        bench.write_between_markers(str(plain), bench.REPORT_MARKERS, report)
+        pages.write_between_markers(str(plain), bench.REPORT_MARKERS, report)
 
 
 def test_sim_speed_report_format_and_target_verdicts():

@@ -31,9 +31,8 @@ Importing this module needs no numpy; the metadata is a plain dict of lists and 
 from __future__ import annotations
 
 import copy
+import json
 import os
-
-from ._robot_data import ROBOT_DATA
 
 __all__ = ["ROBOT_NAMES", "ROBOTS_DIR", "robot_info", "robot_path"]
 
@@ -41,6 +40,9 @@ __all__ = ["ROBOT_NAMES", "ROBOTS_DIR", "robot_info", "robot_path"]
 #:
 #: :meta hide-value:
 ROBOTS_DIR: str = os.path.dirname(os.path.abspath(__file__))
+# the metadata ``_generate.py`` writes with the URDFs
+with open(os.path.join(ROBOTS_DIR, "robot_data.json"), encoding="utf-8") as _fh:
+    ROBOT_DATA: dict = json.load(_fh)
 #: Names of the bundled robots: the valid ``name`` of :func:`robot_path` and :func:`robot_info`.
 ROBOT_NAMES: tuple[str, ...] = ("quadruped", "arm", "box", "small_box", "branched", "humanoid")
 
