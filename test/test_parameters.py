@@ -27,7 +27,7 @@ from wbc_dynamics.parameters import (
 
 ROOT = Path(__file__).resolve().parent.parent
 #: groups of a robot configuration that the node ignores (wbc_dynamics.robot_config)
-_SETUP_GROUPS = ("standing", "trot", "grasp")
+_SETUP_GROUPS = ("standing", "trot", "grasp", "sinusoid")
 _PY_TYPES = {"bool": "bool", "int": "int", "float": "float", "string": "str"}
 
 
@@ -72,7 +72,8 @@ def test_runtime_parameters_and_method_lists_are_the_schemas():
     assert PARAMETERS["method"].choices == controller.METHODS
     assert PARAMETERS["safe_mode"].choices == controller.SAFE_MODES
     assert set(RUNTIME_PARAMETERS) == {
-        "kp", "kd", "friction", "method", "safe_mode", "safe_damping", "effort_limits",
+        "kp", "kd", "ki", "integral_limit", "friction", "method", "safe_mode", "safe_damping",
+        "effort_limits",
         "state_timeout", "reference_timeout", "task_kp", "task_kd", "task_weights",
         "task_active"}
     assert not set(RUNTIME_PARAMETERS) & set(parameters.STRUCTURAL_PARAMETERS)

@@ -365,6 +365,8 @@ class WholeBodyController:
         self._ref_pos = False
         self._ref_vel = False
         self._qdd_cmd = np.zeros(n)
+        #: the PD command's integral of the position error [rad s] (ki)
+        self._integral = np.zeros(n)
         self._tau = np.zeros(n)
         self._tau_out = np.zeros(n)
         self._zeros = np.zeros(n)
@@ -437,6 +439,20 @@ class WholeBodyController:
                 n, self.dt, check("sensing_joint_position_noise",
                                   cfg.sensing_joint_position_noise),
                 check("sensing_joint_velocity_noise", cfg.sensing_joint_velocity_noise), sigma_a)
+        state_ticks = round(check("state_latency", cfg.state_latency) / self.dt)
+        command_ticks = round(check("command_latency", cfg.command_latency) / self.dt)
+        #: the reference's lead [s]: command_latency in whole control periods
+        self._reference_lead = command_ticks * self.dt
+        #: the latency compensation (state_latency + command_latency of a period or more)
+        self._predictor: Any = None
+        if state_ticks + command_ticks >= 1:
+            from .joint_observer import JointStatePredictor
+
+            self._predictor = JointStatePredictor(n, state_ticks + command_ticks, self.dt)
+        #: the joint-state observer's prediction input: the acceleration that acted over the
+        #: newest measurement's last period (the last tick's command without latency)
+        self._observer_input = (self._qdd_cmd if self._predictor is None
+                                else self._predictor.delayed)
         #: a joint state arrived since the observer last ran, and the arrival before it [s]
         self._state_new = False
         self._t_state_observed = -math.inf
@@ -478,7 +494,8 @@ class WholeBodyController:
             velocity_setpoint=self._out.velocity_setpoint, stiffness=self._out.stiffness,
             damping=self._out.damping, drive_kp=self._drive_kp, drive_kd=self._drive_kd,
             task_position=self._zeros, task_velocity=self._zeros, tau_prev=self._tau_prev,
-            torque_step=self._zeros if self._torque_step is None else self._torque_step)
+            torque_step=self._zeros if self._torque_step is None else self._torque_step,
+            integral=self._integral)
         self._pack()
         # the entry points of the three per-tick kernels for exactly these types (the
         # dispatcher's typing per call is skipped: bound_entry); the arrays passed to them are
@@ -486,13 +503,16 @@ class WholeBodyController:
         from .kernels.linalg import bound_entry
 
         self._prepare = bound_entry(_prepare_tick, (
-            self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act))
+            self._tick_args, _CMD_KEEP, False, False, self._off_q, self._off_v, self._has_act,
+            self.dt, self._reference_lead))
         self._finish = bound_entry(_finish_tick, (self._tick_args, self._tau, False,
                                                   self._has_act))
         self._command = bound_entry(_command_tick, (
             self._tick_args, _DRIVE_OFF, False, False, False, False, 1.0, False, False))
+        if self._predictor is not None:  # on the command and joint state buffers
+            self._predictor.bind(self._qdd_cmd, self._qj, self._qdj)
         if self._joint_observer is not None:  # on the joint state buffers, every tick
-            self._joint_observer.bind(self._qj, self._qdj, self._qdd_cmd)
+            self._joint_observer.bind(self._qj, self._qdj, self._observer_input)
         if self._base_observer is not None:  # on fixed views of the base state, every tick
             self._base_pose, self._base_twist = self._q[0:7], self._v[0:6]
             self._base_observer.bind(self._base_pose, self._base_twist)
@@ -558,6 +578,8 @@ class WholeBodyController:
             safe_mode=p["safe_mode"],
             kp=p["kp"].tolist(),
             kd=p["kd"].tolist(),
+            ki=p["ki"].tolist(),
+            integral_limit=p["integral_limit"].tolist(),
             safe_damping=p["safe_damping"].tolist(),
             effort_limits=[0.0] if p["effort_limits_from_urdf"] else p["effort_limit"].tolist(),
             state_timeout=p["state_timeout"],
@@ -626,7 +648,7 @@ class WholeBodyController:
         for key, val in values.items():
             if key not in RUNTIME_PARAMETERS:
                 raise ValueError(f"{key}: not a runtime parameter (runtime: {RUNTIME_PARAMETERS})")
-            if key in ("kp", "kd", "safe_damping"):
+            if key in ("kp", "kd", "ki", "integral_limit", "safe_damping"):
                 out[key] = per_joint(key, val, joints)
             elif key in ("friction", "method", "safe_mode", "state_timeout", "reference_timeout"):
                 out[key] = check(key, val)
@@ -702,7 +724,8 @@ class WholeBodyController:
                          "task_active": "active"}[k]
                 getattr(self._tasks.data, field)[:] = v
         #: the per-joint arrays a tick reads, in _prepare_tick / _finish_tick's order
-        self._gains = (p.get("kp"), p.get("kd"), p.get("safe_damping"), p.get("effort_limit"))
+        self._gains = (p.get("kp"), p.get("kd"), p.get("safe_damping"), p.get("effort_limit"),
+                       p.get("ki"), p.get("integral_limit"))
         if getattr(self, "_bufs", None) is not None:  # (after construction)
             self._pack()
 
@@ -879,7 +902,10 @@ class WholeBodyController:
         Never raises for bad numbers: failures give a flagged safe command.
         """
         t0 = time.perf_counter()
-        if self._joint_observer is not None and self._state_new:
+        if self._predictor is not None:  # the command of the tick that ended
+            self._predictor.push(self._qdd_cmd)
+        if self._state_new and (self._joint_observer is not None
+                                or self._predictor is not None):
             self._observe_joints()
         if self._base_observer is not None and self._base_new:
             self._observe_base()
@@ -897,6 +923,8 @@ class WholeBodyController:
             out = self._inverse_dynamics(MODE_STALE_REFERENCE, _CMD_DAMP)
         else:
             out = self._zero_output(MODE_STALE_REFERENCE)
+        if out.mode != MODE_CONTROL:  # the integral belongs to the reference it followed
+            self._integral[:] = 0.0
         self._command_step(out.mode)
         dtc = time.perf_counter() - t0
         out.compute_time = dtc
@@ -905,16 +933,20 @@ class WholeBodyController:
 
     def _observe_joints(self) -> None:
         """The joint-state observer's tick on the newest joint state: predicted with the
-        accelerations commanded on the previous tick over the time between the two states,
-        corrected with the encoders; the estimate replaces the measurement the tick uses."""
+        accelerations commanded over the time between the two states, corrected with the
+        encoders; then the latency compensation carries it forward through the commands the
+        measurement does not show yet. The result replaces the measurement the tick uses."""
         obs = self._joint_observer
-        dt = self._t_state - self._t_state_observed
-        if not 0.0 < dt <= 10.0 * self.dt:  # the first state, or after a gap: start afresh
-            obs.reset()
-            dt = self.dt
-        obs.update(self._qj, self._qdj, self._qdd_cmd, dt)
-        self._qj[:] = obs.position
-        self._qdj[:] = obs.velocity
+        if obs is not None:
+            dt = self._t_state - self._t_state_observed
+            if not 0.0 < dt <= 10.0 * self.dt:  # the first state, or after a gap: start afresh
+                obs.reset()
+                dt = self.dt
+            obs.update(self._qj, self._qdj, self._observer_input, dt)
+            self._qj[:] = obs.position
+            self._qdj[:] = obs.velocity
+        if self._predictor is not None:
+            self._predictor.predict(self._qj, self._qdj)
         self._t_state_observed = self._t_state
         self._state_new = False
 
@@ -1003,7 +1035,7 @@ class WholeBodyController:
         """The commanded accelerations (``command``: _CMD_PD, _CMD_DAMP or _CMD_KEEP) and the
         state and accelerations in the model's order (:func:`_prepare_tick`)."""
         self._prepare(self._tick_args, command, self._ref_pos, self._ref_vel, self._off_q,
-                      self._off_v, self._has_act)
+                      self._off_v, self._has_act, self.dt, self._reference_lead)
 
     def _inverse_dynamics(self, mode: str, command: int = _CMD_KEEP) -> ControlOutput:
         """tau for the commanded accelerations at the current state (see module docstring,
@@ -1568,6 +1600,9 @@ class WholeBodyController:
         self._t_state_observed = -math.inf
         if self._joint_observer is not None:
             self._joint_observer.reset()
+        if self._predictor is not None:
+            self._predictor.reset()
+        self._integral[:] = 0.0
         self._base_new = False
         self._t_base_observed = -math.inf
         if self._base_observer is not None:

@@ -75,6 +75,12 @@ class ControllerConfig:
             the velocity-level contact problem and the timer rate in timer mode.
         kp: position gains [1/s^2], one per configured joint or a single value for all.
         kd: velocity gains [1/s], one per joint or a single value.
+        ki: integral gains [1/s^3] on the position error (computed-torque PID: the commanded
+            acceleration gains ``ki * integral(q_ref - q) dt``), one per joint or a single
+            value; 0 = off. The integral runs on control ticks with reference positions and is
+            cleared on any other tick.
+        integral_limit: [rad/s^2] largest ``|ki * integral|`` per joint (anti-windup: the
+            integral is held at it), one per joint or a single value.
         effort_limits: torque limits [N m / N], one per joint or a single value; 0 (or empty) =
             the URDF ``<limit effort>`` of that joint (joints without a URDF limit are not
             clamped); ``.inf`` = never clamp; negative values are rejected.
@@ -193,6 +199,15 @@ class ControllerConfig:
             measurement noise ``sensing_joint_*_noise``), this value being how far the realized
             acceleration strays from the commanded one. The encoder noise then reaches the
             torques through the PD gains several times weaker. 0 = off.
+        state_latency, command_latency: [s] >= 0, the joint state's age when a tick uses it
+            and the delay until the drives apply the tick's command (rounded to whole control
+            periods). Latency compensation: the joint positions and velocities the controller
+            uses (after the joint-state observer) are carried past their measurement by both
+            with the accelerations it commanded on the ticks since
+            (:class:`~wbc_dynamics.joint_observer.JointStatePredictor`), and the reference is
+            taken ``command_latency`` ahead (``q_ref + L qd_ref + L^2 / 2 qdd_ref``,
+            ``qd_ref + L qdd_ref``): the PD feedback compares the reference with the joints at
+            the moment the command acts. 0 and 0 = off.
         task_names: task-space control (:mod:`wbc_dynamics.tasks`, docs/tasks.md): one name per
             task; empty = the joint-space reference drives the inverse dynamics directly. With
             tasks, the commanded accelerations are those of the prioritized task layer, the
@@ -239,6 +254,8 @@ class ControllerConfig:
     control_rate: float = 1000.0
     kp: list[float] = field(default_factory=lambda: [0.0])
     kd: list[float] = field(default_factory=lambda: [0.0])
+    ki: list[float] = field(default_factory=lambda: [0.0])
+    integral_limit: list[float] = field(default_factory=lambda: [10.0])
     effort_limits: list[float] = field(default_factory=lambda: [0.0])
     safe_mode: str = "damping"
     safe_damping: list[float] = field(default_factory=lambda: [10.0])
@@ -280,6 +297,8 @@ class ControllerConfig:
     torque_filter_cutoff: float = 0.0
     torque_rate_limit: list[float] = field(default_factory=lambda: [0.0])
     joint_observer_acceleration_noise: float = 0.0
+    state_latency: float = 0.0
+    command_latency: float = 0.0
     task_names: list[str] = field(default_factory=list)
     task_kinds: list[str] = field(default_factory=list)
     task_links: list[str] = field(default_factory=list)

@@ -25,6 +25,22 @@ has left.
 
 One compiled call per tick (:func:`joint_observer_update`) on named buffers
 (:class:`JointObserverData`); no allocation.
+
+**Latency.** A real robot's joint state is older than the tick that uses it (bus and driver
+delay) and the command reaches the drives later still: with ``L`` ticks between the moment the
+encoders were read and the moment the new torque starts to act, the PD feedback compares the
+reference with where the joints were, not where they will be, and on a 3 Hz arm motion 1 ms
+each way quadruples the tracking error. The controller knows what happened meanwhile: it
+commanded the accelerations of the last ``L`` ticks, which have not yet shown in the
+measurement. :class:`JointStatePredictor` keeps them (a ring of ``L + 1`` rows) and carries the
+measured (or filtered) state forward through them,
+
+    q <- q + dt v + dt^2 / 2 a_i,   v <- v + dt a_i,   i = k - L, ..., k - 1
+
+(a Smith predictor with the controller's own model of the joints as the plant: the commanded
+acceleration is the one the inverse dynamics realizes when the model holds). The joint-state
+observer then predicts with the acceleration that acted over the measurement's own period, the
+ring's oldest row, instead of the last tick's.
 """
 
 from __future__ import annotations
@@ -37,7 +53,9 @@ from numba import njit
 from .kernels.linalg import bound_entry
 from .validation import require_positive
 
-__all__ = ["JointObserver", "JointObserverData", "joint_observer_update", "steady_state_gain"]
+__all__ = ["JointObserver", "JointObserverData", "JointPredictionData", "JointStatePredictor",
+           "joint_observer_update", "predict_joint_state", "push_commanded_acceleration",
+           "steady_state_gain"]
 
 
 class JointObserverData(NamedTuple):
@@ -182,3 +200,111 @@ class JointObserver:
     def velocity(self) -> np.ndarray:
         """(n,) the filtered joint velocities [rad/s or m/s] (a view)."""
         return self.data.velocity
+
+
+class JointPredictionData(NamedTuple):
+    """The latency compensation's history (module docstring, "Latency").
+
+    ``accelerations`` (L + 1, n) [rad/s^2 or m/s^2]: the commanded accelerations of the last
+    L + 1 ticks, a ring whose newest row is ``newest`` (1,) int64; ``delayed`` (n,): its oldest
+    row, the acceleration that acted over the newest measurement's last control period (the
+    joint-state observer's prediction input).
+    """
+
+    accelerations: np.ndarray
+    newest: np.ndarray
+    delayed: np.ndarray
+
+
+@njit(cache=True)
+def push_commanded_acceleration(d, qdd_cmd):
+    """Record the accelerations ``qdd_cmd`` (n,) commanded on the tick that just ended in the
+    ring of :class:`JointPredictionData` ``d`` (dropping the oldest) and copy the new oldest
+    row into ``d.delayed``."""
+    rows = d.accelerations.shape[0]
+    k = (d.newest[0] + 1) % rows
+    for j in range(qdd_cmd.shape[0]):
+        d.accelerations[k, j] = qdd_cmd[j]
+    d.newest[0] = k
+    oldest = (k + 1) % rows
+    for j in range(qdd_cmd.shape[0]):
+        d.delayed[j] = d.accelerations[oldest, j]
+
+
+@njit(cache=True)
+def predict_joint_state(d, q, v, dt):
+    """Carry the joint state ``q``, ``v`` (n,) forward in place through the ring's L newest
+    accelerations, oldest first, one control period ``dt`` [s] each (module docstring)."""
+    rows = d.accelerations.shape[0]
+    h = 0.5 * dt * dt
+    for i in range(1, rows):
+        r = (d.newest[0] + 1 + i) % rows
+        for j in range(q.shape[0]):
+            a = d.accelerations[r, j]
+            q[j] += dt * v[j] + h * a
+            v[j] += dt * a
+
+
+class JointStatePredictor:
+    """The latency compensation of the module docstring for ``n`` joints.
+
+    Args:
+        n: number of joints.
+        ticks: L, the control periods between the encoders' reading and the moment the
+            tick's command starts to act (state latency plus command latency), >= 1.
+        dt: control period [s].
+    Raises:
+        ValueError: ``ticks`` < 1 or a non-positive ``dt``.
+    """
+
+    def __init__(self, n: int, ticks: int, dt: float) -> None:
+        if int(ticks) < 1:
+            raise ValueError(f"joint state predictor ticks: expected >= 1, got {ticks!r}")
+        require_positive((("dt", dt),), "joint state predictor {}")
+        self.dt = float(dt)
+        self.ticks = int(ticks)
+        self.data = JointPredictionData(
+            accelerations=np.zeros((self.ticks + 1, n)), newest=np.zeros(1, dtype=np.int64),
+            delayed=np.zeros(n))
+        #: the entry points bound by :meth:`bind` and the buffers they were bound for
+        self._entries: tuple = (None, None)
+        self._bound: tuple = (None, None, None)
+
+    def push(self, qdd_cmd: np.ndarray) -> None:
+        """Record the accelerations [rad/s^2] commanded on the tick that just ended."""
+        call = (self._entries[0] if qdd_cmd is self._bound[0]
+                else push_commanded_acceleration)
+        call(self.data, qdd_cmd)
+
+    def predict(self, q: np.ndarray, v: np.ndarray) -> None:
+        """Carry the joint state (n,) [rad, rad/s] forward in place by ``ticks`` periods."""
+        bound = self._bound
+        call = (self._entries[1] if q is bound[1] and v is bound[2]
+                else predict_joint_state)
+        call(self.data, q, v, self.dt)
+
+    def bind(self, qdd_cmd: np.ndarray, q: np.ndarray, v: np.ndarray) -> None:
+        """Bind the kernels' entry points for the (n,) C-contiguous float64 buffers that
+        :meth:`push` and :meth:`predict` will be given every tick (the controller's): the
+        dispatcher's typing of the arguments is then skipped (the buffers must stay the
+        same). Compiles or loads the kernels now, without running them."""
+        n = self.data.delayed.shape[0]
+        for name, x in (("qdd_cmd", qdd_cmd), ("q", q), ("v", v)):
+            if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,)
+                    and x.flags.c_contiguous):
+                raise ValueError(f"JointStatePredictor.bind: {name} must be a C-contiguous "
+                                 f"float64 ({n},) array")
+        self._entries = (bound_entry(push_commanded_acceleration, (self.data, qdd_cmd)),
+                         bound_entry(predict_joint_state, (self.data, q, v, self.dt)))
+        self._bound = (qdd_cmd, q, v)
+
+    def reset(self) -> None:
+        """Forget the commanded accelerations (the ring holds zeros)."""
+        self.data.accelerations[:] = 0.0
+        self.data.delayed[:] = 0.0
+
+    @property
+    def delayed(self) -> np.ndarray:
+        """(n,) the acceleration [rad/s^2] that acted over the newest measurement's last
+        control period (a view; the joint-state observer's input)."""
+        return self.data.delayed

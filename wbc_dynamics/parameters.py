@@ -350,6 +350,14 @@ SPECS: tuple[ParameterSpec, ...] = (
     _P("torque_rate_limit", "float[]", (0.0,), "largest change of each commanded torque per "
        "second, after the effort-limit clamp; 0 = off", unit="N m/s", group=_SENSING,
        minimum=0.0, length=PER_JOINT),
+    _P("state_latency", "float", 0.0, "age of the joint state when the tick uses it (bus and "
+       "driver delay): with command_latency, the joint state is carried to the moment the "
+       "command acts with the accelerations commanded meanwhile (whole control periods; "
+       "docs/real_robots.md, 'Latency compensation'); 0 and 0 = off", unit="s",
+       group=_SENSING, minimum=0.0, maximum=0.1),
+    _P("command_latency", "float", 0.0, "delay until the drives apply a command: the state is "
+       "carried this much further and the reference is taken this far ahead (its velocity "
+       "and acceleration extrapolated)", unit="s", group=_SENSING, minimum=0.0, maximum=0.1),
     _P("joint_observer_acceleration_noise", "float", 0.0, "joint-state observer: spread of "
        "the realized joint acceleration about the commanded one (its process noise; the "
        "encoders' is sensing_joint_*_noise); 0 = off, the encoders used as measured",
@@ -424,6 +432,13 @@ SPECS: tuple[ParameterSpec, ...] = (
        "positions)", unit="1/s^2", group=_LOOP, change=RUNTIME, minimum=0.0, length=PER_JOINT),
     _P("kd", "float[]", (0.0,), "joint velocity gains", unit="1/s", group=_LOOP,
        change=RUNTIME, minimum=0.0, length=PER_JOINT),
+    _P("ki", "float[]", (0.0,), "joint integral gains (the reference's position error "
+       "integrated; removes the static error a model error leaves, e.g. a payload or a mass "
+       "estimate off by 10 %); 0 = off", unit="1/s^3", group=_LOOP, change=RUNTIME,
+       minimum=0.0, length=PER_JOINT),
+    _P("integral_limit", "float[]", (10.0,), "largest acceleration the integral term may "
+       "command per joint (anti-windup: the integral is held there)", unit="rad/s^2",
+       group=_LOOP, change=RUNTIME, minimum=0.0, length=PER_JOINT),
     _P("effort_limits", "float[]", (0.0,), "torque limits; 0 = the URDF <limit effort>; .inf = "
        "never clamped", unit="N m or N", group=_LOOP, change=RUNTIME, minimum=0.0,
        finite=False, length=PER_JOINT),

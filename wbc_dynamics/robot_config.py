@@ -54,6 +54,10 @@ STANDING_KEYS = ("srdf", "pose", "positions", "base_height", "override_joints",
 #: keys of the ``trot`` group: the gait parameters of ``wbc_dynamics.sim.references.FootTrot``
 #: for this robot (period [s], speed [m/s], height [m], ramp [s])
 TROT_KEYS = ("period", "speed", "height", "ramp")
+#: keys of the ``sinusoid`` group: the fixed-base reference ``ArmSinusoid``'s options for this
+#: robot (amplitude [rad], frequency [Hz], ramp [s]): a motion its drives can make within the
+#: torque limits (the bundled arm's 3 Hz, 0.1 rad is beyond a 2.5 m industrial arm's elbow)
+SINUSOID_KEYS = ("amplitude", "frequency", "ramp")
 #: keys of the ``grasp`` group (a configuration with ``object_urdf``; the node ignores it): the
 #: simulation's set-up of the grasp -- ``hand_link``, ``object_pose`` (the object frame in the
 #: hand frame at the start: [x, y, z] m + [qx, qy, qz, qw]), ``start_joints`` /
@@ -75,6 +79,8 @@ class RobotSetup:
             override_joints / override_positions).
         trot: the ``trot`` group (:data:`TROT_KEYS`): this robot's gait parameters for the
             ``trot`` reference (the node ignores it, like ``standing``).
+        sinusoid: the ``sinusoid`` group (:data:`SINUSOID_KEYS`): this robot's options for the
+            ``sinusoid`` reference (the node ignores it).
         grasp: the ``grasp`` group (:data:`GRASP_KEYS`): where the simulation puts the object
             (``object_urdf``) and the fingers at the start (the node ignores it).
     """
@@ -86,6 +92,7 @@ class RobotSetup:
     standing: dict[str, Any] = field(default_factory=dict)
     trot: dict[str, Any] = field(default_factory=dict)
     grasp: dict[str, Any] = field(default_factory=dict)
+    sinusoid: dict[str, Any] = field(default_factory=dict)
 
     def standing_joint_positions(self, joint_names: list[str], model: Any) -> np.ndarray:
         """(n,) standing positions [rad or m] of ``joint_names`` (the controller's order):
@@ -241,14 +248,8 @@ def load_robot_setup(name_or_path: str | os.PathLike) -> RobotSetup:
     unknown = sorted(set(standing) - set(STANDING_KEYS))
     if unknown:
         raise ValueError(f"{path}: unknown standing key(s) {unknown} (known: {STANDING_KEYS})")
-    trot = {k[len("trot."):]: v for k, v in params.items() if k.startswith("trot.")}
-    unknown = sorted(set(trot) - set(TROT_KEYS))
-    if unknown:
-        raise ValueError(f"{path}: unknown trot key(s) {unknown} (known: {TROT_KEYS})")
-    bad = [k for k, v in trot.items()
-           if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0]
-    if bad:
-        raise ValueError(f"{path}: trot.{bad[0]}: must be a number > 0, got {trot[bad[0]]!r}")
+    trot = _positive_group(params, "trot", TROT_KEYS, path)
+    sinusoid = _positive_group(params, "sinusoid", SINUSOID_KEYS, path)
     grasp = {k[len("grasp."):]: v for k, v in params.items() if k.startswith("grasp.")}
     _check_grasp(grasp, path)
     config = ControllerConfig.from_mapping({k: v for k, v in params.items() if k in fields})
@@ -256,11 +257,26 @@ def load_robot_setup(name_or_path: str | os.PathLike) -> RobotSetup:
         config = dataclasses.replace(
             config, urdf_path=str((path.parent / os.path.expanduser(config.urdf_path)).resolve()))
     node = {k: v for k, v in params.items()
-            if k not in fields and not k.startswith(("standing.", "trot.", "grasp."))}
+            if k not in fields
+            and not k.startswith(("standing.", "trot.", "grasp.", "sinusoid."))}
     if grasp and not config.object_urdf:
         raise ValueError(f"{path}: a grasp group needs object_urdf (the object to place)")
-    return RobotSetup(path.stem, str(path), config, node, standing,
-                      {k: float(v) for k, v in trot.items()}, grasp)
+    return RobotSetup(path.stem, str(path), config, node, standing, trot, grasp, sinusoid)
+
+
+def _positive_group(params: dict[str, Any], group: str, keys: tuple[str, ...],
+                    path: Path) -> dict[str, float]:
+    """The ``group.`` keys of the flattened ``params`` as floats, each one of ``keys`` and a
+    number > 0 (ValueError naming the file and key otherwise)."""
+    out = {k[len(group) + 1:]: v for k, v in params.items() if k.startswith(group + ".")}
+    unknown = sorted(set(out) - set(keys))
+    if unknown:
+        raise ValueError(f"{path}: unknown {group} key(s) {unknown} (known: {keys})")
+    bad = [k for k, v in out.items()
+           if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0]
+    if bad:
+        raise ValueError(f"{path}: {group}.{bad[0]}: must be a number > 0, got {out[bad[0]]!r}")
+    return {k: float(v) for k, v in out.items()}
 
 
 def _check_grasp(grasp: dict[str, Any], path: Path) -> None:

@@ -25,14 +25,36 @@ from .kernels.leaf import leaf_kernel
 
 
 @leaf_kernel
-def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, use_pos, use_vel, out):
-    """out = qdd_ref + kp (q_ref - q) + kd (qd_ref - qd) (terms only where references exist)."""
+def _pd_command(qdd_ref, q_ref, qd_ref, q, qd, kp, kd, ki, integral, integral_limit, dt,
+                lead, use_pos, use_vel, out):
+    """out = qdd_ref + kp (q_ref - q) + kd (qd_ref - qd) + ki integral (terms only where
+    references exist): where ``ki`` > 0 the position error is first integrated over ``dt`` [s]
+    into ``integral`` [rad s], held to ``|ki integral| <= integral_limit`` [rad/s^2] (the
+    integral cannot wind up past what it may command). ``lead`` [s] > 0 (command latency): the
+    reference's position and velocity are taken that far ahead, ``q_ref + lead qd_ref + lead^2
+    / 2 qdd_ref`` and ``qd_ref + lead qdd_ref`` (the velocity term where it is given)."""
     for i in range(out.shape[0]):
         a = qdd_ref[i]
         if use_pos:
-            a += kp[i] * (q_ref[i] - q[i])
+            qr = q_ref[i]
+            if lead > 0.0:
+                qr += 0.5 * lead * lead * qdd_ref[i]
+                if use_vel:
+                    qr += lead * qd_ref[i]
+            e = qr - q[i]
+            a += kp[i] * e
+            if ki[i] > 0.0:
+                s = integral[i] + e * dt
+                bound = integral_limit[i] / ki[i]
+                s = s if s < bound else bound
+                s = s if s > -bound else -bound
+                integral[i] = s
+                a += ki[i] * s
         if use_vel:
-            a += kd[i] * (qd_ref[i] - qd[i])
+            vr = qd_ref[i]
+            if lead > 0.0:
+                vr += lead * qdd_ref[i]
+            a += kd[i] * (vr - qd[i])
         out[i] = a
 
 
@@ -76,7 +98,8 @@ class _TickBuffers(NamedTuple):
     ``drive_kp``, ``drive_kd``; the task layer's drive set-points ``task_position``,
     ``task_velocity`` (zeros without a task layer); the previous tick's torques ``tau_prev``
     [N m] and ``torque_step`` [N m] the largest change per tick (inf: no limit on that
-    joint)."""
+    joint). The PD command's integral of the position error ``integral`` [rad s] (configured
+    order; zero where ``ki`` is 0)."""
 
     qdd_ref: np.ndarray
     q_ref: np.ndarray
@@ -103,18 +126,22 @@ class _TickBuffers(NamedTuple):
     task_velocity: np.ndarray
     tau_prev: np.ndarray
     torque_step: np.ndarray
+    integral: np.ndarray
 
 
 class _StepArgs(NamedTuple):
     """The fixed arguments of the per-tick steps, packed once (``WholeBodyController._pack``):
     ``buffers`` the :class:`_TickBuffers`; the gains (configured joint order, (n,)): ``kp``
-    [1/s^2], ``kd`` [1/s], ``safe_damping`` [1/s] and ``effort_limit`` [N m or N]."""
+    [1/s^2], ``kd`` [1/s], ``safe_damping`` [1/s], ``effort_limit`` [N m or N], ``ki``
+    [1/s^3] and ``integral_limit`` [rad/s^2]."""
 
     buffers: _TickBuffers
     kp: np.ndarray
     kd: np.ndarray
     safe_damping: np.ndarray
     effort_limit: np.ndarray
+    ki: np.ndarray
+    integral_limit: np.ndarray
 
 
 #: _prepare_tick's ``command``: keep ``qdd_cmd`` as it is (compute(), warm-up)
@@ -126,17 +153,18 @@ _CMD_DAMP = 2
 
 
 @njit(cache=True)
-def _prepare_tick(p, command, use_pos, use_vel, off_q, off_v, has_act):
+def _prepare_tick(p, command, use_pos, use_vel, off_q, off_v, has_act, dt, lead):
     """The tick's steps before the inverse dynamics, in one call: the commanded accelerations
-    (``command``: :data:`_CMD_PD` -> :func:`_pd_command`, :data:`_CMD_DAMP` -> ``-damping
+    (``command``: :data:`_CMD_PD` -> :func:`_pd_command` over the control period ``dt`` [s],
+    the reference ``lead`` [s] ahead, :data:`_CMD_DAMP` -> ``-damping
     qd``, :data:`_CMD_KEEP` -> unchanged), the joint state into the model's q (from ``off_q``)
     and v (from ``off_v``), ``qdd_cmd`` in model order into ``qdd_model`` and, ``has_act``,
     the actuated ones into ``qdd_act``. ``p``: :class:`~wbc_dynamics.kernels.fixed_args.
     FixedArgs` of a :class:`_StepArgs`."""
     b = p.buffers
     if command == _CMD_PD:
-        _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, p.kp, p.kd, use_pos, use_vel,
-                    b.qdd_cmd)
+        _pd_command(b.qdd_ref, b.q_ref, b.qd_ref, b.qj, b.qdj, p.kp, p.kd, p.ki, b.integral,
+                    p.integral_limit, dt, lead, use_pos, use_vel, b.qdd_cmd)
     elif command == _CMD_DAMP:
         _negdamp(p.safe_damping, b.qdj, b.qdd_cmd)
     idx = b.cfg_to_model
@@ -234,7 +262,8 @@ def compile_tick_steps() -> None:
     zi = np.zeros(1, dtype=np.int64)
     bufs = _TickBuffers(**{name: zi if name in ("cfg_to_model", "act_model") else z
                            for name in _TickBuffers._fields})
-    args = fixed_args(_StepArgs(bufs, kp=z, kd=z, safe_damping=z, effort_limit=z))
-    bound_entry(_prepare_tick, (args, _CMD_KEEP, False, False, 0, 0, False))
+    args = fixed_args(_StepArgs(bufs, kp=z, kd=z, safe_damping=z, effort_limit=z, ki=z,
+                                integral_limit=z))
+    bound_entry(_prepare_tick, (args, _CMD_KEEP, False, False, 0, 0, False, 1e-3, 0.0))
     bound_entry(_finish_tick, (args, z, False, False))
     bound_entry(_command_tick, (args, _DRIVE_OFF, False, False, False, False, 1.0, False, False))

@@ -345,6 +345,13 @@ class _WBC:
                 overrides.update({k: v for k, v in (("grasp_force", cfg.grasp_force),
                                                     ("grasp_hold", cfg.hold_touching_fingers))
                                   if v is not None})
+            if config.state_latency > 0.0 or config.command_latency > 0.0:
+                # set for a real robot's latency; the simulated one is known exactly (none
+                # without imperfections), and predicting past a latency that is not there
+                # leads the joints' feedback (docs/real_robots.md, "Latency compensation")
+                imp = cfg.imperfections
+                for name in ("state_latency", "command_latency"):
+                    overrides.setdefault(name, getattr(imp, name))
         self.ctl = WholeBodyController(dataclasses.replace(config, **overrides), model=model)
         self.floating = self.ctl.floating_base
         #: the object's name in the plant (its state is the controller's object_state input)

@@ -964,7 +964,7 @@ def _configured_reference(robot, kind: str, joint_names: Sequence[str] | None = 
     if kind == "sinusoid":
         held = [j for j in names if model.description.joints[j].type == "prismatic"]
         options.setdefault("squeeze", 0.0)
-        return ArmSinusoid(names, q_stand, held, **options)
+        return ArmSinusoid(names, q_stand, held, **{**setup.sinusoid, **options})
     raise ValueError(f"kind: unknown reference {kind!r} for the robot configuration {robot!r} "
                      "(stand, walk, sway, com_sway, trot, sinusoid)")
 
