@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .kernels.linalg import bound_entry
+from .kernels.linalg import bound_entry, require_vectors
 from .kernels.spatial import quaternion_product_into, rotvec_quaternion
 from .validation import require_positive
 
@@ -259,11 +259,7 @@ class BaseObserver:
         Raises:
             ValueError: a buffer of another type, shape or layout, named.
         """
-        for name, x, n in (("q7", q7, 7), ("v6", v6, 6)):
-            if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,)
-                    and x.flags.c_contiguous):
-                raise ValueError(f"BaseObserver.bind: {name} must be a C-contiguous float64 "
-                                 f"({n},) array")
+        require_vectors("BaseObserver.bind", (("q7", q7, 7), ("v6", v6, 6)))
         self._entry = bound_entry(base_observer_update, (self.data, q7, v6, self.dt))
         self._bound = (q7, v6)
 

@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .kernels.linalg import bound_entry
+from .kernels.linalg import bound_entry, require_vectors
 from .validation import require_positive
 
 __all__ = ["JointObserver", "JointObserverData", "JointPredictionData", "JointStatePredictor",
@@ -178,11 +178,8 @@ class JointObserver:
         :meth:`update` will be given every tick (the controller's): the dispatcher's typing of
         the arguments is then skipped. Compiles or loads the kernel now, without running it."""
         n = self.data.position.shape[0]
-        for name, x in (("q_meas", q_meas), ("v_meas", v_meas), ("a_pred", a_pred)):
-            if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,)
-                    and x.flags.c_contiguous):
-                raise ValueError(f"JointObserver.bind: {name} must be a C-contiguous float64 "
-                                 f"({n},) array")
+        require_vectors("JointObserver.bind", (("q_meas", q_meas, n), ("v_meas", v_meas, n),
+                                               ("a_pred", a_pred, n)))
         self._entry = bound_entry(joint_observer_update,
                                   (self.data, q_meas, v_meas, a_pred, self.dt))
         self._bound = (q_meas, v_meas, a_pred)
@@ -289,11 +286,8 @@ class JointStatePredictor:
         dispatcher's typing of the arguments is then skipped (the buffers must stay the
         same). Compiles or loads the kernels now, without running them."""
         n = self.data.delayed.shape[0]
-        for name, x in (("qdd_cmd", qdd_cmd), ("q", q), ("v", v)):
-            if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,)
-                    and x.flags.c_contiguous):
-                raise ValueError(f"JointStatePredictor.bind: {name} must be a C-contiguous "
-                                 f"float64 ({n},) array")
+        require_vectors("JointStatePredictor.bind", (("qdd_cmd", qdd_cmd, n), ("q", q, n),
+                                                     ("v", v, n)))
         self._entries = (bound_entry(push_commanded_acceleration, (self.data, qdd_cmd)),
                          bound_entry(predict_joint_state, (self.data, q, v, self.dt)))
         self._bound = (qdd_cmd, q, v)

@@ -352,6 +352,16 @@ def psd_pinv_solve(A, b, rcond, out, ar):
     return r
 
 
+def require_vectors(owner: str, buffers: tuple) -> None:
+    """ValueError naming ``owner`` and the buffer unless every ``(name, array, length)`` of
+    ``buffers`` is a C-contiguous float64 array of shape (length,): the type a kernel's
+    entry point was bound for (:func:`bound_entry`)."""
+    for name, x, n in buffers:
+        if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.shape == (n,)
+                and x.flags.c_contiguous):
+            raise ValueError(f"{owner}: {name} must be a C-contiguous float64 ({n},) array")
+
+
 def bound_entry(dispatcher, args: tuple):
     """The compiled entry point of ``dispatcher`` for exactly the types of ``args``.
 
