@@ -231,9 +231,11 @@ def main(argv=None) -> int:
         'controller; 4 s, seed 0, as shipped). Within 3x: the quadruped, go1, go2, a1, anymal_c'
         ' and solo12, standing and trotting (0.8-1.6x), and standing at 2x (1.2-2.1x: go1, go2,'
         ' a1 and solo12 with `base_observer`, 5.8-10.6x without it; docs/real_robots.md '
-        '"Base-pose noise"). Not within: talos 11x, talos_reduced 16x, g1 15x (28-40x at 2x); '
-        'panda 6.5x (latency or mass error alone 4x), ur10 27x (torque lag and limit alone '
-        "18x). What the humanoids' error is made of (`--robots talos talos_reduced g1 --levels "
+        '"Base-pose noise"); panda 2.6x and ur10 2.5x, their sinusoids within the torque '
+        'limits (2 Hz, 1.5 Hz: the `sinusoid` group), with integral action and latency '
+        'compensation (`ki`, `state_latency`, `command_latency`; without those two 6.6x and '
+        '5.4x: docs/real_robots.md). Not within: talos 11x, talos_reduced 16x, g1 15x (28-40x '
+        "at 2x). What the humanoids' error is made of (`--robots talos talos_reduced g1 --levels "
         '0 1 2 --singles --variants shipped`; mrad: exact / 1x / encoders alone / mass alone / '
         'latency alone / torque lag alone): talos 0.024 / 0.26 / 0.099 / 0.22 / 0.029 / 0.029, '
         'talos_reduced 0.023 / 0.36 / 0.098 / 0.33 / 0.028 / 0.028, g1 0.047 / 0.68 / 0.14 / '

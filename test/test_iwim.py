@@ -204,19 +204,20 @@ def test_gamma_of_eq8_is_unit_lower_triangular_and_factors_m():
         rng = np.random.default_rng(26)
         q = model.integrate(model.neutral(), rng.uniform(-1, 1, nv))
         X = iwim(model, q, np.eye(nv))
-        W = workspace(model).W
+        data = workspace(model).rigid_body
         arrays = model.model_arrays
         G = np.zeros((nv, nv))
         D = np.zeros((nv, nv))
         for i in range(arrays.parent.shape[0]):
             iv, n = arrays.v_index[i], arrays.joint_nv[i]
-            D[iv : iv + n, iv : iv + n] = W[i, 3, :n, :n]
+            D[iv : iv + n, iv : iv + n] = data.joint_articulated_inertia[i, :n, :n]
             G[iv : iv + n, iv : iv + n] = np.eye(n)
-            DiUt = W[i, 4, :n, :n] @ W[i, 2, :, :n].T
+            DiUt = (data.joint_articulated_inertia_inverse[i, :n, :n]
+                    @ data.articulated_inertia_times_subspace[i, :, :n].T)
             j = arrays.parent[i]
             while j >= 0:
                 jv, nj = arrays.v_index[j], arrays.joint_nv[j]
-                G[iv : iv + n, jv : jv + nj] = DiUt @ W[j, 7, :, :nj]
+                G[iv : iv + n, jv : jv + nj] = DiUt @ data.motion_subspace[j, :, :nj]
                 j = arrays.parent[j]
         assert not np.any(np.triu(G, 1)) and np.array_equal(np.diag(G), np.ones(nv))
         M = model.mass_matrix(q)

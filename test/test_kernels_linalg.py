@@ -1,6 +1,6 @@
 """kernels.linalg: psd_pinv_solve equals numpy's lstsq (SVD) on PSD matrices of every rank;
 lu_solve equals np.linalg.solve; left_nullspace, cholesky, chol_solve_columns and the small
-helpers (matvec, add_sparse_product, swap_rows) against numpy."""
+helpers (matvec, add_sparse_product, add_weighted_rows, swap_rows) against numpy."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ import pytest
 from wbc_dynamics.kernels.arena import NO_ARENA
 from wbc_dynamics.kernels.linalg import (
     add_sparse_product,
+    add_weighted_rows,
     chol_solve,
     chol_solve_columns,
     cholesky,
@@ -143,3 +144,28 @@ def test_matvec_sparse_product_and_row_swap_equal_numpy():
     swap_rows(M.T, 1, 3, 4)  # columns 1 and 3
     np.testing.assert_array_equal(M[:, 1], [3, 8, 13, 18])
     np.testing.assert_array_equal(M[:, 3], [11, 6, 1, 16])
+
+
+def test_add_weighted_rows_is_the_plain_transposed_product_to_the_bit():
+    """``out += A.T @ x`` with the zeros of ``x`` skipped: each entry's terms in row order, so
+    the result equals the plain loop exactly; ``A = M.T`` (a transposed view) gives ``M @ x``."""
+    rng = np.random.default_rng(11)
+    A = rng.standard_normal((6, 8))
+    A[rng.random(A.shape) < 0.4] = 0.0
+    x = rng.standard_normal(6)
+    x[[1, 4]] = 0.0
+    start = rng.standard_normal(9)
+    out = start.copy()  # longer than A's rows: the tail is left alone
+    add_weighted_rows(A, x, out)
+    plain = start.copy()
+    for i in range(6):
+        for j in range(8):
+            plain[j] += A[i, j] * x[i]
+    np.testing.assert_array_equal(out, plain)
+    np.testing.assert_allclose(out[:8], start[:8] + A.T @ x, rtol=0, atol=1e-14)
+    M = rng.standard_normal((5, 5))
+    g = rng.standard_normal(5)
+    g[2] = 0.0
+    y = np.zeros(5)
+    add_weighted_rows(M.T, g, y)
+    np.testing.assert_allclose(y, M @ g, rtol=0, atol=1e-14)

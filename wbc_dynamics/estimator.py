@@ -33,14 +33,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from .kernels.kinematics import points_kinematics
-from .kernels.records import RecordType, define_record
+from .kernels.records import kernel_record, record_of
 from .kernels.spatial import quaternion_product_into, rotation_from_quaternion
 from .validation import require_positive
 
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
     from .model import RobotModel
 
 __all__ = ["BaseEstimator", "EstimatorData", "EstimatorNoise", "FeetKinematics", "ImuEstimator",
-           "estimator_kernel"]
+           "LeggedEstimator", "estimator_kernel"]
 
 GRAVITY = 9.81
 
@@ -114,6 +113,7 @@ class FeetKinematics(NamedTuple):
     roll: np.ndarray
 
 
+@kernel_record("EstimatorDataRecord")
 class EstimatorData(NamedTuple):
     """The estimator's state, configuration and workspace (one record per estimator).
 
@@ -172,26 +172,6 @@ class EstimatorData(NamedTuple):
     initialized: np.ndarray
     feet: FeetKinematics
     gain: np.ndarray
-
-
-@structref.register
-class EstimatorDataRecordType(RecordType):
-    """numba type of :class:`EstimatorDataRecord`."""
-
-
-class EstimatorDataRecord(structref.StructRefProxy):
-    """:class:`EstimatorData`'s fields as one pointer for the compiled kernel (same names, the
-    same arrays; :mod:`wbc_dynamics.kernels.records`): a call taking the NamedTuple itself
-    unboxes its 44 fields, ~5 us, a third of the estimator's tick."""
-
-
-define_record(EstimatorDataRecord, EstimatorDataRecordType, EstimatorData)
-
-
-@njit(cache=True)
-def estimator_data_record(e):
-    """The :class:`EstimatorDataRecord` of the :class:`EstimatorData` ``e`` (compiled, cached)."""
-    return EstimatorDataRecord(*e)
 
 
 @njit(cache=True)
@@ -512,17 +492,79 @@ def _feet_of_contact_model(contact_model) -> tuple:
             g.sph_rad)
 
 
-class BaseEstimator:
-    """Base pose and twist of a floating-base robot from its IMU and joint encoders.
+_EstimatorT = TypeVar("_EstimatorT", bound="LeggedEstimator")
+
+
+class LeggedEstimator:
+    """What the base estimators of a floating-base robot share (:class:`BaseEstimator`,
+    :class:`~wbc_dynamics.invariant_ekf.InvariantEKF`): the robot, its feet and their sole
+    spheres, the noise model; the construction on a contact model, the reset and the reads of
+    the estimate. A subclass keeps its state in ``data`` (its kernel's NamedTuple, with the
+    fields ``initialized``, ``stance_time``, ``x`` = [p (3) [m], v (3) [m/s], the feet's
+    anchors (3 each) [m]] (world), ``quat``, ``v_base``, ``omega``) and passes the record of it
+    to its kernel.
 
     Args:
         model: the robot's RobotModel (floating base).
         feet: the contact links (one foot each: its link frame's origin is the anchor).
-        sole_foot: (P,) the foot (index into ``feet``) of each contact sphere.
-        sole_bodies: (P,) kernel body index of each sphere (``ContactModel.geometry.sph_body``).
-        sole_centres: (P, 3) the spheres' centres in their bodies' frames [m].
-        sole_radii: (P,) [m].
-        noise: the noise model.
+        noise: the noise model (None: :class:`EstimatorNoise`'s defaults).
+
+    The subclasses also take the feet's contact spheres: ``sole_foot`` (P,) the foot (index
+    into ``feet``) of each sphere, ``sole_bodies`` (P,) kernel body index of each sphere
+    (``ContactModel.geometry.sph_body``), ``sole_centres`` (P, 3) the spheres' centres in their
+    bodies' frames [m], ``sole_radii`` (P,) [m]. :meth:`for_contact_model` takes the feet and
+    spheres from a contact model.
+    """
+
+    #: the estimator's state, its kernel's NamedTuple (set by the subclass)
+    data: Any
+
+    def __init__(self, model: RobotModel, feet, noise: EstimatorNoise | None) -> None:
+        if not model.floating_base:
+            raise ValueError(f"{type(self).__name__}: needs a floating-base model")
+        self.model = model
+        self.noise = noise or EstimatorNoise()
+        #: the feet (contact links), in the state's order
+        self.feet = list(feet)
+        #: the orientation input of an update without one
+        self._no_quat = np.array([0.0, 0.0, 0.0, 1.0])
+
+    @classmethod
+    def for_contact_model(cls: type[_EstimatorT], contact_model, **kwargs) -> _EstimatorT:
+        """The estimator on a :class:`~wbc_dynamics.contact.geometry.ContactModel`: its robot,
+        its contact links as the feet (in the order of ``sphere_ids``), their spheres as the
+        soles; ``kwargs`` the class's other arguments."""
+        return cls(*_feet_of_contact_model(contact_model), **kwargs)
+
+    def reset(self) -> None:
+        """Start over: the next update initializes from the stance feet."""
+        self.data.initialized[0] = False
+        self.data.stance_time[:] = 1e3
+
+    @property
+    def initialized(self) -> bool:
+        """An estimate exists (the first update with a stance foot has run)."""
+        return bool(self.data.initialized[0])
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(position (3,) world [m], orientation (4,) xyzw world-from-base, linear velocity
+        (3,) base frame [m/s], angular velocity (3,) base frame [rad/s]) -- copies."""
+        e = self.data
+        return e.x[0:3].copy(), e.quat.copy(), e.v_base.copy(), e.omega.copy()
+
+    def foot_positions(self) -> np.ndarray:
+        """(L, 3) estimated world positions of the feet's anchors (link origins) [m]."""
+        return self.data.x[6:].reshape(-1, 3).copy()
+
+
+class BaseEstimator(LeggedEstimator):
+    """Base pose and twist of a floating-base robot from its IMU and joint encoders: a Kalman
+    filter over base position / velocity and the feet's positions.
+
+    Args:
+        model, feet, sole_foot, sole_bodies, sole_centres, sole_radii: the robot, its feet and
+            their spheres (:class:`LeggedEstimator`).
+        noise: the noise model (None: its defaults).
         ground_height: [m] height of the ground plane.
         orientation: "imu" (the IMU's own orientation output) or "gyro" (integrated rate with
             an accelerometer tilt correction of gain ``tilt_gain`` [rad/s]).
@@ -531,16 +573,13 @@ class BaseEstimator:
             and the schedule's timing make the first milliseconds of a stance unreliable.
         velocity_gate: chi-square threshold (3 dof) of a stance foot's velocity innovation
             above which its velocity rows are skipped (0: never).
-
-    :meth:`for_contact_model` takes the feet and spheres from a contact model.
     """
 
     def __init__(self, model: RobotModel, feet, sole_foot, sole_bodies, sole_centres,
                  sole_radii, noise: EstimatorNoise | None = None, ground_height: float = 0.0,
                  orientation: str = "imu", tilt_gain: float = 1.0,
                  trust_ramp: float = 0.03, velocity_gate: float = 16.27) -> None:
-        if not model.floating_base:
-            raise ValueError("BaseEstimator: needs a floating-base model")
+        super().__init__(model, feet, noise)
         if orientation not in ("imu", "gyro"):
             raise ValueError(f"orientation: {orientation!r} is not one of ['imu', 'gyro']")
         if not (math.isfinite(ground_height) and math.isfinite(tilt_gain) and tilt_gain >= 0.0
@@ -549,12 +588,8 @@ class BaseEstimator:
                              "trust_ramp >= 0)")
         if not (math.isfinite(velocity_gate) and velocity_gate >= 0.0):
             raise ValueError(f"velocity_gate: must be finite and >= 0, got {velocity_gate!r}")
-        noise = noise or EstimatorNoise()
-        self.model = model
-        self.noise = noise
+        noise = self.noise
         self.orientation = orientation
-        #: the feet (contact links), in the state's order
-        self.feet = list(feet)
         L = len(self.feet)
         feet_and_soles = _feet_and_soles(model, self.feet, sole_foot, sole_bodies, sole_centres,
                                          sole_radii, "BaseEstimator")
@@ -576,21 +611,9 @@ class BaseEstimator:
             stance=np.ones(L, dtype=np.bool_), stance_time=np.full(L, 1e3),
             initialized=np.zeros(1, dtype=np.bool_), gain=np.zeros(n),
         )
-        #: the same arrays as one pointer, what the kernel takes
-        self._record = estimator_data_record(self.data)
-        self._no_quat = np.array([0.0, 0.0, 0.0, 1.0])
-
-    @classmethod
-    def for_contact_model(cls, contact_model, **kwargs) -> BaseEstimator:
-        """The estimator on a :class:`~wbc_dynamics.contact.geometry.ContactModel`: its robot,
-        its contact links as the feet (in the order of ``sphere_ids``), their spheres as the
-        soles."""
-        return cls(*_feet_of_contact_model(contact_model), **kwargs)
-
-    def reset(self) -> None:
-        """Start over: the next update initializes from the stance points."""
-        self.data.initialized[0] = False
-        self.data.stance_time[:] = 1e3
+        #: the same arrays as one pointer, what the kernel takes (a call taking the NamedTuple
+        #: itself unboxes its 44 fields, ~5 us, a third of the estimator's tick)
+        self._record = record_of(self.data)
 
     def update(self, joint_positions: np.ndarray, joint_velocities: np.ndarray,
                angular_velocity: np.ndarray, linear_acceleration: np.ndarray,
@@ -605,24 +628,9 @@ class BaseEstimator:
                                     joint_velocities, angular_velocity, linear_acceleration, quat,
                                     float(dt)))
 
-    @property
-    def initialized(self) -> bool:
-        """An estimate exists (the first update with a stance point has run)."""
-        return bool(self.data.initialized[0])
-
-    def base_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(position (3,) world [m], orientation (4,) xyzw world-from-base, linear velocity
-        (3,) base frame [m/s], angular velocity (3,) base frame [rad/s]) -- copies."""
-        e = self.data
-        return e.x[0:3].copy(), e.quat.copy(), e.v_base.copy(), e.omega.copy()
-
     def covariance(self) -> np.ndarray:
         """(6, 6) covariance of [position; velocity] (world frame)."""
         return self.data.P[:6, :6].copy()
-
-    def foot_positions(self) -> np.ndarray:
-        """(L, 3) estimated world positions of the feet's anchors (link origins) [m]."""
-        return self.data.x[6:].reshape(-1, 3).copy()
 
 
 class ImuEstimator:

@@ -41,9 +41,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
-from .kernels.records import RecordType, define_record
+from .kernels.records import kernel_record, record_of
+from .kernels.spatial import quaternion_rotation
 from .kernels.world import frame_placement
 
 __all__ = ["TrotWalker", "WalkerData", "foot_task_name", "walker_tick", "walking_tasks"]
@@ -213,7 +213,7 @@ class TrotWalker:
             swing_end=np.array([t]), half=np.array([-1], dtype=np.int64),
             swing=np.zeros(4, dtype=np.bool_), scheduled=np.zeros(4, dtype=np.bool_),
             lift=feet.copy())
-        self._record = walker_data_record(self.data)
+        self._record = record_of(self.data)
         self._started = True
 
     @property
@@ -262,6 +262,7 @@ class TrotWalker:
                 [f for f, s in zip(self.feet, d.scheduled, strict=True) if s], lift)
 
 
+@kernel_record("WalkerDataRecord")
 class WalkerData(NamedTuple):
     """The trot's constants and state (one record per walker; :func:`walker_tick`).
 
@@ -308,25 +309,6 @@ class WalkerData(NamedTuple):
     swing: np.ndarray
     scheduled: np.ndarray
     lift: np.ndarray
-
-
-@structref.register
-class WalkerDataRecordType(RecordType):
-    """numba type of :class:`WalkerDataRecord`."""
-
-
-class WalkerDataRecord(structref.StructRefProxy):
-    """:class:`WalkerData`'s fields as one pointer for the compiled tick (same names, the same
-    arrays; :mod:`wbc_dynamics.kernels.records`)."""
-
-
-define_record(WalkerDataRecord, WalkerDataRecordType, WalkerData)
-
-
-@njit(cache=True)
-def walker_data_record(w):
-    """The :class:`WalkerDataRecord` of the :class:`WalkerData` ``w`` (compiled, cached)."""
-    return WalkerDataRecord(*w)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -426,12 +408,7 @@ def walker_tick(w, d, q, v, model, t):
             w.scheduled[i] = scheduled
             changed = 1
     # Raibert's touchdown for the swing feet, from the measured base motion
-    R00 = 1.0 - 2.0 * (qy * qy + qz * qz)
-    R01 = 2.0 * (qx * qy - qz * qw)
-    R02 = 2.0 * (qx * qz + qy * qw)
-    R10 = 2.0 * (qx * qy + qz * qw)
-    R11 = 1.0 - 2.0 * (qx * qx + qz * qz)
-    R12 = 2.0 * (qy * qz - qx * qw)
+    R00, R01, R02, R10, R11, R12 = quaternion_rotation(qx, qy, qz, qw)[:6]
     mvx = R00 * v[0] + R01 * v[1] + R02 * v[2]
     mvy = R10 * v[0] + R11 * v[1] + R12 * v[2]
     remaining = (1.0 - u) * half

@@ -119,14 +119,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from .estimator import (
     GRAVITY,
     EstimatorNoise,
     FeetKinematics,
+    LeggedEstimator,
     _feet_and_soles,
-    _feet_of_contact_model,
     _feet_workspace,
     _integrate_quat,
     _scalar_update,
@@ -134,7 +133,7 @@ from .estimator import (
 )
 from .kernels.dynamics import check_vector
 from .kernels.linalg import cholesky
-from .kernels.records import RecordType, define_record
+from .kernels.records import kernel_record, record_of
 from .kernels.spatial import quaternion_product_into, rotation_from_quaternion, rotvec_quaternion
 
 if TYPE_CHECKING:
@@ -148,6 +147,7 @@ INPUT_STATUS = {-1: "joint_positions", -2: "joint_velocities", -3: "angular_velo
                 -4: "linear_acceleration", -5: "orientation_xyzw", -6: "dt"}
 
 
+@kernel_record("InvariantEKFDataRecord")
 class InvariantEKFData(NamedTuple):
     """The filter's configuration, state and workspace (one record per filter).
 
@@ -232,25 +232,6 @@ class InvariantEKFData(NamedTuple):
     row_coef: np.ndarray
     row_z: np.ndarray
     row_var: np.ndarray
-
-
-@structref.register
-class InvariantEKFDataRecordType(RecordType):
-    """numba type of :class:`InvariantEKFDataRecord`."""
-
-
-class InvariantEKFDataRecord(structref.StructRefProxy):
-    """:class:`InvariantEKFData`'s fields as one pointer for the compiled kernel (same names,
-    the same arrays; :mod:`wbc_dynamics.kernels.records`)."""
-
-
-define_record(InvariantEKFDataRecord, InvariantEKFDataRecordType, InvariantEKFData)
-
-
-@njit(cache=True)
-def invariant_ekf_data_record(e):
-    """The :class:`InvariantEKFDataRecord` of the :class:`InvariantEKFData` ``e``."""
-    return InvariantEKFDataRecord(*e)
 
 
 # ------------------------------------------------------------------------------------------
@@ -752,17 +733,14 @@ def _positive(name: str, x: float) -> float:
     return x
 
 
-class InvariantEKF:
+class InvariantEKF(LeggedEstimator):
     """Base pose and twist of a floating-base robot from its IMU and joint encoders: the
-    contact-aided right-invariant EKF with IMU biases (module docstring, [H]).
+    contact-aided right-invariant EKF with IMU biases (module docstring, [H]); the angular
+    velocity of its estimate (:meth:`base_state`) is the gyro's minus its estimated bias.
 
     Args:
-        model: the robot's RobotModel (floating base).
-        feet: the contact links (one foot each: its link frame's origin is the anchor).
-        sole_foot: (S,) the foot (index into ``feet``) of each contact sphere.
-        sole_bodies: (S,) kernel body index of each sphere (``ContactModel.geometry.sph_body``).
-        sole_centres: (S, 3) the spheres' centres in their bodies' frames [m].
-        sole_radii: (S,) [m].
+        model, feet, sole_foot, sole_bodies, sole_centres, sole_radii: the robot, its feet and
+            their spheres (:class:`~wbc_dynamics.estimator.LeggedEstimator`).
         noise: the noise model (:class:`~wbc_dynamics.estimator.EstimatorNoise`: ``gyro``,
             ``accelerometer``, ``kinematics``, ``joint_position``, ``contact_drift``,
             ``swing_drift``, ``ground_height``; its velocity terms are not used: this filter
@@ -780,8 +758,6 @@ class InvariantEKF:
         innovation_gate: chi-square threshold (3 dof) of a stance foot's kinematic innovation
             beyond which its measurements are down-weighted by ``d^2 / innovation_gate``
             (module docstring); 0 = off. 16.27 as BaseEstimator's ``velocity_gate``.
-
-    :meth:`for_contact_model` takes the feet and spheres from a contact model.
     """
 
     def __init__(self, model: RobotModel, feet, sole_foot, sole_bodies, sole_centres,
@@ -791,8 +767,7 @@ class InvariantEKF:
                  accelerometer_bias_prior: float = 0.02, orientation_prior: float = 0.01,
                  position_prior: float = 0.01, velocity_prior: float = 0.01,
                  innovation_gate: float = 16.27) -> None:
-        if not model.floating_base:
-            raise ValueError("InvariantEKF: needs a floating-base model")
+        super().__init__(model, feet, noise)
         if not (math.isfinite(ground_height) and math.isfinite(trust_ramp)
                 and trust_ramp >= 0.0 and math.isfinite(innovation_gate)
                 and innovation_gate >= 0.0):
@@ -805,11 +780,7 @@ class InvariantEKF:
             ("accelerometer_bias_prior", accelerometer_bias_prior),
             ("orientation_prior", orientation_prior), ("position_prior", position_prior),
             ("velocity_prior", velocity_prior))}
-        noise = noise or EstimatorNoise()
-        self.model = model
-        self.noise = noise
-        #: the feet (contact links), in the state's order
-        self.feet = list(feet)
+        noise = self.noise
         L = len(self.feet)
         feet_and_soles = _feet_and_soles(model, self.feet, sole_foot, sole_bodies, sole_centres,
                                          sole_radii, "InvariantEKF")
@@ -844,19 +815,7 @@ class InvariantEKF:
             row_z=np.zeros(4), row_var=np.zeros(4),
         )
         #: the same arrays as one pointer, what the kernel takes
-        self._record = invariant_ekf_data_record(self.data)
-        self._no_quat = np.array([0.0, 0.0, 0.0, 1.0])
-
-    @classmethod
-    def for_contact_model(cls, contact_model, **kwargs) -> InvariantEKF:
-        """The filter on a :class:`~wbc_dynamics.contact.geometry.ContactModel`: its robot, its
-        contact links as the feet (in the order of ``sphere_ids``), their spheres as the soles."""
-        return cls(*_feet_of_contact_model(contact_model), **kwargs)
-
-    def reset(self) -> None:
-        """Start over: the next update initializes from the stance feet."""
-        self.data.initialized[0] = False
-        self.data.stance_time[:] = 1e3
+        self._record = record_of(self.data)
 
     @staticmethod
     def _vector(x, n: int, name: str) -> np.ndarray:
@@ -895,18 +854,6 @@ class InvariantEKF:
             raise ValueError(f"{INPUT_STATUS[status]}: {what}")
         return status
 
-    @property
-    def initialized(self) -> bool:
-        """An estimate exists (the first update with a stance foot has run)."""
-        return bool(self.data.initialized[0])
-
-    def base_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(position (3,) world [m], orientation (4,) xyzw world-from-base, linear velocity
-        (3,) base frame [m/s], angular velocity (3,) base frame [rad/s]: the gyro's minus its
-        estimated bias) -- copies."""
-        e = self.data
-        return e.x[0:3].copy(), e.quat.copy(), e.v_base.copy(), e.omega.copy()
-
     def covariance(self) -> np.ndarray:
         """(6, 6) covariance of [position; velocity] (world frame), to first order in the
         invariant error: ``p_hat - p = xi_p - [p]x xi_R``, ``v_hat - v = xi_v - [v]x xi_R``
@@ -924,10 +871,6 @@ class InvariantEKF:
         """(15 + 3K, 15 + 3K) the covariance of the invariant error ``[xi_R, xi_v, xi_p,
         xi_d1 .. xi_dK, zeta_g, zeta_a]`` (a copy)."""
         return self.data.P.copy()
-
-    def foot_positions(self) -> np.ndarray:
-        """(K, 3) estimated world positions of the feet's anchors (link origins) [m]."""
-        return self.data.x[6:].reshape(-1, 3).copy()
 
     def measurement_rows(self, foot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Foot ``foot``'s measurement model linearized at the current estimate, with the last

@@ -58,7 +58,7 @@ def iwim(model: ModelView, q: ArrayLike, B: ArrayLike) -> np.ndarray:
     ws = workspace(model)
     Pu, Pa = ws.iwim_buffers(Bm.shape[1])
     out = np.empty_like(Bm)
-    st = dk.iwim(q, Bm, out, Pu, Pa, model._model, ws.W, ws.SC)
+    st = dk.iwim(q, Bm, out, Pu, Pa, model._model, ws.data, ws.SC)
     if st:
         model._raise(st, a="B")
     return out
@@ -75,7 +75,7 @@ def free_acceleration(model: ModelView, q: ArrayLike, v: ArrayLike) -> np.ndarra
     ws = workspace(model)
     ddq = np.empty(model.nv)
     st = world.aba(
-        q, v, model._zeros_nv, ws.fext, False, ddq, model._model, ws.W, ws.SC,
+        q, v, model._zeros_nv, ws.fext, False, ddq, model._model, ws.data, ws.SC,
     )  # fmt: skip
     if st:
         model._raise(st)

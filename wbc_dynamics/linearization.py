@@ -68,7 +68,7 @@ def rnea_derivatives(
     """
     q, v, a, ws, (dq, dv, M) = _derivative_call(model, q, v, a, "a")
     st = dk.rnea_derivatives(
-        q, v, a, gravity, dq, dv, M, model._model, ws.W, ws.DW, ws.SC,
+        q, v, a, gravity, dq, dv, M, model._model, ws.data, ws.composites, ws.SC,
     )  # fmt: skip
     _check(model, st)
     return dq, dv, M
@@ -96,7 +96,7 @@ def _aba_derivatives_into(model: ModelView, q: np.ndarray, v: np.ndarray, tau: n
     raises ValueError naming it."""
     st = dk.aba_derivatives(
         q, v, tau, ws.ddq, ws.dq, ws.dv, ws.M, Minv, ddq_dq, ddq_dv, ws.FP, model._model,
-        ws.fext, ws.W, ws.DW, ws.SC,
+        ws.fext, ws.data, ws.composites, ws.SC,
     )  # fmt: skip
     _check(model, st, a="tau")
 

@@ -180,11 +180,11 @@ class RobotModel:
         nb = data.arrays.parent.shape[0]
         nv = data.nv
         self._nb = nb
-        # preallocated workspaces (no allocation inside the kernels), packed so that a kernel
-        # call passes few arguments
-        self._W, self._SC = world.workspace(nb)
+        # preallocated workspaces (no allocation inside the kernels): the recursions' per-body
+        # quantities as one record (a kernel call passes few arguments) and their scratch
+        self._rigid_body, self._SC = world.workspace(nb)
         # constant trailing arguments of the kernels, bundled once
-        self._k_model = (self._model, self._W, self._SC)
+        self._k_model = (self._model, self._rigid_body, self._SC)
         self._FP = np.zeros((nb + 1, 6, nv))
         self._J6 = np.zeros((6, nv))
         self._fext = np.zeros((nb, 6))
@@ -223,7 +223,7 @@ class RobotModel:
                 self._origin,
                 self._eye3,
                 False,
-                self._W,
+                self._rigid_body,
                 self._SC,
                 np.empty(6),
             ),
@@ -233,7 +233,7 @@ class RobotModel:
                 z,
                 np.zeros(1, dtype=np.int64),
                 np.zeros((1, 3)),
-                self._W,
+                self._rigid_body,
                 self._SC,
                 self._J6,
                 np.zeros((1, 3)),
@@ -670,7 +670,7 @@ class RobotModel:
             r,
             R,
             frame == "local",
-            self._W,
+            self._rigid_body,
             self._SC,
             out,
         )
@@ -711,7 +711,7 @@ class RobotModel:
             v,
             bodies,
             rs,
-            self._W,
+            self._rigid_body,
             self._SC,
             self._J6,
             pos,

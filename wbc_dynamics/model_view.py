@@ -83,8 +83,11 @@ class _DerivWorkspace:
     def __init__(self, model: ModelView) -> None:
         nb = model._nb
         nv = model.nv
-        self.W, self.SC = world.workspace(nb)
-        self.DW = np.zeros((nb, dk.N_DSLOTS, 6, 6))
+        # the recursions' arrays (readable from Python) and their records (what the kernels take)
+        self.rigid_body = world.rigid_body_data(nb)
+        self.data = world.rigid_body_record(self.rigid_body)
+        self.SC = np.zeros((world.N_SCRATCH, 6, 6))
+        self.composites = dk.composite_record(dk.composite_data(nb))
         self.FP = np.zeros((nb + 1, 6, nv))
         self.Minv = np.zeros((nv, nv))
         self.dq = np.zeros((nv, nv))
@@ -101,7 +104,7 @@ class _DerivWorkspace:
 
     def iwim_buffers(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         if m != self.iwim_m:
-            nb = self.W.shape[0]
+            nb = self.rigid_body.pose.shape[0]
             self.Pu = np.zeros((nb, 6, m))
             self.Pa = np.zeros((nb, 6, m))
             self.iwim_m = m

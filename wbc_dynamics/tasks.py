@@ -43,7 +43,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from .kernels.dynamics import (
     check_configuration,
@@ -58,7 +57,7 @@ from .kernels.prioritized import (
     prioritized_selection_level,
     prioritized_work,
 )
-from .kernels.records import RecordType, define_record
+from .kernels.records import kernel_record, record_of
 from .kernels.world import (
     _point_kinematics_views,
     frame_jacobian,
@@ -241,6 +240,7 @@ def balance_tasks(trunk_link: str, kp: float = 100.0, kd: float = 20.0) -> dict[
                 task_kp=[float(kp)], task_kd=[float(kd)], task_priorities=[0, 0, 1])
 
 
+@kernel_record("TaskDataRecord")
 class TaskData(NamedTuple):
     """The task layer's configuration, goals, outputs and workspace (one record per layer).
 
@@ -398,25 +398,6 @@ class TaskData(NamedTuple):
     selection_gram: np.ndarray
     selection_factor: np.ndarray
     selection_small: np.ndarray
-
-
-@structref.register
-class TaskDataRecordType(RecordType):
-    """numba type of :class:`TaskDataRecord`."""
-
-
-class TaskDataRecord(structref.StructRefProxy):
-    """:class:`TaskData`'s fields as one pointer for the compiled kernel (same names, the same
-    arrays; :mod:`wbc_dynamics.kernels.records`)."""
-
-
-define_record(TaskDataRecord, TaskDataRecordType, TaskData)
-
-
-@njit(cache=True)
-def task_data_record(d):
-    """The :class:`TaskDataRecord` of the :class:`TaskData` ``d`` (compiled, cached)."""
-    return TaskDataRecord(*d)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -1161,7 +1142,7 @@ class TaskLayer:
             selection_gram=np.zeros((max(base, 1), max(base, 1))),
             selection_factor=np.zeros((max(base, 1), max(base, 1))),
             selection_small=np.zeros(max(base, 1)))
-        self._record = task_data_record(self.data)
+        self._record = record_of(self.data)
         self._args = (model._model,)
 
     def bind_joints(self, joint_index: np.ndarray, position: np.ndarray, velocity: np.ndarray,
@@ -1186,7 +1167,7 @@ class TaskLayer:
                 raise ValueError(f"link_active: expected {len(self.contact_links)} links")
             fields["link_active"] = link_active
         self.data = self.data._replace(**fields)
-        self._record = task_data_record(self.data)
+        self._record = record_of(self.data)
 
     def reset_drive(self) -> None:
         """Restart the drive set-points from the measured state at the next tick."""

@@ -28,7 +28,9 @@ import time
 from typing import Any, NamedTuple
 
 import numpy as np
+from numba import njit
 
+from ..kernels.arena import NO_ARENA
 from .problem import (
     ContactProblem,
     ContactResult,
@@ -50,14 +52,20 @@ __all__ = ["METHODS", "solve", "solve_no_contacts", "fallback_result", "free_dof
 
 
 class ContactArrays(NamedTuple):
-    """The assembled problem of one tick as the compiled LCP solves take it (the fields of
-    :class:`~wbc_dynamics.contact.problem.ContactProblem`, generalized coordinates of the
-    model): ``Minv`` (nv, nv) M^-1, ``h`` (nv,) [N, N m] C v + g, ``v`` (nv,) [m/s, rad/s],
-    ``act`` / ``free`` (nu,) / (nf,) dof indices, ``qdd_des`` (nu,) [rad/s^2] in ``act``'s
-    order, the contact rows ``N``, ``S``, ``T`` (nc, nv) (normal and tangents, contact frames),
-    ``phi`` (nc,) [m] signed distances, ``mu`` (nc,) friction coefficients, ``dt`` [s],
-    ``weight`` (nc,) >= 1 the per-contact weights of ``lcp_noslip``'s minimum-norm selection
-    (all 1: unweighted)."""
+    """The assembled problem of one tick as the compiled solves take it: the LCP methods'
+    kernels and the QP methods' flow (``contact.qp_flow``) alike. The fields of
+    :class:`~wbc_dynamics.contact.problem.ContactProblem`, generalized coordinates of the model:
+    ``Minv`` (nv, nv) M^-1, ``h`` (nv,) [N, N m] C v + g, ``v`` (nv,) [m/s, rad/s], ``act`` /
+    ``free`` (nu,) / (nf,) dof indices, ``qdd_des`` (nu,) [rad/s^2] in ``act``'s order, the
+    contact rows ``N``, ``S``, ``T`` (nc, nv) (normal and tangents, contact frames; a solve may
+    zero rows of ``S`` and ``T`` in place), ``phi`` (nc,) [m] signed distances, ``mu`` (nc,)
+    friction coefficients, ``dt`` [s], ``weight`` (nc,) >= 1 the per-contact weights of
+    ``lcp_noslip``'s minimum-norm selection (all 1: unweighted); then ``slot`` (nc,) each
+    contact's warm-start slot of the QP flow (a candidate's slot in the compiled tick; the index
+    of its identity in ``solve``'s method state) and ``arena`` the QP flow's scratch memory
+    (``wbc_dynamics.kernels.arena``; ``NO_ARENA``: temporaries are allocated). The compiled
+    ticks fill it with views of their candidate buffers (``_tick_arrays``), ``solve`` with the
+    problem's arrays (:func:`contact_arrays`): the same types, one compiled solve."""
 
     Minv: np.ndarray
     h: np.ndarray
@@ -72,17 +80,37 @@ class ContactArrays(NamedTuple):
     mu: np.ndarray
     dt: float
     weight: np.ndarray
+    slot: np.ndarray
+    arena: Any  # an Arena record: kernels.arena is internal, not in the API reference
 
 
 def contact_arrays(problem: ContactProblem, S: np.ndarray | None = None,
-                   T: np.ndarray | None = None) -> ContactArrays:
-    """``problem``'s arrays (not copies) as :class:`ContactArrays`; ``S``, ``T``: other
-    tangent rows to use (the caller's copies, for a solve that modifies them)."""
+                   T: np.ndarray | None = None,
+                   slot: np.ndarray | None = None) -> ContactArrays:
+    """The validated ``problem``'s arrays (not copies) as :class:`ContactArrays`; ``S``, ``T``:
+    other tangent rows to use (the caller's copies, for a solve that modifies them); ``slot``:
+    the QP flow's warm-start slots (default ``0..nc-1``). No arena: temporaries are
+    allocated."""
     p = problem
     return ContactArrays(Minv=p.Minv, h=p.h, v=p.v, act=p.actuated, free=p.free,
                          qdd_des=p.qdd_des, N=p.N, S=p.S if S is None else S,
                          T=p.T if T is None else T, phi=p.phi, mu=p.mu, dt=float(p.dt),
-                         weight=contact_weights(p.nc, p.weights))
+                         weight=contact_weights(p.nc, p.weights),
+                         slot=np.arange(p.nc) if slot is None else slot, arena=NO_ARENA)
+
+
+@njit(cache=True, inline="always")
+def _tick_arrays(a, nc, qdd_des):
+    """The assembled problem of a compiled tick (rows ``0..nc-1`` of its contact buffers
+    ``a.data``, a :class:`~wbc_dynamics.contact.geometry.ContactData` record) as
+    :class:`ContactArrays` of views: no copy, no allocation. ``a``: the tick's fixed arguments
+    (``tick_base.ContactTickArgs``: ``data``, ``actuated``, ``free`` and ``options`` with the
+    control period ``dt`` [s]); ``qdd_des`` (nu,) [rad/s^2] the actuated dofs' desired
+    accelerations."""
+    d = a.data
+    return ContactArrays(Minv=d.Minv, h=d.h, v=d.v, act=a.actuated, free=a.free, qdd_des=qdd_des,
+                         N=d.N[:nc], S=d.S[:nc], T=d.T[:nc], phi=d.phi[:nc], mu=d.mu[:nc],
+                         dt=a.options.dt, weight=d.weight[:nc], slot=d.slot[:nc], arena=d.arena)
 
 
 def flag_names(bits: int, table: tuple[tuple[int, str], ...]) -> tuple[str, ...]:

@@ -168,39 +168,32 @@ def contact_frame(normal: np.ndarray) -> np.ndarray:
     return F
 
 
+class _CandidateRows(NamedTuple):
+    """The buffers :func:`candidates_kernel` writes a candidate into (one row ``k`` each, in
+    kernel order): ``phi`` (cap,) signed distance [m], ``p`` (cap, 3) world point [m], ``F``
+    (cap, 3, 3) world frame, columns (n, s, t), ``N`` / ``S`` / ``T`` (cap, nv) the generalized
+    contact directions, ``mu`` (cap,) friction coefficient."""
+
+    phi: np.ndarray
+    p: np.ndarray
+    F: np.ndarray
+    N: np.ndarray
+    S: np.ndarray
+    T: np.ndarray
+    mu: np.ndarray
+
+
 @leaf_kernel
-def _emit(
-    k,
-    b,
-    cw,
-    n,
-    phi,
-    p,
-    mu,
-    Rw,
-    pw,
-    model,
-    Rf,
-    P,
-    Jfull,
-    rb,
-    Fr,
-    out_phi,
-    out_p,
-    out_F,
-    out_N,
-    out_S,
-    out_T,
-    out_mu,
-):
-    """Write candidate k: frame, phi, point and N/S/T rows of the robot part."""
+def _emit(k, b, cw, n, phi, p, mu, Rw, pw, model, Rf, P, Jfull, rb, Fr, rows):
+    """Write candidate k into ``rows`` (:class:`_CandidateRows`): frame, phi, point and
+    N/S/T rows of the robot part."""
     _frame_from_normal(n, Fr)
-    out_phi[k] = phi
-    out_mu[k] = mu
+    rows.phi[k] = phi
+    rows.mu[k] = mu
     for a in range(3):
-        out_p[k, a] = p[a]
+        rows.p[k, a] = p[a]
         for c in range(3):
-            out_F[k, a, c] = Fr[a, c]
+            rows.F[k, a, c] = Fr[a, c]
     # contact point in body frame: r = Rw^T (p - pw)
     for a in range(3):
         rb[a] = (
@@ -210,6 +203,7 @@ def _emit(
         )
     point_jacobian_filled(model, Rw, pw, b, rb, Rf, False, P, Jfull)
     nvr = Jfull.shape[1]
+    out_N, out_S, out_T = rows.N, rows.S, rows.T
     for c in range(out_N.shape[1]):
         out_N[k, c] = 0.0
         out_S[k, c] = 0.0
@@ -324,6 +318,7 @@ def candidates_kernel(
     cl = _ar.floats(ar, three)
     ql = _ar.floats(ar, three)
     k = np.int64(0)  # typed, not a literal: one compiled signature of _emit
+    rows = _CandidateRows(out_phi, out_p, out_F, out_N, out_S, out_T, out_mu)
     nfeat = nh + ne + nbx
     for s in range(ns):
         b = sph_body[s]
@@ -417,8 +412,7 @@ def candidates_kernel(
                     qw = bx_p[x, a] + Rb[a, 0] * ql[0] + Rb[a, 1] * ql[1] + Rb[a, 2] * ql[2]
                     p[a] = 0.5 * (qw + c[a] - r * n[a])
                 mu = bx_mu[x]
-            _emit(k, b, c, n, phi, p, mu, Rw, pw, model, Rf, P, Jfull, rb, Fr, out_phi, out_p,
-                  out_F, out_N, out_S, out_T, out_mu)
+            _emit(k, b, c, n, phi, p, mu, Rw, pw, model, Rf, P, Jfull, rb, Fr, rows)
             if f >= nh + ne:  # a free box: its velocity enters the rows too
                 x = f - nh - ne
                 _subtract_box_jacobian(k, bx_R[x], bx_p[x], bx_col[x], p, Fr, cl, out_N, out_S,
@@ -559,7 +553,7 @@ def assemble_kernel(model, geo, d, q, v, bx_R, bx_p, excluded, margin,
         # Jacobian loops then index without strides, and d.Rw / d.pw hold this tick's poses
         # as after contact_kernel
         for b in range(model.parent.shape[0]):
-            pose = d.W[b, world.W_POSE]
+            pose = d.W.pose[b]
             for r in range(3):
                 d.pw[b, r] = pose[3, r]
                 for c in range(3):

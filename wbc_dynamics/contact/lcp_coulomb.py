@@ -61,7 +61,13 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.arena import NO_ARENA
 from ..kernels.leaf import leaf_kernel
-from ..kernels.linalg import chol_solve, chol_solve_columns, cholesky, matvec
+from ..kernels.linalg import (
+    add_weighted_rows,
+    chol_solve,
+    chol_solve_columns,
+    cholesky,
+    matvec,
+)
 from ..kernels.separate import call_separately
 from .consistency import _sticking_qdd, min_norm_impulse_kernel, sticking_consistent_problem
 from .dispatch import (
@@ -288,14 +294,9 @@ def _recover_into(Minv, act, L, tau0, fstar, dt, J, c, tau, vn, gen, scratch) ->
     (>= nv + nu,); no allocation."""
     nv = fstar.shape[0]
     nu = act.shape[0]
-    m = J.shape[0]
     for j in range(nv):  # R c = J^T c  (generalized contact impulse)
         gen[j] = 0.0
-    for i in range(m):
-        ci = c[i]
-        if ci != 0.0:
-            for j in range(nv):
-                gen[j] += J[i, j] * ci
+    add_weighted_rows(J, c, gen)
     mg = scratch[:nv]
     for i in range(nv):
         s = 0.0

@@ -41,12 +41,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from ..kernels.dynamics import OK, ModelRecord
 from ..kernels.kinematics import point_jacobian_filled
-from ..kernels.records import RecordType, define_record
-from ..kernels.world import W_POSE, crba, rnea, workspace
+from ..kernels.records import kernel_record, record_of
+from ..kernels.world import crba, rnea, workspace
 
 if TYPE_CHECKING:
     from .geometry import ContactModel
@@ -58,6 +57,7 @@ __all__ = ["MomentumObserver", "MomentumObserverData", "momentum_observer_kernel
 LEG_DAMPING = 1e-6
 
 
+@kernel_record("MomentumObserverRecord")
 class MomentumObserverData(NamedTuple):
     """The observer's configuration, model, state and workspace (one record per controller).
 
@@ -109,25 +109,6 @@ class MomentumObserverData(NamedTuple):
     rhs: np.ndarray
     gz: np.ndarray
     rot: np.ndarray
-
-
-@structref.register
-class MomentumObserverRecordType(RecordType):
-    """numba type of :class:`MomentumObserverRecord`."""
-
-
-class MomentumObserverRecord(structref.StructRefProxy):
-    """:class:`MomentumObserverData`'s fields as one pointer for the compiled kernel (same
-    names, the same arrays; :mod:`wbc_dynamics.kernels.records`)."""
-
-
-define_record(MomentumObserverRecord, MomentumObserverRecordType, MomentumObserverData)
-
-
-@njit(cache=True)
-def momentum_observer_record(o):
-    """The :class:`MomentumObserverRecord` of the :class:`MomentumObserverData` ``o``."""
-    return MomentumObserverRecord(*o)
 
 
 @njit(cache=True)
@@ -186,11 +167,11 @@ def momentum_observer_kernel(o, q, v, tau):
     for c in range(nv):
         o.residual[c] += alpha * (o.tau_id[c] - o.residual[c])
         o.v_prev[c] = v[c]
-    st = crba(q, o.mass, o.model, o.W, o.SC)  # also the world poses (W_POSE)
+    st = crba(q, o.mass, o.model, o.W, o.SC)  # also the world poses (o.W.pose)
     if st != OK:
         return st
-    Rw = o.W[:, W_POSE, 0:3, 0:3]
-    pw = o.W[:, W_POSE, 3, 0:3]
+    Rw = o.W.pose[:, 0:3]
+    pw = o.W.pose[:, 3]
     kappa = 1.0 + alpha / (2.0 - alpha)
     scale = o.gain * o.gain * kappa
     for li in range(L):
@@ -312,7 +293,7 @@ class MomentumObserver:
             rhs=np.zeros(3), gz=np.zeros(D), rot=np.eye(3),
         )
         #: the same arrays as one pointer, what the kernel takes
-        self._record = momentum_observer_record(self.data)
+        self._record = record_of(self.data)
 
     def update(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> None:
         """One tick at the measured ``q`` (nq,), ``v`` (nv,) (model conventions, float64,

@@ -16,7 +16,7 @@ from numba import njit
 
 from ..kernels import arena as _ar
 from ..kernels.leaf import leaf_kernel
-from ..kernels.linalg import add_sparse_product
+from ..kernels.linalg import add_sparse_product, add_weighted_rows
 from ..kernels.linalg import chol_solve as _chol_solve
 from ..kernels.separate import call_separately
 from .problem import ContactProblem
@@ -160,11 +160,7 @@ def _alg1(Minv, act, S, T, rank_tol, eps_p, min_pivot, ar):
                     # the base and its own leg): independent sums, not one dependent chain
                     for r in range(nv):
                         wg[r] = 0.0
-                    for c in range(nv):
-                        gc = g[c]
-                        if gc != 0.0:
-                            for r in range(nv):
-                                wg[r] += Minv[r, c] * gc
+                    add_weighted_rows(Minv.T, g, wg)
                     d = 0.0
                     for r in range(nv):
                         d += g[r] * wg[r]
@@ -447,11 +443,7 @@ def lcp_noslip_kernel(
     # force retrieval (Sec. 4.5): lambda = X^-1 (g - G f* - W^T N^T z),
     # v+ = f* + W lambda + M^-1 N^T z
     y = _ar.floats_zero(ar, nv)
-    for i in range(nc):
-        zi = z[i]
-        if zi != 0.0:
-            for c in range(nv):
-                y[c] += N[i, c] * zi
+    add_weighted_rows(N, z, y)
     gy = _ar.floats_copy(ar, gr)
     for c in range(nv):
         yc = y[c]

@@ -3,22 +3,22 @@
 
 One compiled flow for the method: everything after the problem is assembled -- the corrections, the
 reduced dynamics, Stage I, Stage II and the finish with its flag bits -- is compiled code on named
-arrays of the assembled problem (:class:`QPArrays`), named options (:class:`QPOptions`) and named
-buffers (:class:`QPWork`): :func:`qp_active_set` with the default active-set solver; with OSQP its
-stages :func:`qp_prepare`, :func:`qp_stage2`, :func:`qp_finish` around OSQP's solves
-(:class:`~.qp_osqp.OSQPStages`). The compiled tick (:mod:`.qp_tick`) assembles the problem itself
-and runs this flow on views of its buffers; ``solve_qp_coulomb`` / ``solve_qp_noslip`` validate the
-options, pack the :class:`ContactProblem` into the same arrays, run the same flow and map its
-status and flag bits to the result with one table (:data:`QP_FLAG_NAMES`). The lifted sparse
-formulation (``formulation="sparse"``, OSQP only) is a variant of its own: the compiled
-:func:`qp_prepare`, then its QPs built and solved from Python (:func:`_solve_osqp_sparse`,
-:mod:`.qp_sparse`).
+arrays of the assembled problem (:class:`~.dispatch.ContactArrays`), named options
+(:class:`QPOptions`) and named buffers (:class:`QPWork`): :func:`qp_active_set` with the default
+active-set solver; with OSQP its stages :func:`qp_prepare`, :func:`qp_stage2`, :func:`qp_finish`
+around OSQP's solves (:class:`~.qp_osqp.OSQPStages`). The compiled tick (:mod:`.qp_tick`) assembles
+the problem itself and runs this flow on views of its buffers; ``solve_qp_coulomb`` /
+``solve_qp_noslip`` validate the options, pack the :class:`ContactProblem` into the same arrays,
+run the same flow and map its status and flag bits to the result with one table
+(:data:`QP_FLAG_NAMES`). The lifted sparse formulation (``formulation="sparse"``, OSQP only) is a
+variant of its own: the compiled :func:`qp_prepare`, then its QPs built and solved from Python
+(:func:`_solve_osqp_sparse`, :mod:`.qp_sparse`).
 
 The method's modules, below this entry (:func:`solve_qp_coulomb`, :func:`solve_qp_noslip`:
 option validation, packing, the result and its flags):
 
 * :mod:`.qp_records` -- the flow's named records and constants: :class:`QPOptions`,
-  :class:`QPWork` (+ its record), :class:`QPArrays`, :class:`QPLayout`, the flag table;
+  :class:`QPWork` (+ its record), :class:`QPLayout`, the flag table;
 * :mod:`.qp_kernels` -- the compiled building blocks of both QPs: constraint rows, Stage I / II
   data, the projection onto the cones, the exact Stage I finish (``stage1_active_set``);
 * :mod:`.qp_flow` -- the compiled flow: :func:`qp_prepare`, :func:`qp_stage2`,
@@ -157,9 +157,8 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels.arena import NO_ARENA
 from . import qp_records as _rec
-from .dispatch import fallback_result
+from .dispatch import ContactArrays, contact_arrays, fallback_result
 from .lcp_coulomb import ReducedDynamics
 from .noslip_kernels import min_pivot
 from .problem import ContactProblem, ContactResult, MethodState, SolverStats
@@ -175,7 +174,7 @@ from .qp_records import (
     QP_FLAG_NAMES,
     QP_SOLVERS,
     STAGE1_OBJECTIVES,
-    QPArrays,
+    QPArrays,  # noqa: F401 - the flow's former record: a name stale cache indexes hold
     QPLayout,
     QPOptions,
     QPWork,
@@ -187,7 +186,7 @@ from .qp_sparse import _solve_two_stage_impl
 from .tick_base import TICK_GENERIC, TICK_OK
 
 __all__ = ["solve_qp_coulomb", "solve_qp_noslip", "warmup", "QPLayout", "STAGE1_OBJECTIVES",
-           "QP_SOLVERS", "QPArrays", "QPOptions", "QPWork", "QPWorkRecord", "QPWorkRecordType",
+           "QP_SOLVERS", "QPOptions", "QPWork", "QPWorkRecord", "QPWorkRecordType",
            "QP_FLAG_NAMES", "qp_prepare", "qp_stage2", "qp_finish", "qp_active_set",
            "new_qp_work"]
 
@@ -352,18 +351,10 @@ def _flow_options(problem: ContactProblem, coulomb: bool, k: int, active_set: bo
         qp_dep_tol=_rec.ACTIVE_SET_DEP_TOL)
 
 
-def _problem_arrays(problem: ContactProblem, slots: np.ndarray) -> QPArrays:
-    """The :class:`QPArrays` of ``problem`` (S and T copied: the flow zeroes rows of them)."""
-    def c(x, dtype=np.float64):
-        return np.ascontiguousarray(x, dtype=dtype)
-
-    return QPArrays(Minv=c(problem.Minv), h=c(problem.h), v=c(problem.v),
-                    N=np.array(problem.N, dtype=np.float64, order="C"),
-                    S=np.array(problem.S, dtype=np.float64, order="C"),
-                    T=np.array(problem.T, dtype=np.float64, order="C"),
-                    phi=c(problem.phi), mu=c(problem.mu), qdd_des=c(problem.qdd_des),
-                    act=c(problem.actuated, np.int64), free=c(problem.free, np.int64),
-                    slot=slots, arena=NO_ARENA)
+def _problem_arrays(problem: ContactProblem, slots: np.ndarray) -> ContactArrays:
+    """The :class:`~.dispatch.ContactArrays` of the validated ``problem`` with the warm-start
+    ``slots`` (S and T copied: the flow zeroes rows of them)."""
+    return contact_arrays(problem, problem.S.copy(), problem.T.copy(), slots)
 
 
 def _flow_fallback(problem: ContactProblem, data: dict, method: str, reason: str, status: int,

@@ -1,5 +1,5 @@
 """The compiled flow of ``qp_coulomb`` / ``qp_noslip`` (Zapolsky & Drumwright, Sec. 6): everything
-after the problem is assembled, on the named arrays :class:`~.qp_records.QPArrays`, options
+after the problem is assembled, on the named arrays :class:`~.dispatch.ContactArrays`, options
 :class:`~.qp_records.QPOptions` and buffers :class:`~.qp_records.QPWork`.
 
 :func:`qp_prepare` (the Sec. 4.5 correction, the reduced dynamics of Sec. 6.2.1, Stage I's
@@ -61,7 +61,7 @@ __all__ = ["qp_prepare", "qp_stage2", "qp_finish", "qp_active_set"]
 @njit(cache=True)
 def qp_prepare(p, o, w, cont_ok, map_warm):
     """Corrections, reduced dynamics and Stage I's data of the assembled problem ``p``
-    (:class:`QPArrays`) with the options ``o`` (:class:`QPOptions`) into ``w``
+    (:class:`ContactArrays`) with the options ``o`` (:class:`QPOptions`) into ``w``
     (:class:`QPWorkRecord`): the sticking correction (Sec. 4.5 QP), the ``friction_gap`` rows
     (eq. (34)), ``qp_noslip``'s scale-aware rank rule on the tangential rows (Alg. 1's pivots),
     the reduced dynamics (eqs. (85)-(94)), Stage I's linear term (eq. (98) or the contact

@@ -1,8 +1,8 @@
 """The named records and constants of the ``qp_coulomb`` / ``qp_noslip`` flow (Zapolsky &
 Drumwright, Sec. 6): its options (:class:`QPOptions`), its buffers (:class:`QPWork` and its
-one-pointer record), the assembled problem's arrays (:class:`QPArrays`), the variable / row
-layout of the QPs (:class:`QPLayout`), the flag bits with their one name table
-(:data:`QP_FLAG_NAMES`) and the indices of ``QPWork.state``.
+one-pointer record), the variable / row layout of the QPs (:class:`QPLayout`), the flag bits
+with their one name table (:data:`QP_FLAG_NAMES`) and the indices of ``QPWork.state``. The
+assembled problem's arrays are the compiled solves' common :class:`~.dispatch.ContactArrays`.
 
 Shared by the compiled flow (:mod:`.qp_flow`), the compiled tick (:mod:`.qp_tick`), the OSQP
 glue (:mod:`.qp_osqp`) and the Python entry (:mod:`.qp`).
@@ -17,15 +17,15 @@ import numpy as np
 from numba import njit
 from numba.experimental import structref
 
-from ..kernels.arena import Arena
 from ..kernels.records import RecordType, define_record
 from .dense_qp import work_sizes
+from .dispatch import ContactArrays
 from .problem import ContactProblem
 from .qp_kernels import _constraint_matrix, linear_term_work_size
 
 __all__ = ["STAGE1_OBJECTIVES", "QP_SOLVERS", "ACTIVE_SET_TOL", "ACTIVE_SET_DEP_TOL", "QPLayout",
            "TICK_STAGE1_FAILED", "QP_FLAG_NAMES", "QPOptions", "QPWork", "QPWorkRecord",
-           "qp_work_record", "QPArrays", "new_qp_work", "flag_names", "fallback_flag_names"]
+           "qp_work_record", "new_qp_work", "flag_names", "fallback_flag_names"]
 
 #: Stage I objectives: ``"kinetic_energy"`` = eq. (69) as written (gradient w.r.t. the impulses
 #: ``J_f (v+_f + M_ff^-1 M_fa qdot_des)``); ``"contact_velocity"`` = the same QP with the linear
@@ -324,34 +324,12 @@ def qp_work_record(w):
 
 
 # --------------------------------------------------------------------------- the flow's arrays
-class QPArrays(NamedTuple):
-    """The assembled problem the compiled stages work on (rows ``0..nc-1``: the contacts).
-
-    ``Minv`` (nv, nv) [1/kg, ...], ``h`` (nv,) C v + g [N, N m], ``v`` (nv,) [m/s, rad/s],
-    ``N`` / ``S`` / ``T`` (nc, nv) the contact rows in world-aligned contact frames (``S`` and
-    ``T`` are overwritten: the friction gap's and the rank rule's rows are zeroed in place),
-    ``phi`` (nc,) [m], ``mu`` (nc,), ``qdd_des`` (nu,) [rad/s^2], ``act`` / ``free`` the
-    actuated / unactuated dof indices, ``slot`` (nc,) each contact's warm-start slot (a
-    candidate's slot in the compiled tick; the index of its identity in ``solve``'s method
-    state), ``arena`` the scratch memory (:mod:`wbc_dynamics.kernels.arena`; ``NO_ARENA``:
-    temporaries are allocated). The compiled tick fills it with views of its candidate
-    buffers, ``solve`` with the :class:`ContactProblem`'s arrays: the same types, one compiled
-    flow.
-    """
-
-    Minv: np.ndarray
-    h: np.ndarray
-    v: np.ndarray
-    N: np.ndarray
-    S: np.ndarray
-    T: np.ndarray
-    phi: np.ndarray
-    mu: np.ndarray
-    qdd_des: np.ndarray
-    act: np.ndarray
-    free: np.ndarray
-    slot: np.ndarray
-    arena: Arena
+#: The flow's arrays are the compiled solves' common :class:`~.dispatch.ContactArrays`. The
+#: flow's former record of its own keeps its name here: kernel cache indexes on disk written
+#: before name it by this path, and numba unpickles an index before it compares the index's
+#: source stamp, so a missing name would fail the kernel's load instead of skipping the stale
+#: index.
+QPArrays = ContactArrays
 
 
 def new_qp_work(cap: int, nv: int, nu: int, nf: int, nslot: int, k: int, coulomb: bool,

@@ -1,13 +1,14 @@
 """The ``qp_coulomb`` / ``qp_noslip`` control tick as compiled code: the assembly, then the
 method's compiled flow of :mod:`.qp`.
 
-The method is one compiled flow on the assembled problem (:class:`~.qp.QPArrays`: M^-1, h, v,
-the N/S/T rows, phi, mu, the desired accelerations, the dof indices and warm-start slots) with
-named options (:class:`~.qp.QPOptions`) and buffers (:class:`~.qp.QPWork`): ``solve`` packs a
-:class:`~wbc_dynamics.contact.problem.ContactProblem` into it, this tick fills it with views of
-its candidate buffers (:func:`_tick_arrays`, no copy). The tick adds the kinematics pass, every
-contact candidate with its rows, M^-1 and h (:func:`~wbc_dynamics.contact.geometry.assemble_kernel`)
-and the passive impact before the flow, and the world forces and active slots after it.
+The method is one compiled flow on the assembled problem (:class:`~.dispatch.ContactArrays`:
+M^-1, h, v, the N/S/T rows, phi, mu, the desired accelerations, the dof indices and warm-start
+slots) with named options (:class:`~.qp.QPOptions`) and buffers (:class:`~.qp.QPWork`):
+``solve`` packs a :class:`~wbc_dynamics.contact.problem.ContactProblem` into it, this tick fills
+it with views of its candidate buffers (:func:`~.dispatch._tick_arrays`, no copy). The tick
+adds the kinematics pass, every contact candidate with its rows, M^-1 and h
+(:func:`~wbc_dynamics.contact.geometry.assemble_kernel`) and the passive impact before the flow,
+and the world forces and active slots after it.
 
 With the default ``qp_solver="active_set"`` the whole tick is one compiled call,
 :func:`qp_tick_active_set`: the assembly and :func:`~.qp.qp_active_set` (both stages solved
@@ -72,6 +73,7 @@ from numba import njit
 from ..kernels.fixed_args import pack_type
 from ..kernels.linalg import bound_entry
 from ..kernels.separate import call_separately
+from .dispatch import ContactArrays, _tick_arrays
 from .geometry import ContactModel
 from .problem import MethodState
 from .qp_flow import _guess_active, _keep_active, qp_active_set, qp_finish, qp_prepare, qp_stage2
@@ -92,7 +94,6 @@ from .qp_records import (
     QP_FLAG_NAMES,
     STAGE1_OBJECTIVES,
     TICK_STAGE1_FAILED,
-    QPArrays,
     QPLayout,
     QPOptions,
     QPWork,
@@ -128,15 +129,6 @@ class QPOutput(NamedTuple):
     impulses: np.ndarray
     forces_world: np.ndarray
     active_slots: np.ndarray
-
-@njit(cache=True)
-def _tick_arrays(a, nc, qdd_des):
-    """The assembled problem of this tick (:class:`~wbc_dynamics.contact.qp.QPArrays`): views
-    of the candidate buffers' first ``nc`` rows (no copy, no allocation)."""
-    d = a.data
-    return QPArrays(d.Minv, d.h, d.v, d.N[:nc], d.S[:nc], d.T[:nc], d.phi[:nc], d.mu[:nc],
-                    qdd_des, a.actuated, a.free, d.slot[:nc], d.arena)
-
 
 @njit(cache=True)
 def qp_tick_stage1(a, q, v, qdd_des, cont_ok, map_warm):
@@ -435,8 +427,9 @@ class QPTick(_CompiledTick):
         qp_tick_finish.compile((pack, x, i))
         if self.options.active_set:
             d = cm.data
-            p = numba.typeof(QPArrays(d.Minv, d.h, d.v, d.N, d.S, d.T, d.phi, d.mu, self.w.qdd,
-                                      cm.actuated, cm.free, d.slot, d.arena))
+            p = numba.typeof(ContactArrays(d.Minv, d.h, d.v, cm.actuated, cm.free, self.w.qdd,
+                                           d.N, d.S, d.T, d.phi, d.mu, self.options.dt,
+                                           d.weight, d.slot, d.arena))
             rec = numba.typeof(self.w_kernel)
             _guess_active.compile((p, rec, i, i, b, i, numba.typeof(self.w.warm)))
             _keep_active.compile((p, rec, i, i, b, b, b))

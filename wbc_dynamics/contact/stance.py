@@ -88,13 +88,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.experimental import structref
 
 from ..kernels import arena as _ar
 from ..kernels.fixed_args import fixed_args
 from ..kernels.linalg import bound_entry, chol_solve, cholesky
-from ..kernels.records import RecordType, define_record
-from ..kernels.spatial import quaternion_product_into, rotvec_quaternion
+from ..kernels.records import kernel_record, record_of
+from ..kernels.spatial import quaternion_product_into, quaternion_rotation, rotvec_quaternion
 from ..validation import require_positive
 from .geometry import contact_kernel
 from .tick_base import _plain
@@ -130,6 +129,7 @@ class SensingNoise:
         require_positive(vars(self).items(), "sensing_{}_noise")
 
 
+@kernel_record("StanceDataRecord")
 class StanceData(NamedTuple):
     """The filter's configuration, state and workspace (one record per controller).
 
@@ -212,25 +212,6 @@ class StanceData(NamedTuple):
     weight: np.ndarray
 
 
-@structref.register
-class StanceDataRecordType(RecordType):
-    """numba type of :class:`StanceDataRecord`."""
-
-
-class StanceDataRecord(structref.StructRefProxy):
-    """:class:`StanceData`'s fields as one pointer for the compiled kernel (same names, the same
-    arrays; :mod:`wbc_dynamics.kernels.records`)."""
-
-
-define_record(StanceDataRecord, StanceDataRecordType, StanceData)
-
-
-@njit(cache=True)
-def stance_data_record(f):
-    """The :class:`StanceDataRecord` of the :class:`StanceData` ``f`` (compiled, cached)."""
-    return StanceDataRecord(*f)
-
-
 @njit(cache=True)
 def _row_variance(J, i, prior, r):
     s = r
@@ -288,7 +269,7 @@ def _weighted_correction(J, m, res, prior, r, A, delta):
 
 class StanceTickArgs(NamedTuple):
     """The fixed arguments of :func:`stance_update_kernel`, packed once: ``filter`` the
-    :class:`StanceDataRecord`; ``model`` the robot's
+    ``StanceDataRecord`` of the filter's :class:`StanceData`; ``model`` the robot's
     :class:`~wbc_dynamics.kernels.dynamics.ModelRecord`; ``geometry`` and ``data`` the contact
     model's collision geometry and :class:`~wbc_dynamics.contact.geometry.ContactData` record;
     ``box_rotation`` (0, 3, 3), ``box_position`` (0, 3) [m] free-body poses (none);
@@ -575,15 +556,7 @@ def _retract(q, dq, floating):
             q[c] += dq[c]
         return
     qx, qy, qz, qw = q[3], q[4], q[5], q[6]
-    R00 = 1 - 2 * (qy * qy + qz * qz)
-    R01 = 2 * (qx * qy - qz * qw)
-    R02 = 2 * (qx * qz + qy * qw)
-    R10 = 2 * (qx * qy + qz * qw)
-    R11 = 1 - 2 * (qx * qx + qz * qz)
-    R12 = 2 * (qy * qz - qx * qw)
-    R20 = 2 * (qx * qz - qy * qw)
-    R21 = 2 * (qy * qz + qx * qw)
-    R22 = 1 - 2 * (qx * qx + qy * qy)
+    R00, R01, R02, R10, R11, R12, R20, R21, R22 = quaternion_rotation(qx, qy, qz, qw)
     q[0] += R00 * dq[0] + R01 * dq[1] + R02 * dq[2]
     q[1] += R10 * dq[0] + R11 * dq[1] + R12 * dq[2]
     q[2] += R20 * dq[0] + R21 * dq[1] + R22 * dq[2]
@@ -696,7 +669,7 @@ class StanceFilter:
         #: the force evidence's source (None: kinematics and schedule only)
         self.observer = observer
         #: the same arrays as one pointer, what the kernel takes
-        self._record = stance_data_record(self.data)
+        self._record = record_of(self.data)
         #: (L,) bool: links the gait schedule holds in swing (:meth:`set_swing`)
         self.swing = np.zeros(L, dtype=np.bool_)
         self._index = index

@@ -32,7 +32,7 @@ from numba import njit
 from ..kernels import arena as _ar
 from ..kernels.separate import call_separately
 from .consistency import _sticking_qdd  # noqa: F401 - the compile helper's name (tick module)
-from .dispatch import ContactArrays
+from .dispatch import _tick_arrays
 from .geometry import ContactModel
 from .lcp_coulomb import (
     COULOMB_FLAGS,
@@ -104,15 +104,6 @@ class NoslipOutput(NamedTuple):
     active_slots: np.ndarray
 
 
-@njit(cache=True, inline="always")
-def _contact_arrays(d, act, free, qdd_des, nc, dt):
-    """The assembled problem in the tick's buffers ``d`` (rows ``0..nc-1``) as the solve
-    kernels take it (:class:`~wbc_dynamics.contact.dispatch.ContactArrays`)."""
-    return ContactArrays(Minv=d.Minv, h=d.h, v=d.v, act=act, free=free, qdd_des=qdd_des,
-                         N=d.N[:nc], S=d.S[:nc], T=d.T[:nc], phi=d.phi[:nc], mu=d.mu[:nc], dt=dt,
-                         weight=d.weight[:nc])
-
-
 @njit(cache=True)
 def lcp_noslip_tick(a, q, v, qdd, use_warm):
     """One ``lcp_noslip`` tick (see the module doc). ``a``: the fixed arguments packed
@@ -133,7 +124,7 @@ def lcp_noslip_tick(a, q, v, qdd, use_warm):
     if use_warm:
         for i in range(nc):
             warm[i] = out.warm_slots[d.slot[i]]
-    problem = _contact_arrays(d, a.actuated, a.free, qdd, nc, o.dt)
+    problem = _tick_arrays(a, nc, qdd)
     sol = call_separately(noslip_solve_kernel, (problem, warm, o.solve, d.arena))
     if sol.code != SOLVED:
         return nc, TICK_GENERIC, sol.bits, sol.warm_used, 0
@@ -202,7 +193,7 @@ def lcp_coulomb_tick(a, q, v, qdd_des, use_warm):
         if not mask_given:
             warm[:] = False
     sol = call_separately(coulomb_solve_kernel, (
-        _contact_arrays(d, a.actuated, a.free, qdd_des, nc, o.dt), warm, mask_given,
+        _tick_arrays(a, nc, qdd_des), warm, mask_given,
         _ar.floats(ar, np.int64(0)), o.solve, ar))
     if sol.code != COULOMB_SOLVED:
         return nc, TICK_GENERIC, sol.bits, sol.warm_used, 0

@@ -1,8 +1,9 @@
 """Analytical derivatives of the (extended) inverse dynamics and the inertia-weighted input matrix.
 
 Compiled kernels over the robot model of :mod:`.dynamics` (``model``, a ``ModelRecord``) and
-the world-frame workspace of :mod:`.world` (poses in ``W_POSE``, world motion subspaces in
-``W_MOTION_SUBSPACE``, world body inertias in ``W_BODY_INERTIA``). Nothing here allocates.
+the world-frame quantities of :mod:`.world` (``data``, a :class:`.world.RigidBodyRecord`: poses,
+world motion subspaces, world body inertias) and the composites of the derivatives
+(``composites``, a :class:`CompositeRecord`). Nothing here allocates.
 
 Derivatives of inverse dynamics (Saccon et al., Tables 5-8)
 -----------------------------------------------------------
@@ -48,8 +49,11 @@ Gamma_ij = D_i^-1 U_i^T S_j (j ancestor of i) of eq. (8): by forward substitutio
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+from numba.experimental import structref
 
 from .dynamics import (
     BAD_A,
@@ -60,29 +64,89 @@ from .dynamics import (
     joint_motion,
 )
 from .leaf import leaf_kernel
+from .records import RecordType, define_record, register_leaf_readable
 from .spatial import cross_force, cross_motion, set6
 from .world import (
     SC_DERIVATIVE_WORK,
     SC_INNER_WORK,
     SC_KERNEL_WORK,
-    W_ARTICULATED_INERTIA,
-    W_BODY_INERTIA,
-    W_IA_S,
-    W_MOTION_SUBSPACE,
-    W_S_IA_S_INV,
     _add_articulated_to_parent,
     _backward_joint,
     _copy6,
     aba,
+    body_velocity,
+    joint_indices,
     kinematics_into,
     minverse,
     world_quantities,
 )
 
-# slots of the derivative workspace DW (nb, 5, 6, 6)
-_IC, _BC, _ICS, _BCTS, _VEC = 0, 1, 2, 3, 4
-# rows of slot _VEC: 0 v, 1 a, 2 h, 3 F (composite force), 4 scratch
-N_DSLOTS = 5
+
+class CompositeData(NamedTuple):
+    """The per-body quantities of :func:`rnea_derivatives` (see the module docstring), one array
+    per quantity, indexed by body (``nb`` bodies, the model's depth-first order). All at the
+    world origin in world axes, spatial vectors [linear; angular]; composites are sums over the
+    body's subtree. Rewritten by every call.
+    """
+
+    #: (nb, 6) float64: body velocity v_i [m/s; rad/s].
+    velocity: np.ndarray
+    #: (nb, 6) float64: body acceleration a_i, the world's being -g [m/s^2; rad/s^2].
+    acceleration: np.ndarray
+    #: (nb, 6) float64: body momentum h_i = I_i v_i [N s; N m s].
+    momentum: np.ndarray
+    #: (nb, 6) float64: the body force f_i = I_i a_i + v_i x* h_i, then (backward pass) the
+    #: composite force F_i [N; N m].
+    composite_force: np.ndarray
+    #: (nb, 6, 6) float64: composite inertia Ic_i [kg, kg m, kg m^2].
+    composite_inertia: np.ndarray
+    #: (nb, 6, 6) float64: composite Bc_i of B_i w = I_i (w x v_i) + w x* h_i + v_i x* (I_i w),
+    #: the variation of the body force when its velocity twist is rotated by w (units of I_i
+    #: times a velocity).
+    composite_twist_variation: np.ndarray
+    #: (nb, 6, 6) float64: (Ic_i S_i)^T: row k is column k of Ic_i S_i (first nvi rows).
+    composite_inertia_times_subspace: np.ndarray
+    #: (nb, 6, 6) float64: (Bc_i^T S_i)^T: row k is column k of Bc_i^T S_i (first nvi rows).
+    composite_variation_times_subspace: np.ndarray
+
+
+@register_leaf_readable
+class CompositeRecordType(RecordType):
+    """numba type of :class:`CompositeRecord`."""
+
+
+class CompositeRecord(structref.StructRefProxy):
+    """The :class:`CompositeData` as one pointer (same arrays, no copy; see
+    ``wbc_dynamics.kernels.records``): what the derivative kernels take as ``composites``.
+    Build it with :func:`composite_record`."""
+
+
+define_record(CompositeRecord, CompositeRecordType, CompositeData)
+
+
+@njit(cache=True)
+def composite_record(c):
+    """The :class:`CompositeRecord` of the :class:`CompositeData` ``c`` (compiled, cached)."""
+    return CompositeRecord(*c)
+
+
+def composite_data(nb: int) -> CompositeData:
+    """A zeroed :class:`CompositeData` for a model with ``nb`` bodies."""
+    vectors = [np.zeros((nb, 6)) for _ in range(4)]
+    matrices = [np.zeros((nb, 6, 6)) for _ in range(4)]
+    return CompositeData(*vectors, *matrices)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _set_negative_skew(A, r, c, x0, x1, x2):
+    """``A[r:r+3, c:c+3] = -[x]`` (-[x] y = y x x) off the block's diagonal, which is left as it
+    is (zero in -[x])."""
+    A[r, c + 1] = x2
+    A[r, c + 2] = -x1
+    A[r + 1, c] = -x2
+    A[r + 1, c + 2] = x0
+    A[r + 2, c] = x1
+    A[r + 2, c + 1] = -x0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -104,77 +168,62 @@ def _col_dot(A, c, b):
 
 
 @leaf_kernel(error_model="numpy")
-def _forward_and_composites(q, v, a, use_gravity, model, W, DW, SC):
+def _forward_and_composites(q, v, a, use_gravity, model, data, composites, SC):
     """World-frame RNEA quantities (Saccon et al., Table 4, lines 12-28) and the
     composites Ic, Bc, F.
 
-    Needs world poses, world S and world inertias in W (``W_POSE``, ``W_MOTION_SUBSPACE``,
-    ``W_BODY_INERTIA``). Fills DW.
+    Needs world poses, world S and world inertias in ``data`` (``pose``, ``motion_subspace``,
+    ``body_inertia``). Fills ``composites``.
     """
     nb = model.parent.shape[0]
+    acceleration, composite_force = composites.acceleration, composites.composite_force
+    inertia, twist_variation = composites.composite_inertia, composites.composite_twist_variation
     t1 = SC[SC_KERNEL_WORK, 0]
     t2 = SC[SC_KERNEL_WORK, 1]
     t3 = SC[SC_KERNEL_WORK, 2]
     for i in range(nb):
-        par = model.parent[i]
-        iv = model.v_index[i]
-        nvi = model.joint_nv[i]
-        Sw = W[i, W_MOTION_SUBSPACE]
-        I = W[i, W_BODY_INERTIA]
-        vec = DW[i, _VEC]
-        vel = vec[0]
-        acc = vec[1]
+        par, iv, nvi = joint_indices(model, i)
+        Sw = data.motion_subspace[i]
+        I = data.body_inertia[i]
         joint_motion(Sw, nvi, iv, v, a, t1, t2)  # v_J = S qd, S qdd
+        vel = body_velocity(composites.velocity, i, par, t1)
+        acc = acceleration[i]
         if par < 0:
             for r in range(6):
-                vel[r] = t1[r]
                 acc[r] = t2[r]
             if use_gravity:
                 for r in range(3):
                     acc[r] -= model.gravity[r]
         else:
-            pv = DW[par, _VEC, 0]
-            pa = DW[par, _VEC, 1]
-            for r in range(6):
-                vel[r] = pv[r] + t1[r]
             set6(t3, cross_motion(vel, t1))
             for r in range(6):
-                acc[r] = pa[r] + t2[r] + t3[r]
-        h = vec[2]
+                acc[r] = acceleration[par, r] + t2[r] + t3[r]
+        h = composites.momentum[i]
         for r in range(6):
             s = 0.0
             for c in range(6):
                 s += I[r, c] * vel[c]
             h[r] = s
         # f = I a + v x* h, the composite force starts from it
-        F = vec[3]
+        F = composite_force[i]
         set6(F, cross_force(vel, h))
         for r in range(6):
             s = 0.0
             for c in range(6):
                 s += I[r, c] * acc[c]
             F[r] += s
-        Ic = DW[i, _IC]
-        _copy6(I, Ic)
+        _copy6(I, inertia[i])
         # B w = I (w x v) + w x* h + v x* (I w) = (C + C^T + Hbar) w with C = v x* I (I is
         # symmetric and v x* = -(v x)^T) and Hbar w = w x* h = [-[h_l] w_a; -[h_l] w_l - [h_a] w_a]
-        Bc = DW[i, _BC]
+        Bc = twist_variation[i]
         hl0, hl1, hl2, ha0, ha1, ha2 = h[0], h[1], h[2], h[3], h[4], h[5]
         for r in range(6):
             for c in range(6):
                 Bc[r, c] = 0.0
         # -[h_l] in blocks (0, 1) and (1, 0), -[h_a] in block (1, 1)
-        for off_r, off_c, x0, x1, x2 in (
-            (0, 3, hl0, hl1, hl2),
-            (3, 0, hl0, hl1, hl2),
-            (3, 3, ha0, ha1, ha2),
-        ):
-            Bc[off_r + 0, off_c + 1] = x2
-            Bc[off_r + 0, off_c + 2] = -x1
-            Bc[off_r + 1, off_c + 0] = -x2
-            Bc[off_r + 1, off_c + 2] = x0
-            Bc[off_r + 2, off_c + 0] = x1
-            Bc[off_r + 2, off_c + 1] = -x0
+        _set_negative_skew(Bc, 0, 3, hl0, hl1, hl2)
+        _set_negative_skew(Bc, 3, 0, hl0, hl1, hl2)
+        _set_negative_skew(Bc, 3, 3, ha0, ha1, ha2)
         for c in range(6):
             set6(t3, cross_force(vel, I[c]))  # column c of C (I[c] is column c of symmetric I)
             for r in range(6):
@@ -183,23 +232,23 @@ def _forward_and_composites(q, v, a, use_gravity, model, W, DW, SC):
     for i in range(nb - 1, -1, -1):
         par = model.parent[i]
         if par >= 0:
-            Icp = DW[par, _IC]
-            Bcp = DW[par, _BC]
-            Ic = DW[i, _IC]
-            Bc = DW[i, _BC]
+            Icp = inertia[par]
+            Bcp = twist_variation[par]
+            Ic = inertia[i]
+            Bc = twist_variation[i]
             for r in range(6):
                 for c in range(6):
                     Icp[r, c] += Ic[r, c]
                     Bcp[r, c] += Bc[r, c]
-                DW[par, _VEC, 3, r] += DW[i, _VEC, 3, r]
+                composite_force[par, r] += composite_force[i, r]
     # (Ic S)^T and (Bc^T S)^T per joint column
     for i in range(nb):
         nvi = model.joint_nv[i]
-        Sw = W[i, W_MOTION_SUBSPACE]
-        Ic = DW[i, _IC]
-        Bc = DW[i, _BC]
-        IcS = DW[i, _ICS]
-        BcTS = DW[i, _BCTS]
+        Sw = data.motion_subspace[i]
+        Ic = inertia[i]
+        Bc = twist_variation[i]
+        IcS = composites.composite_inertia_times_subspace[i]
+        BcTS = composites.composite_variation_times_subspace[i]
         for k in range(nvi):
             for r in range(6):
                 s1 = 0.0
@@ -212,9 +261,12 @@ def _forward_and_composites(q, v, a, use_gravity, model, W, DW, SC):
 
 
 @leaf_kernel(error_model="numpy")
-def _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M):
+def _derivative_columns(model, use_gravity, data, composites, SC, dq, dv, M):
     """Columns of d tau/d q, d tau/d v and M (see the module docstring)."""
     nb = model.parent.shape[0]
+    velocity, acceleration = composites.velocity, composites.acceleration
+    inertia_times_subspace = composites.composite_inertia_times_subspace
+    variation_times_subspace = composites.composite_variation_times_subspace
     w = SC[SC_INNER_WORK, 0]
     beta = SC[SC_INNER_WORK, 1]
     u = SC[SC_INNER_WORK, 2]
@@ -236,18 +288,18 @@ def _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M):
         ivb = model.v_index[b]
         end = model.subtree_end[b]
         if par >= 0:
-            vp = DW[par, _VEC, 0]
-            apar = DW[par, _VEC, 1]
+            vp = velocity[par]
+            apar = acceleration[par]
         else:
             vp = zero
             apar = g6
         for r in range(6):
             ap[r] = apar[r]
-        vb = DW[b, _VEC, 0]
-        Fb = DW[b, _VEC, 3]
-        Icb = DW[b, _IC]
-        Bcb = DW[b, _BC]
-        Swb = W[b, W_MOTION_SUBSPACE]
+        vb = velocity[b]
+        Fb = composites.composite_force[b]
+        Icb = composites.composite_inertia[b]
+        Bcb = composites.composite_twist_variation[b]
+        Swb = data.motion_subspace[b]
         for kk in range(model.joint_nv[b]):
             k = ivb + kk
             for r in range(6):
@@ -264,8 +316,8 @@ def _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M):
             j = b
             while j < nb and model.v_index[j] < end:
                 ivj = model.v_index[j]
-                IcS = DW[j, _ICS]
-                BcTS = DW[j, _BCTS]
+                IcS = inertia_times_subspace[j]
+                BcTS = variation_times_subspace[j]
                 for c in range(model.joint_nv[j]):
                     row = ivj + c
                     ic = IcS[c]
@@ -289,7 +341,7 @@ def _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M):
             anc = par
             while anc >= 0:
                 iva = model.v_index[anc]
-                Swa = W[anc, W_MOTION_SUBSPACE]
+                Swa = data.motion_subspace[anc]
                 for c in range(model.joint_nv[anc]):
                     dq[iva + c, k] = _col_dot(Swa, c, z)
                     dv[iva + c, k] = _col_dot(Swa, c, yv)
@@ -297,7 +349,7 @@ def _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M):
 
 
 @leaf_kernel(error_model="numpy")
-def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, model, W, DW, SC):
+def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, model, data, composites, SC):
     """d tau/d q (tangent [delta H, delta s]), d tau/d v and M at (q, v, a); status code.
 
     ``dq``, ``dv``, ``M`` are (nv, nv) outputs, completely overwritten.
@@ -305,14 +357,14 @@ def rnea_derivatives(q, v, a, use_gravity, dq, dv, M, model, W, DW, SC):
     st = check_state(model, q, v, a)
     if st != OK:
         return st
-    kinematics_into(model, q, W, SC)
-    world_quantities(model, W, True)
-    _forward_and_composites(q, v, a, use_gravity, model, W, DW, SC)
+    kinematics_into(model, q, data, SC)
+    world_quantities(model, data, True)
+    _forward_and_composites(q, v, a, use_gravity, model, data, composites, SC)
     # entries (j, k) with j neither in the subtree of k nor an ancestor stay zero
     dq[:, :] = 0.0
     dv[:, :] = 0.0
     M[:, :] = 0.0
-    _derivative_columns(model, use_gravity, W, DW, SC, dq, dv, M)
+    _derivative_columns(model, use_gravity, data, composites, SC, dq, dv, M)
     return OK
 
 
@@ -338,7 +390,7 @@ def neg_sym_matmul(A, B, out):
 
 @leaf_kernel(error_model="numpy")
 def aba_derivatives(
-    q, v, tau, ddq, dq, dv, M, Minv, ddq_dq, ddq_dv, FP, model, fext, W, DW, SC
+    q, v, tau, ddq, dq, dv, M, Minv, ddq_dq, ddq_dv, FP, model, fext, data, composites, SC
 ):
     """d FD/d q, d FD/d v and M^-1 at (q, v, tau): d FD = -M^-1 d ID at qdd = FD(q, v, tau).
 
@@ -347,14 +399,14 @@ def aba_derivatives(
     """
     # np.bool_: typed flags, not literals (one compiled aba / rnea_derivatives, shared with the
     # Python path; numba compiles a callee once more for each literal argument)
-    st = aba(q, v, tau, fext, np.bool_(False), ddq, model, W, SC)
+    st = aba(q, v, tau, fext, np.bool_(False), ddq, model, data, SC)
     if st != OK:
         return st
-    st = rnea_derivatives(q, v, ddq, np.bool_(True), dq, dv, M, model, W, DW,
+    st = rnea_derivatives(q, v, ddq, np.bool_(True), dq, dv, M, model, data, composites,
                           SC)
     if st != OK:
         return st
-    st = minverse(q[::1], Minv, FP, model, W, SC)  # 'A' q: RobotModel.minverse's type
+    st = minverse(q[::1], Minv, FP, model, data, SC)  # 'A' q: RobotModel.minverse's type
     if st != OK:
         return st
     neg_sym_matmul(Minv, dq, ddq_dq)
@@ -381,23 +433,13 @@ def continuous_matrices(v, floating, with_b, A, B, Minv, ddq_dq, ddq_dv):
     if floating:
         # -ad_v = -[[w^, l^], [0, w^]] for the base twist v = [l; w]
         l0, l1, l2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
-        for off in (0, 3):
-            A[off + 0, off + 1] = w2
-            A[off + 0, off + 2] = -w1
-            A[off + 1, off + 0] = -w2
-            A[off + 1, off + 2] = w0
-            A[off + 2, off + 0] = w1
-            A[off + 2, off + 1] = -w0
-        A[0, 4] = l2
-        A[0, 5] = -l1
-        A[1, 3] = -l2
-        A[1, 5] = l0
-        A[2, 3] = l1
-        A[2, 4] = -l0
+        _set_negative_skew(A, 0, 0, w0, w1, w2)
+        _set_negative_skew(A, 3, 3, w0, w1, w2)
+        _set_negative_skew(A, 0, 3, l0, l1, l2)
 
 
 @leaf_kernel(error_model="numpy")
-def iwim(q, B, out, Pu, Pa, model, W, SC):
+def iwim(q, B, out, Pu, Pa, model, data, SC):
     """M(q)^-1 B by the O(n) forward-dynamics recursions (Krög et al., eqs. (5)-(9)); status code.
 
     ``B`` (nv, m) input matrix, ``out`` (nv, m). ``Pu`` (nb, 6, m) holds the articulated input
@@ -416,22 +458,21 @@ def iwim(q, B, out, Pu, Pa, model, W, SC):
         for c in range(m):
             if not np.isfinite(B[r, c]):
                 return BAD_A
-    kinematics_into(model, q, W, SC)
-    world_quantities(model, W, True)
+    kinematics_into(model, q, data, SC)
+    world_quantities(model, data, True)
     nb = model.parent.shape[0]
     # all loops run over the m input columns innermost (contiguous rows of Pu, Pa, out)
     for i in range(nb):
-        _copy6(W[i, W_BODY_INERTIA], W[i, W_ARTICULATED_INERTIA])
+        _copy6(data.body_inertia[i], data.articulated_inertia[i])
         for r in range(6):
             for c in range(m):
                 Pu[i, r, c] = 0.0
     # inward (eq. (5)): u_i = B_i - S_i^T B*_i into the rows of out, B*_parent += B*_i + U D^-1 u_i
     for i in range(nb - 1, -1, -1):
-        if not _backward_joint(model, i, W, SC):
+        if not _backward_joint(model, i, data, SC):
             return SINGULAR
-        iv = model.v_index[i]
-        nvi = model.joint_nv[i]
-        Sw = W[i, W_MOTION_SUBSPACE]
+        par, iv, nvi = joint_indices(model, i)
+        Sw = data.motion_subspace[i]
         P = Pu[i]
         for k in range(nvi):
             row = out[iv + k]
@@ -442,11 +483,10 @@ def iwim(q, B, out, Pu, Pa, model, W, SC):
                 if s != 0.0:
                     for c in range(m):
                         row[c] -= s * P[r, c]
-        par = model.parent[i]
         if par < 0:
             continue
-        U = W[i, W_IA_S]
-        Di = W[i, W_S_IA_S_INV]
+        U = data.articulated_inertia_times_subspace[i]
+        Di = data.joint_articulated_inertia_inverse[i]
         Pp = Pu[par]
         for r in range(6):
             for c in range(m):
@@ -458,17 +498,15 @@ def iwim(q, B, out, Pu, Pa, model, W, SC):
                     row = out[iv + k2]
                     for c in range(m):
                         Pp[r, c] += f * row[c]
-        _add_articulated_to_parent(model, i, W)
+        _add_articulated_to_parent(model, i, data)
     # outward: forward substitution with the unit lower-triangular Gamma (eqs. (7)-(8)),
     # X_i = D_i^-1 (u_i - U_i^T a_parent), a_i = a_parent + S_i X_i
     tmp = Pu[0]  # Pu is no longer needed: scratch rows for the nvi <= 6 values of one joint
     for i in range(nb):
-        par = model.parent[i]
-        iv = model.v_index[i]
-        nvi = model.joint_nv[i]
-        U = W[i, W_IA_S]
-        Di = W[i, W_S_IA_S_INV]
-        Sw = W[i, W_MOTION_SUBSPACE]
+        par, iv, nvi = joint_indices(model, i)
+        U = data.articulated_inertia_times_subspace[i]
+        Di = data.joint_articulated_inertia_inverse[i]
+        Sw = data.motion_subspace[i]
         for k in range(nvi):
             t = tmp[k]
             row = out[iv + k]

@@ -85,12 +85,13 @@ def free_dof_buffers(q: np.ndarray, v: np.ndarray, qdd_act: np.ndarray,
 
 class FreeDofArgs(NamedTuple):
     """The fixed arguments of :func:`free_dof_inverse_dynamics`, packed once: ``model`` the
-    robot's :class:`~.dynamics.ModelRecord`; ``W``, ``SC`` a workspace of
-    :func:`~wbc_dynamics.kernels.world.workspace` and ``fext`` (nb, 6), the caller's
-    (overwritten); ``buffers`` the :class:`FreeDofBuffers`."""
+    robot's :class:`~.dynamics.ModelRecord`; ``data``, ``SC`` a workspace of
+    :func:`~wbc_dynamics.kernels.world.workspace` (a :class:`~.world.RigidBodyRecord` and the
+    scratch) and ``fext`` (nb, 6), the caller's (overwritten); ``buffers`` the
+    :class:`FreeDofBuffers`."""
 
     model: Any
-    W: np.ndarray
+    data: Any
     SC: np.ndarray
     fext: np.ndarray
     buffers: FreeDofBuffers
@@ -104,7 +105,7 @@ def free_dof_inverse_dynamics(p):
     Returns OK or the status of the core kernels (invalid q / v / qdd_act), or SINGULAR if
     ``M_UU`` is not positive definite (a passive subtree that moves no mass).
     """
-    model, W, SC, fext = p.model, p.W, p.SC, p.fext
+    model, data, SC, fext = p.model, p.data, p.SC, p.fext
     b = p.buffers
     a = b.accel
     for c in range(a.shape[0]):
@@ -117,7 +118,7 @@ def free_dof_inverse_dynamics(p):
     # called separately (not compiled into this kernel again: wbc_dynamics.kernels.separate);
     # a cold start's compile helper loads the rnea the controller compiled meanwhile
     st = call_separately(rnea, (b.q[::1], b.v[::1], a[::1], fext, np.bool_(False),
-                                np.bool_(True), b.tau0, model, W, SC))
+                                np.bool_(True), b.tau0, model, data, SC))
     if st != OK:
         return st
     unact = b.unactuated
@@ -126,7 +127,7 @@ def free_dof_inverse_dynamics(p):
         for k in range(b.actuated.shape[0]):
             b.tau_act[k] = b.tau0[b.actuated[k]]
         return OK
-    st = call_separately(crba, (b.q[::1], b.mass, model, W, SC))
+    st = call_separately(crba, (b.q[::1], b.mass, model, data, SC))
     if st != OK:
         return st
     for r in range(n_u):
@@ -159,8 +160,8 @@ def bind_free_dof(model, q: np.ndarray, v: np.ndarray, qdd_act: np.ndarray,
     from .linalg import bound_entry
 
     nb = model.model_arrays.parent.shape[0]
-    W, SC = world.workspace(nb)
+    data, SC = world.workspace(nb)
     bufs = free_dof_buffers(q, v, qdd_act, actuated)
     # the model's record holds its own gravity array (RobotModel.gravity assigns into it)
-    args = fixed_args(FreeDofArgs(model.kernel_model, W, SC, np.zeros((nb, 6)), bufs))
+    args = fixed_args(FreeDofArgs(model.kernel_model, data, SC, np.zeros((nb, 6)), bufs))
     return bound_entry(free_dof_inverse_dynamics, (args,)), args, bufs

@@ -13,9 +13,9 @@ from numba import njit
 from . import arena as _ar
 from .leaf import leaf_kernel
 
-__all__ = ["add_sparse_product", "bound_entry", "cholesky", "chol_solve", "chol_solve_columns",
-           "left_nullspace", "lu_solve", "matvec", "pivoted_cholesky", "psd_pinv_solve",
-           "swap_rows"]
+__all__ = ["add_sparse_product", "add_weighted_rows", "bound_entry", "cholesky", "chol_solve",
+           "chol_solve_columns", "left_nullspace", "lu_solve", "matvec", "pivoted_cholesky",
+           "psd_pinv_solve", "swap_rows"]
 
 
 @njit(cache=True, inline="always")
@@ -50,6 +50,21 @@ def add_sparse_product(A, B, out, ncols):
             if a != 0.0:
                 for k in range(ncols):
                     out[i, k] += a * B[c, k]
+
+
+@njit(cache=True, inline="always")
+def add_weighted_rows(A, x, out):
+    """``out[:A.shape[1]] += A.T @ x`` for ``A`` (m, n), ``x`` (m,): row ``i`` of ``A`` times
+    ``x[i]``, added in axpy form (a contiguous, independent inner loop along the row), rows with
+    ``x[i] == 0`` skipped (the impulses of unloaded contacts; the joints of other branches when
+    ``x`` is a contact row); each entry of ``out`` receives its terms in the order
+    i = 0, 1, ... (the rounding of the plain loop). ``A = M.T`` gives ``M @ x`` column by
+    column. Compiled into the caller."""
+    for i in range(A.shape[0]):
+        xi = x[i]
+        if xi != 0.0:
+            for j in range(A.shape[1]):
+                out[j] += A[i, j] * xi
 
 
 @leaf_kernel

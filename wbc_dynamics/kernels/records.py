@@ -11,10 +11,11 @@ of the tick.
 
 A *record* is a StructRef with the same field names holding the same arrays (no copy): the
 kernels read ``d.N`` exactly as before, but the record itself is one reference-counted pointer.
-Each NamedTuple that the kernels take gets a record type next to it, declared with
-:class:`RecordType` and bound to its NamedTuple's fields by :func:`define_record`, and a
-compiled, cached constructor ``record_of(nt)`` (``Proxy(*nt)``). Build the record once, where
-the NamedTuple is built, and pass it -- not the NamedTuple -- to every kernel (general path and
+Each NamedTuple that the kernels take gets a record type, declared with :class:`RecordType`
+and bound to its NamedTuple's fields by :func:`define_record`, and a compiled, cached
+constructor ``Proxy(*nt)``: the class decorator :func:`kernel_record` gives a NamedTuple all
+three, :func:`record_of` builds an instance's record. Build the record once, where the
+NamedTuple is built, and pass it -- not the NamedTuple -- to every kernel (general path and
 ticks alike: one numba signature, compiled once).
 
 A record that :func:`~wbc_dynamics.kernels.leaf.leaf_kernel` code reads (the robot model, read
@@ -26,6 +27,10 @@ borrows what its caller keeps alive, so the read there is a plain load.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
+from numba import njit
 from numba.core import cgutils, imputils, types
 from numba.core.datamodel import default_manager, models
 from numba.core.extending import infer_getattr, lower_getattr_generic, lower_setattr_generic
@@ -33,7 +38,7 @@ from numba.core.runtime.nrtdynmod import _meminfo_struct_type
 from numba.core.typing.templates import AttributeTemplate
 from numba.experimental import structref
 
-__all__ = ["RecordType", "define_record", "register_leaf_readable"]
+__all__ = ["RecordType", "define_record", "kernel_record", "record_of", "register_leaf_readable"]
 
 
 class RecordType(types.StructRef):
@@ -101,3 +106,54 @@ def define_record(proxy: type, record_type: type, named_tuple: type) -> None:
     registered :class:`RecordType`) with the fields of the NamedTuple class ``named_tuple``, in
     its order: the field list is the NamedTuple's, never written twice."""
     structref.define_proxy(proxy, record_type, list(named_tuple._fields))
+
+
+def kernel_record(record_name: str) -> Callable[[type], type]:
+    """Class decorator of a NamedTuple the kernels take: ``@kernel_record("StanceDataRecord")``
+    on ``class StanceData(NamedTuple)`` declares its record --
+
+    * ``StanceDataRecordType``: the record's numba type (a registered :class:`RecordType`),
+    * ``StanceDataRecord``: its proxy class, bound to the NamedTuple's fields
+      (:func:`define_record`),
+
+    both defined in the NamedTuple's module under these names, and the compiled, cached
+    constructor of a record (``StanceDataRecord(*nt)``; the proxy called from Python would
+    compile its constructor at every start), a private attribute of the NamedTuple class that
+    :func:`record_of` calls.
+
+    The names are part of every cached kernel that takes the record: numba's cache pickles the
+    types by module and name, and unpickles the whole index of a kernel before it checks that
+    the index is still current -- a type renamed or gone makes the cache of every kernel that
+    took it unreadable (an error, not a miss)."""
+
+    def declare(named_tuple: type) -> type:
+        module = named_tuple.__module__
+        record_type = structref.register(type(record_name + "Type", (RecordType,), {
+            "__module__": module, "__qualname__": record_name + "Type",
+            "__doc__": f"numba type of ``{record_name}``."}))
+        proxy = type(record_name, (structref.StructRefProxy,), {
+            "__module__": module, "__qualname__": record_name,
+            "__doc__": f"``{named_tuple.__name__}``'s fields as one pointer for the compiled "
+                       "kernels (same names, the same arrays; ``wbc_dynamics.kernels.records``)."})
+        define_record(proxy, record_type, named_tuple)
+        namespace = sys.modules[module]
+        setattr(namespace, record_type.__qualname__, record_type)
+        setattr(namespace, proxy.__qualname__, proxy)
+
+        def new_record(nt):
+            return proxy(*nt)
+
+        # named as bound: numba's cache keeps one index per qualified name (each record's
+        # constructor its own file)
+        new_record.__qualname__ = named_tuple.__qualname__ + "._new_record"
+        new_record.__module__ = module
+        named_tuple._new_record = njit(cache=True)(new_record)
+        return named_tuple
+
+    return declare
+
+
+def record_of(data: tuple) -> structref.StructRefProxy:
+    """The record of ``data``, an instance of a NamedTuple class decorated with
+    :func:`kernel_record`: one pointer to the same arrays (no copy), what the kernels take."""
+    return type(data)._new_record(data)

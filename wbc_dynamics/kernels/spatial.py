@@ -144,23 +144,21 @@ def rotation_about_axis(axis, angle, R):
     R[2, 2] = c + t * z * z
 
 
+@njit(cache=True, inline="always")
+def quaternion_rotation(x, y, z, w):
+    """The rotation matrix of the unit quaternion (x, y, z, w) (not normalized here), as its
+    nine entries row by row: (R00, R01, R02, R10, R11, R12, R20, R21, R22)."""
+    return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
+            2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+            2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def rotation_from_quaternion(qx, qy, qz, qw, R):
     """Rotation matrix of the unit quaternion (x, y, z, w), normalized on the fly."""
     n = np.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
-    x = qx / n
-    y = qy / n
-    z = qz / n
-    w = qw / n
-    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    R[0, 1] = 2.0 * (x * y - z * w)
-    R[0, 2] = 2.0 * (x * z + y * w)
-    R[1, 0] = 2.0 * (x * y + z * w)
-    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    R[1, 2] = 2.0 * (y * z - x * w)
-    R[2, 0] = 2.0 * (x * z - y * w)
-    R[2, 1] = 2.0 * (y * z + x * w)
-    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+    (R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2], R[2, 0], R[2, 1],
+     R[2, 2]) = quaternion_rotation(qx / n, qy / n, qz / n, qw / n)
 
 
 # quaternions (x, y, z, w); the default error model, as the estimators' kernels that inline them

@@ -1,46 +1,24 @@
 """World-frame recursions: CRBA, ABA and analytical M^-1, all quantities at the world origin.
 
-One module for one compiled kernel family over one workspace layout: the recursions share the
-slots of ``W`` and the inlined helpers that read them, and a numba kernel's cache entry and
-compile time depend on the module that defines it.
+One module for one compiled kernel family over one workspace: the recursions share the fields of
+a :class:`RigidBodyData` and the inlined helpers that read them, and a numba kernel's cache entry
+and compile time depend on the module that defines it.
 
 Expressing motion subspaces, inertias and articulated inertias in the world frame (as Pinocchio
 does) removes the 6x6 congruence transform per body from the backward passes: inertias and
 force sets of children are simply added to their parent's. Each body costs one world-inertia
 evaluation (from its mass, first moment and rotational inertia) instead.
 
-Workspace layout (one float array ``W`` of shape (nb, N_SLOTS, 6, 6) per model, so a kernel
-call passes a handful of arguments), each slot indexed by its name:
+The kernels take the per-body quantities as ``data``, the :class:`RigidBodyRecord` of a
+:class:`RigidBodyData` (one array per named quantity, as Pinocchio's ``Data`` or MuJoCo's
+``mjData``; shapes, units and frames documented once, on its fields), and a small scratch
+``SC`` (N_SCRATCH, 6, 6); :func:`workspace` allocates both for a model.
 
-========================== ===============================================================
-slot                       content
-========================== ===============================================================
-``W_XUP``                  ``Xup``: parent-to-body motion transforms (:func:`rnea` stores
-                           rows 0-2 only)
-``W_ARTICULATED_INERTIA``  ``IA``: articulated inertias, world frame; the same slot is
-                           ``W_COMPOSITE_INERTIA`` in :func:`crba` (the composite inertia's
-                           10 parameters in rows 0-1)
-``W_IA_S``                 ``U = IA S``
-``W_S_IA_S``               ``D = S^T U``
-``W_S_IA_S_INV``           ``D^-1``
-``W_VECTORS``              one spatial vector a row: ``VEC_VELOCITY``, ``VEC_ACCELERATION``,
-                           ``VEC_FORCE``, ``VEC_VELOCITY_PRODUCT`` (c), ``VEC_BIAS_FORCE``
-                           (pA), ``VEC_NET_JOINT_FORCE`` (u) (world frame; :func:`rnea`'s
-                           rows body frame)
-``W_POSE``                 world pose: rows 0-2, cols 0-2 rotation; row 3, cols 0-2 position
-``W_MOTION_SUBSPACE``      ``S`` in world frame (first nvi columns)
-``W_BODY_INERTIA``         body inertia in world frame; the same slot is
-                           ``W_MINV_ARTICULATED_INERTIA`` in :func:`minverse`, which
-                           accumulates the articulated inertias there
-``W_SCRATCH``              scratch of :func:`world_quantities`
-========================== ===============================================================
-
-Scratch ``SC`` (N_SCRATCH, 6, 6), one per model: ``SC_KERNEL_WORK`` the running kernel's work
-rows or matrix, ``SC_INNER_WORK`` the work of a step inside it (:func:`_backward_joint`'s
-D^-1, :func:`crba`'s ``Ic S``), ``SC_DERIVATIVE_WORK`` the derivatives' (:mod:`.derivatives`),
-``SC_FORWARD_PASS`` the rows of :func:`rnea` and of the point kinematics, ``SC_ROTATIONS`` (two
-slots, rows 0-2) the (2, 3, 3) rotation scratch of :func:`forward_kinematics`; slots 3-4 are
-spare.
+Scratch ``SC``, one per model: ``SC_KERNEL_WORK`` the running kernel's work rows or matrix,
+``SC_INNER_WORK`` the work of a step inside it (:func:`_backward_joint`'s D^-1, :func:`crba`'s
+``Ic S``), ``SC_DERIVATIVE_WORK`` the derivatives' (:mod:`.derivatives`), ``SC_FORWARD_PASS``
+the rows of :func:`rnea` and of the point kinematics, ``SC_ROTATIONS`` (two slots, rows 0-2) the
+(2, 3, 3) rotation scratch of :func:`forward_kinematics`; slots 3-4 are spare.
 
 Every kernel reads the robot model from ``model``, a :class:`.dynamics.ModelRecord` (field names,
 shapes and units on :class:`.dynamics.ModelArrays`). The frame queries (:func:`frame_jacobian`,
@@ -49,8 +27,11 @@ shapes and units on :class:`.dynamics.ModelArrays`). The frame queries (:func:`f
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+from numba.experimental import structref
 
 from .dynamics import (
     BAD_FEXT,
@@ -68,6 +49,7 @@ from .dynamics import (
 from .kinematics import point_bias as _point_bias
 from .kinematics import points_kinematics as _points_kinematics
 from .leaf import leaf_kernel
+from .records import RecordType, define_record, register_leaf_readable
 from .spatial import (
     add6,
     add_cross,
@@ -78,47 +60,110 @@ from .spatial import (
     row6_dot,
 )
 
-# Slots of the workspace W (nb, N_SLOTS, 6, 6), per body; see the module docstring. numba reads
-# module globals as compile-time constants: a name costs nothing over the number.
-#: parent-to-body motion transform Xup (:func:`rnea` stores rows 0-2 only)
-W_XUP = 0
-#: articulated inertia IA (world frame) of :func:`aba` and the free-flyer's step of :func:`minverse`
-W_ARTICULATED_INERTIA = 1
-#: :func:`crba`'s composite inertia, as its 10 parameters in rows 0-1 (the IA slot, unused there)
-W_COMPOSITE_INERTIA = W_ARTICULATED_INERTIA
-#: ``U = IA S``
-W_IA_S = 2
-#: ``D = S^T IA S``, the joint's articulated inertia (nvi x nvi)
-W_S_IA_S = 3
-#: ``D^-1``
-W_S_IA_S_INV = 4
-#: spatial vectors of the recursions, one per row (rows ``VEC_*``)
-W_VECTORS = 5
-#: world pose: rows 0-2, columns 0-2 the rotation; row 3, columns 0-2 the position
-W_POSE = 6
-#: motion subspace S in the world frame (first nvi columns)
-W_MOTION_SUBSPACE = 7
-#: body inertia in the world frame (:func:`world_quantities`)
-W_BODY_INERTIA = 8
-#: :func:`minverse` accumulates the articulated inertias (upper triangles) over the body inertias
-W_MINV_ARTICULATED_INERTIA = W_BODY_INERTIA
-#: scratch of :func:`world_quantities` (``Ibar R^T``)
-W_SCRATCH = 9
-N_SLOTS = 10
 
-# rows of slot W_VECTORS (world frame)
-VEC_VELOCITY = 0
-VEC_ACCELERATION = 1
-#: :func:`rnea`'s body force (body frame there, as its velocity and acceleration rows)
-VEC_FORCE = 2
-#: velocity-product acceleration ``c = v x vJ``
-VEC_VELOCITY_PRODUCT = 3
-#: bias force ``pA``
-VEC_BIAS_FORCE = 4
-#: joint-space ``u = tau - S^T pA`` (first nvi entries)
-VEC_NET_JOINT_FORCE = 5
+class RigidBodyData(NamedTuple):
+    """What the recursions of :mod:`.world` compute per body, one array per quantity, indexed by
+    body (``nb`` bodies, the model's depth-first order). Spatial vectors and matrices are
+    [linear; angular]; "world" quantities are expressed at the world origin in world axes,
+    "body" quantities at the body origin in body axes. A field holds what the kernel that last
+    wrote it computed: each entry point (re)computes what it reads, except where a kernel's
+    docstring says it reads an earlier kernel's result (e.g. the world poses). Only the first
+    ``joint_nv[i]`` columns (and rows, for the nvi x nvi blocks) of the per-joint fields are used.
+    """
 
-# Slots of the scratch SC (N_SCRATCH, 6, 6), shared by all kernels of a model (one runs at a time)
+    #: (nb, 4, 3) float64: world pose of each body: rows 0-2 the rotation R (body axes to world
+    #: axes), row 3 the position of the body origin [m], world frame. Written by
+    #: :func:`kinematics_into`, :func:`placements_into` and :func:`crba`; read by the contact
+    #: candidates and the momentum observer after them.
+    pose: np.ndarray
+    #: (nb, 6, 6) float64: parent-to-body motion transform Xup (parent frame to body frame).
+    #: :func:`rnea` and :func:`placements_into` store rows 0-2 only (rows 3-5 are [0, R^T]),
+    #: the point kinematics all six.
+    xup: np.ndarray
+    #: (nb, 6, 6) float64: the joint's motion subspace S, world frame (per unit joint velocity:
+    #: [m/s; rad/s] per [m/s or rad/s]).
+    motion_subspace: np.ndarray
+    #: (nb, 6, 6) float64: the body's spatial inertia, world frame [kg, kg m, kg m^2]
+    #: (:func:`world_quantities`). :func:`minverse` then accumulates the articulated inertias
+    #: in place of it (upper triangles only): its backward pass is the last reader of the body
+    #: inertias and saves a 6x6 copy per body that way.
+    body_inertia: np.ndarray
+    #: (nb, 2, 6) float64: :func:`crba`'s composite inertia of the body's subtree as its 10
+    #: parameters at the world origin: row 0, columns 0-3 the mass [kg] and first moment h
+    #: [kg m]; row 1 the rotational inertia's upper triangle (00, 01, 02, 11, 12, 22) [kg m^2].
+    composite_inertia: np.ndarray
+    #: (nb, 6, 6) float64: articulated inertia IA, world frame [kg, kg m, kg m^2] (:func:`aba`,
+    #: the multi-DoF joints of :func:`minverse`, :func:`.derivatives.iwim`).
+    articulated_inertia: np.ndarray
+    #: (nb, 6, 6) float64: ``U = IA S``, world frame (first nvi columns).
+    articulated_inertia_times_subspace: np.ndarray
+    #: (nb, 6, 6) float64: ``D = S^T IA S``, the articulated inertia seen by the joint
+    #: (nvi x nvi) [kg, kg m, kg m^2 by joint type].
+    joint_articulated_inertia: np.ndarray
+    #: (nb, 6, 6) float64: ``D^-1`` (nvi x nvi).
+    joint_articulated_inertia_inverse: np.ndarray
+    #: (nb, 6) float64: body velocity [m/s; rad/s]; world frame (:func:`aba`), body frame
+    #: (:func:`rnea`, the point kinematics).
+    velocity: np.ndarray
+    #: (nb, 6) float64: body acceleration [m/s^2; rad/s^2], framed as ``velocity``
+    #: (:func:`rnea`'s includes -g; the point kinematics' is the velocity-product part J̇v).
+    acceleration: np.ndarray
+    #: (nb, 6) float64: :func:`rnea`'s net body force [N; N m], body frame, summed over the
+    #: subtree by its backward pass.
+    force: np.ndarray
+    #: (nb, 6) float64: :func:`aba`'s velocity-product acceleration ``c = v x vJ``, world frame
+    #: [m/s^2; rad/s^2].
+    velocity_product: np.ndarray
+    #: (nb, 6) float64: :func:`aba`'s bias force ``pA``, world frame [N; N m].
+    bias_force: np.ndarray
+    #: (nb, 6) float64: :func:`aba`'s joint-space ``u = tau - S^T pA`` [N or N m] (first nvi
+    #: entries).
+    net_joint_force: np.ndarray
+    #: (4, 6) float64: :func:`world_quantities`' scratch (rows 0-2: ``Ibar R^T``, row 3: the
+    #: world rotational inertia's upper triangle).
+    inertia_scratch: np.ndarray
+
+
+@register_leaf_readable
+class RigidBodyRecordType(RecordType):
+    """numba type of :class:`RigidBodyRecord`."""
+
+
+class RigidBodyRecord(structref.StructRefProxy):
+    """The :class:`RigidBodyData` as one pointer (same arrays, no copy; see
+    ``wbc_dynamics.kernels.records``): what every kernel takes as ``data``. Build it with
+    :func:`rigid_body_record`."""
+
+
+define_record(RigidBodyRecord, RigidBodyRecordType, RigidBodyData)
+
+
+@njit(cache=True)
+def rigid_body_record(d):
+    """The :class:`RigidBodyRecord` of the :class:`RigidBodyData` ``d`` (compiled, cached)."""
+    return RigidBodyRecord(*d)
+
+
+def rigid_body_data(nb: int) -> RigidBodyData:
+    """A zeroed :class:`RigidBodyData` for a model with ``nb`` bodies."""
+
+    def per_body(*shape: int) -> np.ndarray:
+        return np.zeros((nb, *shape))
+
+    return RigidBodyData(
+        pose=per_body(4, 3), xup=per_body(6, 6), motion_subspace=per_body(6, 6),
+        body_inertia=per_body(6, 6), composite_inertia=per_body(2, 6),
+        articulated_inertia=per_body(6, 6), articulated_inertia_times_subspace=per_body(6, 6),
+        joint_articulated_inertia=per_body(6, 6), joint_articulated_inertia_inverse=per_body(6, 6),
+        velocity=per_body(6), acceleration=per_body(6), force=per_body(6),
+        velocity_product=per_body(6), bias_force=per_body(6), net_joint_force=per_body(6),
+        inertia_scratch=np.zeros((4, 6)),
+    )
+
+
+# Slots of the scratch SC (N_SCRATCH, 6, 6), shared by all kernels of a model (one runs at a
+# time). numba reads module globals as compile-time constants: a name costs nothing over the
+# number.
 #: the running kernel's work rows or matrix: :func:`crba`'s ``Ibar R^T``, :func:`aba`'s rows
 #: (vJ, I v, pa, a'), :func:`minverse`'s column, the derivatives' forward-pass rows
 SC_KERNEL_WORK = 0
@@ -136,9 +181,10 @@ SC_ROTATIONS = 6
 N_SCRATCH = 8
 
 
-def workspace(nb: int) -> tuple[np.ndarray, np.ndarray]:
-    """Allocate (W, SC) for a model with nb bodies."""
-    return np.zeros((nb, N_SLOTS, 6, 6)), np.zeros((N_SCRATCH, 6, 6))
+def workspace(nb: int) -> tuple[RigidBodyRecord, np.ndarray]:
+    """Allocate (data, SC) for a model with nb bodies: the :class:`RigidBodyRecord` of a zeroed
+    :class:`RigidBodyData` and the scratch."""
+    return rigid_body_record(rigid_body_data(nb)), np.zeros((N_SCRATCH, 6, 6))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -200,23 +246,24 @@ def _world_inertia_parameters(model, i, P, B, out):
 
 
 @leaf_kernel(error_model="numpy")
-def world_quantities(model, W, with_inertia):
-    """World-frame motion subspaces (``W_MOTION_SUBSPACE``) and, if asked, body inertias
-    (``W_BODY_INERTIA``).
+def world_quantities(model, data, with_inertia):
+    """World-frame motion subspaces (``data.motion_subspace``) and, if asked, body inertias
+    (``data.body_inertia``).
 
-    Needs world poses (``W_POSE``) from :func:`kinematics_into`. A motion [v; w] of body i maps to
-    the world origin as [R v + p x R w; R w]; the inertia (m, h, Ibar about the body origin)
+    Needs world poses (``data.pose``) from :func:`kinematics_into`. A motion [v; w] of body i maps
+    to the world origin as [R v + p x R w; R w]; the inertia (m, h, Ibar about the body origin)
     moves as h_w = R h + m p, Ibar_w = R Ibar R^T - [Rh][p] - [p][Rh] - m [p]^2.
     """
     nb = model.parent.shape[0]
+    pose, motion_subspace, body_inertia = data.pose, data.motion_subspace, data.body_inertia
+    B = data.inertia_scratch
     for i in range(nb):
-        P = W[i, W_POSE]
+        P = pose[i]
         _motion_subspace_to_world(model.motion_subspace[i], model.joint_nv[i], P,
-                                  W[i, W_MOTION_SUBSPACE])
+                                  motion_subspace[i])
         if not with_inertia:
             continue
-        Iw = W[i, W_BODY_INERTIA]
-        B = W[i, W_SCRATCH]
+        Iw = body_inertia[i]
         # Ibar_w's upper triangle into B's row 3 (rows 0-2: the helper's scratch)
         m, h0, h1, h2 = _world_inertia_parameters(model, i, P, B, B[3])
         n = 0
@@ -235,6 +282,29 @@ def world_quantities(model, W, with_inertia):
         Iw[3, 0], Iw[3, 1], Iw[3, 2] = 0.0, -h2, h1
         Iw[4, 0], Iw[4, 1], Iw[4, 2] = h2, 0.0, -h0
         Iw[5, 0], Iw[5, 1], Iw[5, 2] = -h1, h0, 0.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def joint_indices(model, i):
+    """(parent body, first v index, DoF count) of body ``i``'s joint: what every pass over the
+    bodies reads first."""
+    return model.parent[i], model.v_index[i], model.joint_nv[i]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def body_velocity(velocity, i, par, vJ):
+    """``velocity[i] = velocity[par] + vJ`` (``vJ`` = S qd, the joint's velocity), or ``vJ`` for a
+    body attached to the world (``par`` < 0): the outward velocity step of the world-frame
+    recursions, where no frame change separates a body from its parent. Returns the row
+    ``velocity[i]``."""
+    vel = velocity[i]
+    if par < 0:
+        for r in range(6):
+            vel[r] = vJ[r]
+    else:
+        for r in range(6):
+            vel[r] = velocity[par, r] + vJ[r]
+    return vel
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -330,10 +400,10 @@ def _local_pose(model, q, i):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2):
-    """World pose of body i into ``W_POSE`` from its local pose ``L`` (row-major) / ``l`` and
-    its parent's world pose (already stored: depth-first order)."""
-    P = W[i, W_POSE]
+def _compose_pose(model, pose, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2):
+    """World pose of body i into ``pose[i]`` (``data.pose``) from its local pose ``L``
+    (row-major) / ``l`` and its parent's world pose (already stored: depth-first order)."""
+    P = pose[i]
     par = model.parent[i]
     if par < 0:
         P[0, 0], P[0, 1], P[0, 2] = L00, L01, L02
@@ -341,7 +411,7 @@ def _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, 
         P[2, 0], P[2, 1], P[2, 2] = L20, L21, L22
         P[3, 0], P[3, 1], P[3, 2] = l0, l1, l2
     else:
-        Pp = W[par, W_POSE]
+        Pp = pose[par]
         for r in range(3):
             a0, a1, a2 = Pp[r, 0], Pp[r, 1], Pp[r, 2]
             P[r, 0] = a0 * L00 + a1 * L10 + a2 * L20
@@ -351,45 +421,47 @@ def _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, 
 
 
 @leaf_kernel(error_model="numpy")
-def world_poses_into(model, q, last, W, SC):
-    """World poses of bodies 0..last into ``W_POSE`` (rows 0-2 rotation, row 3 position).
+def world_poses_into(model, q, last, data, SC):
+    """World poses of bodies 0..last into ``data.pose`` (rows 0-2 rotation, row 3 position).
 
     In depth-first order bodies 0..last include every ancestor of ``last``. The local pose is
     held in registers (:func:`_local_pose`, the arithmetic of ``_pose_in_parent``): ``SC`` is
     not used any more, kept so that callers need not change.
     """
+    pose = data.pose
     for i in range(last + 1):
         L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(model, q, i)
-        _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
+        _compose_pose(model, pose, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
 
 
 @leaf_kernel(error_model="numpy")
-def placements_into(model, q, W):
+def placements_into(model, q, data):
     """The one kinematics pass of a dynamics tick: each body's local pose, evaluated once
-    (:func:`_local_pose`), gives both its parent-to-body transform ``W_XUP`` (rows 0-2, the
-    layout :func:`rnea` reads) and its world pose ``W_POSE`` (as :func:`world_poses_into`),
+    (:func:`_local_pose`), gives both its parent-to-body transform ``data.xup`` (rows 0-2,
+    the layout :func:`rnea` reads) and its world pose ``data.pose`` (as :func:`world_poses_into`),
     for :func:`dynamics_terms` and the contact candidates that read the placements after it.
     """
+    xup, pose = data.xup, data.pose
     for i in range(model.parent.shape[0]):
         L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(model, q, i)
-        _store_xup(W[i, W_XUP], L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
-        _compose_pose(model, W, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
+        _store_xup(xup[i], L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
+        _compose_pose(model, pose, i, L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2)
 
 
 @leaf_kernel(error_model="numpy")
-def kinematics_into(model, q, W, SC):
-    """World poses of every body (``W_POSE``)."""
-    world_poses_into(model, q, model.parent.shape[0] - 1, W, SC)
+def kinematics_into(model, q, data, SC):
+    """World poses of every body (``data.pose``)."""
+    world_poses_into(model, q, model.parent.shape[0] - 1, data, SC)
 
 
 @leaf_kernel(error_model="numpy")
-def crba(q, M, model, W, SC):
+def crba(q, M, model, data, SC):
     """Joint-space inertia matrix by the composite-rigid-body algorithm, world frame.
 
     Featherstone (2008) Table 6.2 with composite inertias at the world origin: Ic_parent += Ic_i
     and M[j, i] = S_j^T Ic_i S_i for every ancestor j, with no frame changes. A composite
     inertia is held as its 10 parameters (mass m, first moment h and rotational inertia Ibar
-    about the world origin, ``W_COMPOSITE_INERTIA`` rows 0-1) rather than as a 6x6 matrix: the
+    about the world origin, ``data.composite_inertia``) rather than as a 6x6 matrix: the
     backward pass adds 10 numbers per body instead of 36, and Ic S is formed from them. The
     additions are the ones the 6x6 sum makes on its distinct entries, so Ic is the same to the
     bit.
@@ -399,10 +471,11 @@ def crba(q, M, model, W, SC):
         return st
     nb = model.parent.shape[0]
     nv = M.shape[0]
+    pose, motion_subspace, composite = data.pose, data.motion_subspace, data.composite_inertia
     for i in range(nb):
-        # world pose (W_POSE), as world_poses_into with the local pose in registers
+        # world pose (data.pose), as world_poses_into with the local pose in registers
         L00, L01, L02, L10, L11, L12, L20, L21, L22, l0, l1, l2 = _local_pose(model, q, i)
-        P = W[i, W_POSE]
+        P = pose[i]
         par = model.parent[i]
         if par < 0:
             R00, R01, R02 = L00, L01, L02
@@ -410,7 +483,7 @@ def crba(q, M, model, W, SC):
             R20, R21, R22 = L20, L21, L22
             p0, p1, p2 = l0, l1, l2
         else:
-            Pp = W[par, W_POSE]
+            Pp = pose[par]
             # R = R_parent L, column by column
             R00, R10, R20 = rotate(Pp, L00, L10, L20)
             R01, R11, R21 = rotate(Pp, L01, L11, L21)
@@ -424,16 +497,16 @@ def crba(q, M, model, W, SC):
         P[3, 0], P[3, 1], P[3, 2] = p0, p1, p2
         # motion subspace and inertia parameters at the world origin, as world_quantities
         _motion_subspace_to_world(model.motion_subspace[i], model.joint_nv[i], P,
-                                  W[i, W_MOTION_SUBSPACE])
-        C = W[i, W_COMPOSITE_INERTIA]
+                                  motion_subspace[i])
+        C = composite[i]
         # row 0: m, h_w; row 1: Ibar_w's upper triangle (00, 01, 02, 11, 12, 22)
         C[0, 0], C[0, 1], C[0, 2], C[0, 3] = _world_inertia_parameters(model, i, P,
                                                                        SC[SC_KERNEL_WORK], C[1])
     for i in range(nb - 1, -1, -1):
         par = model.parent[i]
         if par >= 0:
-            C = W[i, W_COMPOSITE_INERTIA]
-            Cp = W[par, W_COMPOSITE_INERTIA]
+            C = composite[i]
+            Cp = composite[par]
             for c in range(4):
                 Cp[0, c] += C[0, c]
             for c in range(6):
@@ -448,10 +521,10 @@ def crba(q, M, model, W, SC):
             for c in range(model.subtree_end[i], nv):
                 M[k, c] = 0.0
                 M[c, k] = 0.0
-        C = W[i, W_COMPOSITE_INERTIA]
+        C = composite[i]
         m, h0, h1, h2 = C[0, 0], C[0, 1], C[0, 2], C[0, 3]
         I00, I01, I02, I11, I12, I22 = C[1, 0], C[1, 1], C[1, 2], C[1, 3], C[1, 4], C[1, 5]
-        Sw = W[i, W_MOTION_SUBSPACE]
+        Sw = motion_subspace[i]
         if nvi == 1:
             # the common case with F in registers: one column against every ancestor's
             v0, v1, v2, w0, w1, w2 = Sw[0, 0], Sw[1, 0], Sw[2, 0], Sw[3, 0], Sw[4, 0], Sw[5, 0]
@@ -464,7 +537,7 @@ def crba(q, M, model, W, SC):
             j = i
             while j >= 0:
                 jv = model.v_index[j]
-                Sj = W[j, W_MOTION_SUBSPACE]
+                Sj = motion_subspace[j]
                 for k1 in range(model.joint_nv[j]):
                     s = (
                         Sj[0, k1] * f0
@@ -490,7 +563,7 @@ def crba(q, M, model, W, SC):
         j = i
         while j >= 0:
             jv = model.v_index[j]
-            Sj = W[j, W_MOTION_SUBSPACE]
+            Sj = motion_subspace[j]
             for k1 in range(model.joint_nv[j]):
                 s0, s1, s2 = Sj[0, k1], Sj[1, k1], Sj[2, k1]
                 s3, s4, s5 = Sj[3, k1], Sj[4, k1], Sj[5, k1]
@@ -510,20 +583,20 @@ def crba(q, M, model, W, SC):
 
 
 @leaf_kernel(error_model="numpy")
-def _backward_joint(model, i, W, SC):
+def _backward_joint(model, i, data, SC):
     """U = IA S, D = S^T U, D^-1 for body i (world frame). False if D is not positive definite."""
     if model.joint_nv[i] == 6:
         # a literal DoF count for the free-flyer: fixed loop bounds (unrolled)
-        return _backward_joint_n(model, i, 6, W, SC)
-    return _backward_joint_n(model, i, model.joint_nv[i], W, SC)
+        return _backward_joint_n(model, i, 6, data, SC)
+    return _backward_joint_n(model, i, model.joint_nv[i], data, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _backward_joint_n(model, i, nvi, W, SC):
-    IA = W[i, W_ARTICULATED_INERTIA]
-    Sw = W[i, W_MOTION_SUBSPACE]
-    U = W[i, W_IA_S]
-    D = W[i, W_S_IA_S]
+def _backward_joint_n(model, i, nvi, data, SC):
+    IA = data.articulated_inertia[i]
+    Sw = data.motion_subspace[i]
+    U = data.articulated_inertia_times_subspace[i]
+    D = data.joint_articulated_inertia[i]
     for k in range(nvi):
         for r in range(6):
             s = 0.0
@@ -537,7 +610,7 @@ def _backward_joint_n(model, i, nvi, W, SC):
                 s += Sw[r, k1] * U[r, k2]
             D[k1, k2] = s
             D[k2, k1] = s
-    return _invert_spd(D, nvi, W[i, W_S_IA_S_INV], SC[SC_INNER_WORK])
+    return _invert_spd(D, nvi, data.joint_articulated_inertia_inverse[i], SC[SC_INNER_WORK])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -554,13 +627,13 @@ def _transmitted_entry(IA, U, Di, nvi, r, c):
 
 
 @leaf_kernel(error_model="numpy")
-def _add_articulated_to_parent(model, i, W):
+def _add_articulated_to_parent(model, i, data):
     """IA[parent] += IA - U D^-1 U^T (the part of IA transmitted across joint i)."""
     nvi = model.joint_nv[i]
-    U = W[i, W_IA_S]
-    Di = W[i, W_S_IA_S_INV]
-    IA = W[i, W_ARTICULATED_INERTIA]
-    IAp = W[model.parent[i], W_ARTICULATED_INERTIA]
+    U = data.articulated_inertia_times_subspace[i]
+    Di = data.joint_articulated_inertia_inverse[i]
+    IA = data.articulated_inertia[i]
+    IAp = data.articulated_inertia[model.parent[i]]
     if nvi == 1:
         d = Di[0, 0]
         for r in range(6):
@@ -586,7 +659,7 @@ def _joint_space_entry(u, U, Di, nvi, k1, x):
 
 
 @leaf_kernel(error_model="numpy")
-def aba(q, v, tau, fext, use_fext, ddq, model, W, SC):
+def aba(q, v, tau, fext, use_fext, ddq, model, data, SC):
     """Forward dynamics by the articulated-body algorithm (Featherstone 2008, Table 7.1), world
     frame.
 
@@ -598,105 +671,99 @@ def aba(q, v, tau, fext, use_fext, ddq, model, W, SC):
         return st
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
-    kinematics_into(model, q, W, SC)
-    world_quantities(model, W, True)
+    kinematics_into(model, q, data, SC)
+    world_quantities(model, data, True)
     nb = model.parent.shape[0]
+    velocity, velocity_product = data.velocity, data.velocity_product
+    bias_force, net_joint_force = data.bias_force, data.net_joint_force
+    motion_subspace, articulated_inertia = data.motion_subspace, data.articulated_inertia
+    body_inertia = data.body_inertia
     vJ = SC[SC_KERNEL_WORK, 0]
     Iv = SC[SC_KERNEL_WORK, 1]
     for i in range(nb):
-        par = model.parent[i]
-        iv = model.v_index[i]
-        nvi = model.joint_nv[i]
-        Sw = W[i, W_MOTION_SUBSPACE]
-        vec = W[i, W_VECTORS]
+        par, iv, nvi = joint_indices(model, i)
+        Sw = motion_subspace[i]
+        c, pA = velocity_product[i], bias_force[i]
         joint_velocity(Sw, nvi, iv, v, vJ)
         for r in range(6):
-            vec[VEC_VELOCITY_PRODUCT, r] = 0.0
-            vec[VEC_BIAS_FORCE, r] = 0.0
-        if par < 0:
-            for r in range(6):
-                vec[VEC_VELOCITY, r] = vJ[r]
-        else:
-            for r in range(6):
-                vec[VEC_VELOCITY, r] = W[par, W_VECTORS, VEC_VELOCITY, r] + vJ[r]
-            add6(vec[VEC_VELOCITY_PRODUCT], cross_motion(vec[VEC_VELOCITY], vJ))
-        _copy6(W[i, W_BODY_INERTIA], W[i, W_ARTICULATED_INERTIA])
-        mat6_vec(W[i, W_BODY_INERTIA], vec[VEC_VELOCITY], Iv)
-        add6(vec[VEC_BIAS_FORCE], cross_force(vec[VEC_VELOCITY], Iv))
+            c[r] = 0.0
+            pA[r] = 0.0
+        vel = body_velocity(velocity, i, par, vJ)
+        if par >= 0:
+            add6(c, cross_motion(vel, vJ))
+        _copy6(body_inertia[i], articulated_inertia[i])
+        mat6_vec(body_inertia[i], vel, Iv)
+        add6(pA, cross_force(vel, Iv))
         if use_fext:
             # body-frame wrench to the world origin: [R f; R n + p x R f]
-            P = W[i, W_POSE]
+            P = data.pose[i]
             fx, fy, fz = rotate(P, fext[i, 0], fext[i, 1], fext[i, 2])
             nx, ny, nz = rotate(P, fext[i, 3], fext[i, 4], fext[i, 5])
             px, py, pz = P[3, 0], P[3, 1], P[3, 2]
-            vec[VEC_BIAS_FORCE, 0] -= fx
-            vec[VEC_BIAS_FORCE, 1] -= fy
-            vec[VEC_BIAS_FORCE, 2] -= fz
-            vec[VEC_BIAS_FORCE, 3] -= nx + py * fz - pz * fy
-            vec[VEC_BIAS_FORCE, 4] -= ny + pz * fx - px * fz
-            vec[VEC_BIAS_FORCE, 5] -= nz + px * fy - py * fx
+            pA[0] -= fx
+            pA[1] -= fy
+            pA[2] -= fz
+            pA[3] -= nx + py * fz - pz * fy
+            pA[4] -= ny + pz * fx - px * fz
+            pA[5] -= nz + px * fy - py * fx
     pa = SC[SC_KERNEL_WORK, 2]
     for i in range(nb - 1, -1, -1):
-        if not _backward_joint(model, i, W, SC):
+        if not _backward_joint(model, i, data, SC):
             return SINGULAR
-        iv = model.v_index[i]
-        nvi = model.joint_nv[i]
-        Sw = W[i, W_MOTION_SUBSPACE]
-        vec = W[i, W_VECTORS]
+        par, iv, nvi = joint_indices(model, i)
+        Sw = motion_subspace[i]
+        pA, u = bias_force[i], net_joint_force[i]
         for k in range(nvi):
             s = tau[iv + k]
             for r in range(6):
-                s -= Sw[r, k] * vec[VEC_BIAS_FORCE, r]
-            vec[VEC_NET_JOINT_FORCE, k] = s
-        par = model.parent[i]
+                s -= Sw[r, k] * pA[r]
+            u[k] = s
         if par >= 0:
             # pa = pA + Ia c + U D^-1 u with Ia = IA - U D^-1 U^T,
             # i.e. pA + IA c + U D^-1 (u - U^T c)
-            U = W[i, W_IA_S]
-            Di = W[i, W_S_IA_S_INV]
-            c = vec[VEC_VELOCITY_PRODUCT]
-            mat6_vec(W[i, W_ARTICULATED_INERTIA], c, pa)
+            U = data.articulated_inertia_times_subspace[i]
+            Di = data.joint_articulated_inertia_inverse[i]
+            c = velocity_product[i]
+            mat6_vec(articulated_inertia[i], c, pa)
             for k1 in range(nvi):
-                t = _joint_space_entry(vec[VEC_NET_JOINT_FORCE], U, Di, nvi, k1, c)
+                t = _joint_space_entry(u, U, Di, nvi, k1, c)
                 for r in range(6):
                     pa[r] += U[r, k1] * t
-            _add_articulated_to_parent(model, i, W)
+            _add_articulated_to_parent(model, i, data)
             for r in range(6):
-                W[par, W_VECTORS, VEC_BIAS_FORCE, r] += vec[VEC_BIAS_FORCE, r] + pa[r]
+                bias_force[par, r] += pA[r] + pa[r]
+    acceleration = data.acceleration
     ap = SC[SC_KERNEL_WORK, 3]
     for i in range(nb):
-        par = model.parent[i]
-        iv = model.v_index[i]
-        nvi = model.joint_nv[i]
-        vec = W[i, W_VECTORS]
+        par, iv, nvi = joint_indices(model, i)
         if par < 0:
             for r in range(3):
                 ap[r] = -model.gravity[r]
                 ap[r + 3] = 0.0
         else:
             for r in range(6):
-                ap[r] = W[par, W_VECTORS, VEC_ACCELERATION, r] + vec[VEC_VELOCITY_PRODUCT, r]
-        U = W[i, W_IA_S]
-        Di = W[i, W_S_IA_S_INV]
+                ap[r] = acceleration[par, r] + velocity_product[i, r]
+        U = data.articulated_inertia_times_subspace[i]
+        Di = data.joint_articulated_inertia_inverse[i]
         for k1 in range(nvi):
-            ddq[iv + k1] = _joint_space_entry(vec[VEC_NET_JOINT_FORCE], U, Di, nvi, k1, ap)
-        Sw = W[i, W_MOTION_SUBSPACE]
+            ddq[iv + k1] = _joint_space_entry(net_joint_force[i], U, Di, nvi, k1, ap)
+        Sw = motion_subspace[i]
         for r in range(6):
             s = ap[r]
             for k in range(nvi):
                 s += Sw[r, k] * ddq[iv + k]
-            vec[VEC_ACCELERATION, r] = s
+            acceleration[i, r] = s
     return OK
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_articulate_1dof(model, i, W):
-    """U = IA S, D^-1 (``W_IA_S``, ``W_S_IA_S_INV``) of a 1-DoF joint and IA[parent] += IA -
-    U D^-1 U^T, with the articulated inertias IA in ``W_MINV_ARTICULATED_INERTIA``, upper
-    triangles only (see :func:`minverse`). False if D is not positive (a massless subtree)."""
-    IA = W[i, W_MINV_ARTICULATED_INERTIA]
-    S = W[i, W_MOTION_SUBSPACE]
-    U = W[i, W_IA_S]
+def _minv_articulate_1dof(model, i, data):
+    """U = IA S, D and D^-1 of a 1-DoF joint and IA[parent] += IA - U D^-1 U^T, with the
+    articulated inertias IA accumulated in ``data.body_inertia``, upper triangles only (see
+    :func:`minverse`). False if D is not positive (a massless subtree)."""
+    IA = data.body_inertia[i]
+    S = data.motion_subspace[i]
+    U = data.articulated_inertia_times_subspace[i]
     s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
     for r in range(6):
         # row r of the symmetric IA read from its upper triangle
@@ -713,11 +780,11 @@ def _minv_articulate_1dof(model, i, W):
     if not D > 0.0:
         return False
     d = 1.0 / D
-    W[i, W_S_IA_S, 0, 0] = D
-    W[i, W_S_IA_S_INV, 0, 0] = d
+    data.joint_articulated_inertia[i, 0, 0] = D
+    data.joint_articulated_inertia_inverse[i, 0, 0] = d
     par = model.parent[i]
     if par >= 0:
-        IAp = W[par, W_MINV_ARTICULATED_INERTIA]
+        IAp = data.body_inertia[par]
         for r in range(6):
             ur = U[r, 0] * d
             for c in range(r, 6):
@@ -726,36 +793,41 @@ def _minv_articulate_1dof(model, i, W):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_articulate_ndof(model, i, W, SC):
+def _minv_articulate_ndof(model, i, data, SC):
     """:func:`_minv_articulate_1dof` for a multi-DoF joint (the free-flyer): IA completed from
-    its upper triangle into ``W_ARTICULATED_INERTIA`` for :func:`_backward_joint`."""
-    IA = W[i, W_MINV_ARTICULATED_INERTIA]
-    IA1 = W[i, W_ARTICULATED_INERTIA]
+    its upper triangle into ``data.articulated_inertia`` for :func:`_backward_joint`."""
+    IA = data.body_inertia[i]
+    IA1 = data.articulated_inertia[i]
     for r in range(6):
         for c in range(6):
             IA1[r, c] = IA[r, c] if r <= c else IA[c, r]
-    if not _backward_joint(model, i, W, SC):
+    if not _backward_joint(model, i, data, SC):
         return False
     par = model.parent[i]
     if par >= 0:
         nvi = model.joint_nv[i]
-        U = W[i, W_IA_S]
-        Di = W[i, W_S_IA_S_INV]
-        IAp = W[par, W_MINV_ARTICULATED_INERTIA]
+        U = data.articulated_inertia_times_subspace[i]
+        Di = data.joint_articulated_inertia_inverse[i]
+        IAp = data.body_inertia[par]
         for r in range(6):
             for c in range(r, 6):
                 IAp[r, c] += _transmitted_entry(IA1, U, Di, nvi, r, c)
     return True
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _articulated_1dof_joint(model, i, data):
+    """What the passes of :func:`minverse` read of a 1-DoF joint after its articulation: (first
+    v index, end of its subtree's v range, S, U = IA S, the scalar D^-1)."""
+    return (model.v_index[i], model.subtree_end[i], data.motion_subspace[i],
+            data.articulated_inertia_times_subspace[i],
+            data.joint_articulated_inertia_inverse[i, 0, 0])
+
+
 @leaf_kernel(error_model="numpy")
-def _minv_backward_1dof(model, i, W, F, Minv):
+def _minv_backward_1dof(model, i, data, F, Minv):
     """Alg. 1 lines 9-13 for a 1-DoF joint, world frame (see :func:`minverse`)."""
-    iv = model.v_index[i]
-    end = model.subtree_end[i]
-    S = W[i, W_MOTION_SUBSPACE]
-    U = W[i, W_IA_S]
-    d = W[i, W_S_IA_S_INV, 0, 0]
+    iv, end, S, U, d = _articulated_1dof_joint(model, i, data)
     s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
     Minv[iv, iv] = d
     for j in range(iv + 1, end):
@@ -781,22 +853,22 @@ def _minv_backward_1dof(model, i, W, F, Minv):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_backward_ndof(model, i, W, F, Minv, col):
+def _minv_backward_ndof(model, i, data, F, Minv, col):
     """Alg. 1 lines 9-13 for a multi-DoF joint (the free-flyer), world frame."""
     if model.joint_nv[i] == 6:
         # a literal DoF count: the 6-term loops get fixed bounds (unrolled), ~0.3 us faster
-        _minv_backward_ndof_n(model, i, 6, W, F, Minv, col)
+        _minv_backward_ndof_n(model, i, 6, data, F, Minv, col)
     else:
-        _minv_backward_ndof_n(model, i, model.joint_nv[i], W, F, Minv, col)
+        _minv_backward_ndof_n(model, i, model.joint_nv[i], data, F, Minv, col)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _minv_backward_ndof_n(model, i, nvi, W, F, Minv, col):
+def _minv_backward_ndof_n(model, i, nvi, data, F, Minv, col):
     iv = model.v_index[i]
     end = model.subtree_end[i]
-    Sw = W[i, W_MOTION_SUBSPACE]
-    Di = W[i, W_S_IA_S_INV]
-    U = W[i, W_IA_S]
+    Sw = data.motion_subspace[i]
+    Di = data.joint_articulated_inertia_inverse[i]
+    U = data.articulated_inertia_times_subspace[i]
     # Minv[i, subtree] = D^-1 (I - S^T F[:, subtree]); the joint's own columns of F are still zero
     for j in range(iv, end):
         for k in range(nvi):
@@ -823,13 +895,9 @@ def _minv_backward_ndof_n(model, i, nvi, W, F, Minv, col):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_forward_1dof(model, i, W, FP, Minv, nv):
+def _minv_forward_1dof(model, i, data, FP, Minv, nv):
     """Alg. 1 lines 21-26 for a 1-DoF joint with a parent, world frame."""
-    iv = model.v_index[i]
-    end = model.subtree_end[i]
-    S = W[i, W_MOTION_SUBSPACE]
-    U = W[i, W_IA_S]
-    d = W[i, W_S_IA_S_INV, 0, 0]
+    iv, end, S, U, d = _articulated_1dof_joint(model, i, data)
     u0, u1, u2, u3, u4, u5 = U[0, 0], U[1, 0], U[2, 0], U[3, 0], U[4, 0], U[5, 0]
     s0, s1, s2, s3, s4, s5 = S[0, 0], S[1, 0], S[2, 0], S[3, 0], S[4, 0], S[5, 0]
     Pp = FP[model.parent[i]]
@@ -850,24 +918,24 @@ def _minv_forward_1dof(model, i, W, FP, Minv, nv):
 
 
 @leaf_kernel(error_model="numpy")
-def _minv_forward_ndof(model, i, W, FP, Minv, nv, col):
+def _minv_forward_ndof(model, i, data, FP, Minv, nv, col):
     """Alg. 1 lines 21-26 for a multi-DoF joint or a root joint, world frame."""
     if model.joint_nv[i] == 6:
-        _minv_forward_ndof_n(model, i, 6, W, FP, Minv, nv, col)  # as in _minv_backward_ndof
+        _minv_forward_ndof_n(model, i, 6, data, FP, Minv, nv, col)  # as in _minv_backward_ndof
     else:
-        _minv_forward_ndof_n(model, i, model.joint_nv[i], W, FP, Minv, nv, col)
+        _minv_forward_ndof_n(model, i, model.joint_nv[i], data, FP, Minv, nv, col)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _minv_forward_ndof_n(model, i, nvi, W, FP, Minv, nv, col):
+def _minv_forward_ndof_n(model, i, nvi, data, FP, Minv, nv, col):
     iv = model.v_index[i]
     end = model.subtree_end[i]
     par = model.parent[i]
-    Sw = W[i, W_MOTION_SUBSPACE]
+    Sw = data.motion_subspace[i]
     Pi = FP[i]
     if par >= 0:
-        U = W[i, W_IA_S]
-        Di = W[i, W_S_IA_S_INV]
+        U = data.articulated_inertia_times_subspace[i]
+        Di = data.joint_articulated_inertia_inverse[i]
         Pp = FP[par]
         for j in range(iv, nv):
             for k2 in range(nvi):
@@ -898,7 +966,7 @@ def _minv_forward_ndof_n(model, i, nvi, W, FP, Minv, nv, col):
 
 
 @leaf_kernel(error_model="numpy")
-def minverse(q, Minv, FP, model, W, SC):
+def minverse(q, Minv, FP, model, data, SC):
     """Analytical inverse of the joint-space inertia matrix, never forming M (world frame).
 
     Carpentier, Algorithm 1: ABA without its affine terms, in three passes. In the
@@ -910,37 +978,37 @@ def minverse(q, Minv, FP, model, W, SC):
     st = check_configuration(model, q)
     if st != OK:
         return st
-    kinematics_into(model, q, W, SC)
-    return _minverse_passes(Minv, FP, model, W, SC)
+    kinematics_into(model, q, data, SC)
+    return _minverse_passes(Minv, FP, model, data, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _minverse_passes(Minv, FP, model, W, SC):
-    """:func:`minverse` after the world poses (``W_POSE``): the three passes of Alg. 1."""
-    world_quantities(model, W, True)
+def _minverse_passes(Minv, FP, model, data, SC):
+    """:func:`minverse` after the world poses (``data.pose``): the three passes of Alg. 1."""
+    world_quantities(model, data, True)
     nb = model.parent.shape[0]
     nv = Minv.shape[0]
     F = FP[nb]
     col = SC[SC_KERNEL_WORK, 0]
-    # the articulated inertias are accumulated in place of the body inertias
-    # (W_MINV_ARTICULATED_INERTIA = W_BODY_INERTIA, which nothing reads after this kernel),
-    # upper triangles only: no 6x6 copy per body, and 21 instead of 36 updates per joint
+    # the articulated inertias are accumulated in place of the body inertias (data.body_inertia,
+    # which nothing reads after this kernel), upper triangles only: no 6x6 copy per body, and
+    # 21 instead of 36 updates per joint
     for i in range(nb - 1, -1, -1):
         if model.joint_nv[i] == 1:
-            if not _minv_articulate_1dof(model, i, W):
+            if not _minv_articulate_1dof(model, i, data):
                 return SINGULAR
-            _minv_backward_1dof(model, i, W, F, Minv)
+            _minv_backward_1dof(model, i, data, F, Minv)
         else:
-            if not _minv_articulate_ndof(model, i, W, SC):
+            if not _minv_articulate_ndof(model, i, data, SC):
                 return SINGULAR
-            _minv_backward_ndof(model, i, W, F, Minv, col)
+            _minv_backward_ndof(model, i, data, F, Minv, col)
     # Alg. 1 lines 19-28: contributions of the supports, P_i = S Minv[i, i:] + P_parent. Entries
     # of row i beyond i's subtree were not touched by the backward pass: they start from zero.
     for i in range(nb):
         if model.joint_nv[i] == 1 and model.parent[i] >= 0:
-            _minv_forward_1dof(model, i, W, FP, Minv, nv)
+            _minv_forward_1dof(model, i, data, FP, Minv, nv)
         else:
-            _minv_forward_ndof(model, i, W, FP, Minv, nv, col)
+            _minv_forward_ndof(model, i, data, FP, Minv, nv, col)
     for r in range(nv):
         for c in range(r):
             Minv[r, c] = Minv[c, r]
@@ -999,7 +1067,7 @@ def _store_xup(X, R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2):
 
 
 @leaf_kernel(error_model="numpy")
-def rnea(q, v, a, fext, use_fext, use_gravity, tau, model, W, SC):
+def rnea(q, v, a, fext, use_fext, use_gravity, tau, model, data, SC):
     """Recursive Newton-Euler inverse dynamics in body frames (Featherstone 2008, Table 5.1).
 
     tau = M(q) a + C(q, v) v + g(q) - sum J^T f_ext, with ``fext`` (nb, 6) body-frame wrenches.
@@ -1012,15 +1080,16 @@ def rnea(q, v, a, fext, use_fext, use_gravity, tau, model, W, SC):
         return st
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
+    xup = data.xup
     for i in range(model.parent.shape[0]):
         R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2 = _local_pose(model, q, i)
-        _store_xup(W[i, W_XUP], R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2)
-    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC)
+        _store_xup(xup[i], R00, R01, R02, R10, R11, R12, R20, R21, R22, p0, p1, p2)
+    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, data, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC):
-    """:func:`rnea`'s forward and backward passes after the transforms ``W_XUP``."""
+def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, data, SC):
+    """:func:`rnea`'s forward and backward passes after the transforms ``data.xup``."""
     nb = model.parent.shape[0]
     vJ = SC[SC_FORWARD_PASS, 0]
     Iv = SC[SC_FORWARD_PASS, 1]
@@ -1028,15 +1097,13 @@ def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC):
     for r in range(3):
         g6[r] = -model.gravity[r] if use_gravity else 0.0
         g6[r + 3] = 0.0
+    xup, velocity, acceleration, force = data.xup, data.velocity, data.acceleration, data.force
     for i in range(nb):
-        X = W[i, W_XUP]
-        par = model.parent[i]
-        iv = model.v_index[i]
-        nvi = model.joint_nv[i]
+        X = xup[i]
+        par, iv, nvi = joint_indices(model, i)
         S = model.motion_subspace[i]
-        vec = W[i, W_VECTORS]
-        vel = vec[VEC_VELOCITY]
-        acc = vec[VEC_ACCELERATION]
+        vel = velocity[i]
+        acc = acceleration[i]
         joint_motion(S, nvi, iv, v, a, vJ, acc)
         if par < 0:
             for r in range(6):
@@ -1044,12 +1111,12 @@ def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC):
             # the world "accelerates" upwards: a_0 = -g, so gravity enters through the tree
             _xup_motion(X, g6, acc, True)
         else:
-            _xup_motion(X, W[par, W_VECTORS, VEC_VELOCITY], vel, False)
+            _xup_motion(X, velocity[par], vel, False)
             for r in range(6):
                 vel[r] += vJ[r]
-            _xup_motion(X, W[par, W_VECTORS, VEC_ACCELERATION], acc, True)
+            _xup_motion(X, acceleration[par], acc, True)
             add6(acc, cross_motion(vel, vJ))
-        frc = vec[VEC_FORCE]
+        frc = force[i]
         _inertia_vec(model.spatial_inertia[i], acc, frc)
         _inertia_vec(model.spatial_inertia[i], vel, Iv)
         add6(frc, cross_force(vel, Iv))
@@ -1059,7 +1126,7 @@ def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC):
     for i in range(nb - 1, -1, -1):
         iv = model.v_index[i]
         S = model.motion_subspace[i]
-        frc = W[i, W_VECTORS, VEC_FORCE]
+        frc = force[i]
         for k in range(model.joint_nv[i]):
             s = 0.0
             for r in range(6):
@@ -1068,8 +1135,8 @@ def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC):
         par = model.parent[i]
         if par >= 0:
             # Xup^T f with Xup's lower rows read from its upper ones (R^T)
-            X = W[i, W_XUP]
-            out = W[par, W_VECTORS, VEC_FORCE]
+            X = xup[i]
+            out = force[par]
             for c in range(3):
                 out[c] += X[0, c] * frc[0] + X[1, c] * frc[1] + X[2, c] * frc[2]
             for c in range(3):
@@ -1085,12 +1152,12 @@ def _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC):
 
 
 @leaf_kernel(error_model="numpy")
-def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, model, W, SC):
+def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, model, data, SC):
     """:func:`minverse` into ``Minv`` and :func:`rnea` into ``tau`` after ONE kinematics pass
     (:func:`placements_into`): the same passes and arithmetic as the two kernels called one
     after the other (results equal to the bit), each body's local pose evaluated once instead
     of twice. Statuses and their order are theirs (``minverse``'s, then ``rnea``'s); the world
-    poses ``W_POSE`` stay valid for the caller (the contact candidates read them).
+    poses ``data.pose`` stay valid for the caller (the contact candidates read them).
 
     q (nq,), v and a (nv,) in the model's order [m, rad; m/s, rad/s; m/s^2, rad/s^2]; ``fext``
     (nb, 6) body-frame wrenches [N, N m], read if ``use_fext``; outputs ``Minv`` (nv, nv) and
@@ -1100,8 +1167,8 @@ def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, model, W
     st = check_configuration(model, q)
     if st != OK:
         return st
-    placements_into(model, q, W)
-    st = _minverse_passes(Minv, FP, model, W, SC)
+    placements_into(model, q, data)
+    st = _minverse_passes(Minv, FP, model, data, SC)
     if st != OK:
         return st
     st = check_state(model, q, v, a)
@@ -1109,7 +1176,7 @@ def dynamics_terms(q, v, a, fext, use_fext, use_gravity, Minv, FP, tau, model, W
         return st
     if use_fext and not check_matrix(fext):
         return BAD_FEXT
-    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, W, SC)
+    return _rnea_passes(v, a, fext, use_fext, use_gravity, tau, model, data, SC)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -1285,32 +1352,32 @@ def frame_placement(q, body, F, T, model):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _point_kinematics_views(W, SC):
+def _point_kinematics_views(data, SC):
     """The workspace views the point kinematics of :mod:`.kinematics` work in: (Xup, world
     rotations, world positions, the (2, 3, 3) rotation scratch, body velocities, body
     velocity-product accelerations, a 6-vector)."""
     return (
-        W[:, W_XUP],
-        W[:, W_POSE, 0:3, 0:3],
-        W[:, W_POSE, 3, 0:3],
+        data.xup,
+        data.pose[:, 0:3],
+        data.pose[:, 3],
         SC[SC_ROTATIONS : SC_ROTATIONS + 2, 0:3, 0:3],
-        W[:, W_VECTORS, VEC_VELOCITY],
-        W[:, W_VECTORS, VEC_ACCELERATION],
+        data.velocity,
+        data.acceleration,
         SC[SC_FORWARD_PASS, 0],
     )
 
 
 @leaf_kernel(error_model="numpy")
-def point_bias(model, q, v, body, r, Rf, local, W, SC, out):
+def point_bias(model, q, v, body, r, Rf, local, data, SC, out):
     """J̇v of a point; see :func:`kinematics.point_bias`."""
-    Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
+    Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(data, SC)
     return _point_bias(model, q, v, body, r, Rf, local, Xup, Rw, pw, Rtmp, vel, acc, vJ,
                        out)
 
 
 @leaf_kernel(error_model="numpy")
-def points_kinematics(model, q, v, bodies, rs, W, SC, J6, positions, J_lin, bias_lin):
+def points_kinematics(model, q, v, bodies, rs, data, SC, J6, positions, J_lin, bias_lin):
     """Batched contact-point kinematics; see :func:`kinematics.points_kinematics`."""
-    Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(W, SC)
+    Xup, Rw, pw, Rtmp, vel, acc, vJ = _point_kinematics_views(data, SC)
     return _points_kinematics(model, q, v, bodies, rs, Xup, Rw, pw, Rtmp, vel, acc, vJ,
                               SC[SC_FORWARD_PASS, 3, 0:3], J6, positions, J_lin, bias_lin)
