@@ -9,8 +9,9 @@
 Starts ``wbc_sim`` (MuJoCo, publishes /clock, joint_states, odom, ground_truth/odom, imu),
 ``wbc_controller`` (config/<robot>.yaml with use_sim_time and the arguments below) and
 ``wbc_reference`` (publishes wbc_controller/reference and, for the trot,
-wbc_controller/contact_schedule), all on simulated time. By default the simulator's sensors are
-realistic (noisy, quantized encoders; an IMU with MEMS noise) and a floating base runs on the
+wbc_controller/contact_schedule and wbc_controller/contact_lift_off), all on simulated time. By
+default the simulator's sensors are realistic (noisy, quantized encoders; an IMU with MEMS noise)
+and a floating base runs on the
 controller's own estimate from them (``base_state:=odom sensing:=exact``: the exact state). The
 simulator runs in
 ``lockstep``: it holds the robot in its initial pose until the controller's first command, then

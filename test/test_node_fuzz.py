@@ -33,7 +33,7 @@ from rcl_interfaces.msg import Parameter as ParamMsg  # noqa: E402
 from rcl_interfaces.msg import ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import UInt8MultiArray  # noqa: E402
+from std_msgs.msg import Float64MultiArray, UInt8MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from wbc_dynamics.model import RobotModel  # noqa: E402
@@ -66,6 +66,8 @@ class Robot:
         self.k = 0
         self.pub_schedule = self.client.node.create_publisher(
             UInt8MultiArray, f"{self.ns}/wbc_controller/contact_schedule", 10)
+        self.pub_lift_off = self.client.node.create_publisher(
+            Float64MultiArray, f"{self.ns}/wbc_controller/contact_lift_off", 10)
         self.client.node.create_timer(0.005, self._stream)
 
     # valid inputs ---------------------------------------------------------------------------
@@ -268,7 +270,7 @@ def test_denormals_odd_stamps_and_unused_fields_are_valid_input(robots):
     np.testing.assert_allclose(echo.effort, arm.expected(q - 1e-4), rtol=0, atol=1e-9)
 
 
-def test_hostile_odom_and_contact_schedule(robots):
+def test_hostile_odom_contact_schedule_and_lift_off(robots):
     _, quad = robots
     bad_odoms = []
     for field in ("position", "orientation", "linear", "angular"):
@@ -290,6 +292,12 @@ def test_hostile_odom_and_contact_schedule(robots):
     _send_paced(quad, quad.client.pub_odom, bad_odoms)
     _send_paced(quad, quad.pub_schedule, [UInt8MultiArray(data=d) for d in
                                           ([], [1, 1, 1], [1, 1, 1, 1, 1], [1, 2, 1, 1])])
+    inf = np.inf
+    _send_paced(quad, quad.pub_lift_off, [Float64MultiArray(data=d) for d in
+                                          ([], [0.1, inf, inf], [np.nan, inf, inf, inf],
+                                           [-inf, inf, inf, inf], [inf, -1e308, inf, inf],
+                                           [inf, inf, -DENORMAL, inf],
+                                           [0.1, 1e308, DENORMAL, inf])])  # (the last valid)
     quad.alive()
     d = quad.diag()
     for key in ("non_finite", "out_of_range", "quaternion_norm"):
@@ -297,6 +305,9 @@ def test_hostile_odom_and_contact_schedule(robots):
     assert int(d["odom_quaternion_renormalized"]) >= 1
     assert int(d["rejected_contact_schedule.size"]) >= 3
     assert int(d["rejected_contact_schedule.bad_value"]) >= 1
+    assert int(d["rejected_contact_lift_off.size"]) >= 2
+    assert int(d["rejected_contact_lift_off.non_finite"]) >= 2
+    assert int(d["rejected_contact_lift_off.out_of_range"]) >= 2
     quad.assert_commands_finite_and_limited()
     quad.assert_control_resumes()
 

@@ -257,6 +257,55 @@ def test_contact_schedule_topic_sets_swing_feet_and_rejects_bad_masks(make_node)
     assert len(ctl.update(now).contact_ids) == 4
 
 
+def test_contact_lift_off_topic_combines_with_the_schedule_and_rejects_bad_times(make_node):
+    """~/contact_lift_off (std_msgs/Float64MultiArray, one time [s] per contact link, inf =
+    none): the announcements reach the stance filter with the latest stance mask; a mask
+    arriving later passes them on aged by the node-clock time since their arrival, and drops
+    them once they are older than state_timeout; a bad message is a counted rejection that
+    leaves the last valid announcements in force."""
+    from std_msgs.msg import Float64MultiArray, UInt8MultiArray
+
+    node, _, _ = make_node(robot="quadruped", floating_base=True, method="lcp_noslip",
+                           contact_state_filter=True, noslip_min_norm=True,
+                           contact_unload_ramp=0.02, state_timeout=0.1)
+    ctl = node.controller
+    clock = [node._now()]  # (~1.8e9 s: the times compare to 1e-6 s)
+    node._now = lambda: clock[0]
+    links = list(ctl.contact_links)
+    f = ctl.contact_state
+
+    def release_in():
+        return {ln: float(f.data.release_in[f._index[ln]]) for ln in links}
+
+    def mask(swing):
+        node._on_contact_schedule(UInt8MultiArray(data=[0 if ln in swing else 1
+                                                        for ln in links]))
+
+    inf = float("inf")
+    times = {"LF_foot": 0.05, "RH_foot": 0.0}
+    node._on_contact_lift_off(Float64MultiArray(data=[times.get(ln, inf) for ln in links]))
+    assert release_in() == {ln: times.get(ln, inf) for ln in links}
+    clock[0] += 0.02
+    mask({"RH_foot"})                                  # aged 20 ms; a swing link has none
+    got = release_in()
+    assert got["LF_foot"] == pytest.approx(0.03, abs=1e-6) and got["RH_foot"] == inf
+    assert list(f.swing) == [ln == "RH_foot" for ln in links]
+    clock[0] += 0.05
+    mask(set())                                        # 70 ms: LF_foot's lift-off is due
+    assert release_in() == {ln: 0.0 if ln in times else inf for ln in links}
+    bad = ([0.1, inf, inf], [inf, float("nan"), inf, inf], [inf, -inf, inf, inf],
+           [inf, inf, -0.01, inf])
+    for data in bad:
+        node._on_contact_lift_off(Float64MultiArray(data=data))
+    assert node._rejected["contact_lift_off"] == {"size": 1, "non_finite": 2, "out_of_range": 1}
+    assert f"negative for [{links[2]!r}]" in node._last_reject
+    assert release_in() == {ln: 0.0 if ln in times else inf for ln in links}  # still in force
+    clock[0] += 0.04                                   # 110 ms > state_timeout: dropped
+    mask(set())
+    assert release_in() == dict.fromkeys(links, inf)
+    assert node._rejected["contact_schedule"] == {}
+
+
 def test_contact_outputs_go_only_to_listened_publishers_with_the_tick_forces(make_node):
     """~/contact_wrench/<link> and ~/contact_markers: nothing is published (or converted)
     without a subscriber -- the humanoid's 8 wrenches + 8 markers had cost 367 us in 1 of 20

@@ -8,6 +8,7 @@ sum, find "a non-finite value", then find none and raise IndexError (the node pr
 
 from __future__ import annotations
 
+import array
 import math
 from types import SimpleNamespace
 
@@ -24,6 +25,7 @@ from wbc_dynamics.ros_conversions import (
     JointStateParser,
     OdometryParser,
     ReferenceParser,
+    contact_lift_off_in,
     contact_schedule_swing_links,
     joint_position_bounds,
     odometry_cdr_numbers,
@@ -285,6 +287,24 @@ def test_contact_schedule_conversion():
     _rejected(lambda: contact_schedule_swing_links([1, 1], links), "size", "contact_schedule.data")
     _rejected(lambda: contact_schedule_swing_links([1, 2, 1, 1], links), "bad_value", "'rf'")
     _rejected(lambda: contact_schedule_swing_links([], links), "size")
+
+
+def test_contact_lift_off_conversion():
+    """One time [s] per contact link: finite >= 0 announces a lift-off, +inf none (left out);
+    NaN, -inf, a negative time or a wrong length reject the whole message naming the links."""
+    links = ["lf", "rf", "lh", "rh"]
+    inf = math.inf
+    assert contact_lift_off_in([0.25, inf, 0.0, inf], links) == {"lf": 0.25, "lh": 0.0}
+    assert contact_lift_off_in([inf] * 4, links) == {}
+    assert contact_lift_off_in(array.array("d", [1e308, -0.0, inf, 5e-324]), links) == {
+        "lf": 1e308, "rf": 0.0, "rh": 5e-324}
+    _rejected(lambda: contact_lift_off_in([0.1, inf], links), "size", "contact_lift_off.data")
+    _rejected(lambda: contact_lift_off_in([], links), "size")
+    _rejected(lambda: contact_lift_off_in([inf, math.nan, inf, -inf], links), "non_finite",
+              "'rf'", "'rh'")
+    _rejected(lambda: contact_lift_off_in([inf, inf, -0.01, 0.2], links), "out_of_range",
+              "'lh'", ">= 0 s")
+    _rejected(lambda: contact_lift_off_in(["soon", inf, inf, inf], links), "bad_value")
 
 
 def test_random_hostile_messages_raise_only_input_rejected():

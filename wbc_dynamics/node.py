@@ -18,6 +18,9 @@ Subscriptions
     its base from it and the joint states (docs/node.md, "Running without odometry").
     ``~/object_odom`` (nav_msgs/Odometry) -- with ``object_urdf`` only: the object's pose and
     twist (child frame), e.g. from a motion-capture or object tracker.
+    ``~/contact_schedule`` (std_msgs/UInt8MultiArray) -- the gait's stance mask per contact link.
+    ``~/contact_lift_off`` (std_msgs/Float64MultiArray) -- per contact link, the time [s] until
+    the gait lifts that stance link off (``inf``: none announced), for the unload ramp.
 Publications
     ``effort_controller/commands`` (std_msgs/Float64MultiArray) -- ``data[i]`` = torque [N m]
     of the i-th configured joint, for ros2_control's ForwardCommandController (effort
@@ -105,6 +108,7 @@ from .ros_conversions import (
     JointStateParser,
     OdometryParser,
     ReferenceParser,
+    contact_lift_off_in,
     contact_schedule_swing_links,
     imu_cdr_numbers,
     imu_sample_time,
@@ -245,8 +249,8 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
         # ValueError of the controller); every topic listed in /diagnostics even at 0
         self._rejected: dict[str, dict[str, int]] = {
             t: {} for t in ("joint_states", "reference", "odom", "imu", "object_odom",
-                            "contact_schedule", "task_goals", "cmd_vel", "parameters",
-                            "robot_description")
+                            "contact_schedule", "contact_lift_off", "task_goals", "cmd_vel",
+                            "parameters", "robot_description")
         }
         self._last_reject = ""
         # exceptions no input should cause (bugs): counted, logged, never fatal (see _guard)
@@ -468,8 +472,15 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
                 Odometry, "~/object_odom", g(self._on_object_odom), state_qos, raw=True))
         self._entities += self._odometry_subs
         if ctl.contact_links:
+            # the latest schedule and announced lift-offs, combined at each message of either
+            # (_apply_contact_schedule)
+            self._schedule_swing: list[str] = []
+            self._lift_off: dict[str, float] = {}
+            self._lift_off_t = -math.inf  # [s] node clock at the lift-off message's arrival
             self._entities.append(self.create_subscription(
                 UInt8MultiArray, "~/contact_schedule", g(self._on_contact_schedule), cmd_qos))
+            self._entities.append(self.create_subscription(
+                Float64MultiArray, "~/contact_lift_off", g(self._on_contact_lift_off), cmd_qos))
         self._pub_task_markers = None
         self._last_task_markers = -math.inf
         if ctl.tasks is not None:  # goals and positions in RViz, at contacts_rate
@@ -810,14 +821,51 @@ class WbcControllerNode(_ImuInput, LifecycleNode):
 
     def _on_contact_schedule(self, msg: UInt8MultiArray) -> None:
         """Stance mask from the gait planner: data[i] = 1 (stance) or 0 (swing) for the i-th
-        configured contact link; swing links are not contact candidates until the next mask."""
+        configured contact link; swing links are not contact candidates until the next mask.
+        The latest announced lift-offs (``~/contact_lift_off``) still apply."""
         ctl = self.controller
         if ctl is None:
             return
         try:
-            ctl.set_contact_schedule(contact_schedule_swing_links(msg.data, ctl.contact_links))
+            swing = contact_schedule_swing_links(msg.data, ctl.contact_links)
+            self._apply_contact_schedule(ctl, swing, self._lift_off, self._lift_off_t,
+                                         self._now())
         except ValueError as exc:
             self._reject("contact_schedule", exc)
+            return
+        self._schedule_swing = swing
+
+    def _on_contact_lift_off(self, msg: Float64MultiArray) -> None:
+        """Announced releases from the gait planner: data[i] = the time [s] from now until the
+        i-th configured contact link, in stance, lifts off (``inf``: none announced); with the
+        contact state filter and ``contact_unload_ramp`` > 0 the link is unloaded over the ramp
+        before it. Applied with the latest stance mask; each message replaces the last."""
+        ctl = self.controller
+        if ctl is None:
+            return
+        now = self._now()
+        try:
+            lift_off = contact_lift_off_in(msg.data, ctl.contact_links)
+            self._apply_contact_schedule(ctl, self._schedule_swing, lift_off, now, now)
+        except ValueError as exc:
+            self._reject("contact_lift_off", exc)
+            return
+        self._lift_off, self._lift_off_t = lift_off, now
+
+    def _apply_contact_schedule(self, ctl: WholeBodyController, swing: list[str],
+                                lift_off: dict[str, float], t_lift_off: float,
+                                now: float) -> None:
+        """``set_contact_schedule(swing, lift-offs)`` with the lift-offs announced at
+        ``t_lift_off`` counted down to ``now`` [s, node clock]. The controller counts an
+        announcement down by itself every tick, but each call replaces the announcements, so
+        a stance mask arriving between two lift-off messages must pass them on, aged. An
+        announcement older than ``state_timeout`` is dropped (its planner stopped announcing:
+        no link stays unloaded for a release nobody plans any more); one whose time has passed
+        is due now (0: unloaded until the mask puts the link in swing)."""
+        age = now - t_lift_off
+        due = ({ln: max(t - age, 0.0) for ln, t in lift_off.items()}
+               if age <= ctl.state_timeout else None)
+        ctl.set_contact_schedule(swing, due)
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         """The walking command (``gait``): ``linear.x`` forward, ``linear.y`` left [m/s] in the

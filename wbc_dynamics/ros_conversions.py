@@ -20,7 +20,9 @@ Bounds (``docs/node.md``, "Input validation"): a value is accepted only if it is
 * IMU (:class:`ImuParser`): angular rate ``|w_i| <= MAX_IMU_ANGULAR_RATE`` (rad/s), specific force
   ``|f_i| <= MAX_IMU_ACCELERATION`` (m/s^2), orientation as the base orientation; a field the
   message marks as not provided (REP 145: its covariance's element 0 is -1) is rejected when the
-  estimator needs it.
+  estimator needs it;
+* announced contact lift-off (:func:`contact_lift_off_in`): a time >= 0 (s), or ``+inf`` for
+  none.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "POSITION_LIMIT_MARGIN_FRACTION",
     "QUATERNION_NORM_TOLERANCE",
     "ReferenceParser",
+    "contact_lift_off_in",
     "contact_schedule_swing_links",
     "float64_view",
     "imu_cdr_numbers",
@@ -562,6 +565,44 @@ def contact_schedule_swing_links(data: Sequence[int], links: Sequence[str]) -> l
             f"contact_schedule.data: entries must be 0 (swing) or 1 (stance); bad for {bad}",
         )
     return [ln for ln, m in zip(links, mask, strict=True) if m == 0]
+
+
+def contact_lift_off_in(data: Sequence[float], links: Sequence[str]) -> dict[str, float]:
+    """std_msgs/Float64MultiArray ``data`` (announced lift-offs) -> {contact link: time [s]
+    until the gait's planned lift-off of that stance link}, the ``lift_off_in`` of
+    :meth:`~wbc_dynamics.controller.WholeBodyController.set_contact_schedule`.
+
+    ``data[i]`` is for the i-th configured contact link: a finite time >= 0 [s] from the
+    message's arrival, or ``+inf`` for none announced (the link is left out of the result).
+    Raises :class:`InputError` for a wrong length (``size``), NaN or ``-inf`` (``non_finite``)
+    or a negative time (``out_of_range``), naming the links; ``bad_value`` for entries that
+    are not numbers.
+    """
+    try:
+        times = [float(x) for x in data]
+    except (TypeError, ValueError) as exc:  # (duck typing: the message type holds doubles)
+        raise InputError("bad_value", f"contact_lift_off.data: not numbers ({exc})") from None
+    if len(times) != len(links):
+        raise InputError(
+            "size",
+            f"contact_lift_off.data: {len(times)} entries, expected one per contact link "
+            f"{list(links)}",
+        )
+    not_finite = [links[i] for i, x in enumerate(times) if math.isnan(x) or x == -math.inf]
+    if not_finite:
+        raise InputError(
+            "non_finite",
+            f"contact_lift_off.data: NaN or -inf for {not_finite} (inf = no lift-off "
+            "announced)",
+        )
+    negative = [links[i] for i, x in enumerate(times) if x < 0.0]
+    if negative:
+        raise InputError(
+            "out_of_range",
+            f"contact_lift_off.data: a time until lift-off must be >= 0 s; negative for "
+            f"{negative}",
+        )
+    return {ln: x for ln, x in zip(links, times, strict=True) if x != math.inf}
 
 
 #: sensor_msgs/Imu after its header: orientation (4), orientation_covariance (9),

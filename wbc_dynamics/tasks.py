@@ -390,7 +390,7 @@ class TaskData(NamedTuple):
     support_order: np.ndarray
     support_hull: np.ndarray
     support_polygon: np.ndarray
-    W: np.ndarray
+    W: Any  # the recursions' data: a kernels.world.RigidBodyRecord
     SC: np.ndarray
     hierarchy: PrioritizedWork
     selection_residual: np.ndarray

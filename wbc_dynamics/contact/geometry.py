@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -463,7 +463,7 @@ class ContactData(NamedTuple):
     free body is appended.
     """
 
-    W: np.ndarray
+    W: Any  # the recursions' data: a kernels.world.RigidBodyRecord
     SC: np.ndarray
     FP: np.ndarray
     fext: np.ndarray

@@ -37,7 +37,7 @@ on named buffers (:class:`MomentumObserverData`, as one record).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -101,7 +101,7 @@ class MomentumObserverData(NamedTuple):
     tau_id: np.ndarray
     mass: np.ndarray
     fext: np.ndarray
-    W: np.ndarray
+    W: Any  # the recursions' data: a kernels.world.RigidBodyRecord
     SC: np.ndarray
     jac: np.ndarray
     point: np.ndarray

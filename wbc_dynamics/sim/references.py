@@ -978,7 +978,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     A gait with a contact schedule (the trot) also publishes its stance mask
     (std_msgs/UInt8MultiArray, 1 = stance, 0 = swing) on ``schedule_topic``
     (``wbc_controller/contact_schedule``) in the order of ``contact_links`` (default: the
-    reference's foot links), which must be the controller's ``contact_links`` order. ``kind``
+    reference's foot links), which must be the controller's ``contact_links`` order, and, if
+    the gait knows its lift-offs (the trot), each stance foot's time [s] until its next
+    lift-off (std_msgs/Float64MultiArray, ``inf`` for a swinging foot and a link that is no
+    foot of the gait; the controller's ``~/contact_lift_off``: the unload ramp) on
+    ``lift_off_topic`` (``wbc_controller/contact_lift_off``), same order. ``kind``
     ``walk`` (a controller with ``gait: trot``) also publishes the walking command as
     geometry_msgs/Twist on ``cmd_vel_topic`` (``cmd_vel``) at the same rate: ``velocity``
     (forward, left [m/s], yaw rate [rad/s]; default 0.2, 0, 0), or, when the string parameter
@@ -992,12 +996,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--topic", default="wbc_controller/reference")
     ap.add_argument("--schedule-topic", default="wbc_controller/contact_schedule")
+    ap.add_argument("--lift-off-topic", default="wbc_controller/contact_lift_off")
     args, ros_args = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
     import rclpy
     from rclpy.event_handler import PublisherEventCallbacks
     from rclpy.node import Node
     from rclpy.parameter import Parameter
-    from std_msgs.msg import UInt8MultiArray
+    from std_msgs.msg import Float64MultiArray, UInt8MultiArray
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     rclpy.init(args=[sys.argv[0], *ros_args])
@@ -1010,6 +1015,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             self.declare_parameter("rate", args.rate)
             self.declare_parameter("topic", args.topic)
             self.declare_parameter("schedule_topic", args.schedule_topic)
+            self.declare_parameter("lift_off_topic", args.lift_off_topic)
             self.declare_parameter("contact_links", Parameter.Type.STRING_ARRAY)
             self.declare_parameter("velocity", [0.2, 0.0, 0.0])
             # "" = the constant ``velocity``; else a VelocityProfile text
@@ -1040,7 +1046,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             self.msg = JointTrajectory()
             self.msg.joint_names = list(self.ref.joint_names)
             self.msg.points = [JointTrajectoryPoint()]
-            self.pub_schedule = None
+            self.pub_schedule = self.pub_lift_off = None
             if hasattr(self.ref, "swing_active"):
                 feet = list(self.ref.foot_links)
                 links = self.get_parameter_or(
@@ -1054,6 +1060,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 self.pub_schedule = publisher(
                     UInt8MultiArray, self.get_parameter("schedule_topic").value)
                 self.schedule = UInt8MultiArray()
+                if hasattr(self.ref, "lift_off_in"):
+                    self.pub_lift_off = publisher(
+                        Float64MultiArray, self.get_parameter("lift_off_topic").value)
+                    self.lift_off = Float64MultiArray()
             self.pub_cmd_vel = None
             if kind == "walk":
                 from geometry_msgs.msg import Twist
@@ -1082,8 +1092,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tw.linear.x, tw.linear.y, tw.angular.z = self.profile.sample(t - self.t0)
                 self.pub_cmd_vel.publish(tw)
             if self.pub_schedule is not None:
-                swing = self.ref.swing_active(max(t - self.t0, 0.0))
+                t_gait = max(t - self.t0, 0.0)
+                swing = self.ref.swing_active(t_gait)
                 self.schedule.data = [0 if i >= 0 and swing[i] else 1 for i in self._foot_of]
+                if self.pub_lift_off is not None:
+                    lift_off = self.ref.lift_off_in(t_gait)
+                    self.lift_off.data = [float(lift_off[i]) if i >= 0 else math.inf
+                                          for i in self._foot_of]
+                    self.pub_lift_off.publish(self.lift_off)
                 self.pub_schedule.publish(self.schedule)
             msg = self.msg
             msg.header.stamp.sec, msg.header.stamp.nanosec = now.seconds_nanoseconds()
